@@ -1,0 +1,122 @@
+package annotation
+
+import "github.com/ripple-dev/ripple/internal/refs"
+
+// DefaultPrefix is the prefix of the keys Ripple adds on top of Reloader's.
+const DefaultPrefix = "ripple.dev"
+
+// Keys holds every annotation key Ripple reads or writes. Reloader lets flags
+// rename some of them; the rest are fixed. The key is a struct rather than a
+// set of constants because the renamable ones come from flags, and the whole
+// set travels with the rest of the validated configuration.
+type Keys struct {
+	// Auto (A1) opts a workload into reloads for every referenced config.
+	Auto string
+	// ConfigMapAuto, SecretAuto and SecretProviderClassAuto (A2-A4) do the
+	// same for one kind of config only.
+	ConfigMapAuto, SecretAuto, SecretProviderClassAuto string
+
+	// ConfigMapReload, SecretReload and SecretProviderClassReload (A5-A7) list
+	// the configs, by name or pattern, that reload the workload.
+	ConfigMapReload, SecretReload, SecretProviderClassReload string
+
+	// Search (A8) goes on a workload, Match (A9) and Ignore (A10) on a config.
+	Search, Match, Ignore string
+
+	// ConfigMapExclude, SecretExclude and SecretProviderClassExclude
+	// (A11-A13) list configs that never reload the workload.
+	ConfigMapExclude, SecretExclude, SecretProviderClassExclude string
+
+	// RolloutStrategy (A14) is read from Argo Rollouts, PausePeriod (A15)
+	// from Deployments, and PausedAt (A16) is written on paused Deployments.
+	RolloutStrategy, PausePeriod, PausedAt string
+
+	// LastReloadedFrom (A17) is written on the pod template by the
+	// annotations strategy.
+	LastReloadedFrom string
+
+	// SettleWindow is Ripple's own: how long to wait for a burst of config
+	// changes to settle before rolling the workload once.
+	SettleWindow string
+	// Applied is Ripple's own: the workload-metadata record of the config
+	// digests that have already been applied.
+	Applied string
+}
+
+// DefaultKeys returns Reloader's default keys and Ripple's own keys under
+// prefix (for example "ripple.dev"). An empty prefix means DefaultPrefix, so a
+// zero-valued option can never produce keys like "/applied".
+func DefaultKeys(prefix string) Keys {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Keys{
+		Auto:                    "reloader.stakater.com/auto",
+		ConfigMapAuto:           "configmap.reloader.stakater.com/auto",
+		SecretAuto:              "secret.reloader.stakater.com/auto",
+		SecretProviderClassAuto: "secretproviderclass.reloader.stakater.com/auto",
+
+		ConfigMapReload:           "configmap.reloader.stakater.com/reload",
+		SecretReload:              "secret.reloader.stakater.com/reload",
+		SecretProviderClassReload: "secretproviderclass.reloader.stakater.com/reload",
+
+		Search: "reloader.stakater.com/search",
+		Match:  "reloader.stakater.com/match",
+		Ignore: "reloader.stakater.com/ignore",
+
+		ConfigMapExclude:           "configmaps.exclude.reloader.stakater.com/reload",
+		SecretExclude:              "secrets.exclude.reloader.stakater.com/reload",
+		SecretProviderClassExclude: "secretproviderclasses.exclude.reloader.stakater.com/reload",
+
+		RolloutStrategy: "reloader.stakater.com/rollout-strategy",
+		PausePeriod:     "deployment.reloader.stakater.com/pause-period",
+		PausedAt:        "deployment.reloader.stakater.com/paused-at",
+
+		LastReloadedFrom: "reloader.stakater.com/last-reloaded-from",
+
+		SettleWindow: prefix + "/settle-window",
+		Applied:      prefix + "/applied",
+	}
+}
+
+// ReloadKey returns the named-reload key (A5-A7) for kind, or "" for a kind
+// Ripple does not know.
+func (k Keys) ReloadKey(kind refs.Kind) string {
+	switch kind {
+	case refs.ConfigMap:
+		return k.ConfigMapReload
+	case refs.Secret:
+		return k.SecretReload
+	case refs.SecretProviderClass:
+		return k.SecretProviderClassReload
+	}
+	return ""
+}
+
+// TypedAutoKey returns the typed-auto key (A2-A4) for kind, or "" for a kind
+// Ripple does not know.
+func (k Keys) TypedAutoKey(kind refs.Kind) string {
+	switch kind {
+	case refs.ConfigMap:
+		return k.ConfigMapAuto
+	case refs.Secret:
+		return k.SecretAuto
+	case refs.SecretProviderClass:
+		return k.SecretProviderClassAuto
+	}
+	return ""
+}
+
+// ExcludeKey returns the exclude key (A11-A13) for kind, or "" for a kind
+// Ripple does not know.
+func (k Keys) ExcludeKey(kind refs.Kind) string {
+	switch kind {
+	case refs.ConfigMap:
+		return k.ConfigMapExclude
+	case refs.Secret:
+		return k.SecretExclude
+	case refs.SecretProviderClass:
+		return k.SecretProviderClassExclude
+	}
+	return ""
+}

@@ -1,0 +1,94 @@
+package annotation
+
+import (
+	"testing"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+func TestDefaultKeys(t *testing.T) {
+	// Users have these keys in their manifests; any drift breaks them.
+	reloader := Keys{
+		Auto:                       "reloader.stakater.com/auto",
+		ConfigMapAuto:              "configmap.reloader.stakater.com/auto",
+		SecretAuto:                 "secret.reloader.stakater.com/auto",
+		SecretProviderClassAuto:    "secretproviderclass.reloader.stakater.com/auto",
+		ConfigMapReload:            "configmap.reloader.stakater.com/reload",
+		SecretReload:               "secret.reloader.stakater.com/reload",
+		SecretProviderClassReload:  "secretproviderclass.reloader.stakater.com/reload",
+		Search:                     "reloader.stakater.com/search",
+		Match:                      "reloader.stakater.com/match",
+		Ignore:                     "reloader.stakater.com/ignore",
+		ConfigMapExclude:           "configmaps.exclude.reloader.stakater.com/reload",
+		SecretExclude:              "secrets.exclude.reloader.stakater.com/reload",
+		SecretProviderClassExclude: "secretproviderclasses.exclude.reloader.stakater.com/reload",
+		RolloutStrategy:            "reloader.stakater.com/rollout-strategy",
+		PausePeriod:                "deployment.reloader.stakater.com/pause-period",
+		PausedAt:                   "deployment.reloader.stakater.com/paused-at",
+		LastReloadedFrom:           "reloader.stakater.com/last-reloaded-from",
+	}
+	tests := []struct {
+		name         string
+		prefix       string
+		settleWindow string
+		applied      string
+	}{
+		{name: "default prefix", prefix: "ripple.dev", settleWindow: "ripple.dev/settle-window", applied: "ripple.dev/applied"},
+		{name: "custom prefix", prefix: "example.com", settleWindow: "example.com/settle-window", applied: "example.com/applied"},
+		{name: "empty prefix falls back to default", prefix: "", settleWindow: "ripple.dev/settle-window", applied: "ripple.dev/applied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := reloader
+			want.SettleWindow, want.Applied = tt.settleWindow, tt.applied
+			if got := DefaultKeys(tt.prefix); got != want {
+				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)
+			}
+		})
+	}
+}
+
+func TestKeysForKind(t *testing.T) {
+	keys := DefaultKeys("")
+	tests := []struct {
+		name                       string
+		kind                       refs.Kind
+		reload, typedAuto, exclude string
+	}{
+		{
+			name:      "configmap",
+			kind:      refs.ConfigMap,
+			reload:    "configmap.reloader.stakater.com/reload",
+			typedAuto: "configmap.reloader.stakater.com/auto",
+			exclude:   "configmaps.exclude.reloader.stakater.com/reload",
+		},
+		{
+			name:      "secret",
+			kind:      refs.Secret,
+			reload:    "secret.reloader.stakater.com/reload",
+			typedAuto: "secret.reloader.stakater.com/auto",
+			exclude:   "secrets.exclude.reloader.stakater.com/reload",
+		},
+		{
+			name:      "secretproviderclass",
+			kind:      refs.SecretProviderClass,
+			reload:    "secretproviderclass.reloader.stakater.com/reload",
+			typedAuto: "secretproviderclass.reloader.stakater.com/auto",
+			exclude:   "secretproviderclasses.exclude.reloader.stakater.com/reload",
+		},
+		{name: "unknown kind has no typed keys", kind: refs.Kind("Pod")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := keys.ReloadKey(tt.kind); got != tt.reload {
+				t.Errorf("ReloadKey = %q, want %q", got, tt.reload)
+			}
+			if got := keys.TypedAutoKey(tt.kind); got != tt.typedAuto {
+				t.Errorf("TypedAutoKey = %q, want %q", got, tt.typedAuto)
+			}
+			if got := keys.ExcludeKey(tt.kind); got != tt.exclude {
+				t.Errorf("ExcludeKey = %q, want %q", got, tt.exclude)
+			}
+		})
+	}
+}

@@ -1,0 +1,136 @@
+package annotation
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// Policy is what a workload's annotations say about one kind of config source.
+type Policy struct {
+	// Named holds the items of the named-reload key for the kind (A5-A7):
+	// the comma list, each item trimmed, empty items dropped, invalid
+	// patterns left out (see Invalid).
+	Named []Matcher
+	// Search is true when the search key (A8) is exactly "true".
+	Search bool
+	// Auto is true when the auto key (A1) or the typed-auto key for this kind
+	// (A2-A4) parses as true with strconv.ParseBool.
+	Auto bool
+	// AutoKey is the key that turned Auto on (A1 when both did), for
+	// messages; empty when Auto is false.
+	AutoKey string
+	// AutoSet is true when the auto key or the typed-auto key for this kind
+	// is present with a non-empty value. Reloader lets any such value,
+	// including "false" and garbage, turn off --auto-reload-all.
+	AutoSet bool
+	// Exclude holds the exact names from the exclude key for this kind
+	// (A11-A13), trimmed, empty items dropped. Reloader reads it from the
+	// workload metadata only, never from the pod template.
+	Exclude []string
+	// FromTemplate is true when the trigger keys were read from the pod
+	// template because the workload metadata carries none of them.
+	FromTemplate bool
+	// Invalid holds one error per named item that is not a valid pattern.
+	// The rest of the list still applies, as in Reloader, which skips bad
+	// items; callers surface these as warnings.
+	Invalid []error
+}
+
+// Parse reads the policy for configs of kind from the workload metadata
+// annotations meta and the pod-template annotations tpl. Either map may be
+// nil.
+//
+// Like Reloader, it reads the four trigger keys for the kind (named reload,
+// auto, typed auto, search) from the metadata when any one of them is present
+// there, and otherwise from the pod template. The choice is all or nothing
+// and made per kind: metadata with only a Secret reload key still sends a
+// ConfigMap lookup to the template. Exclude is always read from the metadata.
+func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
+	reloadKey := keys.ReloadKey(kind)
+	typedKey := keys.TypedAutoKey(kind)
+	triggers := []string{reloadKey, keys.Auto, typedKey, keys.Search}
+
+	var p Policy
+	src := meta
+	if !hasAny(meta, triggers) && hasAny(tpl, triggers) {
+		src = tpl
+		p.FromTemplate = true
+	}
+	get := func(key string) string {
+		if key == "" {
+			return ""
+		}
+		return src[key]
+	}
+
+	auto, typed := get(keys.Auto), get(typedKey)
+	switch {
+	case parseBool(auto):
+		p.Auto, p.AutoKey = true, keys.Auto
+	case parseBool(typed):
+		p.Auto, p.AutoKey = true, typedKey
+	}
+	p.AutoSet = auto != "" || typed != ""
+	p.Search = IsTrue(get(keys.Search))
+
+	where := "annotation"
+	if p.FromTemplate {
+		where = "pod template annotation"
+	}
+	for _, item := range splitList(get(reloadKey)) {
+		m, err := newMatcher(item)
+		if err != nil {
+			p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: invalid pattern %q: %w", where, reloadKey, item, err))
+			continue
+		}
+		p.Named = append(p.Named, m)
+	}
+
+	if key := keys.ExcludeKey(kind); key != "" {
+		p.Exclude = splitList(meta[key])
+	}
+	return p
+}
+
+// IsTrue reports whether v is exactly "true". Reloader compares the search,
+// match and ignore values as plain strings, so "True" or "1" do not count.
+func IsTrue(v string) bool { return v == "true" }
+
+// parseBool is strconv.ParseBool with errors meaning false, as in Reloader.
+func parseBool(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
+}
+
+// hasAny reports whether m has any of keys, even with an empty value: in
+// Reloader presence alone decides where the triggers are read from.
+func hasAny(m map[string]string, keys []string) bool {
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// splitList splits a comma list, trims items and drops empty ones. Reloader
+// keeps empty items, which then match only the empty name, so dropping them
+// changes nothing for real objects.
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+// Package cluster starts local Kubernetes control planes built from pinned Go
+// modules (see hack/build-tools.sh): an API-only control plane (etcd and
+// kube-apiserver through controller-runtime's envtest) for integration tests,
+// and a full cluster (plus kube-controller-manager, kube-scheduler and kwok
+// fake nodes) for end-to-end tests, the demo and benchmarks.
+//
+// Everything listens on 127.0.0.1 on free ports, so several control planes
+// can run side by side; Stop ends every process and removes every directory
+// that Start made.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// KubernetesVersion is the version of the control plane binaries that
+// hack/build-tools.sh builds.
+const KubernetesVersion = "v1.35.4"
+
+// ToolsDir returns the directory holding the built binaries: $RIPPLE_TOOLS_DIR
+// when set, else the versioned cache that hack/build-tools.sh writes to.
+func ToolsDir() (string, error) {
+	dir := os.Getenv("RIPPLE_TOOLS_DIR")
+	if dir == "" {
+		out, err := exec.Command("go", "env", "GOCACHE").Output()
+		if err != nil {
+			return "", fmt.Errorf("locating the tools cache with 'go env GOCACHE': %w", err)
+		}
+		dir = filepath.Join(strings.TrimSpace(string(out)), "..", "ripple-k8s", KubernetesVersion)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	var missing []string
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if len(missing) > 0 {
+		return "", errors.New("missing " + strings.Join(missing, ", ") + " in " + dir + ": run 'make tools' first")
+	}
+	return dir, nil
+}
