@@ -1,0 +1,118 @@
+// Package app is Ripple's composition root: it builds the manager, its
+// caches and the controllers from a validated Config, and runs them.
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Run runs Ripple until ctx is cancelled.
+func Run(ctx context.Context, cfg config.Config) error {
+	restCfg, err := restConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mgr, err := NewManager(restCfg, cfg)
+	if err != nil {
+		return err
+	}
+	if err := controller.Setup(ctx, mgr, cfg, Kinds(), clock.RealClock{}); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String())
+	return mgr.Start(ctx)
+}
+
+// Kinds are the workload kinds Ripple rolls.
+func Kinds() []workload.Kind {
+	return []workload.Kind{workload.Deployment, workload.StatefulSet, workload.DaemonSet}
+}
+
+func restConfig(cfg config.Config) (*rest.Config, error) {
+	var (
+		rc  *rest.Config
+		err error
+	)
+	if cfg.Kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	} else {
+		rc, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
+	rc.UserAgent = "ripple"
+	return rc, nil
+}
+
+// NewManager builds the controller-runtime manager with Ripple's caches:
+// ConfigMaps and Secrets are cached as metadata plus a digest of their data,
+// and no cached object keeps its managedFields. Tests tune the manager
+// options through opts.
+func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	var namespaces map[string]cache.Config
+	for _, ns := range cfg.Namespaces {
+		if namespaces == nil {
+			namespaces = map[string]cache.Config{}
+		}
+		namespaces[ns] = cache.Config{}
+	}
+	o := ctrl.Options{
+		Scheme: scheme,
+		Cache: cache.Options{
+			DefaultNamespaces: namespaces,
+			DefaultTransform:  cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.ConfigMap{}: {Transform: controller.TransformConfig},
+				&corev1.Secret{}:    {Transform: controller.TransformConfig},
+			},
+		},
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress: cfg.HealthAddr,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	mgr, err := ctrl.NewManager(rc, o)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready only once every informer has synced, so a rollout of Ripple
+	// itself waits for a replica that can act.
+	err = mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("informer caches have not synced")
+		}
+		return nil
+	})
+	return mgr, err
+}

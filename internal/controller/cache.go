@@ -1,0 +1,80 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// digestAnnotation holds, on cached ConfigMaps and Secrets only, the
+// Reloader SHA1 of the data the transform dropped. It never reaches the API
+// server: Ripple does not write configs.
+const digestAnnotation = "internal.ripple.dev/sha1"
+
+// TransformConfig is the cache transform for ConfigMaps and Secrets: it
+// records the digest of the data and drops the data, so the cache's memory
+// follows the number of configs, not their size.
+func TransformConfig(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok { // e.g. a tombstone: nothing to strip
+		return obj, nil
+	}
+	if _, done := o.GetAnnotations()[digestAnnotation]; done {
+		return obj, nil // transforms may see an object twice
+	}
+	var sum string
+	switch c := obj.(type) {
+	case *corev1.ConfigMap:
+		sum = digest.ConfigMap(c)
+		c.Data, c.BinaryData = nil, nil
+	case *corev1.Secret:
+		sum = digest.Secret(c)
+		c.Data, c.StringData = nil, nil
+	default:
+		return obj, nil
+	}
+	ann := make(map[string]string, len(o.GetAnnotations())+1)
+	for k, v := range o.GetAnnotations() {
+		// The last-applied annotation of kubectl holds a full copy of the
+		// data; it is not needed and would undo the point of the transform.
+		if k != corev1.LastAppliedConfigAnnotation {
+			ann[k] = v
+		}
+	}
+	ann[digestAnnotation] = sum
+	o.SetAnnotations(ann)
+	o.SetManagedFields(nil)
+	return obj, nil
+}
+
+// configObject returns an empty object of a config kind.
+func configObject(kind refs.Kind) client.Object {
+	if kind == refs.Secret {
+		return &corev1.Secret{}
+	}
+	return &corev1.ConfigMap{}
+}
+
+// configList returns an empty list of a config kind.
+func configList(kind refs.Kind) client.ObjectList {
+	if kind == refs.Secret {
+		return &corev1.SecretList{}
+	}
+	return &corev1.ConfigMapList{}
+}
+
+// objectNames returns the names of the items of a list.
+func objectNames(list client.ObjectList) []string {
+	var names []string
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if m, err := apimeta.Accessor(o); err == nil {
+			names = append(names, m.GetName())
+		}
+		return nil
+	})
+	return names
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// indexConfigs is the field index from a config to the workloads that may
+// depend on it. Its values are "<Kind>/<name>" for every config the pod
+// template references or a named-reload annotation names literally, and
+// "<Kind>/*" when a named-reload annotation holds a pattern. It may hold
+// more than the workload really reloads on; Reconcile decides exactly.
+const indexConfigs = "ripple.dev/configs"
+
+func configKey(kind refs.Kind, name string) string { return string(kind) + "/" + name }
+
+// patternKey cannot clash with a configKey: names never contain '*'.
+func patternKey(kind refs.Kind) string { return string(kind) + "/*" }
+
+// indexValues returns the indexConfigs values of a workload.
+func (r *Reconciler) indexValues(obj client.Object) []string {
+	tpl := r.Kind.PodTemplate(obj)
+	if tpl == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(v string) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, ref := range refs.All(&tpl.Spec) {
+		add(configKey(ref.Kind, ref.Name))
+	}
+	for _, kind := range r.Config.Kinds {
+		// Named keys may sit on the metadata or, as a fallback, on the pod
+		// template; index both and let Reconcile apply the precedence.
+		for _, src := range []map[string]string{obj.GetAnnotations(), tpl.Annotations} {
+			p := annotation.Parse(r.Config.Keys, kind, src, nil)
+			for _, m := range p.Named {
+				if m.Literal() {
+					add(configKey(kind, m.String()))
+				} else {
+					add(patternKey(kind))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requestsForConfig maps a config event to the workloads of r.Kind in the
+// config's namespace that may depend on it, through the index: a change
+// never lists workloads from the API server.
+func (r *Reconciler) requestsForConfig(kind refs.Kind) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, cfg client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, key := range []string{configKey(kind, cfg.GetName()), patternKey(kind)} {
+			list := r.Kind.NewList()
+			if err := r.Client.List(ctx, list, client.InNamespace(cfg.GetNamespace()), client.MatchingFields{indexConfigs: key}); err != nil {
+				log.FromContext(ctx).Error(err, "listing dependent workloads from the cache", "kind", r.Kind.Name(), "index", key)
+				continue
+			}
+			_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+				if m, err := apimeta.Accessor(o); err == nil {
+					reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
+				}
+				return nil
+			})
+		}
+		return reqs
+	}
+}

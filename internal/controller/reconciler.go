@@ -1,0 +1,336 @@
+// Package controller connects Ripple's pure decision packages to
+// controller-runtime. The reconciled object is the workload: ConfigMap and
+// Secret events are mapped to the workloads that use them through a cache
+// field index, and each reconcile reads the world and converges:
+//
+//	gather (cache reads) -> decide (pure) -> settle -> act (one patch) -> record (event, log)
+//
+// What has been applied is read back from the workload itself (the
+// strategy's env var or annotation on the pod template, and the applied
+// record on the workload metadata for configs that were never rolled), so
+// restarts, failovers and relists roll nothing, and changes made while
+// Ripple was down are applied once when it returns.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Event reasons.
+const (
+	ReasonReloaded          = "Reloaded"
+	ReasonReloadFailed      = "ReloadFailed"
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+)
+
+// maxSettleFactor bounds the settle window: a workload whose configs keep
+// changing is still rolled after this many windows from the first change.
+const maxSettleFactor = 10
+
+// conflictRetry is how soon a reconcile whose patch met a newer object
+// runs again; the cache is then usually current.
+const conflictRetry = 100 * time.Millisecond
+
+// Reconciler reconciles one workload kind.
+type Reconciler struct {
+	Client   client.Client
+	Kind     workload.Kind
+	Config   config.Config
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+
+	mu sync.Mutex
+	// pending holds, per workload, the change set waiting for its settle
+	// window to close. It is only a schedule: losing it on restart delays
+	// a rollout by one window and loses nothing.
+	pending map[types.NamespacedName]pendingChange
+}
+
+type pendingChange struct {
+	changes     string // identity of the change set
+	first, last time.Time
+}
+
+// plan is what a reconcile found: the configs that reload the workload and
+// those of them whose new digest is not yet applied.
+type plan struct {
+	changes  []strategy.Change
+	tracked  map[refs.Ref]string // digest of every config that reloads the workload
+	warnings []string
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	tpl := r.Kind.PodTemplate(obj)
+	if obj.GetDeletionTimestamp() != nil || tpl == nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	p, err := r.gather(ctx, obj, tpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	window, warning := r.settleWindow(obj)
+	if warning != "" {
+		p.warnings = append(p.warnings, warning)
+	}
+	for _, w := range p.warnings {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Reload", "%s", w)
+	}
+
+	if len(p.changes) > 0 {
+		if wait := r.settle(req.NamespacedName, p.changes, window); wait > 0 {
+			log.V(1).Info("waiting for the settle window", "configs", changeNames(p.changes), "wait", wait)
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	} else {
+		r.forget(req.NamespacedName)
+	}
+
+	var update workload.Update
+	newTpl := tpl
+	if len(p.changes) > 0 {
+		newTpl = tpl.DeepCopy()
+		r.Config.Strategy.Apply(newTpl, p.changes, r.Clock.Now())
+		update.Template = newTpl
+	}
+	if rec, changed := r.record(obj, newTpl, p.tracked); changed {
+		update.Annotations = map[string]*string{r.Config.Keys.Applied: rec}
+	}
+	if update.Template == nil && update.Annotations == nil {
+		return ctrl.Result{}, nil
+	}
+
+	if err := r.Kind.Write(ctx, r.Client, obj, update); err != nil {
+		if apierrors.IsConflict(err) {
+			log.V(1).Info("workload changed since it was read; retrying")
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		if update.Template != nil {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonReloadFailed, "Reload",
+				"Reload for changes in %s failed: %v", changeNames(p.changes), err)
+		}
+		return ctrl.Result{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
+	}
+	if update.Template == nil {
+		log.V(1).Info("recorded the applied configs", "configs", len(p.tracked))
+		return ctrl.Result{}, nil
+	}
+	r.forget(req.NamespacedName)
+	names := changeNames(p.changes)
+	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Config.Strategy.Name())
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload",
+		"Reloaded for changes in %s (strategy %s)", strings.Join(names, ", "), r.Config.Strategy.Name())
+	return ctrl.Result{}, nil
+}
+
+// gather finds every config that reloads obj and which of them changed.
+func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (plan, error) {
+	p := plan{tracked: map[refs.Ref]string{}}
+	applied := r.appliedRecord(obj)
+	referenced := refs.All(&tpl.Spec)
+	for _, kind := range r.Config.Kinds {
+		policy := annotation.Parse(r.Config.Keys, kind, obj.GetAnnotations(), tpl.Annotations)
+		for _, err := range policy.Invalid {
+			p.warnings = append(p.warnings, err.Error())
+		}
+		names, err := r.candidates(ctx, kind, obj.GetNamespace(), referenced, policy)
+		if err != nil {
+			return p, err
+		}
+		for _, name := range names {
+			cfg := configObject(kind)
+			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, cfg); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // a missing config reloads nothing
+				}
+				return p, err
+			}
+			ref := refs.Ref{Kind: kind, Name: name}
+			container, isRef := refs.Target(&tpl.Spec, ref)
+			d := decide.Decide(decide.Input{
+				Keys:          r.Config.Keys,
+				Policy:        policy,
+				Config:        decide.Config{Ref: ref, Annotations: cfg.GetAnnotations()},
+				Referenced:    isRef,
+				AutoReloadAll: r.Config.AutoReloadAll,
+			})
+			if !d.Reload || container == "" {
+				continue
+			}
+			sum := cfg.GetAnnotations()[digestAnnotation]
+			p.tracked[ref] = sum
+			last, ok := r.Config.Strategy.Applied(tpl, ref)
+			if !ok {
+				last, ok = applied[ref.String()]
+			}
+			// A config seen for the first time is a baseline, not a change.
+			if ok && last != sum {
+				p.changes = append(p.changes, strategy.Change{Ref: ref, Namespace: obj.GetNamespace(), Hash: sum, Container: container})
+			}
+		}
+	}
+	return p, nil
+}
+
+// candidates lists the names of configs of kind that may reload the
+// workload: those it references and those its named-reload annotation names.
+func (r *Reconciler) candidates(ctx context.Context, kind refs.Kind, ns string, referenced []refs.Ref, policy annotation.Policy) ([]string, error) {
+	var names []string
+	for _, ref := range referenced {
+		if ref.Kind == kind {
+			names = append(names, ref.Name)
+		}
+	}
+	patterns := false
+	for _, m := range policy.Named {
+		if m.Literal() {
+			names = append(names, m.String())
+		} else {
+			patterns = true
+		}
+	}
+	if patterns {
+		list := configList(kind)
+		if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		for _, name := range objectNames(list) {
+			if slices.ContainsFunc(policy.Named, func(m annotation.Matcher) bool { return m.Match(name) }) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// appliedRecord reads the workload's record of applied config digests.
+// A malformed record counts as empty: the next write replaces it.
+func (r *Reconciler) appliedRecord(obj client.Object) map[string]string {
+	rec := map[string]string{}
+	if v := obj.GetAnnotations()[r.Config.Keys.Applied]; v != "" {
+		_ = json.Unmarshal([]byte(v), &rec)
+	}
+	return rec
+}
+
+// record returns the applied record to store on the workload metadata: the
+// digest of every tracked config that the pod template does not already
+// show. That is the baseline of configs never rolled, so that a change made
+// while Ripple is down is still seen as a change. It returns nil when no
+// record is needed, and whether it differs from the stored one.
+func (r *Reconciler) record(obj client.Object, tpl *corev1.PodTemplateSpec, tracked map[refs.Ref]string) (*string, bool) {
+	rec := map[string]string{}
+	for ref, sum := range tracked {
+		if shown, ok := r.Config.Strategy.Applied(tpl, ref); !ok || shown != sum {
+			rec[ref.String()] = sum
+		}
+	}
+	old, had := obj.GetAnnotations()[r.Config.Keys.Applied]
+	if len(rec) == 0 {
+		return nil, had
+	}
+	b, err := json.Marshal(rec) // map keys are sorted: the value is stable
+	if err != nil {
+		return nil, false
+	}
+	v := string(b)
+	return &v, v != old
+}
+
+// settleWindow returns the workload's settle window and a warning when its
+// annotation is invalid.
+func (r *Reconciler) settleWindow(obj client.Object) (time.Duration, string) {
+	v, ok := obj.GetAnnotations()[r.Config.Keys.SettleWindow]
+	if !ok {
+		return r.Config.SettleWindow, ""
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 {
+		return r.Config.SettleWindow, fmt.Sprintf("annotation %q: %q is not a duration such as 5s or 0; using the default %s",
+			r.Config.Keys.SettleWindow, v, r.Config.SettleWindow)
+	}
+	return d, ""
+}
+
+// settle returns how long to wait before acting on changes: until window
+// has passed without a new change set, and no longer than maxSettleFactor
+// windows after the first.
+func (r *Reconciler) settle(key types.NamespacedName, changes []strategy.Change, window time.Duration) time.Duration {
+	if window <= 0 {
+		return 0
+	}
+	id := changeID(changes)
+	now := r.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = map[types.NamespacedName]pendingChange{}
+	}
+	pc, ok := r.pending[key]
+	if !ok {
+		pc.first = now
+	}
+	if !ok || pc.changes != id {
+		pc.changes, pc.last = id, now
+		r.pending[key] = pc
+	}
+	deadline := pc.last.Add(window)
+	if limit := pc.first.Add(maxSettleFactor * window); limit.Before(deadline) {
+		deadline = limit
+	}
+	return max(deadline.Sub(now), 0)
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.pending, key)
+	r.mu.Unlock()
+}
+
+func changeID(changes []strategy.Change) string {
+	var b strings.Builder
+	for _, c := range changes {
+		b.WriteString(c.Ref.String() + "=" + c.Hash + ";")
+	}
+	return b.String()
+}
+
+// changeNames names the changed configs, e.g. `ConfigMap "app"`.
+func changeNames(changes []strategy.Change) []string {
+	names := make([]string, len(changes))
+	for i, c := range changes {
+		names[i] = fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
+	}
+	return names
+}

@@ -1,0 +1,38 @@
+package workload
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// typed adapts a built-in kind whose pod template is a typed field and whose
+// reload is a patch of that template.
+type typed[T client.Object] struct {
+	name     string
+	newObj   func() T
+	newList  func() client.ObjectList
+	template func(T) *corev1.PodTemplateSpec
+}
+
+func (k typed[T]) Name() string               { return k.name }
+func (k typed[T]) New() client.Object         { return k.newObj() }
+func (k typed[T]) NewList() client.ObjectList { return k.newList() }
+
+func (k typed[T]) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	if o, ok := obj.(T); ok {
+		return k.template(o)
+	}
+	return nil
+}
+
+func (k typed[T]) Write(ctx context.Context, c client.Client, obj client.Object, u Update) error {
+	return patch(ctx, c, obj, u, func(o client.Object, tpl *corev1.PodTemplateSpec) bool {
+		w, ok := o.(T)
+		if ok {
+			*k.template(w) = *tpl
+		}
+		return ok
+	})
+}
