@@ -40,11 +40,11 @@ test-unit: ## Unit tests (pure packages, no cluster), with the race detector.
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real kube-apiserver and etcd (envtest).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) $(RACE) -count=1 -timeout 20m ./test/integration/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) $(RACE) -count=1 -parallel 32 -timeout 20m ./test/integration/...
 
 .PHONY: test-e2e
 test-e2e: tools ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 30m ./test/e2e/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
 .PHONY: test
 test: tools vet test-unit test-integration test-e2e ## Everything CI runs: vet, unit, integration and e2e tests.

@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ripple-dev/ripple/internal/app"
+	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/controller"
+)
+
+// env is one test's namespace with a Ripple running in it.
+type env struct {
+	ns string
+	c  client.Client // uncached admin client
+	cs kubernetes.Interface
+}
+
+// startRipple creates a namespace and runs Ripple in-process, scoped to it,
+// configured by command-line args exactly as the binary parses them. Ripple
+// stops when the test ends.
+func startRipple(t *testing.T, args ...string) *env {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(api.Config)
+	e := &env{ns: newNamespace(t, cs), cs: cs}
+	var err error
+	if e.c, err = client.New(api.Config, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, args...)
+	return e
+}
+
+// run starts a Ripple on e's namespace; it stops when the returned func is
+// called or the test ends.
+func (e *env) run(t *testing.T, args ...string) (stop func()) {
+	t.Helper()
+	opts := config.NewOptions()
+	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	opts.BindFlags(fs)
+	base := []string{"--namespaces=" + e.ns, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}
+	if err := fs.Parse(append(base, args...)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := opts.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ripple's log:\n%s", logs.String())
+		}
+	})
+	mgr, err := app.NewManager(api.Config, cfg, func(o *ctrl.Options) {
+		// Several Ripples run in this process, one per test.
+		o.Controller.SkipNameValidation = ptr.To(true)
+		o.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := controller.Setup(ctx, mgr, cfg, app.Kinds(), clock.RealClock{}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("ripple stopped: %v", err)
+		}
+	}()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		t.Fatal("ripple's caches did not sync")
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// logBuffer keeps Ripple's log for a failing test: goroutines of the
+// manager may still log after the test ends, when t.Log would panic.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// warningEvents returns the messages of Warning events with reason on the
+// object named name.
+func (e *env) warningEvents(ctx context.Context, name, reason string) []string {
+	list, err := e.cs.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == name && ev.Reason == reason && ev.Type == corev1.EventTypeWarning {
+			out = append(out, ev.Note)
+		}
+	}
+	return out
+}
