@@ -53,10 +53,18 @@ type use struct {
 	ref refs.Ref
 }
 
-func envFrom(k refs.Kind, name string) use   { return use{how: "envFrom", ref: refs.Ref{Kind: k, Name: name}} }
-func valueFrom(k refs.Kind, name string) use { return use{how: "valueFrom", ref: refs.Ref{Kind: k, Name: name}} }
-func volume(k refs.Kind, name string) use    { return use{how: "volume", ref: refs.Ref{Kind: k, Name: name}} }
-func projected(k refs.Kind, name string) use { return use{how: "projected", ref: refs.Ref{Kind: k, Name: name}} }
+func envFrom(k refs.Kind, name string) use {
+	return use{how: "envFrom", ref: refs.Ref{Kind: k, Name: name}}
+}
+func valueFrom(k refs.Kind, name string) use {
+	return use{how: "valueFrom", ref: refs.Ref{Kind: k, Name: name}}
+}
+func volume(k refs.Kind, name string) use {
+	return use{how: "volume", ref: refs.Ref{Kind: k, Name: name}}
+}
+func projected(k refs.Kind, name string) use {
+	return use{how: "projected", ref: refs.Ref{Kind: k, Name: name}}
+}
 func initEnvFrom(k refs.Kind, name string) use {
 	return use{how: "initEnvFrom", ref: refs.Ref{Kind: k, Name: name}}
 }

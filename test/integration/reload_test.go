@@ -275,4 +275,3 @@ func (e *env) expectNoRollout(t *testing.T, obj client.Object, k workloadKind, b
 		t.Fatalf("the pod template changed; want no rollout\nbefore: %+v\nafter:  %+v", before, after)
 	}
 }
-
