@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -34,13 +36,20 @@ type env struct {
 // stops when the test ends.
 func startRipple(t *testing.T, args ...string) *env {
 	t.Helper()
+	e := newEnv(t)
+	e.run(t, args...)
+	return e
+}
+
+// newEnv creates a namespace for a test, with no Ripple running yet.
+func newEnv(t *testing.T) *env {
+	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 	e := &env{ns: newNamespace(t, cs), cs: cs}
 	var err error
 	if e.c, err = client.New(api.Config, client.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	e.run(t, args...)
 	return e
 }
 
@@ -86,11 +95,22 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 			t.Errorf("ripple stopped: %v", err)
 		}
 	}()
+	// Reading each kind through the cache waits until its informer has
+	// synced, so the test starts against a Ripple that has seen everything.
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+	err = wait.PollUntilContextCancel(syncCtx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}, &appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}} {
+			if err := mgr.GetClient().List(ctx, list, client.InNamespace(e.ns)); err != nil {
+				return false, nil // the cache is not started yet
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
 		cancel()
-		t.Fatal("ripple's caches did not sync")
+		wg.Wait()
+		t.Fatalf("ripple's caches did not sync: %v", err)
 	}
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }

@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+// newWorkload creates a workload of kind k named name using uses, with
+// metadata annotations meta.
+func (e *env) newWorkload(t *testing.T, k workloadKind, name string, meta map[string]string, uses ...use) client.Object {
+	t.Helper()
+	w := k.build(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
+	if err := e.c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (e *env) newConfig(t *testing.T, r refs.Ref, annotations map[string]string) {
+	t.Helper()
+	if err := e.c.Create(t.Context(), configObject(e.ns, r, annotations, "v1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setConfig replaces the data of config r with k=value and returns the
+// config's new digest.
+func (e *env) setConfig(t *testing.T, r refs.Ref, value string) string {
+	t.Helper()
+	cfg := configObject(e.ns, r, nil, value)
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	setData(cfg, value)
+	if err := e.c.Update(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return configDigest(configObject(e.ns, r, nil, value))
+}
+
+func (e *env) waitApplied(t *testing.T, k workloadKind, w client.Object, r refs.Ref, sum string) {
+	t.Helper()
+	st := strategy.EnvVars{}
+	e.waitFor(t, w, fmt.Sprintf("%s = %s on the template", r, sum), func(o client.Object) bool {
+		got, ok := st.Applied(k.template(o), r)
+		return ok && got == sum
+	})
+}
+
+func hasBaseline(o client.Object) bool { return o.GetAnnotations()[appliedKey] != "" }
+
+// An invalid pattern in a named annotation is reported on that workload and
+// blocks nothing: its valid items and other workloads still reload.
+func TestInvalidPatternWarnsAndBlocksNothing(t *testing.T) {
+	e := startRipple(t)
+	deploy := workloadKinds()[0]
+	app := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	e.newConfig(t, app, nil)
+	bad := e.newWorkload(t, deploy, "bad", ann(cmReloadKey, "app, ("), envFrom(refs.ConfigMap, "app"))
+	good := e.newWorkload(t, deploy, "good", ann(autoKey, "true"), envFrom(refs.ConfigMap, "app"))
+	e.waitFor(t, bad, "the baseline record", hasBaseline)
+	e.waitFor(t, good, "the baseline record", hasBaseline)
+
+	sum := e.setConfig(t, app, "v2")
+	e.waitApplied(t, deploy, good, app, sum)
+	e.waitApplied(t, deploy, bad, app, sum)
+
+	var warnings []string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		warnings = e.warningEvents(ctx, "bad", "InvalidAnnotation")
+		return len(warnings) > 0, nil
+	})
+	if err != nil {
+		t.Fatal("no InvalidAnnotation Warning event on the workload with the bad pattern")
+	}
+	if !strings.Contains(warnings[0], cmReloadKey) || !strings.Contains(warnings[0], `"("`) {
+		t.Errorf("warning %q should name the annotation and the bad item", warnings[0])
+	}
+	if w := e.warningEvents(t.Context(), "good", "InvalidAnnotation"); len(w) > 0 {
+		t.Errorf("unexpected warnings on the good workload: %v", w)
+	}
+}
+
+// C16: every data change rolls again, each carrying its own digest.
+func TestSequentialChangesEachRoll(t *testing.T) {
+	e := startRipple(t)
+	for _, k := range workloadKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			r := refs.Ref{Kind: refs.ConfigMap, Name: "seq-" + strings.ToLower(k.name)}
+			e.newConfig(t, r, nil)
+			w := e.newWorkload(t, k, r.Name, ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+			e.waitFor(t, w, "the baseline record", hasBaseline)
+			first := e.setConfig(t, r, "v2")
+			e.waitApplied(t, k, w, r, first)
+			second := e.setConfig(t, r, "v3")
+			e.waitApplied(t, k, w, r, second)
+			if first == second {
+				t.Fatal("the two changes have the same digest")
+			}
+		})
+	}
+}
+
+// Changes to a workload's configs inside the settle window become one
+// template change that carries all of them. A StatefulSet's generation
+// counts template changes only, so it counts rollouts here.
+func TestSettleWindowMakesOneRolloutPerChangeSet(t *testing.T) {
+	e := startRipple(t, "--settle-window=1s")
+	sts := workloadKinds()[1]
+	cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
+	e.newConfig(t, cm, nil)
+	e.newConfig(t, sec, nil)
+	w := e.newWorkload(t, sts, "db", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name), envFrom(sec.Kind, sec.Name))
+	e.waitFor(t, w, "the baseline record", hasBaseline)
+	generation := w.GetGeneration()
+
+	cmSum := e.setConfig(t, cm, "v2")
+	time.Sleep(100 * time.Millisecond)
+	secSum := e.setConfig(t, sec, "v2")
+
+	e.waitApplied(t, sts, w, sec, secSum)
+	if got, _ := (strategy.EnvVars{}).Applied(sts.template(w), cm); got != cmSum {
+		t.Fatalf("the rollout does not carry the ConfigMap change: %s, want %s", got, cmSum)
+	}
+	time.Sleep(1500 * time.Millisecond) // longer than the window: a late second rollout would show
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.GetGeneration() - generation; got != 1 {
+		t.Fatalf("%d template changes for one change set, want 1", got)
+	}
+}
+
+// The settle-window annotation overrides the flag per workload, and an
+// invalid value is a Warning event that falls back to the flag.
+func TestSettleWindowAnnotation(t *testing.T) {
+	e := startRipple(t, "--settle-window=1h")
+	deploy := workloadKinds()[0]
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "fast"}
+	e.newConfig(t, r, nil)
+	fast := e.newWorkload(t, deploy, "fast", ann(autoKey, "true", "ripple.dev/settle-window", "0s"), envFrom(r.Kind, r.Name))
+	bogus := e.newWorkload(t, deploy, "bogus", ann(autoKey, "true", "ripple.dev/settle-window", "soon"), envFrom(r.Kind, r.Name))
+	e.waitFor(t, fast, "the baseline record", hasBaseline)
+	e.waitFor(t, bogus, "the baseline record", hasBaseline)
+
+	sum := e.setConfig(t, r, "v2")
+	// With the flag's one hour, only the annotation can make this quick.
+	e.waitApplied(t, deploy, fast, r, sum)
+
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		w := e.warningEvents(ctx, "bogus", "InvalidAnnotation")
+		return len(w) > 0 && strings.Contains(w[0], "ripple.dev/settle-window"), nil
+	})
+	if err != nil {
+		t.Fatal("no InvalidAnnotation Warning naming ripple.dev/settle-window on the workload with a bad value")
+	}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(bogus), bogus); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := (strategy.EnvVars{}).Applied(deploy.template(bogus), r); ok {
+		t.Fatal("the workload with an invalid window rolled at once; it should wait the flag's window")
+	}
+}
+
+// Ripple's cache keeps a digest of each Secret, not its data: with 100
+// Secrets of 500 KiB its heap stays within a few MiB of the heap with 100
+// empty Secrets.
+func TestCacheMemoryDoesNotFollowSecretSize(t *testing.T) {
+	const count, size = 100, 500 << 10
+	growth := func(payload int) uint64 {
+		e := newEnv(t)
+		buf := make([]byte, payload)
+		for i := range count {
+			_, _ = rand.Read(buf)
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i), Namespace: e.ns}}
+			if payload > 0 {
+				s.Data = map[string][]byte{"k": buf}
+			}
+			if err := e.c.Create(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := heapInUse()
+		stop := e.run(t) // returns once the cache holds every Secret
+		defer stop()
+		return heapInUse() - min(before, heapInUse())
+	}
+	empty := growth(0)
+	full := growth(size)
+	t.Logf("heap growth of a Ripple caching %d Secrets: %.1f MiB when empty, %.1f MiB at %d KiB each", count, mib(empty), mib(full), size>>10)
+	if full > empty+4<<20 {
+		t.Fatalf("caching %d Secrets of %d KiB grew the heap by %.1f MiB, vs %.1f MiB for empty ones: the cache keeps secret data",
+			count, size>>10, mib(full), mib(empty))
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
