@@ -35,6 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	opts := config.NewOptions()
+	opts.ReadEnv(os.Getenv)
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -75,6 +76,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		})
 	ctrl.SetLogger(logger)
+	for _, w := range cfg.Warnings {
+		logger.Info("warning: " + w)
+	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), logger)
 	if err := app.Run(ctx, cfg); err != nil {
 		logger.Error(err, "ripple stopped")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -81,15 +83,31 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		}
 		namespaces[ns] = cache.Config{}
 	}
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Transform: controller.TransformConfig, Label: cfg.ResourceSelector},
+		&corev1.Secret{}:    {Transform: controller.TransformConfig, Label: cfg.ResourceSelector},
+	}
+	if cfg.NamespaceSelector != nil {
+		// Only selected namespaces are cached, so a cache miss means
+		// "not selected"; labelling one adds it through the watch.
+		byObject[&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}] = cache.ByObject{Label: cfg.NamespaceSelector}
+	}
+	// Ignored namespaces are filtered by the API server, never cached.
+	var ignored []fields.Selector
+	for _, ns := range cfg.NamespacesToIgnore {
+		ignored = append(ignored, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	var fieldSelector fields.Selector
+	if len(ignored) > 0 {
+		fieldSelector = fields.AndSelectors(ignored...)
+	}
 	o := ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
-			DefaultNamespaces: namespaces,
-			DefaultTransform:  cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.ConfigMap{}: {Transform: controller.TransformConfig},
-				&corev1.Secret{}:    {Transform: controller.TransformConfig},
-			},
+			DefaultNamespaces:    namespaces,
+			DefaultFieldSelector: fieldSelector,
+			DefaultTransform:     cache.TransformStripManagedFields(),
+			ByObject:             byObject,
 		},
 		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress: cfg.HealthAddr,

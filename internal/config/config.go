@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -21,6 +23,15 @@ import (
 type Options struct {
 	Kubeconfig string
 	Namespaces []string
+	// KubernetesNamespace is $KUBERNETES_NAMESPACE: single-namespace mode.
+	KubernetesNamespace   string
+	NamespacesToIgnore    []string
+	NamespaceSelector     []string
+	ResourceLabelSelector []string
+
+	ReloadOnCreate   bool
+	ReloadOnDelete   bool
+	SyncAfterRestart bool
 
 	ReloadStrategy    string
 	AutoReloadAll     bool
@@ -69,11 +80,23 @@ func NewOptions() *Options {
 	}
 }
 
+// ReadEnv reads the environment variables Reloader reads; lookup is
+// os.Getenv in the binary.
+func (o *Options) ReadEnv(lookup func(string) string) {
+	o.KubernetesNamespace = lookup("KUBERNETES_NAMESPACE")
+}
+
 // BindFlags registers every flag on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file. Default: $KUBECONFIG, then the in-cluster config, then $HOME/.kube/config.")
 
-	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Watch only these namespaces (scoped mode: namespaced Roles are enough). Default: all namespaces.")
+	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Watch only these namespaces (scoped mode: namespaced Roles are enough). Takes precedence over $KUBERNETES_NAMESPACE. Default: all namespaces.")
+	fs.StringSliceVar(&o.NamespacesToIgnore, "namespaces-to-ignore", o.NamespacesToIgnore, "Namespaces not to watch at all (global mode only).")
+	fs.StringSliceVar(&o.NamespaceSelector, "namespace-selector", o.NamespaceSelector, `Label selector of the namespaces to act in (global mode only), e.g. "team=a" or the legacy "team:a", "team:*". Labelling a namespace brings it in scope at once.`)
+	fs.StringSliceVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Label selector of the ConfigMaps and Secrets to watch; others are not cached. Same syntax as --namespace-selector.")
+	fs.BoolVar(&o.ReloadOnCreate, "reload-on-create", o.ReloadOnCreate, "Also reload when a config a workload reloads on is created after the workload.")
+	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
+	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
@@ -105,6 +128,16 @@ type Config struct {
 	Kubeconfig string
 	// Namespaces limits every watch to these namespaces; empty means all.
 	Namespaces []string
+	// NamespacesToIgnore are never watched (global mode).
+	NamespacesToIgnore []string
+	// NamespaceSelector selects the namespaces to act in; nil means all.
+	NamespaceSelector labels.Selector
+	// ResourceSelector selects the configs to watch; nil means all.
+	ResourceSelector labels.Selector
+
+	ReloadOnCreate   bool
+	ReloadOnDelete   bool
+	SyncAfterRestart bool
 
 	Keys          annotation.Keys
 	Strategy      strategy.Strategy
@@ -120,6 +153,9 @@ type Config struct {
 
 	LogJSON  bool
 	LogLevel LogLevel
+
+	// Warnings are accepted but ineffective settings, logged at start.
+	Warnings []string
 }
 
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
@@ -134,15 +170,44 @@ func (o *Options) Config() (Config, error) {
 	}
 
 	cfg := Config{
-		Kubeconfig:    o.Kubeconfig,
-		Namespaces:    trimmed(o.Namespaces),
-		AutoReloadAll: o.AutoReloadAll,
-		SettleWindow:  o.SettleWindow,
-		KubeAPIQPS:    o.KubeAPIQPS,
-		KubeAPIBurst:  o.KubeAPIBurst,
-		MetricsAddr:   o.MetricsAddr,
-		HealthAddr:    o.HealthAddr,
+		Kubeconfig:       o.Kubeconfig,
+		Namespaces:       trimmed(o.Namespaces),
+		ReloadOnCreate:   o.ReloadOnCreate,
+		ReloadOnDelete:   o.ReloadOnDelete,
+		SyncAfterRestart: o.SyncAfterRestart,
+		AutoReloadAll:    o.AutoReloadAll,
+		SettleWindow:     o.SettleWindow,
+		KubeAPIQPS:       o.KubeAPIQPS,
+		KubeAPIBurst:     o.KubeAPIBurst,
+		MetricsAddr:      o.MetricsAddr,
+		HealthAddr:       o.HealthAddr,
 	}
+
+	// Scope, as Reloader resolves it: --namespaces, else
+	// $KUBERNETES_NAMESPACE, else every namespace.
+	if len(cfg.Namespaces) == 0 && strings.TrimSpace(o.KubernetesNamespace) != "" {
+		cfg.Namespaces = []string{strings.TrimSpace(o.KubernetesNamespace)}
+	}
+	for _, ns := range cfg.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			bad("namespaces", "%q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	if len(cfg.Namespaces) == 0 {
+		cfg.NamespacesToIgnore = trimmed(o.NamespacesToIgnore)
+		sel, err := ParseSelector(o.NamespaceSelector)
+		if err != nil {
+			bad("namespace-selector", "%v", err)
+		}
+		cfg.NamespaceSelector = sel
+	} else if len(trimmed(o.NamespacesToIgnore)) > 0 || len(trimmed(o.NamespaceSelector)) > 0 {
+		cfg.Warnings = append(cfg.Warnings, "--namespaces-to-ignore and --namespace-selector apply in global mode only; they are ignored when --namespaces or $KUBERNETES_NAMESPACE is set")
+	}
+	sel, err := ParseSelector(o.ResourceLabelSelector)
+	if err != nil {
+		bad("resource-label-selector", "%v", err)
+	}
+	cfg.ResourceSelector = sel
 
 	st, err := strategy.New(o.ReloadStrategy)
 	if err != nil {
@@ -254,4 +319,30 @@ func trimmed(items []string) []string {
 		}
 	}
 	return out
+}
+
+// ParseSelector parses a label selector flag in Reloader's syntax: the
+// items are joined with commas, and the legacy forms "k:v" (k=v) and "k:*"
+// or "k=*" (k exists) are accepted. No items means no selector (nil).
+func ParseSelector(items []string) (labels.Selector, error) {
+	var parts []string
+	for _, item := range trimmed(items) {
+		item = strings.Trim(item, `"`) // charts quote selectors holding commas
+		switch {
+		case strings.HasSuffix(item, ":*") || strings.HasSuffix(item, "=*"):
+			item = item[:len(item)-2]
+		case strings.Contains(item, ":") && !strings.ContainsAny(item, "=!() "):
+			kv := strings.SplitN(item, ":", 3)
+			item = kv[0] + "=" + kv[1]
+		}
+		parts = append(parts, item)
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	sel, err := labels.Parse(strings.Join(parts, ","))
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a label selector: %w", strings.Join(parts, ","), err)
+	}
+	return sel, nil
 }

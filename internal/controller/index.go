@@ -82,3 +82,18 @@ func (r *Reconciler) requestsForConfig(kind refs.Kind) func(context.Context, cli
 		return reqs
 	}
 }
+
+// requestsForNamespace maps a namespace that came into scope to all its
+// workloads of r.Kind, from the cache.
+func (r *Reconciler) requestsForNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+		log.FromContext(ctx).Error(err, "listing workloads of a namespace from the cache", "kind", r.Kind.Name(), "namespace", ns.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, name := range objectNames(list) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns.GetName(), Name: name}})
+	}
+	return reqs
+}

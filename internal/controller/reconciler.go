@@ -33,6 +33,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -60,6 +61,10 @@ type Reconciler struct {
 	Config   config.Config
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// Started is when this Ripple started watching: with --reload-on-create,
+	// configs created before it are not "created" unless
+	// --sync-after-restart is set.
+	Started time.Time
 
 	mu sync.Mutex
 	// pending holds, per workload, the change set waiting for its settle
@@ -78,6 +83,7 @@ type pendingChange struct {
 type plan struct {
 	changes  []strategy.Change
 	tracked  map[refs.Ref]string // digest of every config that reloads the workload
+	missing  map[refs.Ref]string // last applied digest of deleted configs whose delete is not rolled
 	warnings []string
 }
 
@@ -93,6 +99,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj.GetDeletionTimestamp() != nil || tpl == nil {
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if in, err := r.inScope(ctx, obj.GetNamespace()); err != nil || !in {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, err
 	}
 
 	p, err := r.gather(ctx, obj, tpl)
@@ -123,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Config.Strategy.Apply(newTpl, p.changes, r.Clock.Now())
 		update.Template = newTpl
 	}
-	if rec, changed := r.record(obj, newTpl, p.tracked); changed {
+	if rec, changed := r.record(obj, newTpl, p); changed {
 		update.Annotations = map[string]*string{r.Config.Keys.Applied: rec}
 	}
 	if update.Template == nil && update.Annotations == nil {
@@ -155,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // gather finds every config that reloads obj and which of them changed.
 func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (plan, error) {
-	p := plan{tracked: map[refs.Ref]string{}}
+	p := plan{tracked: map[refs.Ref]string{}, missing: map[refs.Ref]string{}}
 	applied := r.appliedRecord(obj)
 	referenced := refs.All(&tpl.Spec)
 	for _, kind := range r.Config.Kinds {
@@ -163,19 +173,18 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 		for _, err := range policy.Invalid {
 			p.warnings = append(p.warnings, err.Error())
 		}
-		names, err := r.candidates(ctx, kind, obj.GetNamespace(), referenced, policy)
+		names, err := r.candidates(ctx, kind, obj.GetNamespace(), referenced, policy, applied)
 		if err != nil {
 			return p, err
 		}
 		for _, name := range names {
+			ref := refs.Ref{Kind: kind, Name: name}
 			cfg := configObject(kind)
-			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, cfg); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue // a missing config reloads nothing
-				}
+			err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, cfg)
+			deleted := apierrors.IsNotFound(err)
+			if err != nil && !deleted {
 				return p, err
 			}
-			ref := refs.Ref{Kind: kind, Name: name}
 			container, isRef := refs.Target(&tpl.Spec, ref)
 			d := decide.Decide(decide.Input{
 				Keys:          r.Config.Keys,
@@ -187,15 +196,32 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 			if !d.Reload || container == "" {
 				continue
 			}
-			sum := cfg.GetAnnotations()[digestAnnotation]
-			p.tracked[ref] = sum
 			last, ok := r.Config.Strategy.Applied(tpl, ref)
 			if !ok {
 				last, ok = applied[ref.String()]
 			}
-			// A config seen for the first time is a baseline, not a change.
-			if ok && last != sum {
-				p.changes = append(p.changes, strategy.Change{Ref: ref, Namespace: obj.GetNamespace(), Hash: sum, Container: container})
+			// A delete already rolled leaves no state to compare with.
+			ok = ok && last != digest.DeleteMarker
+			change := strategy.Change{Ref: ref, Namespace: obj.GetNamespace(), Container: container}
+			if deleted {
+				switch {
+				case ok && r.Config.ReloadOnDelete:
+					change.Hash, change.Deleted = digest.DeleteMarker, true
+					p.changes = append(p.changes, change)
+				case ok:
+					// Remember what was applied: a re-created config with
+					// other data is then a change, whatever the strategy.
+					p.missing[ref] = last
+				}
+				continue
+			}
+			sum := cfg.GetAnnotations()[digestAnnotation]
+			p.tracked[ref] = sum
+			// A config seen for the first time is a baseline, not a change,
+			// unless --reload-on-create says its creation is one.
+			if (ok && last != sum) || (!ok && r.created(cfg, obj)) {
+				change.Hash = sum
+				p.changes = append(p.changes, change)
 			}
 		}
 	}
@@ -203,12 +229,19 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 }
 
 // candidates lists the names of configs of kind that may reload the
-// workload: those it references and those its named-reload annotation names.
-func (r *Reconciler) candidates(ctx context.Context, kind refs.Kind, ns string, referenced []refs.Ref, policy annotation.Policy) ([]string, error) {
+// workload: those it references, those its named-reload annotation names,
+// and those in its applied record (a deleted config matched by a pattern
+// can no longer be listed).
+func (r *Reconciler) candidates(ctx context.Context, kind refs.Kind, ns string, referenced []refs.Ref, policy annotation.Policy, applied map[string]string) ([]string, error) {
 	var names []string
 	for _, ref := range referenced {
 		if ref.Kind == kind {
 			names = append(names, ref.Name)
+		}
+	}
+	for key := range applied {
+		if name, ok := strings.CutPrefix(key, string(kind)+"/"); ok {
+			names = append(names, name)
 		}
 	}
 	patterns := false
@@ -245,15 +278,18 @@ func (r *Reconciler) appliedRecord(obj client.Object) map[string]string {
 }
 
 // record returns the applied record to store on the workload metadata: the
-// digest of every tracked config that the pod template does not already
-// show. That is the baseline of configs never rolled, so that a change made
-// while Ripple is down is still seen as a change. It returns nil when no
-// record is needed, and whether it differs from the stored one.
-func (r *Reconciler) record(obj client.Object, tpl *corev1.PodTemplateSpec, tracked map[refs.Ref]string) (*string, bool) {
+// digest of every tracked (or deleted but not rolled) config that the pod
+// template does not already show. That is the baseline of configs never
+// rolled, so that a change made while Ripple is down is still seen as a
+// change. It returns nil when no record is needed, and whether it differs
+// from the stored one.
+func (r *Reconciler) record(obj client.Object, tpl *corev1.PodTemplateSpec, p plan) (*string, bool) {
 	rec := map[string]string{}
-	for ref, sum := range tracked {
-		if shown, ok := r.Config.Strategy.Applied(tpl, ref); !ok || shown != sum {
-			rec[ref.String()] = sum
+	for _, m := range []map[refs.Ref]string{p.tracked, p.missing} {
+		for ref, sum := range m {
+			if shown, ok := r.Config.Strategy.Applied(tpl, ref); !ok || shown != sum {
+				rec[ref.String()] = sum
+			}
 		}
 	}
 	old, had := obj.GetAnnotations()[r.Config.Keys.Applied]
@@ -266,6 +302,35 @@ func (r *Reconciler) record(obj client.Object, tpl *corev1.PodTemplateSpec, trac
 	}
 	v := string(b)
 	return &v, v != old
+}
+
+// created reports whether --reload-on-create makes cfg's creation a change
+// for obj: cfg was created after the workload, and after Ripple started
+// unless --sync-after-restart is set. Timestamps have one-second
+// granularity, so a config and a workload applied together do not count.
+func (r *Reconciler) created(cfg, obj client.Object) bool {
+	if !r.Config.ReloadOnCreate {
+		return false
+	}
+	at := cfg.GetCreationTimestamp().Time
+	if !at.After(obj.GetCreationTimestamp().Time) {
+		return false
+	}
+	return r.Config.SyncAfterRestart || !at.Before(r.Started.Truncate(time.Second))
+}
+
+// inScope reports whether the namespace is selected by
+// --namespace-selector. Only selected namespaces are cached, so a cache miss
+// means "not selected".
+func (r *Reconciler) inScope(ctx context.Context, ns string) (bool, error) {
+	if r.Config.NamespaceSelector == nil {
+		return true, nil
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: ns}, namespaceObject())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // settleWindow returns the workload's settle window and a warning when its
@@ -331,6 +396,9 @@ func changeNames(changes []strategy.Change) []string {
 	names := make([]string, len(changes))
 	for i, c := range changes {
 		names[i] = fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
+		if c.Deleted {
+			names[i] += " (deleted)"
+		}
 	}
 	return names
 }

@@ -25,6 +25,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []wor
 			Config:   cfg,
 			Recorder: mgr.GetEventRecorder("ripple"),
 			Clock:    clk,
+			Started:  clk.Now(),
 		}
 		if err := mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexConfigs, r.indexValues); err != nil {
 			return fmt.Errorf("indexing %s by config: %w", kind.Name(), err)
@@ -37,6 +38,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []wor
 		for _, ck := range cfg.Kinds {
 			b = b.Watches(configObject(ck), handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(ck)),
 				builder.WithPredicates(configChanged(cfg)))
+		}
+		if cfg.NamespaceSelector != nil {
+			// A namespace that starts matching brings its workloads in.
+			b = b.WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
 		}
 		if err := b.Complete(r); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", kind.Name(), err)

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -47,11 +48,22 @@ func (EnvVars) Apply(tpl *corev1.PodTemplateSpec, changes []Change, _ time.Time)
 		return
 	}
 	for _, ch := range changes {
+		if ch.Deleted {
+			removeEnv(tpl.Spec.Containers, EnvVarName(ch.Ref))
+			continue
+		}
 		c := findContainer(tpl.Spec.Containers, ch.Container)
 		if c == nil {
 			continue
 		}
 		setEnv(c, EnvVarName(ch.Ref), ch.Hash)
+	}
+}
+
+// removeEnv removes the env var name from every container that has it.
+func removeEnv(cs []corev1.Container, name string) {
+	for i := range cs {
+		cs[i].Env = slices.DeleteFunc(cs[i].Env, func(e corev1.EnvVar) bool { return e.Name == name })
 	}
 }
 

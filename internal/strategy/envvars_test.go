@@ -205,3 +205,19 @@ func TestEnvVarsRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestEnvVarsApplyDeleted(t *testing.T) {
+	cm := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	other := corev1.EnvVar{Name: "KEEP", Value: "1"}
+	tpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "app", Env: []corev1.EnvVar{other, {Name: EnvVarName(cm), Value: "abc"}}},
+		{Name: "side", Env: []corev1.EnvVar{{Name: EnvVarName(cm), Value: "abc"}}},
+	}}}
+	EnvVars{}.Apply(tpl, []Change{{Ref: cm, Hash: "aae45badef99284e4dae01d6046154ea9d99532f", Container: "app", Deleted: true}}, time.Time{})
+	if _, ok := (EnvVars{}).Applied(tpl, cm); ok {
+		t.Fatalf("env var still present after a delete: %+v", tpl.Spec.Containers)
+	}
+	if got := tpl.Spec.Containers[0].Env; len(got) != 1 || got[0] != other {
+		t.Fatalf("other env vars changed: %+v", got)
+	}
+}

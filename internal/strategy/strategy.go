@@ -29,6 +29,10 @@ type Change struct {
 	Hash      string
 	// Container receives the change, normally chosen by refs.Target.
 	Container string
+	// Deleted marks a config that was deleted (--reload-on-delete): the
+	// env-vars strategy removes its env var, and the annotations strategy
+	// records Hash, which callers set to digest.DeleteMarker as Reloader does.
+	Deleted bool
 }
 
 // Strategy writes changes on a pod template and reads back what it wrote.
