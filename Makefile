@@ -36,7 +36,7 @@ vet: ## gofmt check and go vet.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (pure packages, no cluster), with the race detector.
-	$(GOTEST) $(RACE) ./internal/...
+	$(GOTEST) $(RACE) ./internal/... ./cmd/...
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real kube-apiserver and etcd (envtest).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ripple-dev/ripple/internal/config"
@@ -111,6 +113,11 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		},
 		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress: cfg.HealthAddr,
+		// Reloader's Lease, so replicas of either never act at once.
+		LeaderElection:                cfg.LeaderElectionNamespace != "",
+		LeaderElectionID:              "stakater-reloader-lock",
+		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
 	}
 	for _, f := range opts {
 		f(&o)
@@ -118,6 +125,11 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	mgr, err := ctrl.NewManager(rc, o)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if cfg.PprofAddr != "" {
+		if err := mgr.Add(pprofServer(cfg.PprofAddr)); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -133,4 +145,19 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		return nil
 	})
 	return mgr, err
+}
+
+// pprofServer serves the Go profiles on an address of their own, on all
+// replicas (it does not need leadership).
+func pprofServer(addr string) manager.Runnable {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return &manager.Server{
+		Name:   "pprof",
+		Server: &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+	}
 }

@@ -33,6 +33,17 @@ type Options struct {
 	ReloadOnDelete   bool
 	SyncAfterRestart bool
 
+	IgnoredWorkloadTypes []string
+	ArgoRollouts         bool
+	CSIIntegration       bool
+	WebhookURL           string
+
+	EnableHA     bool
+	PodName      string
+	PodNamespace string
+	EnablePprof  bool
+	PprofAddr    string
+
 	ReloadStrategy    string
 	AutoReloadAll     bool
 	ResourcesToIgnore []string
@@ -76,6 +87,7 @@ func NewOptions() *Options {
 		KubeAPIBurst:                  30,
 		MetricsAddr:                   ":9090",
 		HealthAddr:                    ":9091",
+		PprofAddr:                     ":6060",
 		LogLevel:                      "info",
 	}
 }
@@ -84,6 +96,8 @@ func NewOptions() *Options {
 // os.Getenv in the binary.
 func (o *Options) ReadEnv(lookup func(string) string) {
 	o.KubernetesNamespace = lookup("KUBERNETES_NAMESPACE")
+	o.PodName = lookup("POD_NAME")
+	o.PodNamespace = lookup("POD_NAMESPACE")
 }
 
 // BindFlags registers every flag on fs.
@@ -97,6 +111,13 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ReloadOnCreate, "reload-on-create", o.ReloadOnCreate, "Also reload when a config a workload reloads on is created after the workload.")
 	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
 	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
+	fs.StringSliceVar(&o.IgnoredWorkloadTypes, "ignored-workload-types", o.IgnoredWorkloadTypes, `Workload kinds never to reload: "jobs", "cronjobs" or both (case-insensitive).`)
+	fs.BoolVar(&o.ArgoRollouts, "is-Argo-Rollouts", o.ArgoRollouts, "Reload Argo Rollouts. Not implemented yet: accepted for compatibility, logged, and other kinds reload normally.")
+	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Reload on Secrets Store CSI driver changes. Not implemented yet: accepted for compatibility, logged, and other configs reload normally.")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Instead of reloading, POST each change to this URL. Not implemented yet: Ripple refuses to start with it rather than reload.")
+	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts. Needs $POD_NAME and $POD_NAMESPACE.")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address of the pprof endpoint.")
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
@@ -154,6 +175,15 @@ type Config struct {
 	LogJSON  bool
 	LogLevel LogLevel
 
+	// IgnoreJobs and IgnoreCronJobs come from --ignored-workload-types.
+	IgnoreJobs, IgnoreCronJobs bool
+
+	// LeaderElectionNamespace is set with --enable-ha: only the holder of
+	// the Lease acts.
+	LeaderElectionNamespace string
+	// PprofAddr serves pprof when not empty.
+	PprofAddr string
+
 	// Warnings are accepted but ineffective settings, logged at start.
 	Warnings []string
 }
@@ -208,6 +238,38 @@ func (o *Options) Config() (Config, error) {
 		bad("resource-label-selector", "%v", err)
 	}
 	cfg.ResourceSelector = sel
+
+	for _, w := range trimmed(o.IgnoredWorkloadTypes) {
+		switch strings.ToLower(w) {
+		case "jobs":
+			cfg.IgnoreJobs = true
+		case "cronjobs":
+			cfg.IgnoreCronJobs = true
+		default:
+			bad("ignored-workload-types", "%q is not a workload type; use jobs, cronjobs or both", w)
+		}
+	}
+	if o.ArgoRollouts {
+		cfg.Warnings = append(cfg.Warnings, "--is-Argo-Rollouts is not implemented yet: Argo Rollouts are not reloaded")
+	}
+	if o.CSIIntegration {
+		cfg.Warnings = append(cfg.Warnings, "--enable-csi-integration is not implemented yet: SecretProviderClass changes are not watched")
+	}
+	if o.WebhookURL != "" {
+		bad("webhook-url", "is not implemented yet; Ripple would reload workloads instead of calling the webhook, so it refuses to start")
+	}
+	if o.EnableHA {
+		if o.PodName == "" || o.PodNamespace == "" {
+			bad("enable-ha", "needs the POD_NAME and POD_NAMESPACE environment variables (set them from the pod's metadata with the downward API)")
+		}
+		cfg.LeaderElectionNamespace = o.PodNamespace
+	}
+	if o.EnablePprof {
+		if o.PprofAddr == "" || o.PprofAddr == o.MetricsAddr || o.PprofAddr == o.HealthAddr {
+			bad("pprof-addr", "%q must be an address of its own, not the metrics or health address", o.PprofAddr)
+		}
+		cfg.PprofAddr = o.PprofAddr
+	}
 
 	st, err := strategy.New(o.ReloadStrategy)
 	if err != nil {

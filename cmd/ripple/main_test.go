@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// Every invalid value fails at start with exit code 2 and one line that
+// names the flag and what it accepts.
+func TestInvalidValuesExit2(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown strategy":       {[]string{"--reload-strategy=rolling"}, `--reload-strategy: "rolling" is not a strategy; use env-vars or annotations`},
+		"both resources":         {[]string{"--resources-to-ignore=configmaps,secrets"}, "--resources-to-ignore: cannot ignore both configmaps and secrets"},
+		"unknown resource":       {[]string{"--resources-to-ignore=pods"}, `--resources-to-ignore: "pods" is not a resource; use configmaps or secrets`},
+		"bad namespace selector": {[]string{"--namespace-selector=a in b"}, "--namespace-selector:"},
+		"bad resource selector":  {[]string{"--resource-label-selector=!!"}, "--resource-label-selector:"},
+		"bad duration":           {[]string{"--settle-window=soon"}, `invalid argument "soon" for "--settle-window" flag`},
+		"negative duration":      {[]string{"--settle-window=-1s"}, "--settle-window: -1s is negative"},
+		"bad workload type":      {[]string{"--ignored-workload-types=pods"}, `--ignored-workload-types: "pods" is not a workload type; use jobs, cronjobs or both`},
+		"unknown log level":      {[]string{"--log-level=loud"}, `--log-level: "loud" is not a level; use trace, debug, info, warning, error, fatal or panic`},
+		"unknown log format":     {[]string{"--log-format=xml"}, `--log-format: "xml" is not a format; use json or text`},
+		"bad boolean":            {[]string{"--reload-on-create=yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
+		"unknown flag":           {[]string{"--reload-everything"}, "unknown flag: --reload-everything"},
+		"bad namespace":          {[]string{"--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
+		"ha without identity":    {[]string{"--enable-ha"}, "--enable-ha: needs the POD_NAME and POD_NAMESPACE environment variables"},
+		"webhook":                {[]string{"--webhook-url=http://127.0.0.1:1/"}, "--webhook-url: is not implemented yet"},
+		"empty annotation":       {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
+		"unknown command":        {[]string{"explain-everything"}, `unknown command "explain-everything"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tc.args, &stdout, &stderr); code != 2 {
+				t.Fatalf("exit code %d, want 2; stderr: %s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr %q does not contain %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "ripple ") {
+		t.Fatalf("exit %d, stdout %q", code, stdout.String())
+	}
+}
+
+func TestHelpListsFlagsWithDefaults(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"--settle-window duration", `(default 1s)`, "--kube-api-qps", "(default 20)", "--reload-strategy", `(default "env-vars")`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}

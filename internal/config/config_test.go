@@ -1,0 +1,164 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// parse runs args through the real flag set, with env as the environment.
+func parse(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	o := NewOptions()
+	o.ReadEnv(func(k string) string { return env[k] })
+	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return o.Config()
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := parse(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Strategy.Name() != "env-vars" || cfg.SettleWindow.String() != "1s" || cfg.KubeAPIQPS != 20 || cfg.KubeAPIBurst != 30 {
+		t.Errorf("defaults: strategy %s, settle %s, qps %v, burst %d", cfg.Strategy.Name(), cfg.SettleWindow, cfg.KubeAPIQPS, cfg.KubeAPIBurst)
+	}
+	if len(cfg.Kinds) != 2 || len(cfg.Namespaces) != 0 || cfg.NamespaceSelector != nil || cfg.ResourceSelector != nil {
+		t.Errorf("defaults: kinds %v, namespaces %v, selectors %v %v", cfg.Kinds, cfg.Namespaces, cfg.NamespaceSelector, cfg.ResourceSelector)
+	}
+	if cfg.Keys.Auto != "reloader.stakater.com/auto" || cfg.Keys.SettleWindow != "ripple.dev/settle-window" {
+		t.Errorf("keys: %+v", cfg.Keys)
+	}
+}
+
+func TestScope(t *testing.T) {
+	tests := map[string]struct {
+		env        map[string]string
+		args       []string
+		namespaces []string
+		ignored    []string
+		selector   string
+		warned     bool
+	}{
+		"global":                           {},
+		"scoped":                           {args: []string{"--namespaces=a,b"}, namespaces: []string{"a", "b"}},
+		"single from KUBERNETES_NAMESPACE": {env: map[string]string{"KUBERNETES_NAMESPACE": "team"}, namespaces: []string{"team"}},
+		"--namespaces beats the env var":   {env: map[string]string{"KUBERNETES_NAMESPACE": "team"}, args: []string{"--namespaces=a"}, namespaces: []string{"a"}},
+		"ignore and selector in global mode": {
+			args:    []string{"--namespaces-to-ignore=kube-system, other", "--namespace-selector=team:a"},
+			ignored: []string{"kube-system", "other"}, selector: "team=a",
+		},
+		"ignore and selector are ignored when scoped": {
+			args:       []string{"--namespaces=a", "--namespaces-to-ignore=b", "--namespace-selector=team=a"},
+			namespaces: []string{"a"}, warned: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := parse(t, tc.env, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(cfg.Namespaces, ",") != strings.Join(tc.namespaces, ",") {
+				t.Errorf("namespaces %v, want %v", cfg.Namespaces, tc.namespaces)
+			}
+			if strings.Join(cfg.NamespacesToIgnore, ",") != strings.Join(tc.ignored, ",") {
+				t.Errorf("ignored %v, want %v", cfg.NamespacesToIgnore, tc.ignored)
+			}
+			got := ""
+			if cfg.NamespaceSelector != nil {
+				got = cfg.NamespaceSelector.String()
+			}
+			if got != tc.selector {
+				t.Errorf("selector %q, want %q", got, tc.selector)
+			}
+			if (len(cfg.Warnings) > 0) != tc.warned {
+				t.Errorf("warnings %v, want some: %v", cfg.Warnings, tc.warned)
+			}
+		})
+	}
+}
+
+func TestParseSelector(t *testing.T) {
+	tests := map[string]struct {
+		items []string
+		want  string
+	}{
+		"none":                 {nil, ""},
+		"equality":             {[]string{"a=b"}, "a=b"},
+		"legacy colon":         {[]string{"a:b"}, "a=b"},
+		"legacy colon, extra":  {[]string{"a:b:c"}, "a=b"},
+		"legacy exists":        {[]string{"a:*"}, "a"},
+		"legacy equals star":   {[]string{"a=*"}, "a"},
+		"several":              {[]string{"a=b", "c:*"}, "a=b,c"},
+		"set split by the CSV": {[]string{"env in (x", "y)"}, "env in (x,y)"},
+		"quoted by a chart":    {[]string{`"env notin (x,y)"`}, "env notin (x,y)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sel, err := ParseSelector(tc.items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if sel != nil {
+				got = sel.String()
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Reloader's string booleans keep working, and so do bare flags (its bug
+// 12: only the exact string "true" counted, and typos were silently false).
+func TestBooleanFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--reload-on-create=true", "--reload-on-delete=true", "--is-Argo-Rollouts=true", "--enable-csi-integration=true", "--sync-after-restart=true", "--auto-reload-all=true"},
+		{"--reload-on-create", "--reload-on-delete", "--is-Argo-Rollouts", "--enable-csi-integration", "--sync-after-restart", "--auto-reload-all"},
+		{"--reload-on-create=True", "--reload-on-delete=1", "--is-Argo-Rollouts=TRUE", "--enable-csi-integration=t", "--sync-after-restart=true", "--auto-reload-all=true"},
+	} {
+		cfg, err := parse(t, nil, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !cfg.ReloadOnCreate || !cfg.ReloadOnDelete || !cfg.SyncAfterRestart || !cfg.AutoReloadAll {
+			t.Errorf("%v: %+v", args, cfg)
+		}
+	}
+	cfg, err := parse(t, nil, "--reload-on-create=false")
+	if err != nil || cfg.ReloadOnCreate {
+		t.Errorf("--reload-on-create=false: %v, %v", cfg.ReloadOnCreate, err)
+	}
+	if _, err := parse(t, nil, "--reload-on-create=yes"); err == nil || !strings.Contains(err.Error(), "reload-on-create") {
+		t.Errorf("--reload-on-create=yes: got %v, want an error naming the flag", err)
+	}
+}
+
+// Reloader's bug 11: --ignored-workload-types was case-sensitive, never
+// validated, and one bad entry disabled the whole list.
+func TestIgnoredWorkloadTypes(t *testing.T) {
+	cfg, err := parse(t, nil, "--ignored-workload-types=Jobs,CRONJOBS")
+	if err != nil || !cfg.IgnoreJobs || !cfg.IgnoreCronJobs {
+		t.Fatalf("got jobs=%v cronjobs=%v err=%v", cfg.IgnoreJobs, cfg.IgnoreCronJobs, err)
+	}
+	if _, err := parse(t, nil, "--ignored-workload-types=jobs,deployments"); err == nil || !strings.Contains(err.Error(), `--ignored-workload-types: "deployments"`) {
+		t.Fatalf("got %v, want an error naming the flag and the bad value", err)
+	}
+}
+
+func TestEnableHANeedsPodIdentity(t *testing.T) {
+	if _, err := parse(t, nil, "--enable-ha"); err == nil || !strings.Contains(err.Error(), "POD_NAME") {
+		t.Fatalf("got %v, want an error naming POD_NAME", err)
+	}
+	cfg, err := parse(t, map[string]string{"POD_NAME": "ripple-0", "POD_NAMESPACE": "ops"}, "--enable-ha")
+	if err != nil || cfg.LeaderElectionNamespace != "ops" {
+		t.Fatalf("got %q, %v", cfg.LeaderElectionNamespace, err)
+	}
+}
