@@ -3,6 +3,8 @@ package integration
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +25,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 // env is one test's namespace with a Ripple running in it.
@@ -29,6 +33,12 @@ type env struct {
 	ns string
 	c  client.Client // uncached admin client
 	cs kubernetes.Interface
+
+	// rc is how Ripple authenticates: the admin unless a test says otherwise.
+	rc *rest.Config
+	// cache reads the last started Ripple's cache; logs holds its log.
+	cache client.Reader
+	logs  *logBuffer
 }
 
 // startRipple creates a namespace and runs Ripple in-process, scoped to it,
@@ -45,7 +55,7 @@ func startRipple(t *testing.T, args ...string) *env {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(api.Config)
-	e := &env{ns: newNamespace(t, cs), cs: cs}
+	e := &env{ns: newNamespace(t, cs), cs: cs, rc: api.Config}
 	var err error
 	if e.c, err = client.New(api.Config, client.Options{}); err != nil {
 		t.Fatal(err)
@@ -60,7 +70,12 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 	opts := config.NewOptions()
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	opts.BindFlags(fs)
-	base := []string{"--namespaces=" + e.ns, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}
+	base := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}
+	if !slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--namespace") // scoped elsewhere, or global mode
+	}) {
+		base = append(base, "--namespaces="+e.ns)
+	}
 	if err := fs.Parse(append(base, args...)); err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +84,13 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 		t.Fatal(err)
 	}
 	logs := &logBuffer{}
+	e.logs = logs
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("ripple's log:\n%s", logs.String())
 		}
 	})
-	mgr, err := app.NewManager(api.Config, cfg, func(o *ctrl.Options) {
+	mgr, err := app.NewManager(e.rc, cfg, func(o *ctrl.Options) {
 		// Several Ripples run in this process, one per test.
 		o.Controller.SkipNameValidation = ptr.To(true)
 		o.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
@@ -99,9 +115,21 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 	// synced, so the test starts against a Ripple that has seen everything.
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
+	lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}}
+	for _, k := range cfg.Kinds {
+		if k == refs.ConfigMap {
+			lists = append(lists, &corev1.ConfigMapList{})
+		} else {
+			lists = append(lists, &corev1.SecretList{})
+		}
+	}
+	scope := e.ns
+	if len(cfg.Namespaces) > 0 {
+		scope = cfg.Namespaces[0]
+	}
 	err = wait.PollUntilContextCancel(syncCtx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}, &appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}} {
-			if err := mgr.GetClient().List(ctx, list, client.InNamespace(e.ns)); err != nil {
+		for _, list := range lists {
+			if err := mgr.GetClient().List(ctx, list, client.InNamespace(scope)); err != nil {
 				return false, nil // the cache is not started yet
 			}
 		}
@@ -112,6 +140,7 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 		wg.Wait()
 		t.Fatalf("ripple's caches did not sync: %v", err)
 	}
+	e.cache = mgr.GetClient()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	t.Cleanup(stop)
