@@ -27,7 +27,7 @@ func TestInvalidValuesExit2(t *testing.T) {
 		"unknown flag":           {[]string{"--reload-everything"}, "unknown flag: --reload-everything"},
 		"bad namespace":          {[]string{"--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
 		"ha without identity":    {[]string{"--enable-ha"}, "--enable-ha: needs the POD_NAME and POD_NAMESPACE environment variables"},
-		"webhook":                {[]string{"--webhook-url=http://127.0.0.1:1/"}, "--webhook-url: is not implemented yet"},
+		"bad webhook":            {[]string{"--webhook-url=ftp://example.com/"}, "--webhook-url: must be an http or https URL"},
 		"empty annotation":       {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
 		"unknown command":        {[]string{"explain-everything"}, `unknown command "explain-everything"`},
 	}

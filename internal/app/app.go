@@ -26,6 +26,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -39,11 +40,29 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := controller.Setup(ctx, mgr, cfg, Kinds(), clock.RealClock{}); err != nil {
+	log := ctrl.LoggerFrom(ctx)
+	if err := Setup(ctx, mgr, cfg, clock.RealClock{}); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String())
+	if cfg.WebhookURL != "" {
+		log.Info("starting Ripple in webhook mode: changes are posted, nothing is reloaded")
+	} else {
+		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String())
+	}
 	return mgr.Start(ctx)
+}
+
+// Setup registers Ripple's controllers on mgr: the reloaders, or in
+// --webhook-url mode the webhook notifier.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.PassiveClock) error {
+	if cfg.WebhookURL == "" {
+		return controller.Setup(ctx, mgr, cfg, Kinds(), clk)
+	}
+	q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{}, mgr.GetLogger().WithName("webhook"))
+	if err != nil {
+		return fmt.Errorf("--webhook-url: %w", err)
+	}
+	return controller.SetupWebhook(ctx, mgr, cfg, Kinds(), q, clk.Now())
 }
 
 // Kinds are the workload kinds Ripple rolls.

@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -114,7 +115,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.IgnoredWorkloadTypes, "ignored-workload-types", o.IgnoredWorkloadTypes, `Workload kinds never to reload: "jobs", "cronjobs" or both (case-insensitive).`)
 	fs.BoolVar(&o.ArgoRollouts, "is-Argo-Rollouts", o.ArgoRollouts, "Reload Argo Rollouts. Not implemented yet: accepted for compatibility, logged, and other kinds reload normally.")
 	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Reload on Secrets Store CSI driver changes. Not implemented yet: accepted for compatibility, logged, and other configs reload normally.")
-	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Instead of reloading, POST each change to this URL. Not implemented yet: Ripple refuses to start with it rather than reload.")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}.`)
 	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts. Needs $POD_NAME and $POD_NAMESPACE.")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address of the pprof endpoint.")
@@ -181,6 +182,8 @@ type Config struct {
 	// LeaderElectionNamespace is set with --enable-ha: only the holder of
 	// the Lease acts.
 	LeaderElectionNamespace string
+	// WebhookURL, when set, replaces reloading with a POST per change.
+	WebhookURL string
 	// PprofAddr serves pprof when not empty.
 	PprofAddr string
 
@@ -256,7 +259,10 @@ func (o *Options) Config() (Config, error) {
 		cfg.Warnings = append(cfg.Warnings, "--enable-csi-integration is not implemented yet: SecretProviderClass changes are not watched")
 	}
 	if o.WebhookURL != "" {
-		bad("webhook-url", "is not implemented yet; Ripple would reload workloads instead of calling the webhook, so it refuses to start")
+		if u, err := url.Parse(o.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("webhook-url", "must be an http or https URL")
+		}
+		cfg.WebhookURL = o.WebhookURL
 	}
 	if o.EnableHA {
 		if o.PodName == "" || o.PodNamespace == "" {

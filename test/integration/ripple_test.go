@@ -24,7 +24,6 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -99,7 +98,7 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controller.Setup(ctx, mgr, cfg, app.Kinds(), clock.RealClock{}); err != nil {
+	if err := app.Setup(ctx, mgr, cfg, clock.RealClock{}); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

@@ -1,0 +1,206 @@
+// Package notify delivers HTTP notifications (the --webhook-url calls and,
+// later, alerts) from a bounded asynchronous queue, so that a slow or dead
+// endpoint never delays a reload: Send never blocks, a full queue drops its
+// oldest message, and each delivery has a timeout and bounded retries.
+//
+// The URL of an endpoint is a secret of sorts (tokens live in it): it is
+// never logged, and errors that would quote it are stripped of it.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+)
+
+// Message is one notification.
+type Message struct {
+	Body        []byte
+	ContentType string
+	// What is a short description for logs, e.g. `ConfigMap team-a/app`.
+	What string
+}
+
+// Options tunes a Queue.
+type Options struct {
+	// Size is how many messages wait at most; 0 means 100.
+	Size int
+	// Timeout bounds one delivery attempt; 0 means 10s.
+	Timeout time.Duration
+	// Attempts is how many times a message is tried; 0 means 3.
+	Attempts int
+	// Backoff is the wait before the second attempt, doubled after each; 0
+	// means 1s.
+	Backoff time.Duration
+	// Proxy, when set, is the HTTP proxy for every request.
+	Proxy *url.URL
+	// Clock is injected by tests; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// Queue sends messages to one URL, in order, from one worker.
+type Queue struct {
+	url    string
+	opts   Options
+	client *http.Client
+	log    logr.Logger
+
+	mu      sync.Mutex
+	pending []Message
+	wake    chan struct{}
+	dropped int
+}
+
+// NewQueue returns a queue for url; Start runs its worker.
+func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("not an http or https URL")
+	}
+	if opts.Size <= 0 {
+		opts.Size = 100
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Attempts <= 0 {
+		opts.Attempts = 3
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if opts.Proxy != nil {
+		transport.Proxy = http.ProxyURL(opts.Proxy)
+	}
+	return &Queue{
+		url:  rawURL,
+		opts: opts,
+		log:  log,
+		wake: make(chan struct{}, 1),
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   opts.Timeout,
+			// A redirect could send the payload somewhere unexpected, as
+			// Reloader's alerting also refuses.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
+		},
+	}, nil
+}
+
+var errRedirect = errors.New("redirect refused")
+
+// Send queues m and returns at once. A full queue drops its oldest message.
+func (q *Queue) Send(m Message) {
+	q.mu.Lock()
+	if len(q.pending) >= q.opts.Size {
+		q.pending = q.pending[1:]
+		q.dropped++
+		q.log.Info("notification queue full: dropped the oldest message", "dropped", q.dropped)
+	}
+	q.pending = append(q.pending, m)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Dropped is how many messages a full queue has dropped.
+func (q *Queue) Dropped() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
+}
+
+// Start delivers messages until ctx ends; it implements manager.Runnable.
+// Messages still queued then are dropped: shutdown must not wait on a
+// dead endpoint.
+func (q *Queue) Start(ctx context.Context) error {
+	for {
+		m, ok := q.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-q.wake:
+				continue
+			}
+		}
+		q.deliver(ctx, m)
+	}
+}
+
+// NeedLeaderElection is false: replicas that do not lead send nothing anyway.
+func (q *Queue) NeedLeaderElection() bool { return false }
+
+func (q *Queue) next() (Message, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		return Message{}, false
+	}
+	m := q.pending[0]
+	q.pending = q.pending[1:]
+	return m, true
+}
+
+// deliver tries m up to Attempts times with doubling backoff. Client errors
+// (4xx) are not retried: the same request would fail again.
+func (q *Queue) deliver(ctx context.Context, m Message) {
+	backoff := q.opts.Backoff
+	for attempt := 1; ; attempt++ {
+		retry, err := q.post(ctx, m)
+		if err == nil {
+			q.log.V(1).Info("notification delivered", "what", m.What, "attempt", attempt)
+			return
+		}
+		if !retry || attempt >= q.opts.Attempts {
+			q.log.Error(err, "notification not delivered", "what", m.What, "attempts", attempt)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.opts.Clock.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+func (q *Queue) post(ctx context.Context, m Message) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.url, bytes.NewReader(m.Body))
+	if err != nil {
+		return false, errors.New("building the request failed")
+	}
+	req.Header.Set("Content-Type", m.ContentType)
+	resp, err := q.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // drop the URL from the message
+		}
+		return !errors.Is(err, errRedirect), fmt.Errorf("posting: %w", err)
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return false, fmt.Errorf("posting: %w (status %d)", errRedirect, resp.StatusCode)
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return true, fmt.Errorf("posting: status %d", resp.StatusCode)
+	case resp.StatusCode >= 400:
+		return false, fmt.Errorf("posting: status %d", resp.StatusCode)
+	}
+	return false, nil
+}
