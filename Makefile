@@ -64,3 +64,7 @@ demo: tools build ## Start a local cluster, run Ripple, change a ConfigMap and a
 .PHONY: clean
 clean: ## Remove build output (the tools cache is kept).
 	rm -rf $(BIN)
+
+.PHONY: docs
+docs: ## Regenerate docs/reference.md from the code.
+	go run ./hack/docgen

@@ -341,3 +341,33 @@ func TestSyncAfterRestart(t *testing.T) {
 		})
 	}
 }
+
+// A delete Ripple never saw as an event (it happened while Ripple was
+// down, as a delete lost in a watch gap) is still rolled, on its dependent
+// only. Reloader's bug 5: such tombstones became an empty name that matched
+// every workload cluster-wide.
+func TestMissedDeleteRollsOnlyItsDependents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stop := e.run(t, "--reload-on-delete=true", "--reload-strategy=annotations")
+	deploy := workloadKinds()[0]
+	gone, kept := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}, refs.Ref{Kind: refs.ConfigMap, Name: "kept"}
+	e.newConfig(t, gone, nil)
+	e.newConfig(t, kept, nil)
+	dependent := e.newWorkload(t, deploy, "dependent", ann(cmReloadKey, "gone"), envFrom(gone.Kind, gone.Name))
+	bystander := e.newWorkload(t, deploy, "bystander", ann(autoKey, "true"), envFrom(kept.Kind, kept.Name))
+	e.waitFor(t, dependent, "the baseline record", hasBaseline)
+	e.waitFor(t, bystander, "the baseline record", hasBaseline)
+	before := deploy.template(bystander).DeepCopy()
+
+	stop()
+	e.deleteConfig(t, gone)
+	e.run(t, "--reload-on-delete=true", "--reload-strategy=annotations")
+
+	st := strategy.Annotations{}
+	e.waitFor(t, dependent, "the delete marker", func(o client.Object) bool {
+		got, ok := st.Applied(deploy.template(o), gone)
+		return ok && got == digest.DeleteMarker
+	})
+	e.expectNoRollout(t, bystander, deploy, before)
+}
