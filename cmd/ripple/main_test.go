@@ -29,6 +29,9 @@ func TestInvalidValuesExit2(t *testing.T) {
 		"ha without identity":    {[]string{"--enable-ha"}, "--enable-ha: needs the POD_NAME and POD_NAMESPACE environment variables"},
 		"bad webhook":            {[]string{"--webhook-url=ftp://example.com/"}, "--webhook-url: must be an http or https URL"},
 		"empty annotation":       {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
+		"renew not below lease":  {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-renew-deadline=15s"}, "--leader-election-renew-deadline: 15s must be less than --leader-election-lease-duration 15s"},
+		"fractional lease":       {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-lease-duration=1500ms"}, "--leader-election-lease-duration: 1.5s must be a whole number of seconds"},
+		"pprof on metrics port":  {[]string{"--enable-pprof", "--pprof-addr=:9090"}, `--pprof-addr: ":9090" must be an address of its own`},
 		"unknown command":        {[]string{"explain-everything"}, `unknown command "explain-everything"`},
 	}
 	for name, tc := range tests {

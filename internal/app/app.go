@@ -122,6 +122,7 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if len(ignored) > 0 {
 		fieldSelector = fields.AndSelectors(ignored...)
 	}
+	health := &healthChecks{}
 	o := ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
@@ -130,13 +131,19 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 			DefaultTransform:     cache.TransformStripManagedFields(),
 			ByObject:             byObject,
 		},
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
-		HealthProbeBindAddress: cfg.HealthAddr,
-		// Reloader's Lease, so replicas of either never act at once.
-		LeaderElection:                cfg.LeaderElectionNamespace != "",
-		LeaderElectionID:              "stakater-reloader-lock",
-		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
+		// Reloader serves health beside the metrics, on :9090.
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: health.handlers()},
+		HealthProbeBindAddress:  healthAddr(cfg.HealthAddr),
+		LeaderElection:          cfg.LeaderElection,
+		LeaderElectionID:        cfg.LeaderElectionID,
+		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		LeaseDuration:           &cfg.LeaseDuration,
+		RenewDeadline:           &cfg.RenewDeadline,
+		RetryPeriod:             &cfg.RetryPeriod,
+		// On SIGTERM the Lease is released at once, so a standby takes
+		// over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout,
 	}
 	for _, f := range opts {
 		f(&o)
@@ -150,20 +157,47 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 			return nil, err
 		}
 	}
+	health.cache = mgr.GetCache()
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	// Ready only once every informer has synced, so a rollout of Ripple
-	// itself waits for a replica that can act.
-	err = mgr.AddReadyzCheck("informers", func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return fmt.Errorf("informer caches have not synced")
-		}
-		return nil
-	})
-	return mgr, err
+	return mgr, mgr.AddReadyzCheck("informers", health.synced)
+}
+
+// healthChecks serves Reloader's /live and the Kubernetes-style /healthz
+// and /readyz.
+type healthChecks struct {
+	cache cache.Cache
+}
+
+func (h *healthChecks) handlers() map[string]http.Handler {
+	live := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("alive")) })
+	return map[string]http.Handler{
+		"/live":    live,
+		"/healthz": live,
+		"/readyz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := h.synced(r); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok"))
+		}),
+	}
+}
+
+// synced is ready only once every informer has synced, so that a rollout
+// of Ripple itself waits for a replica that can act. Standbys sync their
+// caches too, so they are ready to take over at once.
+func (h *healthChecks) synced(req *http.Request) error {
+	if h.cache == nil {
+		return fmt.Errorf("starting")
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), 200*time.Millisecond)
+	defer cancel()
+	if !h.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("informer caches have not synced")
+	}
+	return nil
 }
 
 // pprofServer serves the Go profiles on an address of their own, on all
@@ -179,4 +213,13 @@ func pprofServer(addr string) manager.Runnable {
 		Name:   "pprof",
 		Server: &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 	}
+}
+
+// healthAddr is the separate health server's address: none when health is
+// served with the metrics (the default, empty).
+func healthAddr(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
 }

@@ -39,11 +39,18 @@ type Options struct {
 	CSIIntegration       bool
 	WebhookURL           string
 
-	EnableHA     bool
-	PodName      string
-	PodNamespace string
-	EnablePprof  bool
-	PprofAddr    string
+	EnableHA                bool
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	GracefulShutdownTimeout time.Duration
+	PodName                 string
+	PodNamespace            string
+	EnablePprof             bool
+	PprofAddr               string
 
 	ReloadStrategy    string
 	AutoReloadAll     bool
@@ -87,7 +94,12 @@ func NewOptions() *Options {
 		KubeAPIQPS:                    20,
 		KubeAPIBurst:                  30,
 		MetricsAddr:                   ":9090",
-		HealthAddr:                    ":9091",
+		LeaderElectionID:              "stakater-reloader-lock",
+		LeaseDuration:                 15 * time.Second,
+		RenewDeadline:                 10 * time.Second,
+		RetryPeriod:                   2 * time.Second,
+		GracefulShutdownTimeout:       30 * time.Second,
+		HealthAddr:                    "",
 		PprofAddr:                     ":6060",
 		LogLevel:                      "info",
 	}
@@ -139,7 +151,14 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
-	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Address of the /healthz and /readyz endpoints; "0" disables them.`)
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Use leader election, as --enable-ha, without needing $POD_NAME; the Lease namespace is --leader-election-namespace, else $POD_NAMESPACE, else the pod's own.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease. Reloader's name, so Reloader and Ripple replicas never act at once.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease; default $POD_NAMESPACE.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "On SIGTERM, how long in-flight reloads may take before Ripple exits; the Lease is released at once.")
 
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "json", or "" / "text" for human-readable lines.`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: trace, debug, info, warning, error, fatal or panic.")
@@ -179,9 +198,14 @@ type Config struct {
 	// IgnoreJobs and IgnoreCronJobs come from --ignored-workload-types.
 	IgnoreJobs, IgnoreCronJobs bool
 
-	// LeaderElectionNamespace is set with --enable-ha: only the holder of
-	// the Lease acts.
+	// LeaderElection: only the holder of the Lease acts.
+	LeaderElection          bool
+	LeaderElectionID        string
 	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	GracefulShutdownTimeout time.Duration
 	// WebhookURL, when set, replaces reloading with a POST per change.
 	WebhookURL string
 	// PprofAddr serves pprof when not empty.
@@ -264,14 +288,41 @@ func (o *Options) Config() (Config, error) {
 		}
 		cfg.WebhookURL = o.WebhookURL
 	}
-	if o.EnableHA {
-		if o.PodName == "" || o.PodNamespace == "" {
-			bad("enable-ha", "needs the POD_NAME and POD_NAMESPACE environment variables (set them from the pod's metadata with the downward API)")
-		}
+	if o.EnableHA && (o.PodName == "" || o.PodNamespace == "") {
+		bad("enable-ha", "needs the POD_NAME and POD_NAMESPACE environment variables (set them from the pod's metadata with the downward API)")
+	}
+	cfg.LeaderElection = o.EnableHA || o.LeaderElect
+	cfg.LeaderElectionID = o.LeaderElectionID
+	cfg.LeaderElectionNamespace = o.LeaderElectionNamespace
+	if cfg.LeaderElectionNamespace == "" {
 		cfg.LeaderElectionNamespace = o.PodNamespace
 	}
+	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
+	cfg.GracefulShutdownTimeout = o.GracefulShutdownTimeout
+	if cfg.LeaderElection {
+		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
+			bad("leader-election-id", "%q is not a Lease name: %s", o.LeaderElectionID, strings.Join(errs, "; "))
+		}
+		for _, d := range []struct {
+			flag string
+			v    time.Duration
+		}{{"leader-election-lease-duration", o.LeaseDuration}, {"leader-election-renew-deadline", o.RenewDeadline}, {"leader-election-retry-period", o.RetryPeriod}} {
+			if d.v < time.Second || d.v%time.Second != 0 {
+				bad(d.flag, "%s must be a whole number of seconds, at least 1s", d.v)
+			}
+		}
+		if o.RenewDeadline >= o.LeaseDuration {
+			bad("leader-election-renew-deadline", "%s must be less than --leader-election-lease-duration %s", o.RenewDeadline, o.LeaseDuration)
+		}
+		if o.RetryPeriod >= o.RenewDeadline {
+			bad("leader-election-retry-period", "%s must be less than --leader-election-renew-deadline %s", o.RetryPeriod, o.RenewDeadline)
+		}
+	}
+	if o.GracefulShutdownTimeout < 0 {
+		bad("graceful-shutdown-timeout", "%s is negative", o.GracefulShutdownTimeout)
+	}
 	if o.EnablePprof {
-		if o.PprofAddr == "" || o.PprofAddr == o.MetricsAddr || o.PprofAddr == o.HealthAddr {
+		if o.PprofAddr == "" || o.PprofAddr == o.MetricsAddr || (o.HealthAddr != "" && o.PprofAddr == o.HealthAddr) {
 			bad("pprof-addr", "%q must be an address of its own, not the metrics or health address", o.PprofAddr)
 		}
 		cfg.PprofAddr = o.PprofAddr

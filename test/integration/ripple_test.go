@@ -62,9 +62,20 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// run starts a Ripple on e's namespace; it stops when the returned func is
-// called or the test ends.
+// run starts a Ripple on e's namespace and waits until its caches have
+// synced; it stops when the returned func is called or the test ends.
 func (e *env) run(t *testing.T, args ...string) (stop func()) {
+	t.Helper()
+	return e.launch(t, true, args...)
+}
+
+// start starts a Ripple without waiting for its caches.
+func (e *env) start(t *testing.T, args ...string) (stop func()) {
+	t.Helper()
+	return e.launch(t, false, args...)
+}
+
+func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()) {
 	t.Helper()
 	opts := config.NewOptions()
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
@@ -110,6 +121,13 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 			t.Errorf("ripple stopped: %v", err)
 		}
 	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	e.cache = mgr.GetClient()
+	if !waitSynced {
+		return stop
+	}
 	// Reading each kind through the cache waits until its informer has
 	// synced, so the test starts against a Ripple that has seen everything.
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
@@ -135,14 +153,9 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 		return true, nil
 	})
 	if err != nil {
-		cancel()
-		wg.Wait()
+		stop()
 		t.Fatalf("ripple's caches did not sync: %v", err)
 	}
-	e.cache = mgr.GetClient()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
 	return stop
 }
 
