@@ -4,7 +4,9 @@ package app
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -22,10 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -41,7 +45,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx)
-	if err := Setup(ctx, mgr, cfg, clock.RealClock{}); err != nil {
+	if err := Setup(ctx, mgr, cfg, clock.RealClock{}, ctrlmetrics.Registry); err != nil {
 		return err
 	}
 	if cfg.WebhookURL != "" {
@@ -53,10 +57,14 @@ func Run(ctx context.Context, cfg config.Config) error {
 }
 
 // Setup registers Ripple's controllers on mgr: the reloaders, or in
-// --webhook-url mode the webhook notifier.
-func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.PassiveClock) error {
+// --webhook-url mode the webhook notifier; its metrics go to reg.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.PassiveClock, reg prometheus.Registerer) error {
+	m, err := metrics.New(reg, cfg.MetricsByNamespace)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	if cfg.WebhookURL == "" {
-		return controller.Setup(ctx, mgr, cfg, Kinds(), clk)
+		return controller.Setup(ctx, mgr, cfg, Kinds(), clk, m)
 	}
 	q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{}, mgr.GetLogger().WithName("webhook"))
 	if err != nil {

@@ -49,6 +49,7 @@ type Options struct {
 	GracefulShutdownTimeout time.Duration
 	PodName                 string
 	PodNamespace            string
+	MetricsByNamespace      bool
 	EnablePprof             bool
 	PprofAddr               string
 
@@ -111,6 +112,7 @@ func (o *Options) ReadEnv(lookup func(string) string) {
 	o.KubernetesNamespace = lookup("KUBERNETES_NAMESPACE")
 	o.PodName = lookup("POD_NAME")
 	o.PodNamespace = lookup("POD_NAMESPACE")
+	o.MetricsByNamespace = lookup("METRICS_COUNT_BY_NAMESPACE") == "enabled"
 }
 
 // BindFlags registers every flag on fs.
@@ -206,6 +208,8 @@ type Config struct {
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
 	GracefulShutdownTimeout time.Duration
+	// MetricsByNamespace registers the namespace-labelled reload counter.
+	MetricsByNamespace bool
 	// WebhookURL, when set, replaces reloading with a POST per change.
 	WebhookURL string
 	// PprofAddr serves pprof when not empty.
@@ -299,6 +303,7 @@ func (o *Options) Config() (Config, error) {
 	}
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
 	cfg.GracefulShutdownTimeout = o.GracefulShutdownTimeout
+	cfg.MetricsByNamespace = o.MetricsByNamespace
 	if cfg.LeaderElection {
 		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
 			bad("leader-election-id", "%q is not a Lease name: %s", o.LeaderElectionID, strings.Join(errs, "; "))

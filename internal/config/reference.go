@@ -19,6 +19,7 @@ func EnvVars() []EnvVar {
 		{"KUBERNETES_NAMESPACE", "Single-namespace mode: watch only this namespace, unless --namespaces is set."},
 		{"POD_NAME", "With --enable-ha: this replica's identity (set it from metadata.name)."},
 		{"POD_NAMESPACE", "With --enable-ha: the namespace of the Lease (set it from metadata.namespace)."},
+		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
 		{"KUBECONFIG", "Kubeconfig file when --kubeconfig is not set; else the in-cluster config, then $HOME/.kube/config."},
 	}
 }

@@ -79,6 +79,9 @@ func (r *Reconciler) requestsForConfig(kind refs.Kind) func(context.Context, cli
 				return nil
 			})
 		}
+		if r.Metrics != nil {
+			r.Metrics.Scanned(r.Kind.Name(), len(reqs))
+		}
 		return reqs
 	}
 }

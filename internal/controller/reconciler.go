@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -34,6 +35,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -60,6 +62,7 @@ type Reconciler struct {
 	Kind     workload.Kind
 	Config   config.Config
 	Recorder events.EventRecorder
+	Metrics  *metrics.Metrics
 	Clock    clock.PassiveClock
 	// Started is when this Ripple started watching: with --reload-on-create,
 	// configs created before it are not "created" unless
@@ -89,25 +92,46 @@ type plan struct {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	began := r.Clock.Now()
+	res, out, err := r.reconcile(ctx, req)
+	if err != nil {
+		out.result = metrics.ResultError
+	}
+	if out.result == metrics.ResultError || out.retry {
+		r.Metrics.Retried()
+	}
+	r.Metrics.Reconciled(out.result, out.skip, r.Clock.Since(began))
+	return res, err
+}
+
+// outcome is how a reconcile ended, for the metrics.
+type outcome struct {
+	result, skip string
+	retry        bool
+}
+
+var skipped = outcome{result: metrics.ResultSkipped}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		r.forget(req.NamespacedName)
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, skipped, client.IgnoreNotFound(err)
 	}
 	tpl := r.Kind.PodTemplate(obj)
 	if obj.GetDeletionTimestamp() != nil || tpl == nil {
 		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, skipped, nil
 	}
 	if in, err := r.inScope(ctx, obj.GetNamespace()); err != nil || !in {
 		r.forget(req.NamespacedName)
-		return ctrl.Result{}, err
+		return ctrl.Result{}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipIgnoredNotSelected}, err
 	}
 
 	p, err := r.gather(ctx, obj, tpl)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, outcome{}, err
 	}
 	window, warning := r.settleWindow(obj)
 	if warning != "" {
@@ -117,10 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Reload", "%s", w)
 	}
 
+	seen := r.Clock.Now()
 	if len(p.changes) > 0 {
-		if wait := r.settle(req.NamespacedName, p.changes, window); wait > 0 {
+		var wait time.Duration
+		if wait, seen = r.settle(req.NamespacedName, p.changes, window); wait > 0 {
 			log.V(1).Info("waiting for the settle window", "configs", changeNames(p.changes), "wait", wait)
-			return ctrl.Result{RequeueAfter: wait}, nil
+			return ctrl.Result{RequeueAfter: wait}, skipped, nil
 		}
 	} else {
 		r.forget(req.NamespacedName)
@@ -136,31 +162,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rec, changed := r.record(obj, newTpl, p); changed {
 		update.Annotations = map[string]*string{r.Config.Keys.Applied: rec}
 	}
+	if update.Template != nil && equality.Semantic.DeepEqual(tpl, update.Template) {
+		// e.g. the delete of a config whose env var was never written
+		update.Template = nil
+	}
 	if update.Template == nil && update.Annotations == nil {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
 	}
 
-	if err := r.Kind.Write(ctx, r.Client, obj, update); err != nil {
-		if apierrors.IsConflict(err) {
-			log.V(1).Info("workload changed since it was read; retrying")
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
+	err = r.Kind.Write(ctx, r.Client, obj, update)
+	if apierrors.IsConflict(err) {
+		log.V(1).Info("workload changed since it was read; retrying")
+		return ctrl.Result{RequeueAfter: conflictRetry}, outcome{result: metrics.ResultSkipped, retry: true}, nil
+	}
+	if update.Template != nil {
+		r.Metrics.Reloaded(r.Kind.Name(), obj.GetNamespace(), err, r.Clock.Since(seen), len(p.changes))
+	}
+	if err != nil {
 		if update.Template != nil {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonReloadFailed, "Reload",
 				"Reload for changes in %s failed: %v", changeNames(p.changes), err)
 		}
-		return ctrl.Result{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
+		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
 	}
 	if update.Template == nil {
 		log.V(1).Info("recorded the applied configs", "configs", len(p.tracked))
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
 	}
 	r.forget(req.NamespacedName)
 	names := changeNames(p.changes)
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Config.Strategy.Name())
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload",
 		"Reloaded for changes in %s (strategy %s)", strings.Join(names, ", "), r.Config.Strategy.Name())
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, outcome{result: metrics.ResultSuccess}, nil
 }
 
 // gather finds every config that reloads obj and which of them changed.
@@ -350,13 +384,13 @@ func (r *Reconciler) settleWindow(obj client.Object) (time.Duration, string) {
 
 // settle returns how long to wait before acting on changes: until window
 // has passed without a new change set, and no longer than maxSettleFactor
-// windows after the first.
-func (r *Reconciler) settle(key types.NamespacedName, changes []strategy.Change, window time.Duration) time.Duration {
+// windows after the first. It also returns when the first change was seen.
+func (r *Reconciler) settle(key types.NamespacedName, changes []strategy.Change, window time.Duration) (time.Duration, time.Time) {
+	now := r.Clock.Now()
 	if window <= 0 {
-		return 0
+		return 0, now
 	}
 	id := changeID(changes)
-	now := r.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending == nil {
@@ -374,7 +408,7 @@ func (r *Reconciler) settle(key types.NamespacedName, changes []strategy.Change,
 	if limit := pc.first.Add(maxSettleFactor * window); limit.Before(deadline) {
 		deadline = limit
 	}
-	return max(deadline.Sub(now), 0)
+	return max(deadline.Sub(now), 0), pc.first
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
@@ -38,6 +40,8 @@ type env struct {
 	// cache reads the last started Ripple's cache; logs holds its log.
 	cache client.Reader
 	logs  *logBuffer
+	// globalMetrics registers Ripple's metrics where /metrics serves them.
+	globalMetrics bool
 }
 
 // startRipple creates a namespace and runs Ripple in-process, scoped to it,
@@ -109,7 +113,13 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := app.Setup(ctx, mgr, cfg, clock.RealClock{}); err != nil {
+	// A registry per Ripple, as several run in this process; the one test
+	// that scrapes /metrics uses the real one.
+	var reg prometheus.Registerer = prometheus.NewRegistry()
+	if e.globalMetrics {
+		reg = ctrlmetrics.Registry
+	}
+	if err := app.Setup(ctx, mgr, cfg, clock.RealClock{}, reg); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

@@ -1,0 +1,110 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// scrape reads /metrics and returns each sample as `name{labels}` -> value.
+func scrape(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			key := name + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.Counter != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				out[strings.Replace(key, name, name+"_count", 1)] = float64(m.GetHistogram().GetSampleCount())
+				out[strings.Replace(key, name, name+"_sum", 1)] = m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+// After known actions, /metrics holds exact counts of Reloader's metrics
+// (each event counted once) and of Ripple's own.
+func TestMetricsCountExactly(t *testing.T) {
+	e := newEnv(t) // not parallel: the only Ripple on the real registry
+	e.globalMetrics = true
+	addr := freeAddr(t)
+	e.run(t, "--metrics-bind-address="+addr)
+	deploy, sts := workloadKinds()[0], workloadKinds()[1]
+	cm1, cm2 := refs.Ref{Kind: refs.ConfigMap, Name: "cm1"}, refs.Ref{Kind: refs.ConfigMap, Name: "cm2"}
+	e.newConfig(t, cm1, nil)
+	e.newConfig(t, cm2, nil)
+	a := e.newWorkload(t, deploy, "a", ann(autoKey, "true"), envFrom(cm1.Kind, cm1.Name), envFrom(cm2.Kind, cm2.Name))
+	b := e.newWorkload(t, deploy, "b", ann(cmReloadKey, "cm1"), envFrom(cm1.Kind, cm1.Name))
+	e.newWorkload(t, sts, "c", nil, envFrom(cm1.Kind, cm1.Name))
+	e.waitFor(t, a, "the baseline record", hasBaseline)
+	e.waitFor(t, b, "the baseline record", hasBaseline)
+
+	sum1 := e.setConfig(t, cm1, "v2")
+	e.waitApplied(t, deploy, a, cm1, sum1)
+	e.waitApplied(t, deploy, b, cm1, sum1)
+	e.waitApplied(t, deploy, a, cm2, e.setConfig(t, cm2, "v2"))
+	cfg := configObject(e.ns, cm1, nil, "")
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SetLabels(map[string]string{"only": "labels"})
+	if err := e.c.Update(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // let the label-only event arrive
+
+	got := scrape(t, addr)
+	want := map[string]float64{
+		`reloader_reload_executed_total{success="true"}`:                                 3,
+		`reloader_reload_executed_total{success="false"}`:                                0,
+		`reloader_action_total{result="success",workload_kind="Deployment"}`:             3,
+		`reloader_workloads_matched_total{kind="Deployment"}`:                            3,
+		`reloader_reconcile_total{result="success"}`:                                     3,
+		`reloader_skipped_total{reason="no_data_change"}`:                                1,
+		`reloader_events_received_total{event_type="add",resource_type="configmaps"}`:    2,
+		`reloader_events_received_total{event_type="update",resource_type="configmaps"}`: 3,
+		`reloader_action_latency_seconds_count{workload_kind="Deployment"}`:              3,
+		`ripple_reloads_total{kind="Deployment",result="success"}`:                       3,
+		`ripple_decision_latency_seconds_count{}`:                                        3,
+		`ripple_coalesced_changes_count{}`:                                               3,
+		`ripple_coalesced_changes_sum{}`:                                                 3,
+		`ripple_leader{}`:                                                                1,
+	}
+	for key, v := range want {
+		if g, ok := got[key]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", key, g, ok, v)
+		}
+	}
+	for key := range got {
+		if strings.HasPrefix(key, "reloader_reload_executed_total_by_namespace") {
+			t.Errorf("%s is registered without METRICS_COUNT_BY_NAMESPACE=enabled", key)
+		}
+	}
+}
