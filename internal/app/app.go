@@ -66,7 +66,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if cfg.WebhookURL == "" {
 		return controller.Setup(ctx, mgr, cfg, Kinds(), clk, m)
 	}
-	q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{}, mgr.GetLogger().WithName("webhook"))
+	q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("webhook"))
 	if err != nil {
 		return fmt.Errorf("--webhook-url: %w", err)
 	}

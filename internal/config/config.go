@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
@@ -50,8 +51,10 @@ type Options struct {
 	PodName                 string
 	PodNamespace            string
 	MetricsByNamespace      bool
-	EnablePprof             bool
-	PprofAddr               string
+	// Reloader's alerting environment variables.
+	AlertOnReload, AlertSink, AlertWebhookURL, AlertWebhookProxy, AlertAdditionalInfo string
+	EnablePprof                                                                       bool
+	PprofAddr                                                                         string
 
 	ReloadStrategy    string
 	AutoReloadAll     bool
@@ -113,6 +116,11 @@ func (o *Options) ReadEnv(lookup func(string) string) {
 	o.PodName = lookup("POD_NAME")
 	o.PodNamespace = lookup("POD_NAMESPACE")
 	o.MetricsByNamespace = lookup("METRICS_COUNT_BY_NAMESPACE") == "enabled"
+	o.AlertOnReload = lookup("ALERT_ON_RELOAD")
+	o.AlertSink = lookup("ALERT_SINK")
+	o.AlertWebhookURL = lookup("ALERT_WEBHOOK_URL")
+	o.AlertWebhookProxy = lookup("ALERT_WEBHOOK_PROXY")
+	o.AlertAdditionalInfo = lookup("ALERT_ADDITIONAL_INFO")
 }
 
 // BindFlags registers every flag on fs.
@@ -208,6 +216,8 @@ type Config struct {
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
 	GracefulShutdownTimeout time.Duration
+	// Alert, when URL is set, sends a message per rollout.
+	Alert Alert
 	// MetricsByNamespace registers the namespace-labelled reload counter.
 	MetricsByNamespace bool
 	// WebhookURL, when set, replaces reloading with a POST per change.
@@ -217,6 +227,14 @@ type Config struct {
 
 	// Warnings are accepted but ineffective settings, logged at start.
 	Warnings []string
+}
+
+// Alert configures Reloader-style alerts.
+type Alert struct {
+	Sink           notify.Sink
+	URL            string
+	Proxy          *url.URL
+	AdditionalInfo string
 }
 
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
@@ -304,6 +322,23 @@ func (o *Options) Config() (Config, error) {
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
 	cfg.GracefulShutdownTimeout = o.GracefulShutdownTimeout
 	cfg.MetricsByNamespace = o.MetricsByNamespace
+	if o.AlertOnReload == "true" {
+		cfg.Alert = Alert{
+			Sink:           notify.ParseSink(o.AlertSink),
+			URL:            strings.TrimSpace(o.AlertWebhookURL),
+			AdditionalInfo: o.AlertAdditionalInfo,
+		}
+		if u, err := url.Parse(cfg.Alert.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("ALERT_WEBHOOK_URL: ALERT_ON_RELOAD=true needs an http or https URL here"))
+		}
+		if p := strings.TrimSpace(o.AlertWebhookProxy); p != "" {
+			u, err := url.Parse(p)
+			if err != nil || u.Host == "" {
+				errs = append(errs, errors.New("ALERT_WEBHOOK_PROXY: not a proxy URL such as http://proxy:3128"))
+			}
+			cfg.Alert.Proxy = u
+		}
+	}
 	if cfg.LeaderElection {
 		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
 			bad("leader-election-id", "%q is not a Lease name: %s", o.LeaderElectionID, strings.Join(errs, "; "))

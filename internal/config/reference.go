@@ -20,6 +20,11 @@ func EnvVars() []EnvVar {
 		{"POD_NAME", "With --enable-ha: this replica's identity (set it from metadata.name)."},
 		{"POD_NAMESPACE", "With --enable-ha: the namespace of the Lease (set it from metadata.namespace)."},
 		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
+		{"ALERT_ON_RELOAD", "true: send an alert after each rollout, naming every config it carries."},
+		{"ALERT_SINK", "slack, teams or gchat (Reloader's payloads); anything else sends raw text."},
+		{"ALERT_WEBHOOK_URL", "Where alerts go; needed with ALERT_ON_RELOAD=true. Never logged."},
+		{"ALERT_WEBHOOK_PROXY", "HTTP proxy for alerts."},
+		{"ALERT_ADDITIONAL_INFO", "Text put before each alert as \"<info> : \"."},
 		{"KUBECONFIG", "Kubeconfig file when --kubeconfig is not set; else the in-cluster config, then $HOME/.kube/config."},
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -63,7 +64,9 @@ type Reconciler struct {
 	Config   config.Config
 	Recorder events.EventRecorder
 	Metrics  *metrics.Metrics
-	Clock    clock.PassiveClock
+	// Alert, when set, is told of every rollout.
+	Alert func(notify.Reload)
+	Clock clock.PassiveClock
 	// Started is when this Ripple started watching: with --reload-on-create,
 	// configs created before it are not "created" unless
 	// --sync-after-restart is set.
@@ -194,6 +197,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Config.Strategy.Name())
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload",
 		"Reloaded for changes in %s (strategy %s)", strings.Join(names, ", "), r.Config.Strategy.Name())
+	if r.Alert != nil {
+		alert := notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName()}
+		for _, c := range p.changes {
+			alert.Sources = append(alert.Sources, notify.Source{Type: c.Ref.Kind.Type(), Name: c.Ref.Name})
+		}
+		r.Alert(alert) // queued: a slow endpoint never holds a reload up
+	}
 	return ctrl.Result{}, outcome{result: metrics.ResultSuccess}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -25,6 +26,17 @@ import (
 // Setup registers the index and the controller of every workload kind,
 // and the runnables that keep the metrics.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []workload.Kind, clk clock.PassiveClock, m *metrics.Metrics) error {
+	var alert func(notify.Reload)
+	if cfg.Alert.URL != "" {
+		q, err := notify.NewQueue(cfg.Alert.URL, notify.Options{Proxy: cfg.Alert.Proxy, OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("alerts"))
+		if err != nil {
+			return fmt.Errorf("ALERT_WEBHOOK_URL: %w", err)
+		}
+		if err := mgr.Add(q); err != nil {
+			return err
+		}
+		alert = func(r notify.Reload) { q.Send(notify.AlertMessage(cfg.Alert.Sink, r, cfg.Alert.AdditionalInfo)) }
+	}
 	if err := mgr.Add(&eventCounter{cache: mgr.GetCache(), kinds: cfg.Kinds, metrics: m}); err != nil {
 		return err
 	}
@@ -38,6 +50,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []wor
 			Config:   cfg,
 			Recorder: mgr.GetEventRecorder("ripple"),
 			Metrics:  m,
+			Alert:    alert,
 			Clock:    clk,
 			Started:  clk.Now(),
 		}

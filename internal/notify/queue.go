@@ -42,6 +42,11 @@ type Options struct {
 	Backoff time.Duration
 	// Proxy, when set, is the HTTP proxy for every request.
 	Proxy *url.URL
+	// Flush bounds how long Start keeps delivering queued messages after
+	// its context ends (graceful shutdown); 0 means 5s.
+	Flush time.Duration
+	// OnDrop is called for each message a full queue drops (a metric).
+	OnDrop func()
 	// Clock is injected by tests; nil means the real clock.
 	Clock clock.WithTicker
 }
@@ -77,6 +82,9 @@ func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
 	if opts.Backoff <= 0 {
 		opts.Backoff = time.Second
 	}
+	if opts.Flush <= 0 {
+		opts.Flush = 5 * time.Second
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -108,6 +116,9 @@ func (q *Queue) Send(m Message) {
 		q.pending = q.pending[1:]
 		q.dropped++
 		q.log.Info("notification queue full: dropped the oldest message", "dropped", q.dropped)
+		if q.opts.OnDrop != nil {
+			q.opts.OnDrop()
+		}
 	}
 	q.pending = append(q.pending, m)
 	q.mu.Unlock()
@@ -125,21 +136,44 @@ func (q *Queue) Dropped() int {
 }
 
 // Start delivers messages until ctx ends; it implements manager.Runnable.
-// Messages still queued then are dropped: shutdown must not wait on a
-// dead endpoint.
+// Then it keeps delivering what is queued for at most Flush (the request in
+// flight included), so a shutdown sends the last alerts but never waits
+// long on a dead endpoint.
 func (q *Queue) Start(ctx context.Context) error {
-	for {
-		m, ok := q.next()
-		if !ok {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-q.wake:
-				continue
-			}
+	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSend()
+	go func() {
+		<-ctx.Done()
+		select {
+		case <-sendCtx.Done():
+		case <-q.opts.Clock.After(q.opts.Flush):
+			cancelSend()
 		}
-		q.deliver(ctx, m)
+	}()
+	for sendCtx.Err() == nil {
+		m, ok := q.next()
+		if ok {
+			q.deliver(sendCtx, m)
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil // shutting down and nothing left
+		}
+		select {
+		case <-ctx.Done():
+		case <-q.wake:
+		}
 	}
+	if n := q.pendingCount(); n > 0 {
+		q.log.Info("shutting down with undelivered notifications", "dropped", n)
+	}
+	return nil
+}
+
+func (q *Queue) pendingCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
 }
 
 // NeedLeaderElection is false: replicas that do not lead send nothing anyway.

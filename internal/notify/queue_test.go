@@ -146,7 +146,7 @@ func TestHungEndpointNeverBlocksSend(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	q, _ := NewQueue(srv.URL, Options{Size: 5, Timeout: time.Minute}, logr.Discard())
+	q, _ := NewQueue(srv.URL, Options{Size: 5, Timeout: time.Minute, Flush: 100 * time.Millisecond}, logr.Discard())
 	start(t, q)
 	began := time.Now()
 	for range 50 {
@@ -186,5 +186,24 @@ func TestRejectsBadURL(t *testing.T) {
 		if _, err := NewQueue(u, Options{}, logr.Discard()); err == nil {
 			t.Errorf("%q accepted", u)
 		}
+	}
+}
+
+// On shutdown queued messages are still delivered, for a bounded time.
+func TestFlushesOnShutdown(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1) }))
+	defer srv.Close()
+	q, _ := NewQueue(srv.URL, Options{Flush: 5 * time.Second}, logr.Discard())
+	for range 3 {
+		q.Send(Message{Body: []byte("x")})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // already shutting down when the worker starts
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 3 {
+		t.Fatalf("delivered %d of 3 queued messages on shutdown", got)
 	}
 }

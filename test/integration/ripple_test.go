@@ -42,6 +42,8 @@ type env struct {
 	logs  *logBuffer
 	// globalMetrics registers Ripple's metrics where /metrics serves them.
 	globalMetrics bool
+	// environ is the environment Ripple reads (ALERT_*, ...).
+	environ map[string]string
 }
 
 // startRipple creates a namespace and runs Ripple in-process, scoped to it,
@@ -82,6 +84,7 @@ func (e *env) start(t *testing.T, args ...string) (stop func()) {
 func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()) {
 	t.Helper()
 	opts := config.NewOptions()
+	opts.ReadEnv(func(k string) string { return e.environ[k] })
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	opts.BindFlags(fs)
 	base := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}

@@ -1,0 +1,77 @@
+package notify
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Sink is an alert format, chosen by ALERT_SINK as in Reloader: "slack",
+// "teams" or "gchat"; anything else (Reloader documents "webhook") is raw
+// text.
+type Sink string
+
+// The alert formats.
+const (
+	Slack Sink = "slack"
+	Teams Sink = "teams"
+	GChat Sink = "gchat"
+	Raw   Sink = "raw"
+)
+
+// ParseSink maps an ALERT_SINK value to a Sink, trimmed and case-insensitive.
+func ParseSink(s string) Sink {
+	switch v := Sink(strings.ToLower(strings.TrimSpace(s))); v {
+	case Slack, Teams, GChat:
+		return v
+	}
+	return Raw
+}
+
+// Source is a config that a rollout carried.
+type Source struct {
+	Type string // Reloader's CONFIGMAP, SECRET
+	Name string
+}
+
+// Reload describes one rollout for an alert.
+type Reload struct {
+	Namespace string
+	Kind      string // e.g. Deployment
+	Workload  string
+	Sources   []Source
+}
+
+// AlertText is Reloader's alert sentence, extended to name every config of
+// the rollout: "Reloader detected changes in *app* of type *CONFIGMAP* in
+// namespace *team*. Hence reloaded *web* of type *Deployment* in namespace
+// *team*". It names objects only; it never holds config data.
+func AlertText(r Reload, additionalInfo string) string {
+	parts := make([]string, len(r.Sources))
+	for i, s := range r.Sources {
+		parts[i] = fmt.Sprintf("*%s* of type *%s*", s.Name, s.Type)
+	}
+	msg := fmt.Sprintf("Reloader detected changes in %s in namespace *%s*. Hence reloaded *%s* of type *%s* in namespace *%s*",
+		strings.Join(parts, ", "), r.Namespace, r.Workload, r.Kind, r.Namespace)
+	if additionalInfo != "" {
+		msg = additionalInfo + " : " + msg
+	}
+	return msg
+}
+
+// AlertMessage formats the alert for a sink with Reloader's payload shapes.
+func AlertMessage(sink Sink, r Reload, additionalInfo string) Message {
+	text := AlertText(r, additionalInfo)
+	what := fmt.Sprintf("alert for %s %s/%s", r.Kind, r.Namespace, r.Workload)
+	var body any
+	switch sink {
+	case Slack:
+		body = map[string]any{"attachments": []map[string]string{{"color": "good", "author_name": "Reloader", "text": text}}}
+	case Teams, GChat:
+		body = map[string]string{"text": text}
+	default:
+		return Message{Body: []byte(strings.ReplaceAll(text, "*", "")), ContentType: "text/plain", What: what}
+	}
+	b, _ := json.Marshal(body) // maps of strings always marshal
+	return Message{Body: b, ContentType: "application/json", What: what}
+}

@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// alertServer records alert requests as "content-type body".
+type alertServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []string
+	hang time.Duration
+}
+
+func newAlertServer(t *testing.T, hang time.Duration) *alertServer {
+	s := &alertServer{hang: hang}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.got = append(s.got, r.Header.Get("Content-Type")+" "+string(b))
+		s.mu.Unlock()
+		select {
+		case <-time.After(s.hang):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *alertServer) received() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// With ALERT_ON_RELOAD=true each rollout sends one alert in the sink's
+// Reloader payload, naming every config the rollout carries.
+func TestAlertsPerSink(t *testing.T) {
+	const text = `Reloader detected changes in *cfg* of type *CONFIGMAP*, *creds* of type *SECRET* in namespace *%NS%*. Hence reloaded *app* of type *Deployment* in namespace *%NS%*`
+	tests := map[string]string{
+		"slack":   `application/json {"attachments":[{"author_name":"Reloader","color":"good","text":"` + text + `"}]}`,
+		"teams":   `application/json {"text":"` + text + `"}`,
+		"gchat":   `application/json {"text":"` + text + `"}`,
+		"webhook": `text/plain Reloader detected changes in cfg of type CONFIGMAP, creds of type SECRET in namespace %NS%. Hence reloaded app of type Deployment in namespace %NS%`,
+	}
+	for sink, want := range tests {
+		t.Run(sink, func(t *testing.T) {
+			t.Parallel()
+			srv := newAlertServer(t, 0)
+			e := newEnv(t)
+			e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": sink, "ALERT_WEBHOOK_URL": srv.URL + "/alert"}
+			e.run(t, "--settle-window=500ms")
+			deploy := workloadKinds()[0]
+			cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
+			e.newConfig(t, cm, nil)
+			e.newConfig(t, sec, nil)
+			w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name), envFrom(sec.Kind, sec.Name))
+			e.waitFor(t, w, "the baseline record", hasBaseline)
+			e.setConfig(t, cm, "v2")
+			e.waitApplied(t, deploy, w, sec, e.setConfig(t, sec, "v2"))
+			e.waitFor(t, w, "the alert", func(client.Object) bool { return len(srv.received()) > 0 })
+			time.Sleep(300 * time.Millisecond) // a second alert would show
+			got := srv.received()
+			want = strings.ReplaceAll(want, "%NS%", e.ns)
+			if len(got) != 1 || got[0] != want {
+				t.Fatalf("alerts:\n%q\nwant one:\n%q", got, want)
+			}
+		})
+	}
+}
+
+// A sink that hangs for 30 s delays no reload.
+func TestHungAlertSinkDelaysNothing(t *testing.T) {
+	t.Parallel()
+	srv := newAlertServer(t, 30*time.Second)
+	e := newEnv(t)
+	e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": srv.URL}
+	e.run(t)
+	deploy := workloadKinds()[0]
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	e.waitFor(t, w, "the baseline record", hasBaseline)
+	e.waitApplied(t, deploy, w, r, e.setConfig(t, r, "v2")) // the first alert now hangs
+	for i, v := range []string{"v3", "v4", "v5"} {
+		began := time.Now()
+		e.waitApplied(t, deploy, w, r, e.setConfig(t, r, v))
+		d := time.Since(began)
+		t.Logf("reload %d with the sink hung: %s", i+2, d)
+		if d > 3*time.Second {
+			t.Fatalf("reload %d took %s while the alert sink hung", i+2, d)
+		}
+	}
+}
