@@ -87,10 +87,13 @@ type pendingChange struct {
 // plan is what a reconcile found: the configs that reload the workload and
 // those of them whose new digest is not yet applied.
 type plan struct {
-	changes  []strategy.Change
-	tracked  map[refs.Ref]string // digest of every config that reloads the workload
-	missing  map[refs.Ref]string // last applied digest of deleted configs whose delete is not rolled
-	warnings []string
+	// ambiguous configs share where the strategy records them with another
+	// (colliding env var names): only the applied record tells their state.
+	ambiguous map[refs.Ref]bool
+	changes   []strategy.Change
+	tracked   map[refs.Ref]string // digest of every config that reloads the workload
+	missing   map[refs.Ref]string // last applied digest of deleted configs whose delete is not rolled
+	warnings  []string
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -209,19 +212,35 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // gather finds every config that reloads obj and which of them changed.
 func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (plan, error) {
-	p := plan{tracked: map[refs.Ref]string{}, missing: map[refs.Ref]string{}}
+	p := plan{tracked: map[refs.Ref]string{}, missing: map[refs.Ref]string{}, ambiguous: map[refs.Ref]bool{}}
 	applied := r.appliedRecord(obj)
 	referenced := refs.All(&tpl.Spec)
-	for _, kind := range r.Config.Kinds {
-		policy := annotation.Parse(r.Config.Keys, kind, obj.GetAnnotations(), tpl.Annotations)
-		for _, err := range policy.Invalid {
+	policies := make([]annotation.Policy, len(r.Config.Kinds))
+	names := make([][]string, len(r.Config.Kinds))
+	byKey := map[string][]refs.Ref{}
+	for i, kind := range r.Config.Kinds {
+		policies[i] = annotation.Parse(r.Config.Keys, kind, obj.GetAnnotations(), tpl.Annotations)
+		for _, err := range policies[i].Invalid {
 			p.warnings = append(p.warnings, err.Error())
 		}
-		names, err := r.candidates(ctx, kind, obj.GetNamespace(), referenced, policy, applied)
-		if err != nil {
+		var err error
+		if names[i], err = r.candidates(ctx, kind, obj.GetNamespace(), referenced, policies[i], applied); err != nil {
 			return p, err
 		}
-		for _, name := range names {
+		for _, name := range names[i] {
+			ref := refs.Ref{Kind: kind, Name: name}
+			key := r.Config.Strategy.Slot(ref)
+			byKey[key] = append(byKey[key], ref)
+		}
+	}
+	for _, rs := range byKey {
+		for _, ref := range rs {
+			p.ambiguous[ref] = len(rs) > 1
+		}
+	}
+	for i, kind := range r.Config.Kinds {
+		policy := policies[i]
+		for _, name := range names[i] {
 			ref := refs.Ref{Kind: kind, Name: name}
 			cfg := configObject(kind)
 			err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, cfg)
@@ -240,7 +259,11 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 			if !d.Reload || container == "" {
 				continue
 			}
-			last, ok := r.Config.Strategy.Applied(tpl, ref)
+			var last string
+			var ok bool
+			if !p.ambiguous[ref] {
+				last, ok = r.Config.Strategy.Applied(tpl, ref)
+			}
 			if !ok {
 				last, ok = applied[ref.String()]
 			}
@@ -331,7 +354,7 @@ func (r *Reconciler) record(obj client.Object, tpl *corev1.PodTemplateSpec, p pl
 	rec := map[string]string{}
 	for _, m := range []map[refs.Ref]string{p.tracked, p.missing} {
 		for ref, sum := range m {
-			if shown, ok := r.Config.Strategy.Applied(tpl, ref); !ok || shown != sum {
+			if shown, ok := r.Config.Strategy.Applied(tpl, ref); !ok || shown != sum || p.ambiguous[ref] {
 				rec[ref.String()] = sum
 			}
 		}

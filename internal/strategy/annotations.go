@@ -95,3 +95,6 @@ func (a Annotations) Apply(tpl *corev1.PodTemplateSpec, changes []Change, now ti
 	}
 	tpl.Annotations[a.key()] = string(val)
 }
+
+// Slot is the config itself: the annotation names its type and name.
+func (Annotations) Slot(ref refs.Ref) string { return ref.String() }

@@ -123,3 +123,6 @@ func EnvVarName(ref refs.Ref) string {
 	b.WriteString(typ)
 	return b.String()
 }
+
+// Slot is the env var name.
+func (EnvVars) Slot(ref refs.Ref) string { return EnvVarName(ref) }

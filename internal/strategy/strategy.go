@@ -45,6 +45,10 @@ type Strategy interface {
 	// Apply records changes on tpl, mutating it. changes is non-empty; now
 	// is the reload time.
 	Apply(tpl *corev1.PodTemplateSpec, changes []Change, now time.Time)
+	// Slot is where the strategy records ref on a template. Two configs
+	// with one key (Reloader's env var names collide: a-b and a.b) cannot
+	// be told apart there.
+	Slot(ref refs.Ref) string
 }
 
 // New returns the strategy for a --reload-strategy value.

@@ -5,10 +5,13 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/test/cluster"
 )
@@ -22,6 +25,15 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	// The tests spend their time waiting for the cluster, not on a CPU:
+	// run more of them at once than go test's default of GOMAXPROCS. An
+	// explicit -parallel wins.
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", "8")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
@@ -30,7 +42,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
 		return 1
 	}
+	// Work around kwok's sparse node heartbeats; see keepNodesAlive.
+	leaseCtx, stopLeases := context.WithCancel(context.Background())
+	leasesDone := keepNodesAlive(leaseCtx, kubernetes.NewForConfigOrDie(kc.Config), kc.Nodes)
 	code := m.Run()
+	stopLeases()
+	<-leasesDone
 	if err := kc.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		code = 1

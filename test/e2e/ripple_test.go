@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/test/cluster"
+)
+
+// rippleControllers is the number of controllers Ripple runs (Deployment,
+// StatefulSet, DaemonSet); each logs "Starting workers" once its caches
+// have synced.
+const rippleControllers = 3
+
+// rippleReadyTimeout bounds how long Ripple may take to sync its caches.
+const rippleReadyTimeout = time.Minute
+
+// rippleStopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+const rippleStopTimeout = 10 * time.Second
+
+// ripple is the Ripple binary running as a child process of the test,
+// watching one namespace of the shared cluster. Its output, across every
+// restart, is kept and printed when the test fails.
+type ripple struct {
+	t     *testing.T
+	args  []string
+	out   *logBuffer
+	runs  int
+	mark  int // offset in out where the current run's output starts
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when cmd has exited and been reaped
+	state error         // cmd.Wait's result, valid once done is closed
+}
+
+// startRipple runs Ripple on namespace ns with extra flags and waits until
+// its controllers have started. Ripple binds no port: metrics and health
+// endpoints are off. The process is stopped when the test ends.
+func startRipple(t *testing.T, ns string, flags ...string) *ripple {
+	t.Helper()
+	bin := os.Getenv("RIPPLE_BINARY")
+	if bin == "" {
+		t.Fatal("RIPPLE_BINARY is not set: run `make test-e2e`, or `make build` and then " +
+			"`RIPPLE_BINARY=$PWD/bin/ripple go test ./test/e2e/`")
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
+		t.Fatalf("RIPPLE_BINARY=%s is not a Ripple binary (%v); run `make build` first", bin, err)
+	}
+	r := &ripple{
+		t: t,
+		args: append([]string{
+			"--kubeconfig=" + kc.Kubeconfig,
+			"--namespaces=" + ns,
+			"--metrics-bind-address=0",
+			"--health-probe-bind-address=0",
+		}, flags...),
+		out: &logBuffer{},
+	}
+	r.args = append([]string{bin}, r.args...)
+	t.Cleanup(func() {
+		r.Stop()
+		if t.Failed() {
+			t.Logf("Ripple's output (%d runs):\n%s", r.runs, r.out.String())
+		}
+	})
+	r.Start()
+	return r
+}
+
+// Start starts Ripple and waits until every controller runs its workers,
+// which controller-runtime does only after the informer caches synced.
+func (r *ripple) Start() {
+	r.t.Helper()
+	if r.running() {
+		r.t.Fatal("ripple: Start while already running")
+	}
+	r.runs++
+	r.out.Printf("=== ripple run %d: %s\n", r.runs, strings.Join(r.args, " "))
+	r.mark = r.out.Len()
+	cmd := exec.Command(r.args[0], r.args[1:]...)
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	// Die with the test binary even if it is killed hard.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		r.t.Fatalf("starting Ripple: %v", err)
+	}
+	r.cmd, r.done, r.state = cmd, make(chan struct{}), nil
+	done := r.done
+	go func() {
+		err := cmd.Wait()
+		r.out.Printf("=== ripple run exited: %v\n", err)
+		r.state = err
+		close(done)
+	}()
+
+	deadline := time.After(rippleReadyTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if n := strings.Count(r.out.From(r.mark), "Starting workers"); n >= rippleControllers {
+			break
+		}
+		select {
+		case <-done:
+			r.t.Fatalf("Ripple exited before it was ready: %v", r.state)
+		case <-deadline:
+			r.t.Fatalf("Ripple did not start %d controllers within %s", rippleControllers, rippleReadyTimeout)
+		case <-tick.C:
+		}
+	}
+	// Metrics and health endpoints are off: Ripple must not listen on
+	// anything but loopback (it should not listen at all).
+	bad, err := cluster.NonLoopbackListeners([]int{cmd.Process.Pid})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		r.t.Fatalf("Ripple listens outside loopback: %v", bad)
+	}
+}
+
+// Stop sends SIGTERM, waits up to rippleStopTimeout for Ripple to exit,
+// then kills it. It fails the test when Ripple did not exit cleanly on
+// SIGTERM. Stopping a stopped Ripple does nothing.
+func (r *ripple) Stop() {
+	r.t.Helper()
+	if r.cmd == nil {
+		return
+	}
+	select {
+	case <-r.done: // exited by itself: a crash
+		r.t.Errorf("Ripple exited while the test ran: %v", r.state)
+	default:
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.done:
+			if r.state != nil {
+				r.t.Errorf("Ripple did not exit cleanly on SIGTERM: %v", r.state)
+			}
+		case <-time.After(rippleStopTimeout):
+			r.t.Errorf("Ripple did not exit within %s of SIGTERM; killing it", rippleStopTimeout)
+			_ = r.cmd.Process.Kill()
+			<-r.done
+		}
+	}
+	r.cmd = nil
+}
+
+// Kill ends Ripple with SIGKILL, as a node failure or OOM kill would: no
+// graceful shutdown of any kind.
+func (r *ripple) Kill() {
+	r.t.Helper()
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	<-r.done
+	r.cmd = nil
+}
+
+// Restart stops Ripple gracefully and starts it again.
+func (r *ripple) Restart() {
+	r.t.Helper()
+	r.Stop()
+	r.Start()
+}
+
+func (r *ripple) running() bool {
+	if r.cmd == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Log returns everything Ripple printed so far, in every run.
+func (r *ripple) Log() string { return r.out.String() }
+
+// logBuffer is a bytes.Buffer safe for the concurrent writes of a child
+// process's stdout and stderr copiers and the test's reads.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) Printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(b, format, args...)
+}
+
+func (b *logBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// From returns what was written from offset on.
+func (b *logBuffer) From(offset int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf.Bytes()[offset:])
+}
+
+func (b *logBuffer) String() string { return b.From(0) }
+
+// waitLog waits until Ripple's current run has logged a line containing s.
+func waitLog(t *testing.T, r *ripple, s string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(r.out.From(r.mark), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Ripple did not log %q within 30s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
