@@ -39,11 +39,11 @@ test-unit: ## Unit tests (pure packages, no cluster), with the race detector.
 	$(GOTEST) $(RACE) ./internal/... ./cmd/...
 
 .PHONY: test-integration
-test-integration: tools ## Integration tests against a real kube-apiserver and etcd (envtest).
+test-integration: tools build ## Integration tests against a real kube-apiserver and etcd (envtest).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) $(RACE) -count=1 -parallel 32 -timeout 20m ./test/integration/...
 
 .PHONY: test-e2e
-test-e2e: tools ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
+test-e2e: tools build ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
 .PHONY: test

@@ -24,8 +24,8 @@ func TransformConfig(obj any) (any, error) {
 	if !ok { // e.g. a tombstone: nothing to strip
 		return obj, nil
 	}
-	if _, done := o.GetAnnotations()[digestAnnotation]; done {
-		return obj, nil // transforms may see an object twice
+	if _, done := o.GetAnnotations()[digestAnnotation]; done && !hasData(obj) {
+		return obj, nil // already transformed; with data, a user-set value is recomputed
 	}
 	var sum string
 	switch c := obj.(type) {
@@ -50,6 +50,16 @@ func TransformConfig(obj any) (any, error) {
 	o.SetAnnotations(ann)
 	o.SetManagedFields(nil)
 	return obj, nil
+}
+
+func hasData(obj any) bool {
+	switch c := obj.(type) {
+	case *corev1.ConfigMap:
+		return c.Data != nil || c.BinaryData != nil
+	case *corev1.Secret:
+		return c.Data != nil || c.StringData != nil
+	}
+	return false
 }
 
 // configObject returns an empty object of a config kind.

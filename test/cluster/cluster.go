@@ -122,6 +122,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			"--node-port=0", // no kubelet-like server: nothing to bind
 			"--cidr=10.244.0.1/16",
 			"--node-ip=127.0.0.1",
+			// Node leases keep nodes Ready between kwok's status updates,
+			// which come too rarely for the controller-manager's grace period.
+			"--node-lease-duration-seconds=40",
 		}},
 	}
 	for _, comp := range components {

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/ripple-dev/ripple/test/cluster"
 )
 
@@ -42,12 +40,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
 		return 1
 	}
-	// Work around kwok's sparse node heartbeats; see keepNodesAlive.
-	leaseCtx, stopLeases := context.WithCancel(context.Background())
-	leasesDone := keepNodesAlive(leaseCtx, kubernetes.NewForConfigOrDie(kc.Config), kc.Nodes)
 	code := m.Run()
-	stopLeases()
-	<-leasesDone
 	if err := kc.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		code = 1

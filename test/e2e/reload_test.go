@@ -573,3 +573,27 @@ func TestEnvVarNameCollisionRollsOnce(t *testing.T) {
 	sum := setConfigMapValue(t, cs, ns, "app-config", "a2")
 	expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
 }
+
+// The same collision on a Deployment Reloader managed: its one env var
+// holds the hash of one of the two ConfigMaps. Taking over rolls nothing,
+// and a change of the other ConfigMap rolls once.
+func TestEnvVarNameCollisionSwitchFromReloader(t *testing.T) {
+	t.Parallel()
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	a := createConfigMap(t, cs, ns, "app-config", "a1")
+	b := createConfigMap(t, cs, ns, "app.config", "b1")
+	web := workload{deploymentKind, ns, "web"}
+	web.create(t, cs, spec{
+		configMaps: []string{"app-config", "app.config"}, annotations: auto(),
+		env: []corev1.EnvVar{{Name: configEnv, Value: digest.ConfigMap(a)}},
+	})
+	before := waitRolledOut(t, cs, web)
+
+	startRipple(t, ns)
+	waitBaseline(t, cs, web, digest.ConfigMap(a), digest.ConfigMap(b))
+	before = expectNoRollout(t, cs, before)
+
+	sum := setConfigMapValue(t, cs, ns, "app.config", "b2")
+	expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum), envOnce(configEnv)))
+}
