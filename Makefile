@@ -46,8 +46,12 @@ test-integration: tools build ## Integration tests against a real kube-apiserver
 test-e2e: tools build ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
+.PHONY: test-chart
+test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing, dry runs, install and RBAC on a real API server.
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
+
 .PHONY: test
-test: tools vet test-unit test-integration test-e2e ## Everything CI runs: vet, unit, integration and e2e tests.
+test: tools vet test-unit test-integration test-chart test-e2e ## Everything CI runs: vet, unit, integration, chart and e2e tests.
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local cluster in the background (NAME=default); prints the kubeconfig path.
@@ -68,3 +72,17 @@ clean: ## Remove build output (the tools cache is kept).
 .PHONY: docs
 docs: ## Regenerate docs/reference.md from the code.
 	go run ./hack/docgen
+
+.PHONY: manifests
+manifests: tools ## Render deploy/manifests/ripple.yaml and the generated Kustomize files from the Helm chart.
+	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./test/chart/genmanifests
+
+.PHONY: chart-golden
+chart-golden: tools ## Rewrite test/chart/testdata/golden after an intended chart change (review the diff).
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -run TestValueSets ./test/chart/ -update
+
+IMAGE     ?= ghcr.io/ripple-dev/ripple
+PLATFORMS ?= linux/amd64,linux/arm64
+.PHONY: image
+image: ## Build and push the multi-arch image with docker buildx (IMAGE, PLATFORMS, VERSION).
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) --push .

@@ -98,6 +98,7 @@ func TestParseSelector(t *testing.T) {
 		"several":              {[]string{"a=b", "c:*"}, "a=b,c"},
 		"set split by the CSV": {[]string{"env in (x", "y)"}, "env in (x,y)"},
 		"quoted by a chart":    {[]string{`"env notin (x,y)"`}, "env notin (x,y)"},
+		"mixed in one item":    {[]string{`env in (a,b),team:x`}, "env in (a,b),team=x"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -359,9 +359,11 @@ func (r *Reconciler) record(obj client.Object, tpl *corev1.PodTemplateSpec, p pl
 			}
 		}
 	}
-	old, had := obj.GetAnnotations()[r.Config.Keys.Applied]
+	old := obj.GetAnnotations()[r.Config.Keys.Applied]
 	if len(rec) == 0 {
-		return nil, had
+		// Leave a record this Ripple has no use for: another Ripple with
+		// an overlapping scope may own it, and a stale one costs nothing.
+		return nil, false
 	}
 	b, err := json.Marshal(rec) // map keys are sorted: the value is stable
 	if err != nil {

@@ -1,0 +1,332 @@
+{{/* vim: set filetype=mustache: */}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "ripple.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" | lower -}}
+{{- end -}}
+
+{{/* The full name of every object: fullnameOverride, else <release>-<name>
+unless the release name already contains the name. */}}
+{{- define "ripple.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "ripple.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The namespace Ripple runs in: Reloader's `namespace` value, else the
+release namespace. */}}
+{{- define "ripple.namespace" -}}
+{{- .Values.namespace | default .Release.Namespace -}}
+{{- end -}}
+
+{{/* Pod selector labels. They are Reloader's (app, release, matchLabels), so
+a Deployment renamed with fullnameOverride upgrades in place from Reloader's
+chart: a Deployment's selector cannot change. */}}
+{{- define "ripple.selectorLabels" -}}
+app: {{ include "ripple.fullname" . }}
+release: {{ .Release.Name | quote }}
+{{- with .Values.reloader.matchLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "ripple.labels" -}}
+{{ include "ripple.selectorLabels" . }}
+app.kubernetes.io/name: {{ include "ripple.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/* The ServiceAccount Ripple runs as. */}}
+{{- define "ripple.serviceAccountName" -}}
+{{- if .Values.reloader.serviceAccount.create -}}
+{{- default (include "ripple.fullname" .) .Values.reloader.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.reloader.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The image as JSON {"ref": ..., "reloader": bool}. The reference is
+<repository>:<tag>, or <global.imageRegistry>/<name>:<tag>, with @<digest>
+instead of the tag when a digest is set. Reloader's own image (from a
+Reloader values file) is replaced by Ripple's, with Ripple's tag and no
+digest: installing this chart means installing Ripple. */}}
+{{- define "ripple.imageInfo" -}}
+{{- $img := .Values.image | default dict -}}
+{{- $reloaderImages := list "ghcr.io/stakater/reloader" "docker.io/stakater/reloader" "stakater/reloader" "ghcr.io/stakater/reloader-enterprise" -}}
+{{- $registry := "" -}}
+{{- if .Values.global -}}
+{{- $registry = .Values.global.imageRegistry | default "" -}}
+{{- end -}}
+{{- $reloader := false -}}
+{{- $ref := "" -}}
+{{- if $registry -}}
+{{- $name := $img.name | default "ripple-dev/ripple" -}}
+{{- if has $name $reloaderImages -}}
+{{- $name = "ripple-dev/ripple" -}}
+{{- $reloader = true -}}
+{{- end -}}
+{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) $name -}}
+{{- else -}}
+{{- $ref = $img.repository | default "ghcr.io/ripple-dev/ripple" -}}
+{{- if has $ref $reloaderImages -}}
+{{- $ref = "ghcr.io/ripple-dev/ripple" -}}
+{{- $reloader = true -}}
+{{- end -}}
+{{- end -}}
+{{- $tag := toString ($img.tag | default "") -}}
+{{- $digest := $img.digest | default "" -}}
+{{- if $reloader -}}
+{{- $tag = "" -}}
+{{- $digest = "" -}}
+{{- end -}}
+{{- if $digest -}}
+{{- $ref = printf "%s@%s" $ref $digest -}}
+{{- else -}}
+{{- $ref = printf "%s:%s" $ref ($tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- dict "ref" $ref "reloader" $reloader | toJson -}}
+{{- end -}}
+
+{{/* The image reference. */}}
+{{- define "ripple.image" -}}
+{{- (include "ripple.imageInfo" . | fromJson).ref -}}
+{{- end -}}
+
+{{/* "true" when the values name Reloader's image (it is replaced). */}}
+{{- define "ripple.reloaderImage" -}}
+{{- if (include "ripple.imageInfo" . | fromJson).reloader -}}true{{- end -}}
+{{- end -}}
+
+{{/* imagePullSecrets from global.imagePullSecrets and
+reloader.deployment.imagePullSecrets, as `- name: x` or `- x`. */}}
+{{- define "ripple.imagePullSecrets" -}}
+{{- $secrets := list -}}
+{{- if .Values.global -}}
+{{- $secrets = concat $secrets (.Values.global.imagePullSecrets | default list) -}}
+{{- end -}}
+{{- $secrets = concat $secrets (.Values.reloader.deployment.imagePullSecrets | default list) -}}
+{{- if $secrets }}
+imagePullSecrets:
+{{- range $secrets }}
+{{- if kindIs "map" . }}
+  - name: {{ .name | quote }}
+{{- else }}
+  - name: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The namespaces of scoped mode as a JSON list (sorted, with the release
+namespace), or [] outside scoped mode. A non-empty reloader.namespaces
+selects scoped mode whatever watchGlobally says. */}}
+{{- define "ripple.scopedNamespaces" -}}
+{{- $ns := .Values.reloader.namespaces -}}
+{{- if kindIs "string" $ns -}}
+{{- $ns = splitList "," $ns -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range $ns -}}
+{{- $n := trim (toString .) -}}
+{{- if $n -}}
+{{- $out = append $out $n -}}
+{{- end -}}
+{{- end -}}
+{{- if $out -}}
+{{- $out = append $out (include "ripple.namespace" .) -}}
+{{- end -}}
+{{- $out | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/* The watch mode: global, scoped (reloader.namespaces) or single
+(watchGlobally=false: the release namespace only). */}}
+{{- define "ripple.mode" -}}
+{{- if include "ripple.scopedNamespaces" . | fromJsonArray -}}
+scoped
+{{- else if eq (toString .Values.reloader.watchGlobally) "false" -}}
+single
+{{- else -}}
+global
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when leader election is on: enableHA, or more than one replica
+(several replicas without it would all act). */}}
+{{- define "ripple.ha" -}}
+{{- if or .Values.reloader.enableHA (gt (int (.Values.reloader.deployment.replicas | default 1)) 1) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The name of the leader-election Lease. */}}
+{{- define "ripple.leaseName" -}}
+{{- (.Values.ripple.leaderElection | default dict).id | default "stakater-reloader-lock" -}}
+{{- end -}}
+
+{{/* "true" in webhook mode: changes are posted, workloads only read. */}}
+{{- define "ripple.webhookMode" -}}
+{{- if .Values.reloader.webhookUrl -}}true{{- end -}}
+{{- end -}}
+
+{{/* A comma list from a string or a list. */}}
+{{- define "ripple.csv" -}}
+{{- if kindIs "slice" . -}}
+{{- join "," . -}}
+{{- else -}}
+{{- toString (. | default "") -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Rejects value combinations Ripple cannot run with, with a message that
+says what to change. */}}
+{{- define "ripple.validate" -}}
+{{- if and .Values.reloader.ignoreSecrets .Values.reloader.ignoreConfigMaps -}}
+{{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true: Ripple would watch nothing. Set at most one of them (or scale Ripple to zero)." -}}
+{{- end -}}
+{{- if and .Values.reloader.enablePProf (eq (toString .Values.reloader.pprofAddr) ":9090") -}}
+{{- fail "reloader.pprofAddr is :9090, the metrics and health port: choose another address, such as :6060." -}}
+{{- end -}}
+{{- $rel := (include "ripple.namespace" .) -}}
+{{- range (include "ripple.scopedNamespaces" . | fromJsonArray) -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .) -}}
+{{- fail (printf "reloader.namespaces: %q is not a namespace name (lowercase letters, digits and '-')." .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The rules Ripple needs in every namespace it watches, for a Role or the
+ClusterRole. Only what the configuration uses: each ignored config kind,
+webhook mode (no writes, no events) and the not-yet-implemented kinds
+change them. */}}
+{{- define "ripple.rules" -}}
+{{- $r := .Values.reloader -}}
+{{- $webhook := include "ripple.webhookMode" . -}}
+{{- if not $r.ignoreConfigMaps }}
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- if not $r.ignoreSecrets }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+- apiGroups: ["apps"]
+  resources: ["deployments", "daemonsets", "statefulsets"]
+{{- if $webhook }}
+  verbs: ["get", "list", "watch"]
+{{- else }}
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+{{- if $r.isArgoRollouts }}
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+{{- end }}
+{{- if $r.isOpenshift }}
+- apiGroups: ["apps.openshift.io"]
+  resources: ["deploymentconfigs"]
+  verbs: ["get", "list", "watch", "patch"]
+{{- end }}
+{{- if and .Values.ripple.rbac.jobs (not $r.ignoreJobs) }}
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+{{- end }}
+{{- if and .Values.ripple.rbac.cronJobs (not $r.ignoreCronJobs) }}
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+{{- end }}
+{{- if $r.enableCSIIntegration }}
+- apiGroups: ["secrets-store.csi.x-k8s.io"]
+  resources: ["secretproviderclasspodstatuses", "secretproviderclasses"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- end -}}
+
+{{/* The container arguments, one flag per item, as Reloader's chart maps
+its values, plus Ripple's settings. Selectors are not wrapped in quotes as
+Reloader's chart does: Ripple splits list flags at commas and joins the
+items back, so "a in (x,y),team:b" keeps working item by item, legacy
+"team:b" syntax included. */}}
+{{- define "ripple.args" -}}
+{{- $r := .Values.reloader -}}
+{{- $mode := include "ripple.mode" . -}}
+{{- $args := list -}}
+{{- if $r.logFormat -}}{{- $args = append $args (printf "--log-format=%s" $r.logFormat) -}}{{- end -}}
+{{- if $r.logLevel -}}{{- $args = append $args (printf "--log-level=%s" $r.logLevel) -}}{{- end -}}
+{{- if $r.ignoreSecrets -}}{{- $args = append $args "--resources-to-ignore=secrets" -}}{{- end -}}
+{{- if $r.ignoreConfigMaps -}}{{- $args = append $args "--resources-to-ignore=configmaps" -}}{{- end -}}
+{{- $types := list -}}
+{{- if $r.ignoreJobs -}}{{- $types = append $types "jobs" -}}{{- end -}}
+{{- if $r.ignoreCronJobs -}}{{- $types = append $types "cronjobs" -}}{{- end -}}
+{{- if $types -}}{{- $args = append $args (printf "--ignored-workload-types=%s" (join "," $types)) -}}{{- end -}}
+{{- if eq $mode "scoped" -}}
+{{- $args = append $args (printf "--namespaces=%s" (include "ripple.scopedNamespaces" . | fromJsonArray | join ",")) -}}
+{{- end -}}
+{{- if eq $mode "global" -}}
+{{- $ignore := include "ripple.csv" $r.ignoreNamespaces | trim -}}
+{{- if $ignore -}}{{- $args = append $args (printf "--namespaces-to-ignore=%s" $ignore) -}}{{- end -}}
+{{- $sel := trimAll "\"" (toString ($r.namespaceSelector | default "")) | trim -}}
+{{- if $sel -}}{{- $args = append $args (printf "--namespace-selector=%s" $sel) -}}{{- end -}}
+{{- end -}}
+{{- $rsel := trimAll "\"" (toString ($r.resourceLabelSelector | default "")) | trim -}}
+{{- if $rsel -}}{{- $args = append $args (printf "--resource-label-selector=%s" $rsel) -}}{{- end -}}
+{{- if $r.enablePProf -}}
+{{- $args = append $args "--enable-pprof=true" -}}
+{{- if $r.pprofAddr -}}{{- $args = append $args (printf "--pprof-addr=%s" $r.pprofAddr) -}}{{- end -}}
+{{- end -}}
+{{- if $r.enableCSIIntegration -}}{{- $args = append $args "--enable-csi-integration=true" -}}{{- end -}}
+{{- $ca := $r.custom_annotations | default dict -}}
+{{- range $key, $flag := dict "configmap" "configmap-annotation" "secret" "secret-annotation" "auto" "auto-annotation" "configmap_auto" "configmap-auto-annotation" "secret_auto" "secret-auto-annotation" "search" "auto-search-annotation" "match" "search-match-annotation" "ignore" "ignore-annotation" "pausePeriod" "pause-deployment-annotation" "pauseTime" "pause-deployment-time-annotation" -}}
+{{- if index $ca $key -}}{{- $args = append $args (printf "--%s=%s" $flag (index $ca $key)) -}}{{- end -}}
+{{- end -}}
+{{- if $r.webhookUrl -}}{{- $args = append $args (printf "--webhook-url=%s" $r.webhookUrl) -}}{{- end -}}
+{{- if $r.isArgoRollouts -}}{{- $args = append $args "--is-Argo-Rollouts=true" -}}{{- end -}}
+{{- if $r.reloadOnCreate -}}{{- $args = append $args "--reload-on-create=true" -}}{{- end -}}
+{{- if $r.reloadOnDelete -}}{{- $args = append $args "--reload-on-delete=true" -}}{{- end -}}
+{{- if $r.syncAfterRestart -}}{{- $args = append $args "--sync-after-restart=true" -}}{{- end -}}
+{{- if and $r.reloadStrategy (ne (toString $r.reloadStrategy) "default") -}}{{- $args = append $args (printf "--reload-strategy=%s" $r.reloadStrategy) -}}{{- end -}}
+{{- if include "ripple.ha" . -}}{{- $args = append $args "--enable-ha=true" -}}{{- end -}}
+{{- if $r.autoReloadAll -}}{{- $args = append $args "--auto-reload-all=true" -}}{{- end -}}
+{{- $rp := .Values.ripple -}}
+{{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
+{{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
+{{- if not (kindIs "invalid" $rp.kubeApiQps) -}}{{- $args = append $args (printf "--kube-api-qps=%v" $rp.kubeApiQps) -}}{{- end -}}
+{{- if not (kindIs "invalid" $rp.kubeApiBurst) -}}{{- $args = append $args (printf "--kube-api-burst=%d" (int $rp.kubeApiBurst)) -}}{{- end -}}
+{{- if include "ripple.ha" . -}}
+{{- $le := $rp.leaderElection | default dict -}}
+{{- if $le.id -}}{{- $args = append $args (printf "--leader-election-id=%s" $le.id) -}}{{- end -}}
+{{- if $le.leaseDuration -}}{{- $args = append $args (printf "--leader-election-lease-duration=%s" $le.leaseDuration) -}}{{- end -}}
+{{- if $le.renewDeadline -}}{{- $args = append $args (printf "--leader-election-renew-deadline=%s" $le.renewDeadline) -}}{{- end -}}
+{{- if $le.retryPeriod -}}{{- $args = append $args (printf "--leader-election-retry-period=%s" $le.retryPeriod) -}}{{- end -}}
+{{- end -}}
+{{- range $rp.extraArgs -}}{{- $args = append $args (toString .) -}}{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
+
+{{/* Probe settings: Reloader's defaults, overridden per key (0 included). */}}
+{{- define "ripple.probeTimings" -}}
+{{- $p := . | default dict -}}
+{{- range $key, $def := dict "timeoutSeconds" 5 "failureThreshold" 5 "periodSeconds" 10 "successThreshold" 1 "initialDelaySeconds" 10 }}
+{{ $key }}: {{ if hasKey $p $key }}{{ int (index $p $key) }}{{ else }}{{ $def }}{{ end }}
+{{- end }}
+{{- end -}}
+
+{{/* The PromQL label matchers selecting this release's series. */}}
+{{- define "ripple.alertSelector" -}}
+{{- .Values.ripple.alerts.selector | default (printf "namespace=%q,job=%q" (include "ripple.namespace" .) (include "ripple.fullname" .)) -}}
+{{- end -}}

@@ -1,0 +1,79 @@
+package chart
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestLint runs helm lint --strict (warnings fail) with the chart's
+// defaults and with Reloader's default values file.
+func TestLint(t *testing.T) {
+	chart, err := ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	production, err := os.CreateTemp(t.TempDir(), "production-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewEncoder(production).Encode(productionValues()); err != nil {
+		t.Fatal(err)
+	}
+	production.Close()
+	for name, extra := range map[string][]string{
+		"chart defaults":            nil,
+		"Reloader's default values": {"-f", reloaderValues()},
+		"production values":         {"-f", production.Name()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"lint", "--strict", "--kube-version", KubeVersion, chart}, extra...)
+			out, err := Helm(args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "0 chart(s) failed") {
+				t.Fatalf("helm lint:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestSchemaRejects: values.schema.json and the chart's own checks reject
+// unknown keys, mistyped values and impossible combinations, with a message
+// that names the value.
+func TestSchemaRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"misspelled Reloader key", r(map[string]any{"enableHa": true}), "at '/reloader': additional properties 'enableHa' not allowed"},
+		{"misspelled top-level key", map[string]any{"reloder": map[string]any{}}, "additional properties 'reloder' not allowed"},
+		{"boolean as a string", r(map[string]any{"enableHA": "true"}), "at '/reloader/enableHA': got string, want boolean"},
+		{"unknown strategy", r(map[string]any{"reloadStrategy": "rolling"}), "at '/reloader/reloadStrategy'"},
+		{"unknown custom annotation", r(map[string]any{"custom_annotations": map[string]any{"autoo": "x/y"}}), "additional properties 'autoo' not allowed"},
+		{"bad namespace", r(map[string]any{"namespaces": []any{"Team_A"}}), "at '/reloader/namespaces/0'"},
+		{"bad webhook URL", r(map[string]any{"webhookUrl": "ftp://example.com"}), "at '/reloader/webhookUrl'"},
+		{"replicas as a string", r(map[string]any{"deployment": map[string]any{"replicas": "2"}}), "at '/reloader/deployment/replicas': got string, want integer"},
+		{"misspelled deployment key", r(map[string]any{"deployment": map[string]any{"replica": 2}}), "at '/reloader/deployment': additional properties 'replica' not allowed"},
+		{"bad settle window", map[string]any{"ripple": map[string]any{"settleWindow": "soon"}}, "at '/ripple/settleWindow'"},
+		{"non-positive QPS", map[string]any{"ripple": map[string]any{"kubeApiQps": 0}}, "at '/ripple/kubeApiQps'"},
+		{"unknown Ripple key", map[string]any{"ripple": map[string]any{"settle": "1s"}}, "at '/ripple': additional properties 'settle' not allowed"},
+		{"both config kinds ignored", r(map[string]any{"ignoreSecrets": true, "ignoreConfigMaps": true}), "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true"},
+		{"pprof on the metrics port", r(map[string]any{"enablePProf": true, "pprofAddr": ":9090"}), "reloader.pprofAddr is :9090"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Template(Release{Name: relName, Namespace: relNS, ValuesFiles: []string{reloaderValues()}, Values: []map[string]any{tc.values}})
+			if err == nil {
+				t.Fatal("the chart accepted the values")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}

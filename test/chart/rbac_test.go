@@ -1,0 +1,525 @@
+package chart
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ripple-dev/ripple/internal/app"
+)
+
+// rbacMode is a chart configuration whose RBAC is proven on the API server.
+type rbacMode struct {
+	name string
+	// values are the chart values for a release in relNS; watched are the
+	// namespaces the scoped mode lists.
+	values func(relNS string, watched []string, webhook string) map[string]any
+	// scoped: Ripple also watches <relNS>-a and <relNS>-b.
+	scoped bool
+	// single: the workload lives in the release namespace.
+	single bool
+	// selector: the workload's namespace carries the selected label.
+	selector bool
+	// webhook: success is a POST instead of a rollout.
+	webhook bool
+}
+
+func rbacModes() []rbacMode {
+	return []rbacMode{
+		{name: "global", values: func(string, []string, string) map[string]any { return nil }},
+		{name: "single namespace", single: true, values: func(string, []string, string) map[string]any {
+			return r(map[string]any{"watchGlobally": false})
+		}},
+		{name: "scoped", scoped: true, values: func(_ string, watched []string, _ string) map[string]any {
+			return r(map[string]any{"watchGlobally": false, "namespaces": watched})
+		}},
+		{name: "HA", values: func(string, []string, string) map[string]any {
+			return r(map[string]any{"enableHA": true})
+		}},
+		{name: "namespace selector", selector: true, values: func(relNS string, _ []string, _ string) map[string]any {
+			return r(map[string]any{"namespaceSelector": "ripple-rbac-test=" + relNS})
+		}},
+		{name: "webhook", webhook: true, values: func(_ string, _ []string, url string) map[string]any {
+			return r(map[string]any{"webhookUrl": url})
+		}},
+	}
+}
+
+// ruleRef names one rule of one rendered Role or ClusterRole: the index of
+// the role among the rendered roles, and of the rule in it.
+type ruleRef struct {
+	role, rule int
+	desc       string
+}
+
+// TestRBAC proves the chart's RBAC on the real API server, for each mode:
+// with the rendered (Cluster)Roles applied, Ripple runs in-process as the
+// chart's ServiceAccount (impersonated) with the rendered arguments and
+// environment, and a ConfigMap change rolls the Deployments that use it
+// (or, in webhook mode, is posted) with no "forbidden" anywhere in its logs.
+// Then minimality: with any single rule removed, Ripple logs a forbidden
+// error for exactly that rule's resource, or fails to act.
+//
+// Rules for kinds Ripple does not handle yet (Argo Rollouts, CSI, Jobs,
+// OpenShift) and the meta-info ConfigMap are off by default and not covered.
+func TestRBAC(t *testing.T) {
+	// Cases run concurrently (up to cap(cases)) through concurrent t.Run
+	// calls rather than t.Parallel, which go test limits to GOMAXPROCS.
+	var modes sync.WaitGroup
+	for _, mode := range rbacModes() {
+		modes.Go(func() {
+			t.Run(mode.name, func(t *testing.T) {
+				// Enumerate the rules once, with placeholder names.
+				_, objs := render(t, Release{Name: "rel", Namespace: "rel", Values: []map[string]any{
+					mode.values("rel", []string{"rel-a", "rel-b"}, "http://127.0.0.1:1/hook")}})
+				var removals []ruleRef
+				for i, role := range roles(objs) {
+					rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+					for j, x := range rules {
+						where := role.GetKind() + " " + role.GetName()
+						if role.GetNamespace() != "" {
+							where += " in " + role.GetNamespace()
+						}
+						removals = append(removals, ruleRef{i, j, where + ": " + describeRule(x)})
+					}
+				}
+				if len(removals) < 2 {
+					t.Fatalf("only %d rules rendered", len(removals))
+				}
+				var subtests sync.WaitGroup
+				subtests.Go(func() {
+					t.Run("all rules", func(t *testing.T) {
+						o := runRBACCase(t, mode, nil)
+						if len(o.forbidden) > 0 {
+							t.Errorf("ripple hit forbidden errors with the chart's RBAC:\n%s", strings.Join(o.forbidden, "\n"))
+						}
+						if !o.acted {
+							t.Errorf("ripple did not act on the ConfigMap change within %v", caseTimeout)
+						}
+					})
+				})
+				for _, rm := range removals {
+					subtests.Go(func() {
+						t.Run("without "+rm.desc, func(t *testing.T) {
+							o := runRBACCase(t, mode, &rm)
+							if o.acted && len(o.forbiddenRemoved) == 0 {
+								t.Errorf("ripple acted and logged no forbidden error without this rule: it is not needed (other forbidden errors: %q)", o.forbidden)
+							}
+							if len(o.forbiddenRemoved) > 0 {
+								t.Logf("as expected: %s", firstLine(o.forbiddenRemoved[0]))
+							} else {
+								t.Log("as expected: ripple did not act")
+							}
+						})
+					})
+				}
+				subtests.Wait()
+			})
+		})
+	}
+	modes.Wait()
+}
+
+// caseTimeout bounds one case: Ripple starts, syncs, sees a change and acts
+// well within it when it can.
+const caseTimeout = 30 * time.Second
+
+// cases limits how many Ripples run at once.
+var cases = make(chan struct{}, 6)
+
+type outcome struct {
+	acted bool
+	// forbidden holds every forbidden error of this Ripple;
+	// forbiddenRemoved those about the removed rule's resources.
+	forbidden, forbiddenRemoved []string
+}
+
+func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
+	cases <- struct{}{}
+	defer func() { <-cases }()
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(api.Config)
+
+	// The release: its namespace names it, so every case is apart.
+	relNS := newNamespace(t, cs, "rbac-", nil)
+	release := relNS
+	var watched, apps []string
+	switch {
+	case mode.scoped:
+		watched = []string{relNS + "-a", relNS + "-b"}
+		for _, ns := range watched {
+			ensureNamespace(t, cs, ns, nil)
+			t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+		}
+		apps = append([]string{relNS}, watched...)
+	case mode.single:
+		apps = []string{relNS}
+	default:
+		var labels map[string]string
+		if mode.selector {
+			labels = map[string]string{"ripple-rbac-test": relNS}
+		}
+		apps = []string{newNamespace(t, cs, "rbac-app-", labels)}
+	}
+
+	hook := &webhookRecorder{}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
+
+	// Global Ripples of other cases run beside this one: an auto
+	// annotation of this case's own keeps them off its workloads, and an
+	// annotation prefix of its own keeps them off its applied records
+	// (each Ripple rewrites the record to what its own keys track).
+	autoKey := release + ".rbac.test/auto"
+	values := deepMerge(map[string]any{
+		"reloader": map[string]any{"custom_annotations": map[string]any{"auto": autoKey}},
+		"ripple":   map[string]any{"annotationPrefix": release + ".rbac.test"},
+	}, mode.values(relNS, watched, srv.URL+"/hook"))
+	_, objs := render(t, Release{Name: release, Namespace: relNS, Values: []map[string]any{values}})
+
+	var removed, complete *unstructured.Unstructured
+	var removedRule map[string]any
+	if remove != nil {
+		removed = roles(objs)[remove.role]
+		complete = removed.DeepCopy()
+		rules, _, _ := unstructured.NestedSlice(removed.Object, "rules")
+		removedRule, _ = rules[remove.rule].(map[string]any)
+		rules = slices.Delete(rules, remove.rule, remove.rule+1)
+		if err := unstructured.SetNestedSlice(removed.Object, rules, "rules"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newApplier(t, api.Config)
+	var sa string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			if err := a.apply(ctx, o, false); err != nil {
+				t.Fatal(err)
+			}
+			if o.GetKind() == "ServiceAccount" {
+				sa = o.GetName()
+			}
+			if strings.HasPrefix(o.GetKind(), "Cluster") {
+				t.Cleanup(func() { _ = a.delete(context.Background(), o) })
+			}
+		}
+	}
+	if sa == "" {
+		t.Fatal("the chart rendered no ServiceAccount")
+	}
+	user := "system:serviceaccount:" + relNS + ":" + sa
+	waitAuthorized(t, cs, relNS, sa, roles(objs), apps)
+
+	// The workloads: a Deployment using a ConfigMap, in each namespace.
+	for _, ns := range apps {
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"v": "0"},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, testDeployment(autoKey), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d, c := rippleDeployment(t, objs)
+	logs := &logBuffer{}
+	rip := startRipple(t, user, relNS, sa, c.Args, envLookup(objs, d, c), logs)
+	defer func() {
+		if complete != nil {
+			// controller-runtime's manager never returns from Start if it
+			// is stopped before its caches sync (it spins on the done
+			// context): give the rule back and let them sync first.
+			if err := a.apply(context.Background(), complete, false); err != nil {
+				t.Error(err)
+			}
+			syncCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			rip.mgr.GetCache().WaitForCacheSync(syncCtx)
+			cancel()
+		}
+		rip.stop(t)
+	}()
+
+	// Change the ConfigMaps until Ripple acts: a change it sees before its
+	// caches have synced is its baseline, not a change.
+	o := outcome{}
+	acted := func() bool {
+		for _, ns := range apps {
+			if mode.webhook {
+				if !hook.seen(ns, "cfg") {
+					return false
+				}
+				continue
+			}
+			dep, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+			if err != nil || !slices.ContainsFunc(dep.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool {
+				return strings.HasPrefix(e.Name, "STAKATER_")
+			}) {
+				return false
+			}
+		}
+		return true
+	}
+	forbidden := func() {
+		o.forbidden = append(logs.lines("forbidden"), klogs.lines("forbidden", `"`+user+`"`)...)
+		o.forbiddenRemoved = nil
+		if removedRule != nil {
+			for _, line := range o.forbidden {
+				if mentionsRule(line, removedRule) {
+					o.forbiddenRemoved = append(o.forbiddenRemoved, line)
+				}
+			}
+		}
+	}
+	deadline := time.Now().Add(caseTimeout)
+	for i := 1; time.Now().Before(deadline); i++ {
+		for _, ns := range apps {
+			_, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}, Data: map[string]string{"v": fmt.Sprint(i)},
+			}, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		step := time.Now().Add(1500 * time.Millisecond)
+		for time.Now().Before(step) && !o.acted {
+			o.acted = acted()
+			time.Sleep(100 * time.Millisecond)
+		}
+		forbidden()
+		if o.acted || len(o.forbiddenRemoved) > 0 {
+			break
+		}
+	}
+	if o.acted && removedRule != nil && len(o.forbiddenRemoved) == 0 {
+		// An event or a Lease renewal may fail just after the rollout.
+		time.Sleep(2 * time.Second)
+		forbidden()
+	}
+	return o
+}
+
+// roles returns the rendered Roles and ClusterRoles, in order.
+func roles(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Role" || o.GetKind() == "ClusterRole" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func describeRule(x any) string {
+	rule, _ := x.(map[string]any)
+	groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+	resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+	verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+	names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+	for i, g := range groups {
+		if g == "" {
+			groups[i] = "core"
+		}
+	}
+	s := strings.Join(groups, ",") + "/" + strings.Join(resources, ",")
+	if len(names) > 0 {
+		s += "[" + strings.Join(names, ",") + "]"
+	}
+	return s + " " + strings.Join(verbs, ",")
+}
+
+// mentionsRule reports whether a forbidden error is about one of the rule's
+// resources, as the API server words it.
+func mentionsRule(line string, rule map[string]any) bool {
+	groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+	resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+	for _, g := range groups {
+		for _, res := range resources {
+			if strings.Contains(line, fmt.Sprintf(`resource %q in API group %q`, res, g)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	if len(s) > 400 {
+		s = s[:400] + "..."
+	}
+	return s
+}
+
+// waitAuthorized waits until the ServiceAccount holds every rendered rule
+// that is left, as the authorizer sees it: so a forbidden error in a case
+// comes from the removed rule, not from bindings still propagating.
+func waitAuthorized(t *testing.T, cs kubernetes.Interface, ns, sa string, objs []*unstructured.Unstructured, apps []string) {
+	t.Helper()
+	var checks []authorizationv1.ResourceAttributes
+	for _, role := range objs {
+		r := &rbacv1.Role{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, r); err != nil {
+			t.Fatal(err)
+		}
+		namespace := role.GetNamespace()
+		if role.GetKind() == "ClusterRole" {
+			namespace = apps[0]
+		}
+		for _, rule := range r.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, v := range rule.Verbs {
+						ra := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: v, Group: g, Resource: res}
+						if len(rule.ResourceNames) > 0 {
+							ra.Name = rule.ResourceNames[0]
+						}
+						if res == "namespaces" {
+							ra.Namespace = ""
+						}
+						checks = append(checks, ra)
+					}
+				}
+			}
+		}
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, ra := range checks {
+			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "system:serviceaccount:" + ns + ":" + sa,
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+				ResourceAttributes: &ra,
+			}}, metav1.CreateOptions{})
+			if err != nil || !sar.Status.Allowed {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the rendered RBAC never took effect: %v", err)
+	}
+}
+
+// testDeployment uses the ConfigMap cfg and reloads on it through the
+// case's auto annotation.
+func testDeployment(autoKey string) *appsv1.Deployment {
+	labels := map[string]string{"app": "app"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Annotations: map[string]string{autoKey: "true"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "registry.example/app:1",
+					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+				}}},
+			},
+		},
+	}
+}
+
+// runningRipple is a Ripple started by startRipple.
+type runningRipple struct {
+	mgr    ctrl.Manager
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// stop stops Ripple and waits for it, failing t if it does not stop.
+func (r *runningRipple) stop(t *testing.T) {
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		t.Error("ripple did not stop within a minute of its context ending")
+	}
+}
+
+// startRipple runs Ripple in-process as the ServiceAccount, configured by
+// the rendered arguments and environment exactly as cmd/ripple parses them
+// (plus no listening ports: many run in this process).
+func startRipple(t *testing.T, user, ns, sa string, args []string, env func(string) string, logs *logBuffer) *runningRipple {
+	t.Helper()
+	args = append(slices.Clone(args), "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	_, cfg, err := parseFlags(args, env)
+	if err != nil {
+		t.Fatalf("ripple rejects the rendered arguments %q: %v", args, err)
+	}
+	rc := api.ServiceAccountConfig(ns, sa)
+	if rc.Impersonate.UserName != user {
+		t.Fatalf("impersonating %q, want %q", rc.Impersonate.UserName, user)
+	}
+	mgr, err := app.NewManager(rc, cfg, func(o *ctrl.Options) {
+		o.Controller.SkipNameValidation = ptr.To(true)
+		o.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := app.Setup(ctx, mgr, cfg, clock.RealClock{}, prometheus.NewRegistry()); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	r := &runningRipple{mgr: mgr, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		_ = mgr.Start(ctx) // a Ripple without its rights may stop with an error
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ripple's log:\n%s", logs.String())
+		}
+	})
+	return r
+}
+
+// webhookRecorder records the changes posted to it.
+type webhookRecorder struct {
+	mu     sync.Mutex
+	posted map[string]bool
+}
+
+func (h *webhookRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var b struct{ Namespace, Name string }
+	_ = json.Unmarshal(body, &b)
+	h.mu.Lock()
+	if h.posted == nil {
+		h.posted = map[string]bool{}
+	}
+	h.posted[b.Namespace+"/"+b.Name] = true
+	h.mu.Unlock()
+}
+
+func (h *webhookRecorder) seen(ns, name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.posted[ns+"/"+name]
+}
