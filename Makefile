@@ -36,7 +36,7 @@ vet: ## gofmt check and go vet.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (pure packages, no cluster), with the race detector.
-	$(GOTEST) $(RACE) ./internal/... ./cmd/...
+	$(GOTEST) $(RACE) ./internal/... ./cmd/... ./hack/bench/...
 
 .PHONY: test-integration
 test-integration: tools build ## Integration tests against a real kube-apiserver and etcd (envtest).
@@ -86,3 +86,7 @@ PLATFORMS ?= linux/amd64,linux/arm64
 .PHONY: image
 image: ## Build and push the multi-arch image with docker buildx (IMAGE, PLATFORMS, VERSION).
 	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) --push .
+
+.PHONY: bench
+bench: tools build ## Benchmark Ripple on local control planes (~6 min on 2 cores; BENCH_ARGS=--quick for the < 3 min set); results in bench-results/<timestamp>/.
+	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/bench --ripple $(BIN)/ripple $(BENCH_ARGS)

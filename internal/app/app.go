@@ -31,6 +31,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -166,6 +167,16 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		}
 	}
 	health.cache = mgr.GetCache()
+	health.watched = []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}
+	if len(cfg.Kinds) == 1 { // one of them is ignored: do not create its informer
+		health.watched = []client.Object{&corev1.ConfigMap{}}
+		if cfg.Kinds[0] == refs.Secret {
+			health.watched = []client.Object{&corev1.Secret{}}
+		}
+	}
+	for _, k := range Kinds() {
+		health.watched = append(health.watched, k.New())
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -176,6 +187,8 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 // and /readyz.
 type healthChecks struct {
 	cache cache.Cache
+	// watched are the kinds whose informers must have synced.
+	watched []client.Object
 }
 
 func (h *healthChecks) handlers() map[string]http.Handler {
@@ -202,8 +215,16 @@ func (h *healthChecks) synced(req *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), 200*time.Millisecond)
 	defer cancel()
-	if !h.cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("informer caches have not synced")
+	// Each informer Ripple uses, not only those created so far: the cache
+	// can be "synced" before the controllers have asked for theirs.
+	for _, obj := range h.watched {
+		inf, err := h.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		if !inf.HasSynced() {
+			return fmt.Errorf("informer caches have not synced")
+		}
 	}
 	return nil
 }

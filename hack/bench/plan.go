@@ -1,0 +1,129 @@
+package main
+
+import "time"
+
+// plan is the set of scenarios and scales of one run.
+type plan struct {
+	FanOut    []fanOutPoint
+	HighCard  highCardPlan
+	Large     []largePlan
+	Burst     burstPlan
+	NoOp      noOpPlan
+	ColdStart coldStartPlan
+}
+
+// fanOutPoint is one ConfigMap used by Workloads Deployments, changed
+// ChangeSets times, one change at a time.
+type fanOutPoint struct {
+	Workloads  int
+	ChangeSets int
+	// Defaults runs the controller with its default flags (settle window
+	// and client QPS) instead of the benchmark's.
+	Defaults bool
+	// FastClient, with Defaults, lifts only the client QPS: what is left
+	// of the defaults' time is the settle window and the controller.
+	FastClient bool
+}
+
+// highCardPlan is Namespaces namespaces each holding ConfigsPerNS
+// ConfigMaps, as many Secrets, and WorkloadsPerNS Deployments that each use
+// two ConfigMaps and two Secrets of their own; Updates single config changes
+// are made at Rate per second, open loop, each to a different workload.
+type highCardPlan struct {
+	Namespaces     int
+	ConfigsPerNS   int
+	WorkloadsPerNS int
+	Updates        int
+	Rate           float64
+}
+
+// largePlan is Secrets Secrets of Bytes bytes, Workloads of which are used
+// by a Deployment each, and Updates sequential changes of used ones (with a
+// new payload of the same size).
+type largePlan struct {
+	Secrets   int
+	Bytes     int
+	Workloads int
+	Updates   int
+}
+
+// burstPlan is ConfigMaps+Secrets configs all used by each of Workloads
+// Deployments (on the full cluster, so rollouts are real), changed Updates
+// times within Over.
+type burstPlan struct {
+	Workloads  int
+	ConfigMaps int
+	Secrets    int
+	Updates    int
+	Over       time.Duration
+}
+
+// noOpPlan is Namespaces*WorkloadsPerNS Deployments with a ConfigMap and a
+// Secret each; for Duration the benchmark makes Rate label- or
+// annotation-only edits per second and forces every informer to relist
+// every RelistEvery.
+type noOpPlan struct {
+	Namespaces     int
+	WorkloadsPerNS int
+	Duration       time.Duration
+	Rate           float64
+	RelistEvery    time.Duration
+}
+
+// coldStartPlan is Namespaces*WorkloadsPerNS Deployments using
+// ConfigsPerNS ConfigMaps per namespace, existing before the controller
+// starts.
+type coldStartPlan struct {
+	Namespaces     int
+	WorkloadsPerNS int
+	ConfigsPerNS   int
+}
+
+// defaultPlan is the full set, sized to the scales; it runs in
+// about six minutes on 2 cores (the budget is 15).
+func defaultPlan() plan {
+	return plan{
+		FanOut: []fanOutPoint{
+			{Workloads: 1, ChangeSets: 20},
+			{Workloads: 100, ChangeSets: 5},
+			{Workloads: 1000, ChangeSets: 3},
+			{Workloads: 300, ChangeSets: 2, Defaults: true},
+			{Workloads: 300, ChangeSets: 2, Defaults: true, FastClient: true},
+		},
+		HighCard: highCardPlan{Namespaces: 100, ConfigsPerNS: 100, WorkloadsPerNS: 50, Updates: 300, Rate: 20},
+		Large: []largePlan{
+			{Secrets: 1000, Bytes: 500 << 10, Workloads: 100, Updates: 20},
+			{Secrets: 1000, Bytes: 1 << 10, Workloads: 100, Updates: 20},
+		},
+		Burst:     burstPlan{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second},
+		NoOp:      noOpPlan{Namespaces: 10, WorkloadsPerNS: 10, Duration: 10 * time.Second, Rate: 100, RelistEvery: 2 * time.Second},
+		ColdStart: coldStartPlan{Namespaces: 100, WorkloadsPerNS: 100, ConfigsPerNS: 10},
+	}
+}
+
+// quickPlan is the reduced set: the same scenarios at smaller scales, in
+// under three minutes on 2 cores. The 300-Deployment fan-out with default
+// flags is kept at full scale because it is an acceptance target.
+func quickPlan() plan {
+	return plan{
+		FanOut: []fanOutPoint{
+			{Workloads: 1, ChangeSets: 10},
+			{Workloads: 100, ChangeSets: 2},
+			{Workloads: 300, ChangeSets: 1, Defaults: true},
+		},
+		HighCard: highCardPlan{Namespaces: 10, ConfigsPerNS: 50, WorkloadsPerNS: 25, Updates: 60, Rate: 20},
+		Large: []largePlan{
+			{Secrets: 200, Bytes: 500 << 10, Workloads: 20, Updates: 10},
+		},
+		Burst:     burstPlan{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second},
+		NoOp:      noOpPlan{Namespaces: 5, WorkloadsPerNS: 10, Duration: 5 * time.Second, Rate: 100, RelistEvery: 2 * time.Second},
+		ColdStart: coldStartPlan{Namespaces: 10, WorkloadsPerNS: 100, ConfigsPerNS: 10},
+	}
+}
+
+// fastFlags lift the controller's client-side rate limit so that scale
+// scenarios measure the controller and the API server, not client-go's
+// token bucket (whose cost the defaults point of the fan-out shows).
+func fastFlags() []string {
+	return []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
+}

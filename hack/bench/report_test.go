@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sampleRun is a small run with one result per kind of target.
+func sampleRun() Run {
+	return Run{
+		Set: "quick", Started: "2026-01-01T00:00:00Z", Proxy: true,
+		Results: []Result{
+			{Name: "fan-out/300-defaults", Scenario: "fan-out", ControlPlane: "api",
+				Scale:      Scale{Workloads: 300, ConfigMaps: 1, ConfigBytes: 256},
+				Latency:    Latency{Count: 300, P50: 7000, P95: 13000, P99: 14000, Max: 14500},
+				AllPatched: Latency{Count: 1, P50: 14500, Max: 14500}, FirstPatch: Latency{Count: 1, Max: 1030}, PatchRate: 20,
+				Patches: PatchCount{Expected: 300, Patches: 300}, PatchAttempts: 300,
+				RolloutsPerChangeSet: -1, Reconciles: 900,
+				Memory: Memory{RSSPeak: 50 << 20, RSSSteady: 49 << 20, LiveAfterSync: 6 << 20}},
+			{Name: "high-cardinality/5000", Scenario: "high-cardinality", ControlPlane: "api",
+				Scale:   Scale{Workloads: 5000, ConfigMaps: 10000, Secrets: 10000, ConfigBytes: 256},
+				Latency: Latency{Count: 300, P50: 7, P95: 18, P99: 40, Max: 63},
+				Patches: PatchCount{Expected: 300, Patches: 300}, PatchAttempts: 300, RolloutsPerChangeSet: -1,
+				Memory: Memory{RSSPeak: 200 << 20, LiveAfterSync: 100 << 20}},
+			{Name: "large-objects/1000x500KiB", Scenario: "large-objects", ControlPlane: "api",
+				Scale:   Scale{Workloads: 100, Secrets: 1000, ConfigBytes: 500 << 10},
+				Latency: Latency{Count: 20, P50: 39, P99: 182, Max: 182},
+				Patches: PatchCount{Expected: 20, Patches: 21, Extra: 1}, PatchAttempts: 21, RolloutsPerChangeSet: -1,
+				Memory: Memory{RSSPeak: 60 << 20, RSSSteady: 54 << 20, LiveAfterSync: 9 << 20}},
+			{Name: "no-op/100", Scenario: "no-op", ControlPlane: "api", Edits: 1000, ForcedRelists: 20, WorkloadLists: 10,
+				RolloutsPerChangeSet: -1, Memory: Memory{RSSPeak: 44 << 20, LiveAfterSync: 7 << 20}, Scale: Scale{Workloads: 100, ConfigMaps: 100, Secrets: 100}},
+			{Name: "burst/50", Scenario: "burst", ControlPlane: "cluster", NewReplicaSets: 50, RolloutsPerChangeSet: 1,
+				Scale:   Scale{Workloads: 50, ConfigMaps: 5, Secrets: 5},
+				Latency: Latency{Count: 50, P50: 1240, Max: 1485}, Patches: PatchCount{Expected: 50, Patches: 50}},
+		},
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	run := sampleRun()
+	got := map[string]Target{}
+	for _, tg := range evaluate(run.Results, true) {
+		got[tg.Name] = tg
+	}
+	want := map[string]string{
+		"p99 reaction latency, settle window off, 5,000 workloads":         "PASS",
+		"workload LIST requests after start":                               "PASS", // the no-op's forced relists do not count
+		"PATCHes per affected workload per change set":                     "FAIL", // the extra large-objects patch
+		"controller RSS with 1,000 Secrets of 500 KiB":                     "PASS",
+		"patches caused by label/annotation edits and relists":             "PASS",
+		"one ConfigMap to 300 Deployments fully patched, default settings": "FAIL",
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d targets, want %d", len(got), len(want))
+	}
+	for name, status := range want {
+		if got[name].Status != status {
+			t.Errorf("%s: %s (%s), want %s", name, got[name].Status, got[name].Measured, status)
+		}
+	}
+	// Measured at the target's own scale: no caveat.
+	if n := got["controller RSS with 1,000 Secrets of 500 KiB"].Note; n != "" {
+		t.Errorf("note %q, want none", n)
+	}
+	if n := got["p99 reaction latency, settle window off, 5,000 workloads"].Note; n != "" {
+		t.Errorf("note %q, want none", n)
+	}
+
+	// Without the proxy, what needs it is not guessed at.
+	for _, tg := range evaluate(run.Results, false) {
+		if strings.Contains(tg.Name, "LIST") || strings.Contains(tg.Name, "PATCHes per") {
+			if tg.Status != "n/a" {
+				t.Errorf("without the proxy, %s = %s, want n/a", tg.Name, tg.Status)
+			}
+		}
+	}
+	// Nothing run: every target n/a.
+	for _, tg := range evaluate(nil, true) {
+		if tg.Status != "n/a" {
+			t.Errorf("no results: %s = %s, want n/a", tg.Name, tg.Status)
+		}
+	}
+}
+
+func TestCompareRuns(t *testing.T) {
+	a := sampleRun()
+	b := sampleRun()
+	b.Results[0].AllPatched.Max = 1450 // ten times faster
+	b.Results = b.Results[:2]          // B lacks the rest
+	b.Results[1].Name = "high-cardinality/500"
+	var got comparison
+	n := 0
+	for _, c := range compareRuns(a, b) {
+		if c.scenario == "fan-out/300-defaults" && c.metric == "all patched" {
+			got = c
+		}
+		if c.scenario == "large-objects/1000x500KiB" {
+			t.Errorf("compared a scenario B does not have: %+v", c)
+		}
+		n++
+	}
+	if !strings.Contains(fmt.Sprint(compareRuns(a, b)), "high-cardinality/5000 vs high-cardinality/500") {
+		t.Error("results of one scenario at two scales were not paired")
+	}
+	if got.a != 14500 || got.b != 1450 || ratio(got.a, got.b) != "0.10x" {
+		t.Errorf("all patched: %+v, ratio %s", got, ratio(got.a, got.b))
+	}
+	if n == 0 {
+		t.Fatal("no comparisons")
+	}
+	if ratio(0, 0) != "=" || ratio(0, 5) != "–" {
+		t.Errorf("ratio with zero: %q %q", ratio(0, 0), ratio(0, 5))
+	}
+
+	var buf bytes.Buffer
+	writeComparison(&buf, "A.json", "B.json", a, b)
+	if !strings.Contains(buf.String(), "| fan-out/300-defaults | all patched | 14.50 s | 1.45 s | 0.10x |") {
+		t.Errorf("comparison output:\n%s", buf.String())
+	}
+}
+
+func TestReportFiles(t *testing.T) {
+	run := sampleRun()
+	run.Targets = evaluate(run.Results, true)
+	if m, ok := fitMemory(run.Results); ok {
+		run.MemoryModel = &m
+	}
+	var md bytes.Buffer
+	writeMarkdown(&md, run)
+	for _, want := range []string{"## Targets", "| fan-out/300-defaults |", "**FAIL**", "## Start-up", "## API requests"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+
+	var svg bytes.Buffer
+	writeChart(&svg, run)
+	// Well-formed XML, or browsers show nothing.
+	dec := xml.NewDecoder(&svg)
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("chart.svg is not well-formed: %v", err)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "results.json")
+	if err := writeJSON(path, run); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readRun(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Results) != len(run.Results) || back.Results[0].AllPatched.Max != 14500 {
+		t.Errorf("JSON round trip lost data: %+v", back.Results[0])
+	}
+}
