@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -72,12 +70,9 @@ func (r *Reconciler) requestsForConfig(kind refs.Kind) func(context.Context, cli
 				log.FromContext(ctx).Error(err, "listing dependent workloads from the cache", "kind", r.Kind.Name(), "index", key)
 				continue
 			}
-			_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-				if m, err := apimeta.Accessor(o); err == nil {
-					reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
-				}
-				return nil
-			})
+			for _, name := range objectNames(list) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: cfg.GetNamespace(), Name: name}})
+			}
 		}
 		if r.Metrics != nil {
 			r.Metrics.Scanned(r.Kind.Name(), len(reqs))

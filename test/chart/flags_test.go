@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/inproc"
 )
 
 // boolValues are the boolean values of reloader.* whose every combination
@@ -105,7 +106,7 @@ func TestEveryBooleanCombination(t *testing.T) {
 				on := func(name string) bool { return cb.bits&(1<<slices.Index(boolValues, name)) != 0 }
 				desc := fmt.Sprintf("%s (%s, ignore secrets %v, configmaps %v): args %q", aliases[i], describeBits(cb.bits),
 					ignoreModes[cb.ignore].secrets, ignoreModes[cb.ignore].configMaps, c.Args)
-				opts, cfg, err := parseFlags(c.Args, envLookup(nil, d, c))
+				opts, cfg, err := inproc.ParseFlags(c.Args, envLookup(nil, d, c))
 				if err != nil {
 					t.Errorf("%s: ripple rejects them: %v", desc, err)
 					continue

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/test/inproc"
 )
 
 // render runs helm template and decodes the result; a failure fails t.
@@ -122,24 +122,6 @@ func envLookup(objs []*unstructured.Unstructured, d *appsv1.Deployment, c corev1
 	return func(k string) string { return env[k] }
 }
 
-// parseFlags does what cmd/ripple does with the rendered container: read
-// the environment, parse the arguments with Ripple's flag set, validate.
-func parseFlags(args []string, lookup func(string) string) (*config.Options, config.Config, error) {
-	opts := config.NewOptions()
-	opts.ReadEnv(lookup)
-	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
-	fs.SetOutput(&strings.Builder{})
-	opts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return opts, config.Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return opts, config.Config{}, fmt.Errorf("unexpected positional arguments %q", fs.Args())
-	}
-	cfg, err := opts.Config()
-	return opts, cfg, err
-}
-
 // parseRendered parses the flags of the rendered Deployment; a failure
 // fails t.
 func parseRendered(t *testing.T, objs []*unstructured.Unstructured) (*config.Options, config.Config) {
@@ -148,7 +130,7 @@ func parseRendered(t *testing.T, objs []*unstructured.Unstructured) (*config.Opt
 	if len(c.Command) > 0 {
 		t.Fatalf("the chart sets a command %q; the image's entrypoint must run", c.Command)
 	}
-	opts, cfg, err := parseFlags(c.Args, envLookup(objs, d, c))
+	opts, cfg, err := inproc.ParseFlags(c.Args, envLookup(objs, d, c))
 	if err != nil {
 		t.Fatalf("ripple rejects the rendered arguments %q: %v", c.Args, err)
 	}

@@ -1,13 +1,10 @@
 package chart
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -15,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/inproc"
 )
 
 // update rewrites the golden files instead of comparing with them.
@@ -28,7 +26,7 @@ var api *cluster.API
 // klogs collects what client-go and controller-runtime log through klog
 // (reflector list/watch errors, rejected events, leader election), where
 // RBAC failures show up; tests pick their own lines by ServiceAccount.
-var klogs = &logBuffer{}
+var klogs = &inproc.LogBuffer{}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -64,43 +62,6 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-// logBuffer is a log sink safe for concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines returns the lines holding every one of subs, with JSON escaping of
-// quotes undone so that API error messages read as the server wrote them.
-func (b *logBuffer) lines(subs ...string) []string {
-	var out []string
-	for _, line := range strings.Split(strings.ReplaceAll(b.String(), `\"`, `"`), "\n") {
-		ok := true
-		for _, s := range subs {
-			if !strings.Contains(line, s) {
-				ok = false
-				break
-			}
-		}
-		if ok && line != "" {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // testdata returns the path of a file under testdata.

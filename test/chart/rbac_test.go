@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/ripple-dev/ripple/test/inproc"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,12 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/ripple-dev/ripple/internal/app"
 )
 
 // rbacMode is a chart configuration whose RBAC is proven on the API server.
@@ -247,8 +242,8 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	}
 
 	d, c := rippleDeployment(t, objs)
-	logs := &logBuffer{}
-	rip := startRipple(t, user, relNS, sa, c.Args, envLookup(objs, d, c), logs)
+	rip := startRipple(t, user, relNS, sa, c.Args, envLookup(objs, d, c))
+	logs := rip.Log
 	defer func() {
 		if complete != nil {
 			// controller-runtime's manager never returns from Start if it
@@ -258,10 +253,13 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 				t.Error(err)
 			}
 			syncCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			rip.mgr.GetCache().WaitForCacheSync(syncCtx)
+			rip.Manager.GetCache().WaitForCacheSync(syncCtx)
 			cancel()
 		}
-		rip.stop(t)
+		// A Ripple without its rights may stop with an error; only a hang fails.
+		if err := rip.Stop(); err != nil && strings.Contains(err.Error(), "did not stop") {
+			t.Error(err)
+		}
 	}()
 
 	// Change the ConfigMaps until Ripple acts: a change it sees before its
@@ -285,7 +283,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		return true
 	}
 	forbidden := func() {
-		o.forbidden = append(logs.lines("forbidden"), klogs.lines("forbidden", `"`+user+`"`)...)
+		o.forbidden = append(logs.Lines("forbidden"), klogs.Lines("forbidden", `"`+user+`"`)...)
 		o.forbiddenRemoved = nil
 		if removedRule != nil {
 			for _, line := range o.forbidden {
@@ -444,60 +442,26 @@ func testDeployment(autoKey string) *appsv1.Deployment {
 	}
 }
 
-// runningRipple is a Ripple started by startRipple.
-type runningRipple struct {
-	mgr    ctrl.Manager
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// stop stops Ripple and waits for it, failing t if it does not stop.
-func (r *runningRipple) stop(t *testing.T) {
-	r.cancel()
-	select {
-	case <-r.done:
-	case <-time.After(time.Minute):
-		t.Error("ripple did not stop within a minute of its context ending")
-	}
-}
-
 // startRipple runs Ripple in-process as the ServiceAccount, configured by
 // the rendered arguments and environment exactly as cmd/ripple parses them
 // (plus no listening ports: many run in this process).
-func startRipple(t *testing.T, user, ns, sa string, args []string, env func(string) string, logs *logBuffer) *runningRipple {
+func startRipple(t *testing.T, user, ns, sa string, args []string, env func(string) string) *inproc.Ripple {
 	t.Helper()
-	args = append(slices.Clone(args), "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	_, cfg, err := parseFlags(args, env)
-	if err != nil {
-		t.Fatalf("ripple rejects the rendered arguments %q: %v", args, err)
-	}
 	rc := api.ServiceAccountConfig(ns, sa)
 	if rc.Impersonate.UserName != user {
 		t.Fatalf("impersonating %q, want %q", rc.Impersonate.UserName, user)
 	}
-	mgr, err := app.NewManager(rc, cfg, func(o *ctrl.Options) {
-		o.Controller.SkipNameValidation = ptr.To(true)
-		o.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
-	})
+	args = append(slices.Clone(args), "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	rip, err := inproc.Start(inproc.Options{REST: rc, Args: args, Env: env})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("ripple rejects the rendered arguments %q: %v", args, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := app.Setup(ctx, mgr, cfg, clock.RealClock{}, prometheus.NewRegistry()); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	r := &runningRipple{mgr: mgr, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		_ = mgr.Start(ctx) // a Ripple without its rights may stop with an error
-	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("ripple's log:\n%s", logs.String())
+			t.Logf("ripple's log:\n%s", rip.Log.String())
 		}
 	})
-	return r
+	return rip
 }
 
 // webhookRecorder records the changes posted to it.

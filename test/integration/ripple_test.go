@@ -1,32 +1,23 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/ripple-dev/ripple/internal/app"
-	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/inproc"
 )
 
 // env is one test's namespace with a Ripple running in it.
@@ -39,7 +30,7 @@ type env struct {
 	rc *rest.Config
 	// cache reads the last started Ripple's cache; logs holds its log.
 	cache client.Reader
-	logs  *logBuffer
+	logs  *inproc.LogBuffer
 	// globalMetrics registers Ripple's metrics where /metrics serves them.
 	globalMetrics bool
 	// environ is the environment Ripple reads (ALERT_*, ...).
@@ -83,67 +74,40 @@ func (e *env) start(t *testing.T, args ...string) (stop func()) {
 
 func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()) {
 	t.Helper()
-	opts := config.NewOptions()
-	opts.ReadEnv(func(k string) string { return e.environ[k] })
-	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
-	opts.BindFlags(fs)
 	base := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}
 	if !slices.ContainsFunc(args, func(a string) bool {
 		return strings.HasPrefix(a, "--namespace") // scoped elsewhere, or global mode
 	}) {
 		base = append(base, "--namespaces="+e.ns)
 	}
-	if err := fs.Parse(append(base, args...)); err != nil {
-		t.Fatal(err)
+	o := inproc.Options{REST: e.rc, Args: append(base, args...), Env: func(k string) string { return e.environ[k] }}
+	if e.globalMetrics { // the one test that scrapes /metrics
+		o.Registry = ctrlmetrics.Registry
 	}
-	cfg, err := opts.Config()
+	r, err := inproc.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
-	e.logs = logs
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("ripple's log:\n%s", logs.String())
-		}
-	})
-	mgr, err := app.NewManager(e.rc, cfg, func(o *ctrl.Options) {
-		// Several Ripples run in this process, one per test.
-		o.Controller.SkipNameValidation = ptr.To(true)
-		o.Logger = zap.New(zap.WriteTo(logs), zap.UseDevMode(true))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	// A registry per Ripple, as several run in this process; the one test
-	// that scrapes /metrics uses the real one.
-	var reg prometheus.Registerer = prometheus.NewRegistry()
-	if e.globalMetrics {
-		reg = ctrlmetrics.Registry
-	}
-	if err := app.Setup(ctx, mgr, cfg, clock.RealClock{}, reg); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := mgr.Start(ctx); err != nil {
+	e.logs = r.Log
+	stop = func() {
+		if err := r.Stop(); err != nil {
 			t.Errorf("ripple stopped: %v", err)
 		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("ripple's log:\n%s", r.Log.String())
+		}
+	})
+	cfg, mgr := r.Config, r.Manager
 	e.cache = mgr.GetClient()
 	if !waitSynced {
 		return stop
 	}
 	// Reading each kind through the cache waits until its informer has
 	// synced, so the test starts against a Ripple that has seen everything.
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	syncCtx, syncCancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer syncCancel()
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}}
 	for _, k := range cfg.Kinds {
@@ -170,25 +134,6 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 		t.Fatalf("ripple's caches did not sync: %v", err)
 	}
 	return stop
-}
-
-// logBuffer keeps Ripple's log for a failing test: goroutines of the
-// manager may still log after the test ends, when t.Log would panic.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // warningEvents returns the messages of Warning events with reason on the
