@@ -60,4 +60,28 @@ build etcd kube go.etcd.io/etcd/server/v3 "$(version_of kube go.etcd.io/etcd/ser
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$(version_of kwok sigs.k8s.io/kwok)" "-s -w"
 build helm helm helm.sh/helm/v3/cmd/helm "$(version_of helm helm.sh/helm/v3)" "-s -w"
 
+# crd copies a CustomResourceDefinition from a project's own Go module: the
+# tests install the real CRDs of the optional kinds (Argo Rollouts, the
+# Secrets Store CSI driver) without their code.
+crd() { # module version path-in-module
+	local name out stamp dir
+	name=$(basename "$3")
+	out=$cache/crds/$name stamp=$cache/crds/.$name.version
+	if [[ -f $out && -f $stamp && $(<"$stamp") == "$1@$2" ]]; then
+		log "CRD $name ($1@$2): cached"
+		return
+	fi
+	mkdir -p "$cache/crds"
+	if ! dir=$(cd "$cache" && GOFLAGS=-mod=mod go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || [[ ! -f $dir/$3 ]]; then
+		log "ERROR: fetching $3 from $1@$2 failed"
+		exit 1
+	fi
+	cp "$dir/$3" "$out.tmp" && chmod 644 "$out.tmp" && mv "$out.tmp" "$out"
+	printf '%s' "$1@$2" >"$stamp"
+	log "CRD $name ($1@$2): fetched"
+}
+crd github.com/argoproj/argo-rollouts v1.8.3 manifests/crds/rollout-crd.yaml
+crd sigs.k8s.io/secrets-store-csi-driver v1.4.7 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasses.yaml
+crd sigs.k8s.io/secrets-store-csi-driver v1.4.7 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml
+
 echo "$cache"

@@ -39,6 +39,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/app"
+	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/test/cluster"
 )
 
@@ -176,7 +177,11 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		fmt.Fprintln(out, "stopping ripple...")
 		err = errors.Join(err, rp.stop())
 	}()
-	if err := rp.waitStarted(ctx, len(app.Kinds())); err != nil {
+	cfg, err := config.NewOptions().Config()
+	if err != nil {
+		return err
+	}
+	if err := rp.waitStarted(ctx, len(app.Kinds(cfg, nil))); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "  ripple running in %s (%s)\n", since(start), startupSummary(rp))

@@ -41,6 +41,15 @@ type Keys struct {
 	// Applied is Ripple's own: the workload-metadata record of the config
 	// digests that have already been applied.
 	Applied string
+	// CronJobReload is Ripple's own: "run" or "template", how a CronJob
+	// takes a reload (overrides --cronjob-reload).
+	CronJobReload string
+	// PendingJob is written by Ripple on a CronJob: the pod template of a
+	// Job decided but not yet created.
+	PendingJob string
+	// RecreateRecord labels, and Replaces annotates, the ConfigMaps in which
+	// Ripple records a Job it is re-creating.
+	RecreateRecord, Replaces string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -76,6 +85,11 @@ func DefaultKeys(prefix string) Keys {
 
 		SettleWindow: prefix + "/settle-window",
 		Applied:      prefix + "/applied",
+
+		CronJobReload:  prefix + "/cronjob-reload",
+		PendingJob:     prefix + "/pending-job",
+		RecreateRecord: prefix + "/recreate-job",
+		Replaces:       prefix + "/replaces-uid",
 	}
 }
 

@@ -28,19 +28,20 @@ func TestDefaultKeys(t *testing.T) {
 		LastReloadedFrom:           "reloader.stakater.com/last-reloaded-from",
 	}
 	tests := []struct {
-		name         string
-		prefix       string
-		settleWindow string
-		applied      string
+		name   string
+		prefix string
+		own    string // the prefix Ripple's own keys get
 	}{
-		{name: "default prefix", prefix: "ripple.dev", settleWindow: "ripple.dev/settle-window", applied: "ripple.dev/applied"},
-		{name: "custom prefix", prefix: "example.com", settleWindow: "example.com/settle-window", applied: "example.com/applied"},
-		{name: "empty prefix falls back to default", prefix: "", settleWindow: "ripple.dev/settle-window", applied: "ripple.dev/applied"},
+		{name: "default prefix", prefix: "ripple.dev", own: "ripple.dev"},
+		{name: "custom prefix", prefix: "example.com", own: "example.com"},
+		{name: "empty prefix falls back to default", prefix: "", own: "ripple.dev"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := reloader
-			want.SettleWindow, want.Applied = tt.settleWindow, tt.applied
+			want.SettleWindow, want.Applied = tt.own+"/settle-window", tt.own+"/applied"
+			want.CronJobReload, want.PendingJob = tt.own+"/cronjob-reload", tt.own+"/pending-job"
+			want.RecreateRecord, want.Replaces = tt.own+"/recreate-job", tt.own+"/replaces-uid"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)
 			}

@@ -6,10 +6,11 @@ import (
 	"context"
 
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
-	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -65,18 +65,46 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if cfg.WebhookURL == "" {
-		return controller.Setup(ctx, mgr, cfg, Kinds(), clk, m)
+		return controller.Setup(ctx, mgr, cfg, Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk), clk, m)
 	}
 	q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("webhook"))
 	if err != nil {
 		return fmt.Errorf("--webhook-url: %w", err)
 	}
-	return controller.SetupWebhook(ctx, mgr, cfg, Kinds(), q, clk.Now())
+	return controller.SetupWebhook(ctx, mgr, cfg, Kinds(cfg, mgr.GetAPIReader()), q, clk.Now())
 }
 
-// Kinds are the workload kinds Ripple rolls.
-func Kinds() []workload.Kind {
-	return []workload.Kind{workload.Deployment, workload.StatefulSet, workload.DaemonSet}
+// Kinds are the built-in workload kinds Ripple rolls under cfg. reader
+// reads around the cache.
+func Kinds(cfg config.Config, reader client.Reader) []workload.Kind {
+	kinds := []workload.Kind{workload.Deployment, workload.StatefulSet, workload.DaemonSet}
+	if !cfg.IgnoreCronJobs {
+		kinds = append(kinds, workload.NewCronJob(workload.CronJobOptions{
+			Mode: cfg.CronJobReload, ModeKey: cfg.Keys.CronJobReload, PendingKey: cfg.Keys.PendingJob, Reader: reader,
+		}))
+	}
+	if !cfg.IgnoreJobs {
+		kinds = append(kinds, workload.NewJob(workload.JobOptions{
+			Reader: reader, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces,
+		}))
+	}
+	return kinds
+}
+
+// optionalKinds are the kinds enabled by flags and used once their API is
+// served. cached reads a Rollout's workloadRef Deployment.
+func optionalKinds(cfg config.Config, cached client.Reader, clk clock.PassiveClock) []controller.Optional {
+	var out []controller.Optional
+	if cfg.ArgoRollouts {
+		out = append(out, controller.Optional{
+			Kind: workload.NewRollout(workload.RolloutOptions{StrategyKey: cfg.Keys.RolloutStrategy, Reader: cached, Now: clk.Now}),
+			GVK:  workload.RolloutGVK, Flag: "--is-Argo-Rollouts",
+		})
+	}
+	if cfg.OpenShift {
+		out = append(out, controller.Optional{Kind: workload.DeploymentConfig, GVK: workload.DeploymentConfigGVK, Flag: "--is-openshift"})
+	}
+	return out
 }
 
 func restConfig(cfg config.Config) (*rest.Config, error) {
@@ -137,7 +165,7 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		Cache: cache.Options{
 			DefaultNamespaces:    namespaces,
 			DefaultFieldSelector: fieldSelector,
-			DefaultTransform:     cache.TransformStripManagedFields(),
+			DefaultTransform:     defaultTransform,
 			ByObject:             byObject,
 		},
 		// Reloader serves health beside the metrics, on :9090.
@@ -167,20 +195,28 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		}
 	}
 	health.cache = mgr.GetCache()
-	health.watched = []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}
-	if len(cfg.Kinds) == 1 { // one of them is ignored: do not create its informer
-		health.watched = []client.Object{&corev1.ConfigMap{}}
-		if cfg.Kinds[0] == refs.Secret {
-			health.watched = []client.Object{&corev1.Secret{}}
-		}
+	for _, k := range controller.InformerKinds(cfg.Kinds) {
+		health.watched = append(health.watched, controller.ConfigObject(k))
 	}
-	for _, k := range Kinds() {
+	for _, k := range Kinds(cfg, nil) {
 		health.watched = append(health.watched, k.New())
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
 	return mgr, mgr.AddReadyzCheck("informers", health.synced)
+}
+
+// defaultTransform strips managedFields from every cached object, and
+// replaces a SecretProviderClassPodStatus's mounted versions by their
+// digest. (The pod statuses cannot have a ByObject entry: their API may
+// not be served when the cache is built.)
+func defaultTransform(obj any) (any, error) {
+	obj, err := controller.TransformSPCPS(obj)
+	if err != nil {
+		return nil, err
+	}
+	return cache.TransformStripManagedFields()(obj)
 }
 
 // healthChecks serves Reloader's /live and the Kubernetes-style /healthz

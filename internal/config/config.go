@@ -37,7 +37,9 @@ type Options struct {
 
 	IgnoredWorkloadTypes []string
 	ArgoRollouts         bool
+	OpenShift            bool
 	CSIIntegration       bool
+	CronJobReload        string
 	WebhookURL           string
 
 	EnableHA                bool
@@ -83,6 +85,7 @@ func NewOptions() *Options {
 	keys := annotation.DefaultKeys(annotation.DefaultPrefix)
 	return &Options{
 		ReloadStrategy:                "env-vars",
+		CronJobReload:                 "run",
 		SettleWindow:                  time.Second,
 		AnnotationPrefix:              annotation.DefaultPrefix,
 		AutoAnnotation:                keys.Auto,
@@ -135,8 +138,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
 	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
 	fs.StringSliceVar(&o.IgnoredWorkloadTypes, "ignored-workload-types", o.IgnoredWorkloadTypes, `Workload kinds never to reload: "jobs", "cronjobs" or both (case-insensitive).`)
-	fs.BoolVar(&o.ArgoRollouts, "is-Argo-Rollouts", o.ArgoRollouts, "Reload Argo Rollouts. Not implemented yet: accepted for compatibility, logged, and other kinds reload normally.")
-	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Reload on Secrets Store CSI driver changes. Not implemented yet: accepted for compatibility, logged, and other configs reload normally.")
+	fs.BoolVar(&o.ArgoRollouts, "is-Argo-Rollouts", o.ArgoRollouts, "Also reload Argo Rollouts (argoproj.io/v1alpha1), once their API is served. The reloader.stakater.com/rollout-strategy: restart annotation sets spec.restartAt instead of changing the template.")
+	fs.BoolVar(&o.OpenShift, "is-openshift", o.OpenShift, "Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1), once their API is served.")
+	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Also reload on Secrets Store CSI driver changes: the SecretProviderClassPodStatus objects of a SecretProviderClass a workload mounts, once their API is served.")
+	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour; nothing runs while it is suspended), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}.`)
 	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts. Needs $POD_NAME and $POD_NAMESPACE.")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
@@ -207,6 +212,10 @@ type Config struct {
 
 	// IgnoreJobs and IgnoreCronJobs come from --ignored-workload-types.
 	IgnoreJobs, IgnoreCronJobs bool
+	// ArgoRollouts, OpenShift and CSI enable the optional kinds.
+	ArgoRollouts, OpenShift, CSI bool
+	// CronJobReload is "run" or "template".
+	CronJobReload string
 
 	// LeaderElection: only the holder of the Lease acts.
 	LeaderElection          bool
@@ -298,11 +307,12 @@ func (o *Options) Config() (Config, error) {
 			bad("ignored-workload-types", "%q is not a workload type; use jobs, cronjobs or both", w)
 		}
 	}
-	if o.ArgoRollouts {
-		cfg.Warnings = append(cfg.Warnings, "--is-Argo-Rollouts is not implemented yet: Argo Rollouts are not reloaded")
-	}
-	if o.CSIIntegration {
-		cfg.Warnings = append(cfg.Warnings, "--enable-csi-integration is not implemented yet: SecretProviderClass changes are not watched")
+	cfg.ArgoRollouts, cfg.OpenShift, cfg.CSI = o.ArgoRollouts, o.OpenShift, o.CSIIntegration
+	switch v := strings.ToLower(strings.TrimSpace(o.CronJobReload)); v {
+	case "run", "template":
+		cfg.CronJobReload = v
+	default:
+		bad("cronjob-reload", "%q is not a mode; use run or template", o.CronJobReload)
 	}
 	if o.WebhookURL != "" {
 		if u, err := url.Parse(o.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -391,6 +401,9 @@ func (o *Options) Config() (Config, error) {
 	}
 	if !ignore["secrets"] {
 		cfg.Kinds = append(cfg.Kinds, refs.Secret)
+	}
+	if o.CSIIntegration {
+		cfg.Kinds = append(cfg.Kinds, refs.SecretProviderClass)
 	}
 
 	if o.SettleWindow < 0 {

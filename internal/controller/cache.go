@@ -62,18 +62,29 @@ func hasData(obj any) bool {
 	return false
 }
 
-// configObject returns an empty object of a config kind.
-func configObject(kind refs.Kind) client.Object {
-	if kind == refs.Secret {
+// ConfigObject returns an empty object of a config kind. A
+// SecretProviderClass is cached as metadata: only its annotations count.
+func ConfigObject(kind refs.Kind) client.Object {
+	switch kind {
+	case refs.Secret:
 		return &corev1.Secret{}
+	case refs.SecretProviderClass:
+		spc := &metav1.PartialObjectMetadata{}
+		spc.SetGroupVersionKind(SecretProviderClassGVK)
+		return spc
 	}
 	return &corev1.ConfigMap{}
 }
 
 // configList returns an empty list of a config kind.
 func configList(kind refs.Kind) client.ObjectList {
-	if kind == refs.Secret {
+	switch kind {
+	case refs.Secret:
 		return &corev1.SecretList{}
+	case refs.SecretProviderClass:
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(SecretProviderClassGVK.GroupVersion().WithKind("SecretProviderClassList"))
+		return l
 	}
 	return &corev1.ConfigMapList{}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // indexConfigs is the field index from a config to the workloads that may
@@ -64,7 +65,11 @@ func (r *Reconciler) indexValues(obj client.Object) []string {
 func (r *Reconciler) requestsForConfig(kind refs.Kind) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, cfg client.Object) []reconcile.Request {
 		var reqs []reconcile.Request
-		for _, key := range []string{configKey(kind, cfg.GetName()), patternKey(kind)} {
+		keys := []string{configKey(kind, cfg.GetName()), patternKey(kind)}
+		if _, ok := r.Kind.(workload.TemplateSource); ok {
+			reqs = r.requestsViaTemplateRef(ctx, cfg.GetNamespace(), keys)
+		}
+		for _, key := range keys {
 			list := r.Kind.NewList()
 			if err := r.Client.List(ctx, list, client.InNamespace(cfg.GetNamespace()), client.MatchingFields{indexConfigs: key}); err != nil {
 				log.FromContext(ctx).Error(err, "listing dependent workloads from the cache", "kind", r.Kind.Name(), "index", key)

@@ -47,6 +47,7 @@ const (
 	ReasonReloaded          = "Reloaded"
 	ReasonReloadFailed      = "ReloadFailed"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	ReasonReloadSkipped     = "ReloadSkipped"
 )
 
 // maxSettleFactor bounds the settle window: a workload whose configs keep
@@ -67,6 +68,9 @@ type Reconciler struct {
 	// Alert, when set, is told of every rollout.
 	Alert func(notify.Reload)
 	Clock clock.PassiveClock
+	// csi is shared by the reconcilers of every kind; nil without
+	// --enable-csi-integration.
+	csi *csiState
 	// Started is when this Ripple started watching: with --reload-on-create,
 	// configs created before it are not "created" unless
 	// --sync-after-restart is set.
@@ -123,7 +127,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		r.forget(req.NamespacedName)
+		if f, ok := r.Kind.(workload.Finisher); ok && apierrors.IsNotFound(err) {
+			_, err = f.Finish(ctx, r.Client, req.NamespacedName, nil)
+			return ctrl.Result{}, skipped, err
+		}
 		return ctrl.Result{}, skipped, client.IgnoreNotFound(err)
+	}
+	if f, ok := r.Kind.(workload.Finisher); ok && obj.GetDeletionTimestamp() == nil {
+		// An interrupted reload is finished before anything new is
+		// decided; its own write brings the next reconcile.
+		if did, err := f.Finish(ctx, r.Client, req.NamespacedName, obj); did || err != nil {
+			return ctrl.Result{}, skipped, err
+		}
 	}
 	tpl := r.Kind.PodTemplate(obj)
 	if obj.GetDeletionTimestamp() != nil || tpl == nil {
@@ -140,6 +155,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, outcome{}, err
 	}
 	window, warning := r.settleWindow(obj)
+	if warning != "" {
+		p.warnings = append(p.warnings, warning)
+	}
+	if c, ok := r.Kind.(workload.Checker); ok {
+		p.warnings = append(p.warnings, c.Check(obj)...)
+	}
+	pause, warning := r.pausePeriod(obj)
 	if warning != "" {
 		p.warnings = append(p.warnings, warning)
 	}
@@ -172,31 +194,41 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// e.g. the delete of a config whose env var was never written
 		update.Template = nil
 	}
-	if update.Template == nil && update.Annotations == nil {
-		return ctrl.Result{}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
+	resume := r.pause(obj, &update, pause)
+	if update.Template == nil && update.Annotations == nil && update.Paused == nil {
+		return ctrl.Result{RequeueAfter: resume}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
 	}
 
-	err = r.Kind.Write(ctx, r.Client, obj, update)
+	res, err := r.Kind.Write(ctx, r.Client, obj, update)
 	if apierrors.IsConflict(err) {
 		log.V(1).Info("workload changed since it was read; retrying")
 		return ctrl.Result{RequeueAfter: conflictRetry}, outcome{result: metrics.ResultSkipped, retry: true}, nil
 	}
-	if update.Template != nil {
+	if update.Template != nil && res.Skipped == "" {
 		r.Metrics.Reloaded(r.Kind.Name(), obj.GetNamespace(), err, r.Clock.Since(seen), len(p.changes))
 	}
 	if err != nil {
 		if update.Template != nil {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonReloadFailed, "Reload",
-				"Reload for changes in %s failed: %v", changeNames(p.changes), err)
+				"Reload for changes in %s failed: %v", strings.Join(changeNames(p.changes), ", "), err)
 		}
 		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), req.NamespacedName, err)
 	}
+	if update.Paused != nil {
+		log.Info(map[bool]string{true: "paused", false: "resumed"}[*update.Paused], "workload", klog.KObj(obj), "kind", r.Kind.Name())
+	}
 	if update.Template == nil {
 		log.V(1).Info("recorded the applied configs", "configs", len(p.tracked))
-		return ctrl.Result{}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
+		return ctrl.Result{RequeueAfter: resume}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
 	}
 	r.forget(req.NamespacedName)
 	names := changeNames(p.changes)
+	if res.Skipped != "" {
+		log.Info("reload skipped", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "reason", res.Skipped)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload",
+			"Changes in %s not reloaded: %s", strings.Join(names, ", "), res.Skipped)
+		return ctrl.Result{}, outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}, nil
+	}
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Config.Strategy.Name())
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload",
 		"Reloaded for changes in %s (strategy %s)", strings.Join(names, ", "), r.Config.Strategy.Name())
@@ -207,7 +239,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.Alert(alert) // queued: a slow endpoint never holds a reload up
 	}
-	return ctrl.Result{}, outcome{result: metrics.ResultSuccess}, nil
+	return ctrl.Result{RequeueAfter: resume}, outcome{result: metrics.ResultSuccess}, nil
 }
 
 // gather finds every config that reloads obj and which of them changed.
@@ -219,6 +251,9 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 	names := make([][]string, len(r.Config.Kinds))
 	byKey := map[string][]refs.Ref{}
 	for i, kind := range r.Config.Kinds {
+		if kind == refs.SecretProviderClass && (r.csi == nil || !r.csi.served.Load()) {
+			continue // the CSI driver's API is not served (yet)
+		}
 		policies[i] = annotation.Parse(r.Config.Keys, kind, obj.GetAnnotations(), tpl.Annotations)
 		for _, err := range policies[i].Invalid {
 			p.warnings = append(p.warnings, err.Error())
@@ -233,16 +268,19 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 			byKey[key] = append(byKey[key], ref)
 		}
 	}
+	// A kind whose reload leaves its own template alone shows nothing
+	// there: its applied record says it all.
+	keeps := r.Kind.KeepsTemplate(obj)
 	for _, rs := range byKey {
 		for _, ref := range rs {
-			p.ambiguous[ref] = len(rs) > 1
+			p.ambiguous[ref] = len(rs) > 1 || keeps
 		}
 	}
 	for i, kind := range r.Config.Kinds {
 		policy := policies[i]
 		for _, name := range names[i] {
 			ref := refs.Ref{Kind: kind, Name: name}
-			cfg := configObject(kind)
+			cfg := ConfigObject(kind)
 			err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, cfg)
 			deleted := apierrors.IsNotFound(err)
 			if err != nil && !deleted {
@@ -270,6 +308,9 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 			// A delete already rolled leaves no state to compare with.
 			ok = ok && last != digest.DeleteMarker
 			change := strategy.Change{Ref: ref, Namespace: obj.GetNamespace(), Container: container}
+			if deleted && kind == refs.SecretProviderClass {
+				continue // the driver keeps serving what it mounted
+			}
 			if deleted {
 				switch {
 				case ok && r.Config.ReloadOnDelete:
@@ -283,6 +324,14 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, tpl *corev1.
 				continue
 			}
 			sum := cfg.GetAnnotations()[digestAnnotation]
+			if kind == refs.SecretProviderClass {
+				var mounted bool
+				if sum, mounted, err = r.csi.digest(ctx, r.Client, obj.GetNamespace(), name, last); err != nil {
+					return p, err
+				} else if !mounted {
+					continue
+				}
+			}
 			p.tracked[ref] = sum
 			// A config seen for the first time is a baseline, not a change,
 			// unless --reload-on-create says its creation is one.

@@ -3,8 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/metrics"
@@ -23,9 +29,18 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
+// Optional is a workload kind used only once the API server serves it.
+type Optional struct {
+	Kind workload.Kind
+	GVK  schema.GroupVersionKind
+	// Flag is the flag that enabled it, for the log.
+	Flag string
+}
+
 // Setup registers the index and the controller of every workload kind,
-// and the runnables that keep the metrics.
-func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []workload.Kind, clk clock.PassiveClock, m *metrics.Metrics) error {
+// the discovery of the optional kinds (and of the CSI driver's API with
+// --enable-csi-integration), and the runnables that keep the metrics.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []workload.Kind, optional []Optional, clk clock.PassiveClock, m *metrics.Metrics) error {
 	var alert func(notify.Reload)
 	if cfg.Alert.URL != "" {
 		q, err := notify.NewQueue(cfg.Alert.URL, notify.Options{Proxy: cfg.Alert.Proxy, OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("alerts"))
@@ -37,44 +52,141 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []wor
 		}
 		alert = func(r notify.Reload) { q.Send(notify.AlertMessage(cfg.Alert.Sink, r, cfg.Alert.AdditionalInfo)) }
 	}
-	if err := mgr.Add(&eventCounter{cache: mgr.GetCache(), kinds: cfg.Kinds, metrics: m}); err != nil {
+	if err := mgr.Add(&eventCounter{cache: mgr.GetCache(), kinds: InformerKinds(cfg.Kinds), metrics: m}); err != nil {
 		return err
 	}
 	if err := mgr.Add(leaderGauge{m}); err != nil {
 		return err
 	}
+	s := &setup{mgr: mgr, cfg: cfg, clock: clk, metrics: m, alert: alert, started: clk.Now()}
+	if cfg.CSI {
+		s.csi = &csiState{}
+	}
 	for _, kind := range kinds {
-		r := &Reconciler{
-			Client:   mgr.GetClient(),
-			Kind:     kind,
-			Config:   cfg,
-			Recorder: mgr.GetEventRecorder("ripple"),
-			Metrics:  m,
-			Alert:    alert,
-			Clock:    clk,
-			Started:  clk.Now(),
-		}
-		if err := mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexConfigs, r.indexValues); err != nil {
-			return fmt.Errorf("indexing %s by config: %w", kind.Name(), err)
-		}
-		b := ctrl.NewControllerManagedBy(mgr).
-			Named(kind.Name()).
-			For(kind.New(), builder.WithPredicates(predicate.Or(
-				predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-			WithOptions(controller.Options{MaxConcurrentReconciles: 4})
-		for _, ck := range cfg.Kinds {
-			b = b.Watches(configObject(ck), handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(ck)),
-				builder.WithPredicates(configChanged(cfg)))
-		}
-		if cfg.NamespaceSelector != nil {
-			// A namespace that starts matching brings its workloads in.
-			b = b.WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
-		}
-		if err := b.Complete(r); err != nil {
-			return fmt.Errorf("setting up the %s controller: %w", kind.Name(), err)
+		if err := s.add(ctx, kind); err != nil {
+			return err
 		}
 	}
+	d := &discoverer{setup: s, log: mgr.GetLogger().WithName("discovery")}
+	for _, o := range optional {
+		d.items = append(d.items, discoverable{gvk: o.GVK, flag: o.Flag, enable: func(ctx context.Context) error { return s.add(ctx, o.Kind) }})
+	}
+	if cfg.CSI {
+		d.items = append(d.items, discoverable{gvk: SecretProviderClassPodStatusGVK, flag: "--enable-csi-integration", enable: s.enableCSI})
+	}
+	if len(d.items) == 0 {
+		return nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	d.client = dc
+	return mgr.Add(d)
+}
+
+// setup adds workload controllers to a manager, also after it started.
+type setup struct {
+	mgr     ctrl.Manager
+	cfg     config.Config
+	clock   clock.PassiveClock
+	metrics *metrics.Metrics
+	alert   func(notify.Reload)
+	started time.Time
+	csi     *csiState
+
+	mu          sync.Mutex
+	reconcilers []*Reconciler
+	controllers []controller.Controller
+}
+
+// add indexes kind and starts its controller.
+func (s *setup) add(ctx context.Context, kind workload.Kind) error {
+	r := &Reconciler{
+		Client:   s.mgr.GetClient(),
+		Kind:     kind,
+		Config:   s.cfg,
+		Recorder: s.mgr.GetEventRecorder("ripple"),
+		Metrics:  s.metrics,
+		Alert:    s.alert,
+		Clock:    s.clock,
+		Started:  s.started,
+		csi:      s.csi,
+	}
+	if err := s.mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexConfigs, r.indexValues); err != nil {
+		return fmt.Errorf("indexing %s by config: %w", kind.Name(), err)
+	}
+	b := ctrl.NewControllerManagedBy(s.mgr).
+		Named(kind.Name()).
+		For(kind.New(), builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	for _, ck := range InformerKinds(s.cfg.Kinds) {
+		b = b.Watches(ConfigObject(ck), handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(ck)),
+			builder.WithPredicates(configChanged(s.cfg)))
+	}
+	if s.cfg.NamespaceSelector != nil {
+		// A namespace that starts matching brings its workloads in.
+		b = b.WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
+	}
+	if rec, ok := kind.(recoverer); ok {
+		if err := s.mgr.Add(&recovery{kind: rec, client: s.mgr.GetClient(), namespaces: s.cfg.Namespaces}); err != nil {
+			return err
+		}
+	}
+	if ts, ok := kind.(workload.TemplateSource); ok {
+		refOf := func(obj client.Object) []string {
+			if name, ok := ts.TemplateRef(obj); ok {
+				return []string{name}
+			}
+			return nil
+		}
+		if err := s.mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexWorkloadRef, refOf); err != nil {
+			return fmt.Errorf("indexing %s by workloadRef: %w", kind.Name(), err)
+		}
+	}
+	c, err := b.Build(r)
+	if err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", kind.Name(), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reconcilers = append(s.reconcilers, r)
+	s.controllers = append(s.controllers, c)
+	if s.csi != nil && s.csi.served.Load() {
+		return s.watchCSI(r, c)
+	}
 	return nil
+}
+
+// enableCSI watches the CSI driver's objects from every controller, once
+// its API is served.
+func (s *setup) enableCSI(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.reconcilers {
+		if err := s.watchCSI(r, s.controllers[i]); err != nil {
+			return err
+		}
+	}
+	s.csi.served.Store(true)
+	return nil
+}
+
+func (s *setup) watchCSI(r *Reconciler, c controller.Controller) error {
+	cache := s.mgr.GetCache()
+	if err := c.Watch(source.Kind(cache, client.Object(spcpsObject()), r.spcpsHandler())); err != nil {
+		return err
+	}
+	return c.Watch(source.Kind(cache, ConfigObject(refs.SecretProviderClass),
+		handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(refs.SecretProviderClass)), configChanged(s.cfg)))
+}
+
+// InformerKinds are the config kinds watched directly: ConfigMaps and
+// Secrets. SecretProviderClasses are watched through their pod statuses,
+// once the CSI driver's API is served.
+func InformerKinds(kinds []refs.Kind) []refs.Kind {
+	return slices.DeleteFunc(slices.Clone(kinds), func(k refs.Kind) bool { return k == refs.SecretProviderClass })
 }
 
 // configChanged passes config events that can change a reload decision:
@@ -104,7 +216,7 @@ type eventCounter struct {
 
 func (c *eventCounter) Start(ctx context.Context) error {
 	for _, kind := range c.kinds {
-		inf, err := c.cache.GetInformer(ctx, configObject(kind))
+		inf, err := c.cache.GetInformer(ctx, ConfigObject(kind))
 		if err != nil {
 			return err
 		}

@@ -73,8 +73,8 @@ func (w *Webhook) NeedLeaderElection() bool { return true }
 
 // Start adds the event handlers and waits for ctx to end.
 func (w *Webhook) Start(ctx context.Context) error {
-	for _, kind := range w.cfg.Kinds {
-		inf, err := w.cache.GetCache().GetInformer(ctx, configObject(kind))
+	for _, kind := range InformerKinds(w.cfg.Kinds) {
+		inf, err := w.cache.GetCache().GetInformer(ctx, ConfigObject(kind))
 		if err != nil {
 			return err
 		}

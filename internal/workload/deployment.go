@@ -6,10 +6,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Deployment rolls an apps/v1 Deployment by patching its pod template.
-var Deployment Kind = typed[*appsv1.Deployment]{
+// Deployment rolls an apps/v1 Deployment by patching its pod template. It
+// can be paused (pause-period).
+var Deployment Kind = pausable[*appsv1.Deployment]{typed[*appsv1.Deployment]{
 	name:     "Deployment",
 	newObj:   func() *appsv1.Deployment { return &appsv1.Deployment{} },
 	newList:  func() client.ObjectList { return &appsv1.DeploymentList{} },
 	template: func(o *appsv1.Deployment) *corev1.PodTemplateSpec { return &o.Spec.Template },
-}
+	paused:   func(o *appsv1.Deployment) *bool { return &o.Spec.Paused },
+}}

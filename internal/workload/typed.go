@@ -14,11 +14,14 @@ type typed[T client.Object] struct {
 	newObj   func() T
 	newList  func() client.ObjectList
 	template func(T) *corev1.PodTemplateSpec
+	// paused is spec.paused, for kinds that have it.
+	paused func(T) *bool
 }
 
-func (k typed[T]) Name() string               { return k.name }
-func (k typed[T]) New() client.Object         { return k.newObj() }
-func (k typed[T]) NewList() client.ObjectList { return k.newList() }
+func (k typed[T]) Name() string                     { return k.name }
+func (k typed[T]) New() client.Object               { return k.newObj() }
+func (k typed[T]) NewList() client.ObjectList       { return k.newList() }
+func (k typed[T]) KeepsTemplate(client.Object) bool { return false }
 
 func (k typed[T]) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
 	if o, ok := obj.(T); ok {
@@ -27,12 +30,26 @@ func (k typed[T]) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
 	return nil
 }
 
-func (k typed[T]) Write(ctx context.Context, c client.Client, obj client.Object, u Update) error {
-	return patch(ctx, c, obj, u, func(o client.Object, tpl *corev1.PodTemplateSpec) bool {
+func (k typed[T]) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	return Result{}, patch(ctx, c, obj, u, func(o client.Object) bool {
 		w, ok := o.(T)
-		if ok {
-			*k.template(w) = *tpl
+		if !ok {
+			return false
 		}
-		return ok
+		if u.Template != nil {
+			*k.template(w) = *u.Template
+		}
+		if u.Paused != nil && k.paused != nil {
+			*k.paused(w) = *u.Paused
+		}
+		return true
 	})
+}
+
+// pausable is a typed kind with spec.paused.
+type pausable[T client.Object] struct{ typed[T] }
+
+func (k pausable[T]) Paused(obj client.Object) bool {
+	o, ok := obj.(T)
+	return ok && *k.paused(o)
 }

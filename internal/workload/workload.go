@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -15,11 +16,21 @@ const FieldManager = "ripple"
 
 // Update is what a reconcile wants written on a workload.
 type Update struct {
-	// Template is the new pod template; nil leaves it alone.
+	// Template is the pod template with the reload applied; nil means no
+	// reload, only metadata.
 	Template *corev1.PodTemplateSpec
 	// Annotations are workload metadata annotations to set; a nil value
 	// removes the key.
 	Annotations map[string]*string
+	// Paused, when set, sets a Deployment's spec.paused.
+	Paused *bool
+}
+
+// Result is what a write did, when not simply what was asked.
+type Result struct {
+	// Skipped says why the reload was not carried out although the
+	// metadata was written, e.g. "the CronJob is suspended".
+	Skipped string
 }
 
 // Kind is one workload kind.
@@ -31,36 +42,74 @@ type Kind interface {
 	// NewList returns an empty list of the kind.
 	NewList() client.ObjectList
 	// PodTemplate returns the pod template of obj, or nil when obj is not of
-	// this kind. It may point into obj: callers copy before changing it.
+	// this kind or is left to another controller (a Job a CronJob owns). It
+	// may point into obj: callers copy before changing it.
 	PodTemplate(obj client.Object) *corev1.PodTemplateSpec
-	// Write applies u to obj in the cluster.
-	Write(ctx context.Context, c client.Client, obj client.Object, u Update) error
+	// KeepsTemplate reports whether a reload leaves obj's own pod template
+	// as it is (a CronJob starts a Job; an Argo Rollout is restarted). What
+	// was applied is then known from the workload's applied record only.
+	KeepsTemplate(obj client.Object) bool
+	// Write applies u to obj in the cluster. A stale obj fails with a
+	// conflict rather than applying twice.
+	Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error)
+}
+
+// Finisher is a kind whose reload takes more than one write. Finish
+// completes a reload that an error or a restart interrupted; obj is nil
+// when the workload does not exist. It reports whether it did anything.
+type Finisher interface {
+	Finish(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object) (bool, error)
+}
+
+// Checker is a kind with annotations of its own to validate; Check returns
+// one message per invalid value, for a Warning event.
+type Checker interface {
+	Check(obj client.Object) []string
+}
+
+// TemplateSource is a kind whose objects may take their pod template from
+// a Deployment of the same namespace (an Argo Rollout's workloadRef).
+type TemplateSource interface {
+	TemplateRef(obj client.Object) (deployment string, ok bool)
+}
+
+// Pauser is a kind that can be paused while a reload is written, so that
+// several reloads become one rollout (Deployment pause-period).
+type Pauser interface {
+	Paused(obj client.Object) bool
 }
 
 // patch writes u as one strategic-merge patch. The patch carries obj's
 // resourceVersion, so a decision made on a stale cached copy fails with a
 // conflict and is retried on fresh data instead of being applied twice.
-func patch(ctx context.Context, c client.Client, obj client.Object, u Update, setTemplate func(client.Object, *corev1.PodTemplateSpec) bool) error {
+// set writes the template and spec changes of u on the copy.
+func patch(ctx context.Context, c client.Client, obj client.Object, u Update, set func(client.Object) bool) error {
 	modified, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return fmt.Errorf("copying %T", obj)
 	}
-	if u.Template != nil && !setTemplate(modified, u.Template) {
+	if (u.Template != nil || u.Paused != nil) && !set(modified) {
 		return fmt.Errorf("unexpected object type %T", obj)
 	}
-	if len(u.Annotations) > 0 {
-		ann := modified.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		for k, v := range u.Annotations {
-			if v == nil {
-				delete(ann, k)
-			} else {
-				ann[k] = *v
-			}
-		}
-		modified.SetAnnotations(ann)
-	}
+	setAnnotations(modified, u.Annotations)
 	return c.Patch(ctx, modified, client.StrategicMergeFrom(obj, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
+}
+
+// setAnnotations sets (or, for nil values, removes) annotations on obj.
+func setAnnotations(obj client.Object, set map[string]*string) {
+	if len(set) == 0 {
+		return
+	}
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(ann, k)
+		} else {
+			ann[k] = *v
+		}
+	}
+	obj.SetAnnotations(ann)
 }

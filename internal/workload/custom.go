@@ -1,0 +1,200 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RolloutGVK and DeploymentConfigGVK are the optional kinds, read as
+// unstructured objects so that neither Argo's nor OpenShift's modules are
+// needed.
+var (
+	RolloutGVK          = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"}
+	DeploymentConfigGVK = schema.GroupVersionKind{Group: "apps.openshift.io", Version: "v1", Kind: "DeploymentConfig"}
+)
+
+// RolloutRestart is the rollout-strategy annotation value that restarts a
+// Rollout (spec.restartAt) instead of changing its template.
+const RolloutRestart = "restart"
+
+// custom is a kind served by a CRD or an aggregated API, with its pod
+// template at spec.template.
+type custom struct{ gvk schema.GroupVersionKind }
+
+// DeploymentConfig rolls an OpenShift apps.openshift.io/v1
+// DeploymentConfig by patching its pod template (its ConfigChange trigger
+// then deploys).
+var DeploymentConfig Kind = custom{DeploymentConfigGVK}
+
+func (k custom) Name() string                     { return k.gvk.Kind }
+func (k custom) KeepsTemplate(client.Object) bool { return false }
+
+func (k custom) New() client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.gvk)
+	return u
+}
+
+func (k custom) NewList() client.ObjectList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
+	return l
+}
+
+// PodTemplate converts spec.template; the result does not point into obj.
+func (k custom) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != k.gvk {
+		return nil
+	}
+	m, found, err := unstructured.NestedMap(u.Object, "spec", "template")
+	if err != nil || !found {
+		return nil
+	}
+	tpl := &corev1.PodTemplateSpec{}
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl) != nil {
+		return nil
+	}
+	return tpl
+}
+
+func (k custom) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	var spec map[string]any
+	if u.Template != nil {
+		old := k.PodTemplate(obj)
+		if old == nil {
+			return Result{}, fmt.Errorf("%s %s/%s has no pod template", k.gvk.Kind, obj.GetNamespace(), obj.GetName())
+		}
+		diff, err := templateDiff(old, u.Template)
+		if err != nil {
+			return Result{}, err
+		}
+		spec = map[string]any{"template": diff}
+	}
+	return Result{}, mergePatch(ctx, c, obj, spec, u.Annotations)
+}
+
+// templateDiff is the JSON merge patch from one pod template to another.
+func templateDiff(from, to *corev1.PodTemplateSpec) (json.RawMessage, error) {
+	a, err := json.Marshal(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(to)
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.CreateMergePatch(a, b)
+}
+
+// mergePatch writes spec fields and annotations as one JSON merge patch
+// (custom resources take no strategic merge), locked on obj's
+// resourceVersion so that a stale decision fails with a conflict.
+func mergePatch(ctx context.Context, c client.Client, obj client.Object, spec map[string]any, annotations map[string]*string) error {
+	meta := map[string]any{"resourceVersion": obj.GetResourceVersion()}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	body := map[string]any{"metadata": meta}
+	if spec != nil {
+		body["spec"] = spec
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager))
+}
+
+// RolloutOptions configure the Argo Rollout kind.
+type RolloutOptions struct {
+	// StrategyKey is Reloader's rollout-strategy annotation.
+	StrategyKey string
+	// Reader reads a workloadRef's Deployment (the cache).
+	Reader client.Reader
+	// Now is the restartAt time.
+	Now func() time.Time
+}
+
+// NewRollout returns the Argo Rollout kind: the pod template is patched,
+// or with rollout-strategy "restart" spec.restartAt is set and the
+// template left alone (for GitOps). A Rollout that takes its template from
+// a Deployment (spec.workloadRef) gets the change on that Deployment's
+// template, which Argo then rolls out.
+func NewRollout(o RolloutOptions) Kind { return rollout{custom{RolloutGVK}, o} }
+
+type rollout struct {
+	custom
+	o RolloutOptions
+}
+
+func (k rollout) restarts(obj client.Object) bool {
+	return strings.TrimSpace(obj.GetAnnotations()[k.o.StrategyKey]) == RolloutRestart
+}
+
+func (k rollout) KeepsTemplate(obj client.Object) bool { return k.restarts(obj) }
+
+// TemplateRef returns the name of the Deployment a Rollout takes its
+// template from (spec.workloadRef), if it does.
+func (rollout) TemplateRef(obj client.Object) (string, bool) { return workloadRef(obj) }
+
+func workloadRef(obj client.Object) (string, bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return "", false
+	}
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "workloadRef", "kind")
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "workloadRef", "name")
+	return name, kind == "Deployment" && name != ""
+}
+
+func (k rollout) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	name, ok := workloadRef(obj)
+	if !ok {
+		return k.custom.PodTemplate(obj)
+	}
+	d, err := k.deployment(obj, name)
+	if err != nil {
+		return nil
+	}
+	return &d.Spec.Template
+}
+
+func (k rollout) deployment(obj client.Object, name string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	return d, k.o.Reader.Get(context.Background(), types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, d)
+}
+
+func (k rollout) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	if u.Template != nil && k.restarts(obj) {
+		restart := map[string]any{"restartAt": k.o.Now().UTC().Format(time.RFC3339)}
+		return Result{}, mergePatch(ctx, c, obj, restart, u.Annotations)
+	}
+	name, ok := workloadRef(obj)
+	if !ok || u.Template == nil {
+		return k.custom.Write(ctx, c, obj, u)
+	}
+	d, err := k.deployment(obj, name)
+	if err != nil {
+		return Result{}, fmt.Errorf("reading the workloadRef Deployment %s: %w", name, err)
+	}
+	if _, err := Deployment.Write(ctx, c, d, Update{Template: u.Template}); err != nil {
+		return Result{}, fmt.Errorf("patching the workloadRef Deployment %s: %w", name, err)
+	}
+	if len(u.Annotations) == 0 {
+		return Result{}, nil
+	}
+	return Result{}, mergePatch(ctx, c, obj, nil, u.Annotations)
+}

@@ -1,0 +1,210 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// JobOptions configure the Job kind.
+type JobOptions struct {
+	// Reader reads around the cache, for the re-create records (ConfigMaps
+	// outside the config cache's label selector and transform).
+	Reader client.Reader
+	// RecordLabel marks the ConfigMaps that record a Job being re-created.
+	RecordLabel string
+	// ReplacesKey is the record annotation naming the UID of the Job that
+	// is being replaced.
+	ReplacesKey string
+}
+
+// recordSuffix names a Job's re-create record: "<job>.ripple-recreate".
+const recordSuffix = ".ripple-recreate"
+
+// recordKey is the record's data key holding the new Job as JSON.
+const recordKey = "job.json"
+
+// jobControllerLabels are set by the API server from the Job's UID: a
+// re-created Job must not carry the old one's.
+var jobControllerLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"}
+
+// NewJob returns the batch/v1 Job kind. A Job's template cannot change,
+// so a reload deletes it and creates it again under the same name, as
+// Reloader does. Unlike Reloader, the new Job is first recorded in a
+// ConfigMap, and created from there until it exists: an error or a restart
+// between the delete and the create never loses the Job.
+func NewJob(o JobOptions) Kind { return job{o} }
+
+type job struct{ o JobOptions }
+
+func (job) Name() string                     { return "Job" }
+func (job) New() client.Object               { return &batchv1.Job{} }
+func (job) NewList() client.ObjectList       { return &batchv1.JobList{} }
+func (job) KeepsTemplate(client.Object) bool { return false }
+
+// PodTemplate returns nil for a Job a CronJob controls: the CronJob takes
+// the reload.
+func (job) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return nil
+	}
+	if owner := metav1.GetControllerOf(j); owner != nil && owner.Kind == "CronJob" {
+		return nil
+	}
+	return &j.Spec.Template
+}
+
+func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	old, ok := obj.(*batchv1.Job)
+	if !ok {
+		return Result{}, fmt.Errorf("unexpected object type %T", obj)
+	}
+	if u.Template == nil {
+		return Result{}, patch(ctx, c, obj, u, nil)
+	}
+	next := recreated(old, u)
+	record, err := k.record(old, next)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := c.Create(ctx, record, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
+		err = c.Update(ctx, record, client.FieldOwner(FieldManager)) // a leftover of an earlier attempt
+	} else if err != nil {
+		return Result{}, fmt.Errorf("recording the Job to re-create in ConfigMap %s: %w", record.Name, err)
+	}
+	uid, rv := old.UID, old.ResourceVersion
+	err = c.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err != nil && !apierrors.IsNotFound(err) {
+		// Nothing happened: the reload is decided again on fresh data.
+		return Result{}, errors.Join(err, client.IgnoreNotFound(c.Delete(ctx, record)))
+	}
+	return Result{}, k.create(ctx, c, record, next)
+}
+
+// Finish re-creates a Job that was deleted for a reload but not created
+// again, from its record. It only looks when the Job is gone (obj nil).
+func (k job) Finish(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object) (bool, error) {
+	if obj != nil {
+		return false, nil
+	}
+	record := &corev1.ConfigMap{}
+	if err := k.o.Reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + recordSuffix}, record); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	next := &batchv1.Job{}
+	if err := json.Unmarshal([]byte(record.Data[recordKey]), next); err != nil {
+		return true, errors.Join(fmt.Errorf("ConfigMap %s/%s does not hold a Job: %w", record.Namespace, record.Name, err), c.Delete(ctx, record))
+	}
+	cur := &batchv1.Job{}
+	err := k.o.Reader.Get(ctx, key, cur)
+	switch {
+	case err == nil && string(cur.UID) == record.Annotations[k.o.ReplacesKey]:
+		// Stopped before the delete: the old Job still runs and the reload
+		// is decided again.
+		return true, client.IgnoreNotFound(c.Delete(ctx, record))
+	case err == nil:
+		return true, client.IgnoreNotFound(c.Delete(ctx, record)) // created already
+	case !apierrors.IsNotFound(err):
+		return true, err
+	}
+	return true, k.create(ctx, c, record, next)
+}
+
+// Recover finishes every recorded re-create in the namespaces (all when
+// empty), for records a restart left behind.
+func (k job) Recover(ctx context.Context, c client.Client, namespaces []string) error {
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	var errs []error
+	for _, ns := range namespaces {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		if err := k.o.Reader.List(ctx, list, client.InNamespace(ns), client.HasLabels{k.o.RecordLabel}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, item := range list.Items {
+			name, ok := strings.CutSuffix(item.Name, recordSuffix)
+			if !ok {
+				continue
+			}
+			if _, err := k.Finish(ctx, c, types.NamespacedName{Namespace: item.Namespace, Name: name}, nil); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// create creates next and then drops its record. AlreadyExists means the
+// old Job is still terminating (or the Job was created already): the
+// caller retries, and Finish tells the two apart.
+func (k job) create(ctx context.Context, c client.Client, record *corev1.ConfigMap, next *batchv1.Job) error {
+	if err := c.Create(ctx, next.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("re-creating Job %s/%s (it is recorded in ConfigMap %s and is created as soon as the API server accepts it): %w",
+			next.Namespace, next.Name, record.Name, err)
+	}
+	return client.IgnoreNotFound(c.Delete(ctx, record))
+}
+
+func (k job) record(old, next *batchv1.Job) (*corev1.ConfigMap, error) {
+	b, err := json.Marshal(next)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        old.Name + recordSuffix,
+			Namespace:   old.Namespace,
+			Labels:      map[string]string{k.o.RecordLabel: "true"},
+			Annotations: map[string]string{k.o.ReplacesKey: string(old.UID)},
+		},
+		Data: map[string]string{recordKey: string(b)},
+	}, nil
+}
+
+// recreated is old as a new object with u applied, as Reloader re-creates
+// it: no identity or status, no labels the API server derives from the old
+// UID, and no generated selector.
+func recreated(old *batchv1.Job, u Update) *batchv1.Job {
+	next := &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            old.Name,
+			Namespace:       old.Namespace,
+			Labels:          maps.Clone(old.Labels),
+			Annotations:     maps.Clone(old.Annotations),
+			OwnerReferences: old.OwnerReferences,
+		},
+		Spec: *old.Spec.DeepCopy(),
+	}
+	setAnnotations(next, u.Annotations)
+	next.Spec.Template = *u.Template.DeepCopy()
+	if next.Spec.ManualSelector == nil || !*next.Spec.ManualSelector {
+		next.Spec.Selector = nil
+		next.Labels = withoutKeys(next.Labels, jobControllerLabels)
+		next.Spec.Template.Labels = withoutKeys(next.Spec.Template.Labels, jobControllerLabels)
+	}
+	return next
+}
+
+func withoutKeys(m map[string]string, keys []string) map[string]string {
+	out := maps.Clone(m)
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
+}
