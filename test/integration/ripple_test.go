@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/test/inproc"
 )
@@ -110,7 +112,13 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 	syncCtx, syncCancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer syncCancel()
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}}
-	for _, k := range cfg.Kinds {
+	if !cfg.IgnoreCronJobs {
+		lists = append(lists, &batchv1.CronJobList{})
+	}
+	if !cfg.IgnoreJobs {
+		lists = append(lists, &batchv1.JobList{})
+	}
+	for _, k := range controller.InformerKinds(cfg.Kinds) {
 		if k == refs.ConfigMap {
 			lists = append(lists, &corev1.ConfigMapList{})
 		} else {
