@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -76,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		})
 	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // client-go's own lines (leader election, watches) in the same format
 	for _, w := range cfg.Warnings {
 		logger.Info("warning: " + w)
 	}

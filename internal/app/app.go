@@ -160,8 +160,14 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		fieldSelector = fields.AndSelectors(ignored...)
 	}
 	health := &healthChecks{}
+	var err error
 	o := ctrl.Options{
 		Scheme: scheme,
+		// The optional kinds (Rollouts, DeploymentConfigs, the CSI pod
+		// statuses) are unstructured: without this the manager's client
+		// reads them from the API server, where the field indexes and the
+		// SPCPS transform do not exist.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache: cache.Options{
 			DefaultNamespaces:    namespaces,
 			DefaultFieldSelector: fieldSelector,
@@ -181,6 +187,11 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		// over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout,
+	}
+	if cfg.LeaderElection {
+		if o.LeaderElectionResourceLockInterface, err = newLeaseLock(rc, cfg); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range opts {
 		f(&o)

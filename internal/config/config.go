@@ -52,7 +52,10 @@ type Options struct {
 	GracefulShutdownTimeout time.Duration
 	PodName                 string
 	PodNamespace            string
-	MetricsByNamespace      bool
+	// MetaInfoNamespace and MetaInfoDeployment are $RELOADER_NAMESPACE and
+	// $RELOADER_DEPLOYMENT_NAME.
+	MetaInfoNamespace, MetaInfoDeployment string
+	MetricsByNamespace                    bool
 	// Reloader's alerting environment variables.
 	AlertOnReload, AlertSink, AlertWebhookURL, AlertWebhookProxy, AlertAdditionalInfo string
 	EnablePprof                                                                       bool
@@ -118,6 +121,8 @@ func (o *Options) ReadEnv(lookup func(string) string) {
 	o.KubernetesNamespace = lookup("KUBERNETES_NAMESPACE")
 	o.PodName = lookup("POD_NAME")
 	o.PodNamespace = lookup("POD_NAMESPACE")
+	o.MetaInfoNamespace = lookup("RELOADER_NAMESPACE")
+	o.MetaInfoDeployment = lookup("RELOADER_DEPLOYMENT_NAME")
 	o.MetricsByNamespace = lookup("METRICS_COUNT_BY_NAMESPACE") == "enabled"
 	o.AlertOnReload = lookup("ALERT_ON_RELOAD")
 	o.AlertSink = lookup("ALERT_SINK")
@@ -233,9 +238,52 @@ type Config struct {
 	WebhookURL string
 	// PprofAddr serves pprof when not empty.
 	PprofAddr string
+	// MetaInfo, when Namespace is set, is published in Reloader's
+	// reloader-meta-info ConfigMap.
+	MetaInfo MetaInfo
 
 	// Warnings are accepted but ineffective settings, logged at start.
 	Warnings []string
+}
+
+// MetaInfo is what Reloader publishes about itself in its
+// reloader-meta-info ConfigMap.
+type MetaInfo struct {
+	Namespace, Deployment string
+	Options               ReloaderOptions
+}
+
+// ReloaderOptions are the options as Reloader's meta-info shows them, with
+// its JSON keys. The webhook URL is shown only as set or not: it may hold
+// a token.
+type ReloaderOptions struct {
+	AutoReloadAll                      bool     `json:"autoReloadAll"`
+	ConfigmapUpdateOnChangeAnnotation  string   `json:"configmapUpdateOnChangeAnnotation"`
+	SecretUpdateOnChangeAnnotation     string   `json:"secretUpdateOnChangeAnnotation"`
+	ReloaderAutoAnnotation             string   `json:"reloaderAutoAnnotation"`
+	IgnoreResourceAnnotation           string   `json:"ignoreResourceAnnotation"`
+	ConfigmapReloaderAutoAnnotation    string   `json:"configmapReloaderAutoAnnotation"`
+	SecretReloaderAutoAnnotation       string   `json:"secretReloaderAutoAnnotation"`
+	ConfigmapExcludeReloaderAnnotation string   `json:"configmapExcludeReloaderAnnotation"`
+	SecretExcludeReloaderAnnotation    string   `json:"secretExcludeReloaderAnnotation"`
+	AutoSearchAnnotation               string   `json:"autoSearchAnnotation"`
+	SearchMatchAnnotation              string   `json:"searchMatchAnnotation"`
+	RolloutStrategyAnnotation          string   `json:"rolloutStrategyAnnotation"`
+	PauseDeploymentAnnotation          string   `json:"pauseDeploymentAnnotation"`
+	PauseDeploymentTimeAnnotation      string   `json:"pauseDeploymentTimeAnnotation"`
+	LogFormat                          string   `json:"logFormat"`
+	LogLevel                           string   `json:"logLevel"`
+	IsArgoRollouts                     bool     `json:"isArgoRollouts"`
+	ReloadStrategy                     string   `json:"reloadStrategy"`
+	ReloadOnCreate                     bool     `json:"reloadOnCreate"`
+	ReloadOnDelete                     bool     `json:"reloadOnDelete"`
+	SyncAfterRestart                   bool     `json:"syncAfterRestart"`
+	EnableHA                           bool     `json:"enableHA"`
+	WebhookURL                         string   `json:"webhookUrl"`
+	ResourcesToIgnore                  []string `json:"resourcesToIgnore"`
+	NamespaceSelectors                 []string `json:"namespaceSelectors"`
+	ResourceSelectors                  []string `json:"resourceSelectors"`
+	NamespacesToIgnore                 []string `json:"namespacesToIgnore"`
 }
 
 // Alert configures Reloader-style alerts.
@@ -460,7 +508,55 @@ func (o *Options) Config() (Config, error) {
 	}
 	cfg.LogLevel = level
 
+	if ns := strings.TrimSpace(o.MetaInfoNamespace); ns != "" {
+		cfg.MetaInfo = MetaInfo{Namespace: ns, Deployment: strings.TrimSpace(o.MetaInfoDeployment), Options: o.reloaderOptions(keys)}
+	}
+
 	return cfg, errors.Join(errs...)
+}
+
+func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
+	webhook := ""
+	if o.WebhookURL != "" {
+		webhook = "(set)"
+	}
+	return ReloaderOptions{
+		AutoReloadAll:                      o.AutoReloadAll,
+		ConfigmapUpdateOnChangeAnnotation:  k.ConfigMapReload,
+		SecretUpdateOnChangeAnnotation:     k.SecretReload,
+		ReloaderAutoAnnotation:             k.Auto,
+		IgnoreResourceAnnotation:           k.Ignore,
+		ConfigmapReloaderAutoAnnotation:    k.ConfigMapAuto,
+		SecretReloaderAutoAnnotation:       k.SecretAuto,
+		ConfigmapExcludeReloaderAnnotation: k.ConfigMapExclude,
+		SecretExcludeReloaderAnnotation:    k.SecretExclude,
+		AutoSearchAnnotation:               k.Search,
+		SearchMatchAnnotation:              k.Match,
+		RolloutStrategyAnnotation:          k.RolloutStrategy,
+		PauseDeploymentAnnotation:          k.PausePeriod,
+		PauseDeploymentTimeAnnotation:      k.PausedAt,
+		LogFormat:                          o.LogFormat,
+		LogLevel:                           o.LogLevel,
+		IsArgoRollouts:                     o.ArgoRollouts,
+		ReloadStrategy:                     o.ReloadStrategy,
+		ReloadOnCreate:                     o.ReloadOnCreate,
+		ReloadOnDelete:                     o.ReloadOnDelete,
+		SyncAfterRestart:                   o.SyncAfterRestart,
+		EnableHA:                           o.EnableHA,
+		WebhookURL:                         webhook,
+		ResourcesToIgnore:                  nonNil(trimmed(o.ResourcesToIgnore)),
+		NamespaceSelectors:                 nonNil(trimmed(o.NamespaceSelector)),
+		ResourceSelectors:                  nonNil(trimmed(o.ResourceLabelSelector)),
+		NamespacesToIgnore:                 nonNil(trimmed(o.NamespacesToIgnore)),
+	}
+}
+
+// nonNil makes an empty list show as [] rather than null, as Reloader's does.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // parseLogLevel maps Reloader's logrus level names to logr verbosity.

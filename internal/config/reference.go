@@ -19,6 +19,8 @@ func EnvVars() []EnvVar {
 		{"KUBERNETES_NAMESPACE", "Single-namespace mode: watch only this namespace, unless --namespaces is set."},
 		{"POD_NAME", "With --enable-ha: this replica's identity (set it from metadata.name)."},
 		{"POD_NAMESPACE", "With --enable-ha: the namespace of the Lease (set it from metadata.namespace)."},
+		{"RELOADER_NAMESPACE", "Publish Reloader's reloader-meta-info ConfigMap (build info, options, deployment) in this namespace; written by the leader."},
+		{"RELOADER_DEPLOYMENT_NAME", "The Deployment name shown in reloader-meta-info."},
 		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
 		{"ALERT_ON_RELOAD", "true: send an alert after each rollout, naming every config it carries."},
 		{"ALERT_SINK", "slack, teams or gchat (Reloader's payloads); anything else sends raw text."},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // Skip reasons of reloader_skipped_total.
@@ -42,6 +43,12 @@ type Metrics struct {
 	coalesced           prometheus.Histogram
 	leader              prometheus.Gauge
 	notificationDropped prometheus.Counter
+	eventsProcessed     *prometheus.CounterVec
+	cacheObjects        *prometheus.GaugeVec
+	queueDepth          prometheus.Gauge
+	queueAdds           prometheus.Counter
+	queueLatency        prometheus.Histogram
+	controllerDepth     *prometheus.GaugeVec
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -100,10 +107,30 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		notificationDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ripple_notifications_dropped_total", Help: "Webhook or alert messages dropped because their queue was full.",
 		}),
+		eventsProcessed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reloader_events_processed_total", Help: "Config events, by event and resource type: success if they could change a reload, dropped if not (no data change).",
+		}, []string{"event_type", "resource_type", "result"}),
+		cacheObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ripple_cache_objects", Help: "Objects in Ripple's cache, by kind.",
+		}, []string{"kind"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reloader_workqueue_depth", Help: "Workloads waiting in the work queues, all controllers together.",
+		}),
+		queueAdds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_workqueue_adds_total", Help: "Workloads added to the work queues.",
+		}),
+		queueLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "reloader_workqueue_latency_seconds", Help: "Time a workload waits in a work queue before it is reconciled.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		controllerDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ripple_workqueue_depth", Help: "Workloads waiting in the work queue, by controller (workload kind).",
+		}, []string{"controller"}),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
-		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped}
+		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
+		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth}
 	if byNamespace {
 		m.reloadByNamespace = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_reload_executed_total_by_namespace", Help: "Reloads of workloads, by success and namespace.",
@@ -166,9 +193,17 @@ func (m *Metrics) Retried() { m.retries.Inc() }
 // no_data_change skip.
 func (m *Metrics) EventReceived(eventType, resource string, dataChanged bool) {
 	m.eventsReceived.WithLabelValues(eventType, resource).Inc()
+	result := "success"
 	if eventType == "update" && !dataChanged {
 		m.skipped.WithLabelValues(SkipNoDataChange).Inc()
+		result = "dropped"
 	}
+	m.eventsProcessed.WithLabelValues(eventType, resource, result).Inc()
+}
+
+// CacheObjects adds delta to the count of cached objects of kind.
+func (m *Metrics) CacheObjects(kind string, delta int) {
+	m.cacheObjects.WithLabelValues(kind).Add(float64(delta))
 }
 
 // Scanned counts the workloads of kind that a config event maps to.
@@ -187,3 +222,39 @@ func (m *Metrics) SetLeader(leading bool) {
 
 // NotificationDropped counts a message a full queue dropped.
 func (m *Metrics) NotificationDropped() { m.notificationDropped.Inc() }
+
+// QueueMetrics is the metrics provider of the controllers' work queues:
+// Reloader's reloader_workqueue_* for all of them together (Reloader's
+// depth gauge is shared and the last writer wins; here it is the sum), and
+// ripple_workqueue_depth per controller.
+func (m *Metrics) QueueMetrics() workqueue.MetricsProvider { return queueMetrics{m} }
+
+type queueMetrics struct{ m *Metrics }
+
+func (q queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return depth{q.m.queueDepth, q.m.controllerDepth.WithLabelValues(name)}
+}
+func (q queueMetrics) NewAddsMetric(string) workqueue.CounterMetric { return q.m.queueAdds }
+func (q queueMetrics) NewLatencyMetric(string) workqueue.HistogramMetric {
+	return q.m.queueLatency
+}
+func (queueMetrics) NewWorkDurationMetric(string) workqueue.HistogramMetric { return noop{} }
+func (queueMetrics) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noop{}
+}
+func (queueMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noop{}
+}
+func (queueMetrics) NewRetriesMetric(string) workqueue.CounterMetric { return noop{} }
+
+// depth moves the total and the per-controller gauge together.
+type depth struct{ total, one prometheus.Gauge }
+
+func (d depth) Inc() { d.total.Inc(); d.one.Inc() }
+func (d depth) Dec() { d.total.Dec(); d.one.Dec() }
+
+type noop struct{}
+
+func (noop) Inc()            {}
+func (noop) Set(float64)     {}
+func (noop) Observe(float64) {}

@@ -15,9 +15,9 @@ import (
 )
 
 // rippleControllers is the number of controllers Ripple runs (Deployment,
-// StatefulSet, DaemonSet); each logs "Starting workers" once its caches
-// have synced.
-const rippleControllers = 3
+// StatefulSet, DaemonSet, CronJob, Job); each logs "Starting workers" once
+// its caches have synced (on the leader).
+const rippleControllers = 5
 
 // rippleReadyTimeout bounds how long Ripple may take to sync its caches.
 const rippleReadyTimeout = time.Minute
@@ -31,6 +31,7 @@ const rippleStopTimeout = 10 * time.Second
 type ripple struct {
 	t     *testing.T
 	args  []string
+	env   []string // added to the test's environment
 	out   *logBuffer
 	runs  int
 	mark  int // offset in out where the current run's output starts
@@ -43,6 +44,15 @@ type ripple struct {
 // its controllers have started. Ripple binds no port: metrics and health
 // endpoints are off. The process is stopped when the test ends.
 func startRipple(t *testing.T, ns string, flags ...string) *ripple {
+	t.Helper()
+	r := newRipple(t, ns, nil, flags...)
+	r.Start()
+	return r
+}
+
+// newRipple prepares a Ripple process with extra environment variables,
+// without starting it.
+func newRipple(t *testing.T, ns string, env []string, flags ...string) *ripple {
 	t.Helper()
 	bin := os.Getenv("RIPPLE_BINARY")
 	if bin == "" {
@@ -61,6 +71,7 @@ func startRipple(t *testing.T, ns string, flags ...string) *ripple {
 			"--health-probe-bind-address=0",
 		}, flags...),
 		out: &logBuffer{},
+		env: env,
 	}
 	r.args = append([]string{bin}, r.args...)
 	t.Cleanup(func() {
@@ -69,13 +80,19 @@ func startRipple(t *testing.T, ns string, flags ...string) *ripple {
 			t.Logf("Ripple's output (%d runs):\n%s", r.runs, r.out.String())
 		}
 	})
-	r.Start()
 	return r
 }
 
 // Start starts Ripple and waits until every controller runs its workers,
 // which controller-runtime does only after the informer caches synced.
 func (r *ripple) Start() {
+	r.t.Helper()
+	r.launch()
+	r.waitWorkers()
+}
+
+// launch starts the process without waiting for anything.
+func (r *ripple) launch() {
 	r.t.Helper()
 	if r.running() {
 		r.t.Fatal("ripple: Start while already running")
@@ -84,6 +101,7 @@ func (r *ripple) Start() {
 	r.out.Printf("=== ripple run %d: %s\n", r.runs, strings.Join(r.args, " "))
 	r.mark = r.out.Len()
 	cmd := exec.Command(r.args[0], r.args[1:]...)
+	cmd.Env = append(os.Environ(), r.env...)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	// Die with the test binary even if it is killed hard.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -98,7 +116,13 @@ func (r *ripple) Start() {
 		r.state = err
 		close(done)
 	}()
+}
 
+// waitWorkers waits until the current run's controllers run their workers:
+// on a replica that leads.
+func (r *ripple) waitWorkers() {
+	r.t.Helper()
+	cmd, done := r.cmd, r.done
 	deadline := time.After(rippleReadyTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
