@@ -78,15 +78,22 @@ func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Up
 	if err != nil {
 		return Result{}, err
 	}
-	if err := c.Create(ctx, record, client.FieldOwner(FieldManager)); apierrors.IsAlreadyExists(err) {
+	err = c.Create(ctx, record, client.FieldOwner(FieldManager))
+	if apierrors.IsAlreadyExists(err) {
 		err = c.Update(ctx, record, client.FieldOwner(FieldManager)) // a leftover of an earlier attempt
-	} else if err != nil {
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("recording the Job to re-create in ConfigMap %s: %w", record.Name, err)
 	}
 	uid, rv := old.UID, old.ResourceVersion
 	err = c.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if err != nil && !apierrors.IsNotFound(err) {
+		if k.terminating(ctx, old) {
+			// An earlier attempt deleted it (obj is a stale copy): the
+			// record stays, and the Job is created once the old one is gone.
+			return Result{}, err
+		}
 		// Nothing happened: the reload is decided again on fresh data.
 		return Result{}, errors.Join(err, client.IgnoreNotFound(c.Delete(ctx, record)))
 	}
@@ -110,6 +117,10 @@ func (k job) Finish(ctx context.Context, c client.Client, key types.NamespacedNa
 	cur := &batchv1.Job{}
 	err := k.o.Reader.Get(ctx, key, cur)
 	switch {
+	case err == nil && string(cur.UID) == record.Annotations[k.o.ReplacesKey] && cur.DeletionTimestamp != nil:
+		// Deleted but not gone yet (finalizers): its delete event brings
+		// the reconcile that creates the new one.
+		return true, nil
 	case err == nil && string(cur.UID) == record.Annotations[k.o.ReplacesKey]:
 		// Stopped before the delete: the old Job still runs and the reload
 		// is decided again.
@@ -147,6 +158,14 @@ func (k job) Recover(ctx context.Context, c client.Client, namespaces []string) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// terminating reports whether the API server shows old (the same UID)
+// being deleted.
+func (k job) terminating(ctx context.Context, old *batchv1.Job) bool {
+	cur := &batchv1.Job{}
+	err := k.o.Reader.Get(ctx, client.ObjectKeyFromObject(old), cur)
+	return err == nil && cur.UID == old.UID && cur.DeletionTimestamp != nil
 }
 
 // create creates next and then drops its record. AlreadyExists means the

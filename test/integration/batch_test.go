@@ -1,0 +1,741 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+const (
+	instantiateKey = "cronjob.kubernetes.io/instantiate"
+	cronJobModeKey = "ripple.dev/cronjob-reload"
+	pendingJobKey  = "ripple.dev/pending-job"
+	recreateLabel  = "ripple.dev/recreate-job"
+	recreateSuffix = ".ripple-recreate"
+)
+
+// batchKind builds and reads a batch kind. Its reload does not change the
+// object's own template: a CronJob starts a Job, a Job is re-created.
+type batchKind struct {
+	name     string
+	build    func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object
+	template func(client.Object) *corev1.PodTemplateSpec
+}
+
+var (
+	cronJobKind = batchKind{
+		name: "CronJob",
+		build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
+			tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+			return &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{
+				// Never due while a test runs, and nothing schedules it here anyway.
+				Schedule:    "0 0 1 1 *",
+				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tpl}},
+			}}
+		},
+		template: func(o client.Object) *corev1.PodTemplateSpec {
+			return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
+		},
+	}
+	jobKind = batchKind{
+		name: "Job",
+		build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
+			tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+			return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tpl}}
+		},
+		template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*batchv1.Job).Spec.Template },
+	}
+)
+
+func (e *env) newBatch(t *testing.T, k batchKind, name string, meta map[string]string, uses ...use) client.Object {
+	t.Helper()
+	w := k.build(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
+	if err := e.c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// jobsOf lists the Jobs cj controls.
+func (e *env) jobsOf(ctx context.Context, cj client.Object) ([]batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := e.c.List(ctx, &list, client.InNamespace(e.ns)); err != nil {
+		return nil, err
+	}
+	var out []batchv1.Job
+	for _, j := range list.Items {
+		if owner := metav1.GetControllerOf(&j); owner != nil && owner.UID == cj.GetUID() && owner.Kind == "CronJob" {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// waitNewJob waits until cj controls exactly one Job besides those named in
+// before, started by hand (the instantiate annotation), whose pod template
+// satisfies cond; and checks a moment later that no further Job came.
+func (e *env) waitNewJob(t *testing.T, cj client.Object, before []string, what string, cond func(*corev1.PodTemplateSpec) bool) *batchv1.Job {
+	t.Helper()
+	fresh := func(ctx context.Context) ([]batchv1.Job, error) {
+		jobs, err := e.jobsOf(ctx, cj)
+		return slices.DeleteFunc(jobs, func(j batchv1.Job) bool { return slices.Contains(before, j.Name) }), err
+	}
+	var jobs []batchv1.Job
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		jobs, err = fresh(ctx)
+		return len(jobs) > 0 && cond(&jobs[0].Spec.Template), err
+	})
+	if err != nil {
+		t.Fatalf("waiting for a Job from CronJob %s with %s: %v (new Jobs: %+v)", cj.GetName(), what, err, jobs)
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("CronJob %s started %d Jobs, want 1", cj.GetName(), len(jobs))
+	}
+	job := jobs[0]
+	// The job template's own annotations win over the marker.
+	mark := "manual"
+	if v, ok := cj.(*batchv1.CronJob).Spec.JobTemplate.Annotations[instantiateKey]; ok {
+		mark = v
+	}
+	if job.Annotations[instantiateKey] != mark {
+		t.Fatalf("Job %s has annotations %v, want %s=%s", job.Name, job.Annotations, instantiateKey, mark)
+	}
+	if !strings.HasPrefix(job.Name, cj.GetName()+"-") {
+		t.Fatalf("Job %s is not named after CronJob %s", job.Name, cj.GetName())
+	}
+	time.Sleep(time.Second) // a duplicate Job would show by now
+	if jobs, err := fresh(t.Context()); err != nil || len(jobs) != 1 {
+		t.Fatalf("CronJob %s has %d new Jobs (err %v), want exactly 1", cj.GetName(), len(jobs), err)
+	}
+	return &job
+}
+
+// expectNoJob checks, for a while, that cj starts no Job besides before.
+func (e *env) expectNoJob(t *testing.T, cj client.Object, before ...string) {
+	t.Helper()
+	time.Sleep(negativeWindow)
+	jobs, err := e.jobsOf(t.Context(), cj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if !slices.Contains(before, j.Name) {
+			t.Fatalf("CronJob %s started Job %s; want none", cj.GetName(), j.Name)
+		}
+	}
+}
+
+// waitRecreated waits until the Job named like job exists with another UID
+// than job and a pod template that satisfies cond. The Job is briefly
+// absent while it is re-created.
+func (e *env) waitRecreated(t *testing.T, job client.Object, what string, cond func(*corev1.PodTemplateSpec) bool) *batchv1.Job {
+	t.Helper()
+	cur := &batchv1.Job{}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(job), cur)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && cur.UID != job.GetUID() && cond(&cur.Spec.Template), err
+	})
+	if err != nil {
+		t.Fatalf("waiting for Job %s to be re-created with %s: %v (now uid %s, was %s)", job.GetName(), what, err, cur.UID, job.GetUID())
+	}
+	return cur
+}
+
+// expectNotRecreated checks, for a while, that job keeps its UID and
+// template.
+func (e *env) expectNotRecreated(t *testing.T, job client.Object) {
+	t.Helper()
+	before := job.(*batchv1.Job).Spec.Template.DeepCopy()
+	time.Sleep(negativeWindow)
+	cur := &batchv1.Job{}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(job), cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.UID != job.GetUID() {
+		t.Fatalf("Job %s was re-created; want it untouched", job.GetName())
+	}
+	if !equality.Semantic.DeepEqual(before, &cur.Spec.Template) {
+		t.Fatalf("the template of Job %s changed\nbefore: %+v\nafter:  %+v", job.GetName(), before, &cur.Spec.Template)
+	}
+}
+
+// shows is a pod-template condition: st records sum for r.
+func shows(st strategy.Strategy, r refs.Ref, sum string) func(*corev1.PodTemplateSpec) bool {
+	return func(tpl *corev1.PodTemplateSpec) bool {
+		got, ok := st.Applied(tpl, r)
+		return ok && got == sum
+	}
+}
+
+// TestBatchReloadRules runs Reloader's rows C1, C2, C4 (for CronJobs C8,
+// C9, C10) and a representative subset of the decision rules against
+// CronJobs and Jobs, under both strategies. A CronJob reloads by starting
+// exactly one Job from its template; a Job by being re-created under its
+// name.
+func TestBatchReloadRules(t *testing.T) {
+	scenarios := []scenario{
+		{name: "C1 C8 named ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+		{name: "C2 C9 named Secret", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+		{name: "C4 C10 auto", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+		{name: "C5 labels only", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, labelsOnly: true, baseline: true},
+		{name: "C13 no annotation", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "C14 named list, unreferenced ConfigMap", meta: ann(cmReloadKey, "{cm1},{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2, baseline: true, reload: true},
+		{name: "C18 auto false", meta: ann(autoKey, "false"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "C21 auto on the pod template", tpl: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+		{name: "V11 regex pattern matches", meta: ann(cmReloadKey, "{cm}.*"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+		{name: "V12 regex pattern does not match", meta: ann(cmReloadKey, "{cm}1.+"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "N5 typed Secret auto", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1, baseline: true, reload: true},
+		{name: "typed auto of the other type", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "N31 search and match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1, baseline: true, reload: true},
+		{name: "N32 search without match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "N14 auto, other ConfigMap than excluded", meta: ann(autoKey, "true", cmExcludeKey, "{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.ConfigMap, "cm2")}, configs: cfgs(cm1, cm2), change: cm1, baseline: true, reload: true},
+		{name: "exclude beats named", meta: ann(cmReloadKey, "{cm1}", cmExcludeKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "N29 ignore on ConfigMap beats named", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(ignoreKey, "true")}, change: cm1},
+		{name: "N30 ignore on Secret beats auto", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.Secret, "s1")}, configs: map[refs.Ref]map[string]string{s1: ann(ignoreKey, "true")}, change: s1},
+	}
+	for _, st := range []string{"env-vars", "annotations"} {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := startRipple(t, "--reload-strategy="+st)
+			for i, sc := range scenarios {
+				for _, k := range []batchKind{cronJobKind, jobKind} {
+					t.Run(sc.name+"/"+k.name, func(t *testing.T) {
+						t.Parallel()
+						e.runBatchScenario(t, fmt.Sprintf("s%d-%s-", i, strings.ToLower(k.name[:3])), k, sc, st)
+					})
+				}
+			}
+		})
+	}
+}
+
+// runBatchScenario is runScenario for a batch kind.
+func (e *env) runBatchScenario(t *testing.T, p string, k batchKind, sc scenario, strategyName string) {
+	ctx := t.Context()
+	names := strings.NewReplacer("{cm1}", p+"cm1", "{cm2}", p+"cm2", "{s1}", p+"s1", "{s2}", p+"s2", "{cm}", p+"cm", "{s}", p+"s")
+	subst := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = names.Replace(v)
+		}
+		return out
+	}
+	named := func(r refs.Ref) refs.Ref { return refs.Ref{Kind: r.Kind, Name: p + r.Name} }
+	for r, a := range sc.configs {
+		if err := e.c.Create(ctx, configObject(e.ns, named(r), a, "v1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uses := make([]use, len(sc.uses))
+	for i, u := range sc.uses {
+		uses[i] = use{how: u.how, ref: named(u.ref)}
+	}
+	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: subst(sc.meta)},
+		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: subst(sc.tpl)}, Spec: podSpec(uses...)})
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if sc.baseline {
+		e.waitFor(t, w, "the baseline record", hasBaseline)
+	}
+	before := k.template(w).DeepCopy()
+
+	changed := named(sc.change)
+	cfg := configObject(e.ns, changed, nil, "v2")
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if sc.labelsOnly {
+		cfg.SetLabels(map[string]string{"v": "2"})
+	} else {
+		setData(cfg, "v2")
+	}
+	if err := e.c.Update(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	st, _ := strategy.New(strategyName)
+	want := configDigest(configObject(e.ns, changed, nil, "v2"))
+	what := fmt.Sprintf("the %s strategy recording %s = %s", strategyName, changed, want)
+	switch {
+	case k.name == "Job" && sc.reload:
+		e.waitRecreated(t, w, what, shows(st, changed, want))
+	case k.name == "Job":
+		e.expectNotRecreated(t, w)
+	case sc.reload:
+		e.waitNewJob(t, w, nil, what, shows(st, changed, want))
+		// The CronJob's own template is left as it is ("run" mode).
+		e.expectNoRollout(t, w, workloadKind{template: k.template}, before)
+	default:
+		e.expectNoJob(t, w)
+		e.expectNoRollout(t, w, workloadKind{template: k.template}, before)
+	}
+}
+
+// The Job a CronJob starts is built as `kubectl create job --from=cronjob`
+// builds it: the job template's spec, labels and annotations (over the
+// instantiate annotation) and the CronJob as its controller.
+func TestCronJobStartsJobLikeKubectl(t *testing.T) {
+	t.Parallel()
+	e := startRipple(t)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	cj := cronJobKind.build(metav1.ObjectMeta{Name: "nightly", Namespace: e.ns, Annotations: ann(autoKey, "true")},
+		corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))}).(*batchv1.CronJob)
+	cj.Spec.JobTemplate.Labels = map[string]string{"team": "a"}
+	cj.Spec.JobTemplate.Annotations = map[string]string{"owner": "ops", instantiateKey: "by-template"}
+	cj.Spec.JobTemplate.Spec.BackoffLimit = ptr.To[int32](2)
+	if err := e.c.Create(t.Context(), cj); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, cj, "the baseline record", hasBaseline)
+
+	sum := e.setConfig(t, r, "v2")
+	job := e.waitNewJob(t, cj, nil, "the new digest", shows(strategy.EnvVars{}, r, sum))
+	owner := metav1.GetControllerOf(job)
+	if owner == nil || owner.UID != cj.UID || owner.Kind != "CronJob" || owner.APIVersion != "batch/v1" {
+		t.Fatalf("Job %s is controlled by %+v, want CronJob %s", job.Name, owner, cj.Name)
+	}
+	if job.Labels["team"] != "a" || job.Annotations["owner"] != "ops" || job.Annotations[instantiateKey] != "by-template" {
+		t.Fatalf("Job %s has labels %v and annotations %v, want the job template's", job.Name, job.Labels, job.Annotations)
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 2 {
+		t.Fatalf("Job %s has backoffLimit %v, want the job template's 2", job.Name, job.Spec.BackoffLimit)
+	}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(cj), cj); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cj.Annotations[pendingJobKey]; ok {
+		t.Fatalf("CronJob %s still records a pending Job after it was created", cj.Name)
+	}
+	// A second change starts a second Job.
+	sum = e.setConfig(t, r, "v3")
+	e.waitNewJob(t, cj, []string{job.Name}, "the second digest", shows(strategy.EnvVars{}, r, sum))
+}
+
+// A suspended CronJob starts no Job: the change is recorded as seen, with a
+// Normal ReloadSkipped event, so resuming it does not start a Job for the
+// old change. (Reloader starts Jobs of suspended CronJobs.)
+func TestSuspendedCronJobStartsNoJob(t *testing.T) {
+	t.Parallel()
+	e := startRipple(t)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	cj := cronJobKind.build(metav1.ObjectMeta{Name: "paused", Namespace: e.ns, Annotations: ann(autoKey, "true")},
+		corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))}).(*batchv1.CronJob)
+	cj.Spec.Suspend = ptr.To(true)
+	if err := e.c.Create(t.Context(), cj); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, cj, "the baseline record", hasBaseline)
+
+	e.setConfig(t, r, "v2")
+	e.waitEvent(t, cj.Name, corev1.EventTypeNormal, "ReloadSkipped")
+	e.expectNoJob(t, cj)
+
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(cj), cj); err != nil {
+		t.Fatal(err)
+	}
+	cj.Spec.Suspend = ptr.To(false)
+	if err := e.c.Update(t.Context(), cj); err != nil {
+		t.Fatal(err)
+	}
+	e.expectNoJob(t, cj)
+
+	// Resumed, it reloads again.
+	sum := e.setConfig(t, r, "v3")
+	e.waitNewJob(t, cj, nil, "the new digest", shows(strategy.EnvVars{}, r, sum))
+}
+
+// waitEvent waits for an event of type and reason on the object named name.
+func (e *env) waitEvent(t *testing.T, name, typ, reason string) []string {
+	t.Helper()
+	var notes []string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := e.cs.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		notes = nil
+		for _, ev := range list.Items {
+			if ev.Regarding.Name == name && ev.Reason == reason && ev.Type == typ {
+				notes = append(notes, ev.Note)
+			}
+		}
+		return len(notes) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event %s on %s: %v", typ, reason, name, err)
+	}
+	return notes
+}
+
+// Template mode, by flag or per CronJob by annotation: the job template
+// takes the reload and no Job starts now. An invalid annotation value is a
+// Warning event and the flag's mode applies.
+func TestCronJobTemplateMode(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		mode     string // the annotation, when set
+		template bool
+		warning  bool
+	}{
+		{name: "flag", args: []string{"--cronjob-reload=template"}, template: true},
+		{name: "annotation", mode: "template", template: true},
+		{name: "annotation run overrides the flag", args: []string{"--cronjob-reload=template"}, mode: "run"},
+		{name: "invalid annotation", args: []string{"--cronjob-reload=template"}, mode: "later", template: true, warning: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := startRipple(t, tc.args...)
+			r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+			e.newConfig(t, r, nil)
+			meta := ann(autoKey, "true")
+			if tc.mode != "" {
+				meta[cronJobModeKey] = tc.mode
+			}
+			cj := e.newBatch(t, cronJobKind, "report", meta, envFrom(r.Kind, r.Name))
+			e.waitFor(t, cj, "the baseline record", hasBaseline)
+			sum := e.setConfig(t, r, "v2")
+			if !tc.template {
+				e.waitNewJob(t, cj, nil, "the new digest", shows(strategy.EnvVars{}, r, sum))
+				return
+			}
+			e.waitFor(t, cj, "the new digest on the job template", func(o client.Object) bool {
+				return shows(strategy.EnvVars{}, r, sum)(cronJobKind.template(o))
+			})
+			e.expectNoJob(t, cj)
+			if tc.warning {
+				notes := e.waitEvent(t, cj.GetName(), corev1.EventTypeWarning, "InvalidAnnotation")
+				if !strings.Contains(notes[0], cronJobModeKey) {
+					t.Fatalf("warning %q does not name %s", notes[0], cronJobModeKey)
+				}
+			}
+		})
+	}
+}
+
+// A Job a CronJob controls is left to the CronJob: it is not re-created,
+// even with Reloader annotations of its own (Reloader re-runs it), and the
+// CronJob starts a new Job instead.
+func TestJobOfCronJobIsLeftToTheCronJob(t *testing.T) {
+	t.Parallel()
+	e := startRipple(t)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	cj := e.newBatch(t, cronJobKind, "hourly", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	e.waitFor(t, cj, "the baseline record", hasBaseline)
+	child := jobKind.build(metav1.ObjectMeta{
+		Name: "hourly-1", Namespace: e.ns, Annotations: ann(autoKey, "true"),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))},
+	}, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann(autoKey, "true")}, Spec: podSpec(envFrom(r.Kind, r.Name))})
+	if err := e.c.Create(t.Context(), child); err != nil {
+		t.Fatal(err)
+	}
+
+	sum := e.setConfig(t, r, "v2")
+	e.waitNewJob(t, cj, []string{child.GetName()}, "the new digest", shows(strategy.EnvVars{}, r, sum))
+	e.expectNotRecreated(t, child)
+	if hasBaseline(child) {
+		t.Fatalf("ripple wrote its record on Job %s, which its CronJob controls", child.GetName())
+	}
+}
+
+// --ignored-workload-types, case-insensitive: the ignored kind is not
+// touched at all (not even a baseline record), the other still reloads.
+func TestIgnoredWorkloadTypes(t *testing.T) {
+	for _, tc := range []struct {
+		flag           string
+		cronJobs, jobs bool // still reloaded
+	}{
+		{flag: "jobs", cronJobs: true},
+		{flag: "cronjobs", jobs: true},
+		{flag: "Jobs,CRONJOBS"}, // the Deployment still reloads
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			t.Parallel()
+			e := startRipple(t, "--ignored-workload-types="+tc.flag)
+			r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+			e.newConfig(t, r, nil)
+			cj := e.newBatch(t, cronJobKind, "cj", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+			job := e.newBatch(t, jobKind, "job", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+			deploy := workloadKinds()[0]
+			d := e.newWorkload(t, deploy, "d", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+			e.waitFor(t, d, "the baseline record", hasBaseline)
+			if tc.cronJobs {
+				e.waitFor(t, cj, "the baseline record", hasBaseline)
+			}
+			if tc.jobs {
+				e.waitFor(t, job, "the baseline record", hasBaseline)
+			}
+
+			sum := e.setConfig(t, r, "v2")
+			st := strategy.EnvVars{}
+			e.waitApplied(t, deploy, d, r, sum)
+			if tc.cronJobs {
+				e.waitNewJob(t, cj, nil, "the new digest", shows(st, r, sum))
+			} else {
+				e.expectNoJob(t, cj)
+			}
+			if tc.jobs {
+				e.waitRecreated(t, job, "the new digest", shows(st, r, sum))
+			} else {
+				e.expectNotRecreated(t, job)
+			}
+			var ignored []client.Object
+			if !tc.cronJobs {
+				ignored = append(ignored, cj)
+			}
+			if !tc.jobs {
+				ignored = append(ignored, job)
+			}
+			for _, o := range ignored {
+				if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(o), o); err != nil {
+					t.Fatal(err)
+				}
+				if hasBaseline(o) {
+					t.Fatalf("ripple wrote its record on %s, whose kind is ignored", o.GetName())
+				}
+			}
+		})
+	}
+}
+
+// denyJobCreates makes the API server refuse every Job create in e's
+// namespace, through a ValidatingAdmissionPolicy, until the returned func
+// lifts it. Both wait until the API server enforces the change.
+func (e *env) denyJobCreates(t *testing.T) (lift func()) {
+	t.Helper()
+	ctx := t.Context()
+	name := "ripple-it-deny-jobs-" + e.ns
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create},
+					Rule:       admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{Expression: "false", Message: "Job creation is blocked by the test", Reason: ptr.To(metav1.StatusReasonForbidden)}},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns},
+			}},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := e.c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove := func() {
+		for _, o := range []client.Object{binding, policy} {
+			if err := e.c.Delete(context.Background(), o); client.IgnoreNotFound(err) != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(remove)
+	e.waitJobCreate(t, false)
+	return func() {
+		remove()
+		e.waitJobCreate(t, true)
+	}
+}
+
+// waitJobCreate waits until a dry-run Job create is allowed, or denied by
+// the test's policy.
+func (e *env) waitJobCreate(t *testing.T, allowed bool) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		probe := jobKind.build(metav1.ObjectMeta{Name: "probe", Namespace: e.ns}, corev1.PodTemplateSpec{Spec: podSpec()})
+		last = e.c.Create(ctx, probe, client.DryRunAll)
+		if allowed {
+			return last == nil, nil
+		}
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "blocked by the test"), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for Job creates to be allowed=%v: %v (last: %v)", allowed, err, last)
+	}
+}
+
+// A reload whose Job create fails, after the old Job is deleted or the
+// CronJob's Job is decided, is finished by the next Ripple: a Job is
+// re-created from its ConfigMap record, a CronJob starts its pending Job
+// exactly once. (Reloader loses the Job.) The API server itself refuses
+// the creates, through an admission policy.
+func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stop := e.run(t)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	job := e.newBatch(t, jobKind, "victim", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	cj := e.newBatch(t, cronJobKind, "sched", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	e.waitFor(t, job, "the baseline record", hasBaseline)
+	e.waitFor(t, cj, "the baseline record", hasBaseline)
+
+	lift := e.denyJobCreates(t)
+	sum := e.setConfig(t, r, "v2")
+	record := &corev1.ConfigMap{}
+	recordKey := types.NamespacedName{Namespace: e.ns, Name: job.GetName() + recreateSuffix}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		gone := apierrors.IsNotFound(e.c.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))
+		return gone && e.c.Get(ctx, recordKey, record) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for Job %s to be deleted and recorded in %s: %v", job.GetName(), recordKey.Name, err)
+	}
+	if record.Labels[recreateLabel] != "true" || record.Annotations["ripple.dev/replaces-uid"] != string(job.GetUID()) {
+		t.Fatalf("record %s has labels %v and annotations %v", record.Name, record.Labels, record.Annotations)
+	}
+	e.waitFor(t, cj, "the pending Job", func(o client.Object) bool { return o.GetAnnotations()[pendingJobKey] != "" })
+	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFailed")
+
+	stop()
+	lift()
+	if jobs, err := e.jobsOf(t.Context(), cj); err != nil || len(jobs) != 0 {
+		t.Fatalf("CronJob %s has %d Jobs (err %v) while creates are denied", cj.GetName(), len(jobs), err)
+	}
+	e.run(t)
+
+	st := strategy.EnvVars{}
+	e.waitRecreated(t, job, "the new digest", shows(st, r, sum))
+	e.waitNewJob(t, cj, nil, "the new digest", shows(st, r, sum))
+	e.waitGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordKey.Name, Namespace: e.ns}})
+	e.waitFor(t, cj, "the pending record cleared", func(o client.Object) bool {
+		_, ok := o.GetAnnotations()[pendingJobKey]
+		return !ok
+	})
+}
+
+// waitGone waits until obj no longer exists.
+func (e *env) waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(e.c.Get(ctx, client.ObjectKeyFromObject(obj), obj)), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s to be gone: %v", obj.GetName(), err)
+	}
+}
+
+// A Job whose delete leaves it terminating (a finalizer) cannot be created
+// again until it is gone. Its record must survive retries and a restart in
+// that state, and the Job is created once the old one is gone.
+func TestJobRecreateWaitsForTerminatingJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stop := e.run(t)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	job := jobKind.build(metav1.ObjectMeta{Name: "held", Namespace: e.ns, Annotations: ann(autoKey, "true"), Finalizers: []string{"example.com/hold"}},
+		corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))})
+	if err := e.c.Create(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, job, "the baseline record", hasBaseline)
+
+	sum := e.setConfig(t, r, "v2")
+	old := &batchv1.Job{}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(job), old); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, old, "the delete of the old Job", func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
+	recordKey := types.NamespacedName{Namespace: e.ns, Name: job.GetName() + recreateSuffix}
+	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFailed")
+	if err := e.c.Get(t.Context(), recordKey, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("no record of Job %s while the old Job terminates: %v", job.GetName(), err)
+	}
+
+	// A restart finds the record while the old Job is still terminating.
+	stop()
+	e.run(t)
+	time.Sleep(negativeWindow)
+	if err := e.c.Get(t.Context(), recordKey, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the record of Job %s is gone while the old Job terminates: %v", job.GetName(), err)
+	}
+
+	old.Finalizers = nil
+	if err := e.c.Update(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRecreated(t, job, "the new digest", shows(strategy.EnvVars{}, r, sum))
+	e.waitGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordKey.Name, Namespace: e.ns}})
+}
+
+// A Job is re-created on a data change only, never on a restart (a
+// relist), also when it has completed; a completed Job is re-run on a
+// change, as Reloader does.
+func TestJobRecreatedOnDataChangeOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	args := []string{"--reload-strategy=annotations"}
+	stop := e.run(t, args...)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r, nil)
+	job := e.newBatch(t, jobKind, "done", ann(autoKey, "true"), envFrom(r.Kind, r.Name)).(*batchv1.Job)
+	e.waitFor(t, job, "the baseline record", hasBaseline)
+	e.complete(t, job)
+
+	stop()
+	stop = e.run(t, args...)
+	e.expectNotRecreated(t, job)
+
+	sum := e.setConfig(t, r, "v2")
+	st, _ := strategy.New("annotations")
+	job = e.waitRecreated(t, job, "the new digest", shows(st, r, sum))
+
+	stop()
+	e.run(t, args...)
+	e.expectNotRecreated(t, job)
+}
+
+// complete marks job as succeeded, as the Job controller (not running
+// here) would.
+func (e *env) complete(t *testing.T, job *batchv1.Job) {
+	t.Helper()
+	now := metav1.Now()
+	job.Status = batchv1.JobStatus{
+		StartTime: &now, CompletionTime: &now, Succeeded: 1,
+		Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+	}
+	if err := e.c.Status().Update(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+}
