@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -163,6 +164,8 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	var err error
 	o := ctrl.Options{
 		Scheme: scheme,
+		// Reload writes are not held by the client-side rate limit.
+		NewClient: writeClient,
 		// The optional kinds (Rollouts, DeploymentConfigs, the CSI pod
 		// statuses) are unstructured: without this the manager's client
 		// reads them from the API server, where the field indexes and the
@@ -216,6 +219,18 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		return nil, err
 	}
 	return mgr, mgr.AddReadyzCheck("informers", health.synced)
+}
+
+// writeClient is the manager's client: reads come from the cache, and
+// writes (reload patches, Jobs) skip the client-side rate limit of
+// --kube-api-qps, which then bounds only the requests that are not
+// reloads. A fan-out of one change to hundreds of workloads is bounded by
+// the workers (4 per kind) and by the API server's priority and fairness,
+// not throttled to a few patches per second.
+func writeClient(rc *rest.Config, o client.Options) (client.Client, error) {
+	rc = rest.CopyConfig(rc)
+	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	return client.New(rc, o)
 }
 
 // defaultTransform strips managedFields from every cached object, and
