@@ -21,7 +21,7 @@ import (
 // TestEveryBooleanCombination renders.
 var boolValues = []string{
 	"reloadOnCreate", "reloadOnDelete", "syncAfterRestart", "autoReloadAll", "isArgoRollouts",
-	"enableHA", "enablePProf", "enableCSIIntegration", "ignoreJobs", "ignoreCronJobs",
+	"isOpenshift", "enableHA", "enablePProf", "enableCSIIntegration", "ignoreJobs", "ignoreCronJobs",
 }
 
 // ignoreModes are the allowed combinations of ignoreSecrets/ignoreConfigMaps.
@@ -35,7 +35,7 @@ var ignoreModes = []struct {
 }
 
 // TestEveryBooleanCombination renders the chart for every combination of
-// its boolean values (2^10 times the three ignore modes) and checks that Ripple's real flag
+// its boolean values (2^11 times the three ignore modes) and checks that Ripple's real flag
 // parsing accepts each rendered container and that each value reaches the
 // configuration. One helm run renders hundreds of configurations: a
 // throwaway umbrella chart holds the chart once per configuration as an
@@ -51,7 +51,7 @@ func TestEveryBooleanCombination(t *testing.T) {
 			combos = append(combos, combo{bits, ig})
 		}
 	}
-	const chunks = 4
+	const chunks = 8
 	for c := range chunks {
 		part := combos[c*len(combos)/chunks : (c+1)*len(combos)/chunks]
 		t.Run(fmt.Sprintf("part %d of %d", c+1, chunks), func(t *testing.T) {
@@ -119,10 +119,11 @@ func TestEveryBooleanCombination(t *testing.T) {
 					{"reloadOnDelete", cfg.ReloadOnDelete},
 					{"syncAfterRestart", cfg.SyncAfterRestart},
 					{"autoReloadAll", cfg.AutoReloadAll},
-					{"isArgoRollouts", opts.ArgoRollouts},
+					{"isArgoRollouts", opts.ArgoRollouts && cfg.ArgoRollouts},
+					{"isOpenshift", opts.OpenShift && cfg.OpenShift},
 					{"enableHA", cfg.LeaderElection && cfg.LeaderElectionNamespace == relNS},
 					{"enablePProf", cfg.PprofAddr == ":6060"},
-					{"enableCSIIntegration", opts.CSIIntegration},
+					{"enableCSIIntegration", opts.CSIIntegration && cfg.CSI},
 					{"ignoreJobs", cfg.IgnoreJobs},
 					{"ignoreCronJobs", cfg.IgnoreCronJobs},
 				} {
@@ -130,8 +131,15 @@ func TestEveryBooleanCombination(t *testing.T) {
 						t.Errorf("%s: %s is %v in Ripple's configuration", desc, x.name, x.got)
 					}
 				}
-				if !slices.Equal(cfg.Kinds, ignoreModes[cb.ignore].kinds) {
+				kinds := ignoreModes[cb.ignore].kinds
+				if on("enableCSIIntegration") {
+					kinds = append(slices.Clone(kinds), refs.SecretProviderClass)
+				}
+				if !slices.Equal(cfg.Kinds, kinds) {
 					t.Errorf("%s: Ripple watches %v", desc, cfg.Kinds)
+				}
+				if cfg.CronJobReload != "run" {
+					t.Errorf("%s: --cronjob-reload %q, want the default run", desc, cfg.CronJobReload)
 				}
 				if len(cfg.Namespaces) != 0 {
 					t.Errorf("%s: namespaces %v, want global mode", desc, cfg.Namespaces)

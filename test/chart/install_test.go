@@ -40,6 +40,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		"Ripple v", "is installed as reloader-ripple in " + ns,
 		"your values name Stakater Reloader's image; this chart installs Ripple's",
 		"Watching: all namespaces (ClusterRole)",
+		"Reloading: Deployments, StatefulSets, DaemonSets, CronJobs, Jobs.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("install notes lack %q:\n%s", want, out)

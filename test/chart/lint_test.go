@@ -62,6 +62,10 @@ func TestSchemaRejects(t *testing.T) {
 		{"bad settle window", map[string]any{"ripple": map[string]any{"settleWindow": "soon"}}, "at '/ripple/settleWindow'"},
 		{"non-positive QPS", map[string]any{"ripple": map[string]any{"kubeApiQps": 0}}, "at '/ripple/kubeApiQps'"},
 		{"unknown Ripple key", map[string]any{"ripple": map[string]any{"settle": "1s"}}, "at '/ripple': additional properties 'settle' not allowed"},
+		{"unknown CronJob mode", map[string]any{"ripple": map[string]any{"cronJobReload": "now"}}, "at '/ripple/cronJobReload'"},
+		// The Job and CronJob rules follow reloader.ignoreJobs and
+		// ignoreCronJobs alone.
+		{"removed ripple.rbac", map[string]any{"ripple": map[string]any{"rbac": map[string]any{"jobs": true}}}, "at '/ripple': additional properties 'rbac' not allowed"},
 		{"both config kinds ignored", r(map[string]any{"ignoreSecrets": true, "ignoreConfigMaps": true}), "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true"},
 		{"pprof on the metrics port", r(map[string]any{"enablePProf": true, "pprofAddr": ":9090"}), "reloader.pprofAddr is :9090"},
 	} {

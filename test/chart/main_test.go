@@ -20,7 +20,8 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the chart"
 
 // api is the API server every test shares: a real etcd and kube-apiserver
 // with RBAC, plus minimal CRDs for the Prometheus Operator and VPA kinds the
-// chart can render.
+// chart can render, and the CRDs of the optional workload kinds Ripple
+// reloads (Argo Rollouts, OpenShift DeploymentConfigs, Secrets Store CSI).
 var api *cluster.API
 
 // klogs collects what client-go and controller-runtime log through klog
@@ -43,8 +44,18 @@ func run(m *testing.M) int {
 	klog.SetLogger(logger)
 	ctrl.SetLogger(logger)
 
-	var err error
-	api, err = cluster.StartAPI(cluster.APIOptions{CRDDirectoryPaths: []string{filepath.Join("testdata", "crds")}})
+	crds, err := optionalKindCRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	api, err = cluster.StartAPI(cluster.APIOptions{
+		CRDDirectoryPaths: append([]string{filepath.Join("testdata", "crds")}, crds...),
+		// As on OpenShift: creating an object whose ownerReference blocks
+		// its owner's deletion (a Job started from a CronJob) needs the
+		// right to update the owner's finalizers, which the chart grants.
+		APIServerArgs: map[string]string{"enable-admission-plugins": "OwnerReferencesPermissionEnforcement"},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the API server:", err)
 		return 1
@@ -62,6 +73,28 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// optionalKindCRDs are the CRD files of the optional kinds: the real Argo
+// Rollouts and Secrets Store CSI CRDs, which hack/build-tools.sh puts in the
+// tools directory, and the DeploymentConfig stand-in under test/crds.
+func optionalKindCRDs() ([]string, error) {
+	tools, err := cluster.ToolsDir()
+	if err != nil {
+		return nil, err
+	}
+	files := []string{
+		filepath.Join(tools, "crds", "rollout-crd.yaml"),
+		filepath.Join(tools, "crds", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"),
+		filepath.Join(tools, "crds", "secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml"),
+		filepath.Join("..", "crds", "deploymentconfig.yaml"),
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("the optional kinds' CRDs: %w (run 'make tools', which fetches them)", err)
+		}
+	}
+	return files, nil
 }
 
 // testdata returns the path of a file under testdata.

@@ -18,6 +18,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,7 +41,17 @@ type rbacMode struct {
 	selector bool
 	// webhook: success is a POST instead of a rollout.
 	webhook bool
+	// optional: the optional kinds (Argo Rollouts, DeploymentConfigs, CSI)
+	// are on, and each must reload too.
+	optional bool
+	// ignoreJobs: Jobs are not reloaded (CronJobs still start Jobs).
+	ignoreJobs bool
+	// secretConfig: the workloads use a Secret, as ConfigMaps are ignored.
+	secretConfig bool
 }
+
+// optionalKinds are the values that turn on every optional kind.
+var optionalKinds = map[string]any{"isArgoRollouts": true, "isOpenshift": true, "enableCSIIntegration": true}
 
 func rbacModes() []rbacMode {
 	return []rbacMode{
@@ -57,8 +68,23 @@ func rbacModes() []rbacMode {
 		{name: "namespace selector", selector: true, values: func(relNS string, _ []string, _ string) map[string]any {
 			return r(map[string]any{"namespaceSelector": "ripple-rbac-test=" + relNS})
 		}},
+		// The optional kinds are on but unused in webhook mode, which grants
+		// nothing for them.
 		{name: "webhook", webhook: true, values: func(_ string, _ []string, url string) map[string]any {
-			return r(map[string]any{"webhookUrl": url})
+			return r(deepMerge(map[string]any{"webhookUrl": url}, optionalKinds))
+		}},
+		{name: "optional kinds", optional: true, values: func(string, []string, string) map[string]any {
+			return r(deepMerge(map[string]any{}, optionalKinds))
+		}},
+		{name: "ignoreJobs", ignoreJobs: true, values: func(string, []string, string) map[string]any {
+			return r(map[string]any{"ignoreJobs": true})
+		}},
+		// The Job re-create records are then read around the cache.
+		{name: "ignoreConfigMaps", secretConfig: true, values: func(string, []string, string) map[string]any {
+			return r(map[string]any{"ignoreConfigMaps": true})
+		}},
+		{name: "optional kinds in one namespace", optional: true, single: true, values: func(string, []string, string) map[string]any {
+			return r(deepMerge(map[string]any{"watchGlobally": false}, optionalKinds))
 		}},
 	}
 }
@@ -73,13 +99,22 @@ type ruleRef struct {
 // TestRBAC proves the chart's RBAC on the real API server, for each mode:
 // with the rendered (Cluster)Roles applied, Ripple runs in-process as the
 // chart's ServiceAccount (impersonated) with the rendered arguments and
-// environment, and a ConfigMap change rolls the Deployments that use it
-// (or, in webhook mode, is posted) with no "forbidden" anywhere in its logs.
-// Then minimality: with any single rule removed, Ripple logs a forbidden
-// error for exactly that rule's resource, or fails to act.
+// environment, and a ConfigMap change reloads every workload that uses it,
+// with no "forbidden" anywhere in its logs: the Deployments roll, each
+// CronJob starts a Job, and each Job is deleted and created again (its
+// re-create record gone). In the optional-kinds mode an Argo Rollout and a
+// DeploymentConfig roll on the ConfigMap too, and a Deployment mounting a
+// SecretProviderClass rolls when its SecretProviderClassPodStatus changes.
+// In webhook mode the change is posted instead. Then minimality: with any
+// single rule removed, Ripple logs a forbidden error for exactly that rule's
+// resource, or fails to act. The optional kinds are proven with the
+// ClusterRole and with a namespaced Role.
 //
-// Rules for kinds Ripple does not handle yet (Argo Rollouts, CSI, Jobs,
-// OpenShift) and the meta-info ConfigMap are off by default and not covered.
+// The API server runs the OwnerReferencesPermissionEnforcement admission
+// plugin (as OpenShift does), which makes cronjobs/finalizers needed.
+// Not covered: the meta-info ConfigMap Role (off by default), single verbs
+// within a rule (whole rules are removed: TestWorkloadKindRules pins the
+// verbs), and --cronjob-reload=template (the same rules as run).
 func TestRBAC(t *testing.T) {
 	// Cases run concurrently (up to cap(cases)) through concurrent t.Run
 	// calls rather than t.Parallel, which go test limits to GOMAXPROCS.
@@ -112,7 +147,7 @@ func TestRBAC(t *testing.T) {
 							t.Errorf("ripple hit forbidden errors with the chart's RBAC:\n%s", strings.Join(o.forbidden, "\n"))
 						}
 						if !o.acted {
-							t.Errorf("ripple did not act on the ConfigMap change within %v", caseTimeout)
+							t.Errorf("ripple did not act on the config changes within %v: %s", caseTimeout, strings.Join(o.pending, "; "))
 						}
 					})
 				})
@@ -147,6 +182,8 @@ var cases = make(chan struct{}, 6)
 
 type outcome struct {
 	acted bool
+	// pending says which workloads had not been reloaded, when not acted.
+	pending []string
 	// forbidden holds every forbidden error of this Ripple;
 	// forbiddenRemoved those about the removed rule's resources.
 	forbidden, forbiddenRemoved []string
@@ -229,17 +266,11 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	user := "system:serviceaccount:" + relNS + ":" + sa
 	waitAuthorized(t, cs, relNS, sa, roles(objs), apps)
 
-	// The workloads: a Deployment using a ConfigMap, in each namespace.
-	for _, ns := range apps {
-		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"v": "0"},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, testDeployment(autoKey), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The workloads, in each namespace: a Deployment, a CronJob and a Job
+	// using a ConfigMap, and with the optional kinds a Rollout and a
+	// DeploymentConfig using it, and a Deployment mounting a
+	// SecretProviderClass.
+	w := newRBACWorkloads(t, cs, mode, apps, autoKey)
 
 	d, c := rippleDeployment(t, objs)
 	rip := startRipple(t, user, relNS, sa, c.Args, envLookup(objs, d, c))
@@ -262,25 +293,22 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		}
 	}()
 
-	// Change the ConfigMaps until Ripple acts: a change it sees before its
+	// Change the configs until Ripple acts: a change it sees before its
 	// caches have synced is its baseline, not a change.
 	o := outcome{}
 	acted := func() bool {
-		for _, ns := range apps {
-			if mode.webhook {
+		if mode.webhook {
+			for _, ns := range apps {
 				if !hook.seen(ns, "cfg") {
+					o.pending = []string{"no POST for " + ns + "/cfg"}
 					return false
 				}
-				continue
 			}
-			dep, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
-			if err != nil || !slices.ContainsFunc(dep.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool {
-				return strings.HasPrefix(e.Name, "STAKATER_")
-			}) {
-				return false
-			}
+			o.pending = nil
+			return true
 		}
-		return true
+		o.pending = w.pending(ctx)
+		return len(o.pending) == 0
 	}
 	forbidden := func() {
 		o.forbidden = append(logs.Lines("forbidden"), klogs.Lines("forbidden", `"`+user+`"`)...)
@@ -295,14 +323,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	}
 	deadline := time.Now().Add(caseTimeout)
 	for i := 1; time.Now().Before(deadline); i++ {
-		for _, ns := range apps {
-			_, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}, Data: map[string]string{"v": fmt.Sprint(i)},
-			}, metav1.UpdateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		w.change(ctx, i)
 		step := time.Now().Add(1500 * time.Millisecond)
 		for time.Now().Before(step) && !o.acted {
 			o.acted = acted()
@@ -357,6 +378,11 @@ func mentionsRule(line string, rule map[string]any) bool {
 	resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
 	for _, g := range groups {
 		for _, res := range resources {
+			// The OwnerReferencesPermissionEnforcement admission plugin's
+			// words for a missing finalizers right on an owner.
+			if strings.HasSuffix(res, "/finalizers") && strings.Contains(line, "cannot set blockOwnerDeletion") {
+				return true
+			}
 			if strings.Contains(line, fmt.Sprintf(`resource %q in API group %q`, res, g)) {
 				return true
 			}
@@ -391,7 +417,8 @@ func waitAuthorized(t *testing.T, cs kubernetes.Interface, ns, sa string, objs [
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					for _, v := range rule.Verbs {
-						ra := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: v, Group: g, Resource: res}
+						resource, sub, _ := strings.Cut(res, "/")
+						ra := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: v, Group: g, Resource: resource, Subresource: sub}
 						if len(rule.ResourceNames) > 0 {
 							ra.Name = rule.ResourceNames[0]
 						}
@@ -422,9 +449,9 @@ func waitAuthorized(t *testing.T, cs kubernetes.Interface, ns, sa string, objs [
 	}
 }
 
-// testDeployment uses the ConfigMap cfg and reloads on it through the
-// case's auto annotation.
-func testDeployment(autoKey string) *appsv1.Deployment {
+// testDeployment uses the config cfg and reloads on it through the case's
+// auto annotation.
+func testDeployment(autoKey string, envFrom []corev1.EnvFromSource) *appsv1.Deployment {
 	labels := map[string]string{"app": "app"}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Annotations: map[string]string{autoKey: "true"}},
@@ -435,7 +462,7 @@ func testDeployment(autoKey string) *appsv1.Deployment {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name: "app", Image: "registry.example/app:1",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+					EnvFrom: envFrom,
 				}}},
 			},
 		},
@@ -486,4 +513,49 @@ func (h *webhookRecorder) seen(ns, name string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.posted[ns+"/"+name]
+}
+
+// TestLeaseWatch: with HA, a standby replica watches the Lease by name (a
+// metadata.name field selector) to take it over the moment the leader
+// releases it. The Role lets the ServiceAccount watch that Lease, and no
+// other. (A forbidden watch only slows the handover down to the retry
+// period, which TestRBAC, running one replica, cannot see.)
+func TestLeaseWatch(t *testing.T) {
+	t.Parallel()
+	cs := kubernetes.NewForConfigOrDie(api.Config)
+	ns := newNamespace(t, cs, "lease-", nil)
+	_, objs := render(t, Release{Name: ns, Namespace: ns, Values: []map[string]any{r(map[string]any{"enableHA": true})}})
+	a := newApplier(t, api.Config)
+	var sa string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			if err := a.apply(t.Context(), o, false); err != nil {
+				t.Fatal(err)
+			}
+			if o.GetKind() == "ServiceAccount" {
+				sa = o.GetName()
+			}
+			if strings.HasPrefix(o.GetKind(), "Cluster") {
+				t.Cleanup(func() { _ = a.delete(context.Background(), o) })
+			}
+		}
+	}
+	leases := kubernetes.NewForConfigOrDie(api.ServiceAccountConfig(ns, sa)).CoordinationV1().Leases(ns)
+	watch := func(name string) error {
+		w, err := leases.Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err == nil {
+			w.Stop()
+		}
+		return err
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		return watch("stakater-reloader-lock") == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the ServiceAccount cannot watch its Lease: %v", watch("stakater-reloader-lock"))
+	}
+	if err := watch("other-lock"); !apierrors.IsForbidden(err) {
+		t.Errorf("watching another Lease: %v, want forbidden", err)
+	}
 }

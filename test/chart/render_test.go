@@ -91,8 +91,9 @@ func valueSets() []valueSet {
 			if !slices.Equal(cfg.Kinds, []refs.Kind{refs.Secret}) {
 				t.Errorf("kinds %v, want Secrets only", cfg.Kinds)
 			}
-			if hasRule(objs, "ClusterRole", "", "configmaps") {
-				t.Error("the ClusterRole grants ConfigMaps although they are ignored")
+			// Only the Job re-create records, read around the cache.
+			if hasVerb(objs, "ClusterRole", "", "configmaps", "watch") {
+				t.Error("the ClusterRole grants watching ConfigMaps although they are ignored")
 			}
 		}},
 		{name: "enableHA", reloader: true, golden: "ha", values: r(map[string]any{"enableHA": true, "deployment": map[string]any{"replicas": 2}}), check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
@@ -103,9 +104,28 @@ func valueSets() []valueSet {
 			// and the pod crash-loops; this chart turns on HA.
 			wantHA(t, objs, cfg, 3)
 		}},
-		{name: "isArgoRollouts", reloader: true, values: r(map[string]any{"isArgoRollouts": true}), check: func(t *testing.T, objs []*unstructured.Unstructured, opts *config.Options, _ config.Config) {
-			if !opts.ArgoRollouts || !hasRule(objs, "ClusterRole", "argoproj.io", "rollouts") {
+		{name: "isArgoRollouts", reloader: true, values: r(map[string]any{"isArgoRollouts": true}), check: func(t *testing.T, objs []*unstructured.Unstructured, opts *config.Options, cfg config.Config) {
+			if !opts.ArgoRollouts || !cfg.ArgoRollouts || !hasRule(objs, "ClusterRole", "argoproj.io", "rollouts") {
 				t.Error("isArgoRollouts must pass --is-Argo-Rollouts and grant rollouts")
+			}
+		}},
+		{name: "isOpenshift", reloader: true, values: r(map[string]any{"isOpenshift": true}), check: func(t *testing.T, objs []*unstructured.Unstructured, opts *config.Options, cfg config.Config) {
+			// Reloader's chart only grants the rights; Ripple reloads
+			// DeploymentConfigs with --is-openshift.
+			if !opts.OpenShift || !cfg.OpenShift || !hasVerb(objs, "ClusterRole", "apps.openshift.io", "deploymentconfigs", "patch") {
+				t.Error("isOpenshift must pass --is-openshift and grant deploymentconfigs")
+			}
+		}},
+		{name: "cronJobReload template", values: map[string]any{"ripple": map[string]any{"cronJobReload": "template"}}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			_, c := rippleDeployment(t, objs)
+			if cfg.CronJobReload != "template" || !slices.Contains(c.Args, "--cronjob-reload=template") {
+				t.Errorf("--cronjob-reload %q, args %q: want template", cfg.CronJobReload, c.Args)
+			}
+		}},
+		{name: "cronJobReload run", values: map[string]any{"ripple": map[string]any{"cronJobReload": "run"}}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			_, c := rippleDeployment(t, objs)
+			if cfg.CronJobReload != "run" || slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cronjob-reload") }) {
+				t.Errorf("--cronjob-reload %q, args %q: want the default, not passed", cfg.CronJobReload, c.Args)
 			}
 		}},
 		{name: "reloadOnCreate and syncAfterRestart", reloader: true, values: r(map[string]any{"reloadOnCreate": true, "syncAfterRestart": true}), check: func(t *testing.T, _ []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
@@ -219,6 +239,9 @@ func valueSets() []valueSet {
 			if cfg.SettleWindow.String() != "5s" || cfg.KubeAPIQPS != 50 || cfg.KubeAPIBurst != 100 || cfg.PprofAddr != ":6061" || !opts.CSIIntegration || !cfg.MetricsByNamespace {
 				t.Errorf("config %+v", cfg)
 			}
+			if !cfg.OpenShift || cfg.CronJobReload != "template" {
+				t.Errorf("OpenShift %v, --cronjob-reload %q: want on and template", cfg.OpenShift, cfg.CronJobReload)
+			}
 			if cfg.Keys.Applied != "ripple.example.com/applied" {
 				t.Errorf("applied key %q: want the annotation prefix applied", cfg.Keys.Applied)
 			}
@@ -262,10 +285,9 @@ func productionValues() map[string]any {
 			"webhookUrl": "",
 		},
 		"ripple": map[string]any{
-			"settleWindow": "5s", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100,
+			"settleWindow": "5s", "cronJobReload": "template", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100,
 			"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "15s", "retryPeriod": "3s"},
 			"metaInfo":       map[string]any{"enabled": true},
-			"rbac":           map[string]any{"jobs": true, "cronJobs": true},
 			"dashboards":     map[string]any{"enabled": true},
 			"alerts":         map[string]any{"enabled": true, "additionalLabels": map[string]any{"team": "platform"}},
 		},

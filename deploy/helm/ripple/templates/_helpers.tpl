@@ -204,9 +204,9 @@ says what to change. */}}
 {{- end -}}
 
 {{/* The rules Ripple needs in every namespace it watches, for a Role or the
-ClusterRole. Only what the configuration uses: each ignored config kind,
-webhook mode (no writes, no events) and the not-yet-implemented kinds
-change them. */}}
+ClusterRole. Only what the configuration uses: each ignored config or
+workload kind, webhook mode (workloads only read, no events, no optional
+kinds) and the optional kinds change them. */}}
 {{- define "ripple.rules" -}}
 {{- $r := .Values.reloader -}}
 {{- $webhook := include "ripple.webhookMode" . -}}
@@ -230,30 +230,73 @@ change them. */}}
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end }}
+{{- if $webhook }}
+{{- if not $r.ignoreCronJobs }}
+# Read to name the workloads a change concerns.
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- if not $r.ignoreJobs }}
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- else }}
+{{- if not $r.ignoreCronJobs }}
+# CronJobs: a reload starts a Job from the job template (or, with
+# --cronjob-reload=template, patches the template).
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "watch", "patch"]
+# The Job started from a CronJob names it as its controller, blocking its
+# deletion: with the OwnerReferencesPermissionEnforcement admission plugin
+# (on in OpenShift) that needs the CronJob's finalizers.
+- apiGroups: ["batch"]
+  resources: ["cronjobs/finalizers"]
+  verbs: ["update"]
+{{- end }}
+{{- if not $r.ignoreJobs }}
+# Jobs: a reload deletes the Job and creates it again.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "patch", "create", "delete"]
+# The ConfigMap <job>.ripple-recreate records a Job being re-created until
+# the new one exists.
+- apiGroups: [""]
+  resources: ["configmaps"]
+{{- if $r.ignoreConfigMaps }}
+  verbs: ["get", "list", "create", "update", "delete"]
+{{- else }}
+  verbs: ["create", "update", "delete"]
+{{- end }}
+{{- else if not $r.ignoreCronJobs }}
+# The Jobs started from CronJobs.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["create"]
+{{- end }}
 {{- if $r.isArgoRollouts }}
+# Argo Rollouts: the pod template (or spec.restartAt) is patched.
 - apiGroups: ["argoproj.io"]
   resources: ["rollouts"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["get", "list", "watch", "patch"]
 {{- end }}
 {{- if $r.isOpenshift }}
+# OpenShift DeploymentConfigs: the pod template is patched.
 - apiGroups: ["apps.openshift.io"]
   resources: ["deploymentconfigs"]
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
-{{- if and .Values.ripple.rbac.jobs (not $r.ignoreJobs) }}
-- apiGroups: ["batch"]
-  resources: ["jobs"]
-  verbs: ["get", "list", "watch", "create", "delete", "patch"]
-{{- end }}
-{{- if and .Values.ripple.rbac.cronJobs (not $r.ignoreCronJobs) }}
-- apiGroups: ["batch"]
-  resources: ["cronjobs"]
-  verbs: ["get", "list", "watch", "create", "delete", "patch"]
-{{- end }}
 {{- if $r.enableCSIIntegration }}
+# Secrets Store CSI: the pod statuses show the versions each pod mounted.
 - apiGroups: ["secrets-store.csi.x-k8s.io"]
-  resources: ["secretproviderclasspodstatuses", "secretproviderclasses"]
+  resources: ["secretproviderclasspodstatuses"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["secrets-store.csi.x-k8s.io"]
+  resources: ["secretproviderclasses"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -296,6 +339,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- end -}}
 {{- if $r.webhookUrl -}}{{- $args = append $args (printf "--webhook-url=%s" $r.webhookUrl) -}}{{- end -}}
 {{- if $r.isArgoRollouts -}}{{- $args = append $args "--is-Argo-Rollouts=true" -}}{{- end -}}
+{{- if $r.isOpenshift -}}{{- $args = append $args "--is-openshift=true" -}}{{- end -}}
 {{- if $r.reloadOnCreate -}}{{- $args = append $args "--reload-on-create=true" -}}{{- end -}}
 {{- if $r.reloadOnDelete -}}{{- $args = append $args "--reload-on-delete=true" -}}{{- end -}}
 {{- if $r.syncAfterRestart -}}{{- $args = append $args "--sync-after-restart=true" -}}{{- end -}}
@@ -304,6 +348,8 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $r.autoReloadAll -}}{{- $args = append $args "--auto-reload-all=true" -}}{{- end -}}
 {{- $rp := .Values.ripple -}}
 {{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
+{{- $cj := toString ($rp.cronJobReload | default "") -}}
+{{- if and $cj (ne $cj "run") -}}{{- $args = append $args (printf "--cronjob-reload=%s" $cj) -}}{{- end -}}
 {{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiQps) -}}{{- $args = append $args (printf "--kube-api-qps=%v" $rp.kubeApiQps) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiBurst) -}}{{- $args = append $args (printf "--kube-api-burst=%d" (int $rp.kubeApiBurst)) -}}{{- end -}}
