@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,7 +30,13 @@ func patternKey(kind refs.Kind) string { return string(kind) + "/*" }
 func (r *Reconciler) indexValues(obj client.Object) []string {
 	tpl := r.Kind.PodTemplate(obj)
 	if tpl == nil {
-		return nil
+		if _, ok := r.Kind.(workload.TemplateSource); !ok {
+			return nil
+		}
+		// Its Deployment is not cached yet: the workload's own named
+		// annotations still count; the Deployment's configs are found
+		// through the Deployment (requestsViaTemplateRef).
+		tpl = &corev1.PodTemplateSpec{}
 	}
 	seen := map[string]bool{}
 	var out []string

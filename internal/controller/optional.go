@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -147,15 +148,23 @@ func (r *Reconciler) requestsViaTemplateRef(ctx context.Context, ns string, keys
 			continue
 		}
 		for _, dep := range objectNames(deps) {
-			list := r.Kind.NewList()
-			if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{indexWorkloadRef: dep}); err != nil {
-				log.FromContext(ctx).Error(err, "listing workloads by workloadRef from the cache", "kind", r.Kind.Name())
-				continue
-			}
-			for _, name := range objectNames(list) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
-			}
+			reqs = append(reqs, r.requestsForTemplateRef(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep}})...)
 		}
+	}
+	return reqs
+}
+
+// requestsForTemplateRef maps a Deployment to the workloads of r.Kind
+// that take their template from it.
+func (r *Reconciler) requestsForTemplateRef(ctx context.Context, dep client.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(dep.GetNamespace()), client.MatchingFields{indexWorkloadRef: dep.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing workloads by workloadRef from the cache", "kind", r.Kind.Name())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, name := range objectNames(list) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: dep.GetNamespace(), Name: name}})
 	}
 	return reqs
 }

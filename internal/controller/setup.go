@@ -144,6 +144,10 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		if err := s.mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexWorkloadRef, refOf); err != nil {
 			return fmt.Errorf("indexing %s by workloadRef: %w", kind.Name(), err)
 		}
+		// A workload seen before its Deployment has no template to decide
+		// on: the Deployment's arrival (or template change) brings it back.
+		b = b.Watches(workload.Deployment.New(), handler.EnqueueRequestsFromMapFunc(r.requestsForTemplateRef),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	c, err := b.Build(r)
 	if err != nil {
@@ -164,12 +168,14 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 func (s *setup) enableCSI(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Served first: the watches deliver the pod statuses that exist at once
+	// (only once), and a reconcile that ran before this would skip them.
+	s.csi.served.Store(true)
 	for i, r := range s.reconcilers {
 		if err := s.watchCSI(r, s.controllers[i]); err != nil {
 			return err
 		}
 	}
-	s.csi.served.Store(true)
 	return nil
 }
 

@@ -26,6 +26,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the API server:", err)
 		return 1
 	}
+	// The optional kinds' APIs are served to every test; a test that needs
+	// them absent, or installs and removes them, starts an API of its own.
+	if err := api.InstallCRDs(cluster.RolloutCRD, cluster.DeploymentConfigCRD,
+		cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = api.Stop()
+		return 1
+	}
 	code := m.Run()
 	if err := api.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
