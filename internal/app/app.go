@@ -65,6 +65,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := controller.AddMetaInfo(mgr, cfg.MetaInfo); err != nil {
+		return err
+	}
 	if cfg.WebhookURL == "" {
 		return controller.Setup(ctx, mgr, cfg, Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk), clk, m)
 	}

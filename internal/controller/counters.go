@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -15,14 +16,21 @@ import (
 type cacheCounter struct {
 	cache   cache.Cache
 	metrics *metrics.Metrics
-	// kinds maps a metric label to an object of the informer's kind.
+
+	mu sync.Mutex
+	// ctx is set once started; until then kinds are kept for Start.
+	ctx   context.Context
 	kinds map[string]client.Object
 }
 
 func (c *cacheCounter) NeedLeaderElection() bool { return false }
 
 func (c *cacheCounter) Start(ctx context.Context) error {
-	for kind, obj := range c.kinds {
+	c.mu.Lock()
+	c.ctx = ctx
+	kinds := c.kinds
+	c.mu.Unlock()
+	for kind, obj := range kinds {
 		if err := c.count(ctx, kind, obj); err != nil {
 			return err
 		}
@@ -30,7 +38,24 @@ func (c *cacheCounter) Start(ctx context.Context) error {
 	return nil
 }
 
-// count starts counting the objects of one informer.
+// add counts the objects of kind (a metric label), at once when started
+// (an optional kind found later), else from Start.
+func (c *cacheCounter) add(kind string, obj client.Object) error {
+	c.mu.Lock()
+	ctx := c.ctx
+	if ctx == nil {
+		if c.kinds == nil {
+			c.kinds = map[string]client.Object{}
+		}
+		c.kinds[kind] = obj
+	}
+	c.mu.Unlock()
+	if ctx == nil {
+		return nil
+	}
+	return c.count(ctx, kind, obj)
+}
+
 func (c *cacheCounter) count(ctx context.Context, kind string, obj client.Object) error {
 	inf, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {

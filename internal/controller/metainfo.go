@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -41,6 +42,15 @@ type buildInfo struct {
 	CommitHash     string    `json:"commitHash"`
 	CommitTime     time.Time `json:"commitTime"`
 	Edition        string    `json:"edition"`
+}
+
+// AddMetaInfo publishes reloader-meta-info from the leader, in reload and
+// in webhook mode, when info.Namespace is set.
+func AddMetaInfo(mgr ctrl.Manager, info config.MetaInfo) error {
+	if info.Namespace == "" {
+		return nil
+	}
+	return mgr.Add(&metaInfo{client: mgr.GetClient(), reader: mgr.GetAPIReader(), info: info})
 }
 
 func (m *metaInfo) Start(ctx context.Context) error {

@@ -11,15 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ripple-dev/ripple/internal/config"
@@ -58,10 +61,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []wor
 	if err := mgr.Add(leaderGauge{m}); err != nil {
 		return err
 	}
-	s := &setup{mgr: mgr, cfg: cfg, clock: clk, metrics: m, alert: alert, started: clk.Now()}
+	s := &setup{mgr: mgr, cfg: cfg, clock: clk, metrics: m, alert: alert, started: clk.Now(),
+		counter: &cacheCounter{cache: mgr.GetCache(), metrics: m}}
 	if cfg.CSI {
 		s.csi = &csiState{}
 	}
+	for _, k := range InformerKinds(cfg.Kinds) {
+		if err := s.counter.add(string(k), ConfigObject(k)); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(s.counter); err != nil {
+		return err
+	}
+
 	for _, kind := range kinds {
 		if err := s.add(ctx, kind); err != nil {
 			return err
@@ -94,6 +107,7 @@ type setup struct {
 	alert   func(notify.Reload)
 	started time.Time
 	csi     *csiState
+	counter *cacheCounter
 
 	mu          sync.Mutex
 	reconcilers []*Reconciler
@@ -120,7 +134,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		Named(kind.Name()).
 		For(kind.New(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NewQueue: s.newQueue})
 	for _, ck := range InformerKinds(s.cfg.Kinds) {
 		b = b.Watches(ConfigObject(ck), handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(ck)),
 			builder.WithPredicates(configChanged(s.cfg)))
@@ -149,6 +163,9 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		b = b.Watches(workload.Deployment.New(), handler.EnqueueRequestsFromMapFunc(r.requestsForTemplateRef),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
+	if err := s.counter.add(kind.Name(), kind.New()); err != nil {
+		return err
+	}
 	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", kind.Name(), err)
@@ -161,6 +178,17 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		return s.watchCSI(r, c)
 	}
 	return nil
+}
+
+// newQueue is controller-runtime's default queue (a priority queue) with
+// Ripple's queue metrics: Reloader's reloader_workqueue_* and the depth per
+// controller.
+func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+		o.RateLimiter = rl
+		o.MetricProvider = s.metrics.QueueMetrics()
+		o.Log = s.mgr.GetLogger().WithValues("controller", name)
+	})
 }
 
 // enableCSI watches the CSI driver's objects from every controller, once

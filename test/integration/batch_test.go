@@ -257,7 +257,7 @@ func (e *env) runBatchScenario(t *testing.T, p string, k batchKind, sc scenario,
 		t.Fatal(err)
 	}
 	if sc.baseline {
-		e.waitFor(t, w, "the baseline record", hasBaseline)
+		e.waitFor(t, w, "the baseline record of the changed config", tracks(named(sc.change)))
 	}
 	before := k.template(w).DeepCopy()
 

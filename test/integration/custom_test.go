@@ -280,7 +280,7 @@ func (e *env) runCustomScenario(t *testing.T, p string, k customKind, sc scenari
 	}
 	w := k.create(t, e, p+"w", meta, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
 	if sc.baseline {
-		k.waitCustom(t, e, w, "the baseline record", func(s customState) bool { return hasBaseline(s.obj) })
+		k.waitCustom(t, e, w, "the baseline record of the changed config", func(s customState) bool { return tracks(named(sc.change))(s.obj) })
 	}
 	before, err := k.state(ctx, e, w)
 	if err != nil {

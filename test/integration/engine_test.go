@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -61,6 +62,18 @@ func (e *env) waitApplied(t *testing.T, k workloadKind, w client.Object, r refs.
 }
 
 func hasBaseline(o client.Object) bool { return o.GetAnnotations()[appliedKey] != "" }
+
+// tracks reports whether the workload's applied record holds r: its
+// baseline is taken. A change made before that may be taken as the
+// baseline itself (a config first seen already changed is no change).
+func tracks(r refs.Ref) func(client.Object) bool {
+	return func(o client.Object) bool {
+		var rec map[string]string
+		_ = json.Unmarshal([]byte(o.GetAnnotations()[appliedKey]), &rec)
+		_, ok := rec[r.String()]
+		return ok
+	}
+}
 
 // An invalid pattern in a named annotation is reported on that workload and
 // blocks nothing: its valid items and other workloads still reload.

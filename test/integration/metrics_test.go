@@ -96,6 +96,23 @@ func TestMetricsCountExactly(t *testing.T) {
 		`ripple_coalesced_changes_count{}`:                                               3,
 		`ripple_coalesced_changes_sum{}`:                                                 3,
 		`ripple_leader{}`:                                                                1,
+		// Reloader's events_processed_total with its real event type (it
+		// always said "unknown"): the label-only update is dropped.
+		`reloader_events_processed_total{event_type="add",resource_type="configmaps",result="success"}`:    2,
+		`reloader_events_processed_total{event_type="update",resource_type="configmaps",result="success"}`: 2,
+		`reloader_events_processed_total{event_type="update",resource_type="configmaps",result="dropped"}`: 1,
+		`ripple_cache_objects{kind="ConfigMap"}`:                                                           2,
+		`ripple_cache_objects{kind="Deployment"}`:                                                          2,
+		`ripple_cache_objects{kind="StatefulSet"}`:                                                         1,
+		// Everything was reconciled: the queues are empty.
+		`reloader_workqueue_depth{}`:                       0,
+		`ripple_workqueue_depth{controller="Deployment"}`:  0,
+		`ripple_workqueue_depth{controller="StatefulSet"}`: 0,
+	}
+	for _, key := range []string{`reloader_workqueue_adds_total{}`, `reloader_workqueue_latency_seconds_count{}`} {
+		if got[key] < 3 { // at least the three reloads went through a queue
+			t.Errorf("%s = %v, want at least 3", key, got[key])
+		}
 	}
 	for key, v := range want {
 		if g, ok := got[key]; !ok || g != v {

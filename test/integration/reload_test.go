@@ -143,6 +143,19 @@ func TestReloadRules(t *testing.T) {
 		{name: "renamed ConfigMap reload key", meta: ann("example.com/cm", "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
 		{name: "renamed ignore key", meta: ann("example.com/auto", "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann("example.com/ignore", "true")}, change: cm1},
 	}
+	// The other rename flags (Reloader's --secret-annotation,
+	// --configmap-auto-annotation, --secret-auto-annotation,
+	// --auto-search-annotation, --search-match-annotation).
+	renamedMore := []scenario{
+		{name: "renamed Secret reload key", meta: ann("example.com/secret", "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+		{name: "default Secret reload key no longer read", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1},
+		{name: "renamed ConfigMap auto key", meta: ann("example.com/cm-auto", "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+		{name: "default ConfigMap auto key no longer read", meta: ann(cmAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+		{name: "renamed Secret auto key", meta: ann("example.com/secret-auto", "true"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+		{name: "renamed search and match keys", meta: ann("example.com/search", "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann("example.com/match", "true")}, change: cm1, baseline: true, reload: true},
+		{name: "default match key no longer read", meta: ann("example.com/search", "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1},
+		{name: "default search key no longer read", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann("example.com/match", "true")}, change: cm1},
+	}
 	groups := []struct {
 		name      string
 		args      []string
@@ -152,6 +165,8 @@ func TestReloadRules(t *testing.T) {
 		{"env-vars", []string{"--reload-strategy=env-vars"}, common},
 		{"auto-reload-all", []string{"--auto-reload-all"}, autoAll},
 		{"renamed-keys", []string{"--auto-annotation=example.com/auto", "--configmap-annotation=example.com/cm", "--ignore-annotation=example.com/ignore"}, renamed},
+		{"renamed-keys-more", []string{"--secret-annotation=example.com/secret", "--configmap-auto-annotation=example.com/cm-auto",
+			"--secret-auto-annotation=example.com/secret-auto", "--auto-search-annotation=example.com/search", "--search-match-annotation=example.com/match"}, renamedMore},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -201,7 +216,7 @@ func (e *env) runScenario(t *testing.T, p string, k workloadKind, sc scenario, s
 		t.Fatal(err)
 	}
 	if sc.baseline {
-		e.waitFor(t, w, "the baseline record", func(o client.Object) bool { return o.GetAnnotations()[appliedKey] != "" })
+		e.waitFor(t, w, "the baseline record of the changed config", tracks(named(sc.change)))
 	}
 	before := k.template(w).DeepCopy()
 

@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+)
+
+// --log-format=json makes every line Ripple prints (its own, controller-
+// runtime's and client-go's) one JSON object with ts, level and msg; the
+// default is human-readable text.
+func TestLogFormat(t *testing.T) {
+	t.Parallel()
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			ns := newNamespace(t, cs)
+			r := startRipple(t, ns, "--log-format="+format, "--leader-elect", "--leader-election-namespace="+ns)
+			cm := createConfigMap(t, cs, ns, configName, "v1")
+			web := workload{deploymentKind, ns, "web"}
+			web.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
+			before := waitRolledOut(t, cs, web)
+			waitBaseline(t, cs, web, digest.ConfigMap(cm))
+			cm = createOrUpdate(t, cs, ns, configName, "v2")
+			expectRollouts(t, cs, oneEach(before, envIs(configEnv, digest.ConfigMap(cm))))
+			waitLog(t, r, "reloaded")
+
+			var lines []string
+			for _, l := range strings.Split(r.out.From(r.mark), "\n") {
+				if l != "" {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) < 5 {
+				t.Fatalf("only %d log lines", len(lines))
+			}
+			for _, l := range lines {
+				var m map[string]any
+				err := json.Unmarshal([]byte(l), &m)
+				switch format {
+				case "json":
+					if err != nil || m["ts"] == nil || m["level"] == nil || m["msg"] == nil {
+						t.Errorf("not a JSON log line with ts, level and msg: %s", l)
+					}
+				case "text":
+					if err == nil {
+						t.Errorf("a JSON line in text format: %s", l)
+					}
+				}
+			}
+		})
+	}
+}
