@@ -124,7 +124,6 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
-	rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
 	rc.UserAgent = "ripple"
 	return rc, nil
 }
@@ -134,6 +133,11 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 // and no cached object keeps its managedFields. Tests tune the manager
 // options through opts.
 func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	rc = rest.CopyConfig(rc)
+	// One token bucket for the whole process: each client made from the
+	// config (one per kind in controller-runtime) would have its own.
+	rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
+	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PauseDeploymentAnnotation, "pause-deployment-annotation", o.PauseDeploymentAnnotation, "Annotation holding a Deployment's pause period.")
 	fs.StringVar(&o.PauseDeploymentTimeAnnotation, "pause-deployment-time-annotation", o.PauseDeploymentTimeAnnotation, "Annotation where the pause start time is recorded.")
 
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API for lists, watches, reads and events. Reload writes are not held by it: they are bounded by the workers (4 per kind) and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists, uncached reads and Events (client-go never limits watches). Reload writes are not held by it: they are bounded by the workers (4 per kind) and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the --kube-api-qps limit.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)

@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// --kube-api-qps and --kube-api-burst limit, for the whole process, the
+// requests that are not reloads (watches are never limited, by client-go):
+// at 1 request per second the Reloaded Events of ten reloads trickle out
+// one a second, while with the defaults they are all out at once. The
+// reload writes themselves are not held by the limit: the ten workloads are
+// patched at once in both cases.
+func TestKubeAPIQPS(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		limited bool
+	}{
+		{"1 per second", []string{"--kube-api-qps=1", "--kube-api-burst=1"}, true},
+		{"defaults", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := startRipple(t, tc.args...)
+			deploy := workloadKinds()[0]
+			cm := refs.Ref{Kind: refs.ConfigMap, Name: "shared"}
+			e.newConfig(t, cm, nil)
+			var ws []client.Object
+			for i := range 10 {
+				ws = append(ws, e.newWorkload(t, deploy, fmt.Sprintf("w%d", i), ann(autoKey, "true"), envFrom(cm.Kind, cm.Name)))
+			}
+			for _, w := range ws {
+				e.waitFor(t, w, "the baseline record", hasBaseline)
+			}
+			changed := time.Now()
+			sum := e.setConfig(t, cm, "v2")
+			for _, w := range ws {
+				e.waitApplied(t, deploy, w, cm, sum)
+			}
+			if took := time.Since(changed); took > 5*time.Second {
+				t.Errorf("ten reloads took %s: reload writes were throttled", took)
+			}
+			var all time.Duration
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if e.reloadedEvents(t.Context()) == len(ws) {
+					all = time.Since(changed)
+					break
+				}
+			}
+			t.Logf("%d Reloaded events after %s", len(ws), all)
+			switch {
+			case all == 0:
+				t.Fatalf("only %d of %d Reloaded events after 30s", e.reloadedEvents(t.Context()), len(ws))
+			case tc.limited && all < 5*time.Second:
+				t.Errorf("all %d Events were created %s after the change at 1 request/s: the limit did not apply", len(ws), all)
+			case !tc.limited && all > 4*time.Second:
+				t.Errorf("the %d Events took %s with the default limit", len(ws), all)
+			}
+		})
+	}
+}
+
+// reloadedEvents counts the Normal Reloaded Events in e's namespace.
+func (e *env) reloadedEvents(ctx context.Context) int {
+	list, err := e.cs.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.Reason == controller.ReasonReloaded && ev.Type == corev1.EventTypeNormal {
+			n++
+		}
+	}
+	return n
+}
