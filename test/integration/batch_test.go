@@ -232,51 +232,20 @@ func TestBatchReloadRules(t *testing.T) {
 
 // runBatchScenario is runScenario for a batch kind.
 func (e *env) runBatchScenario(t *testing.T, p string, k batchKind, sc scenario, strategyName string) {
-	ctx := t.Context()
-	names := strings.NewReplacer("{cm1}", p+"cm1", "{cm2}", p+"cm2", "{s1}", p+"s1", "{s2}", p+"s2", "{cm}", p+"cm", "{s}", p+"s")
-	subst := func(m map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range m {
-			out[k] = names.Replace(v)
-		}
-		return out
-	}
-	named := func(r refs.Ref) refs.Ref { return refs.Ref{Kind: r.Kind, Name: p + r.Name} }
-	for r, a := range sc.configs {
-		if err := e.c.Create(ctx, configObject(e.ns, named(r), a, "v1")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uses := make([]use, len(sc.uses))
-	for i, u := range sc.uses {
-		uses[i] = use{how: u.how, ref: named(u.ref)}
-	}
-	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: subst(sc.meta)},
-		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: subst(sc.tpl)}, Spec: podSpec(uses...)})
-	if err := e.c.Create(ctx, w); err != nil {
+	s := e.stage(t, p, sc)
+	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
+		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
+	if err := e.c.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	if sc.baseline {
-		e.waitFor(t, w, "the baseline record of the changed config", tracks(named(sc.change)))
+		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
 	}
 	before := k.template(w).DeepCopy()
-
-	changed := named(sc.change)
-	cfg := configObject(e.ns, changed, nil, "v2")
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
-		t.Fatal(err)
-	}
-	if sc.labelsOnly {
-		cfg.SetLabels(map[string]string{"v": "2"})
-	} else {
-		setData(cfg, "v2")
-	}
-	if err := e.c.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	want := e.change(t, s, sc)
+	changed := s.changed
 
 	st, _ := strategy.New(strategyName)
-	want := configDigest(configObject(e.ns, changed, nil, "v2"))
 	what := fmt.Sprintf("the %s strategy recording %s = %s", strategyName, changed, want)
 	switch {
 	case k.name == "Job" && sc.reload:

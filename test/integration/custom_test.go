@@ -263,49 +263,22 @@ func (e *env) waitWatching(t *testing.T, kinds ...string) {
 // runCustomScenario is runScenario for an optional kind.
 func (e *env) runCustomScenario(t *testing.T, p string, k customKind, sc scenario, strategyName string) {
 	ctx := t.Context()
-	names := strings.NewReplacer("{cm1}", p+"cm1", "{cm2}", p+"cm2", "{s1}", p+"s1", "{s2}", p+"s2")
-	named := func(r refs.Ref) refs.Ref { return refs.Ref{Kind: r.Kind, Name: p + r.Name} }
-	for r, a := range sc.configs {
-		if err := e.c.Create(ctx, configObject(e.ns, named(r), a, "v1")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uses := make([]use, len(sc.uses))
-	for i, u := range sc.uses {
-		uses[i] = use{how: u.how, ref: named(u.ref)}
-	}
-	meta := map[string]string{}
-	for key, v := range sc.meta {
-		meta[key] = names.Replace(v)
-	}
-	w := k.create(t, e, p+"w", meta, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
+	s := e.stage(t, p, sc)
+	w := k.create(t, e, p+"w", s.subst(sc.meta), corev1.PodTemplateSpec{Spec: podSpec(s.uses...)})
 	if sc.baseline {
-		k.waitCustom(t, e, w, "the baseline record of the changed config", func(s customState) bool { return tracks(named(sc.change))(s.obj) })
+		k.waitCustom(t, e, w, "the baseline record of the changed config", func(st customState) bool { return tracks(s.changed)(st.obj) })
 	}
 	before, err := k.state(ctx, e, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	changed := named(sc.change)
-	cfg := configObject(e.ns, changed, nil, "v2")
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
-		t.Fatal(err)
-	}
-	if sc.labelsOnly {
-		cfg.SetLabels(map[string]string{"v": "2"})
-	} else {
-		setData(cfg, "v2")
-	}
-	if err := e.c.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	want := e.change(t, s, sc)
+	changed := s.changed
 
 	if !sc.reload {
 		k.expectNoReload(t, e, w, before)
 		return
 	}
-	want := configDigest(configObject(e.ns, changed, nil, "v2"))
 	st, _ := strategy.New(strategyName)
 	k.waitCustom(t, e, w, fmt.Sprintf("the %s strategy to record %s = %s", strategyName, changed, want), func(s customState) bool {
 		return k.reloaded(st, before, s, changed, want)

@@ -191,38 +191,74 @@ func TestReloadRules(t *testing.T) {
 // runScenario creates the scenario's objects with names prefixed by p,
 // changes one config and checks whether the workload rolled.
 func (e *env) runScenario(t *testing.T, p string, k workloadKind, sc scenario, strategyName string) {
-	ctx := t.Context()
-	names := strings.NewReplacer("{cm1}", p+"cm1", "{cm2}", p+"cm2", "{s1}", p+"s1", "{s2}", p+"s2", "{cm}", p+"cm", "{s}", p+"s")
-	subst := func(m map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range m {
-			out[k] = names.Replace(v)
-		}
-		return out
-	}
-	named := func(r refs.Ref) refs.Ref { return refs.Ref{Kind: r.Kind, Name: p + r.Name} }
-	for r, a := range sc.configs {
-		if err := e.c.Create(ctx, configObject(e.ns, named(r), a, "v1")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uses := make([]use, len(sc.uses))
-	for i, u := range sc.uses {
-		uses[i] = use{how: u.how, ref: named(u.ref)}
-	}
-	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: subst(sc.meta)},
-		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: subst(sc.tpl)}, Spec: podSpec(uses...)})
-	if err := e.c.Create(ctx, w); err != nil {
+	s := e.stage(t, p, sc)
+	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
+		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
+	if err := e.c.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	if sc.baseline {
-		e.waitFor(t, w, "the baseline record of the changed config", tracks(named(sc.change)))
+		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
 	}
 	before := k.template(w).DeepCopy()
+	want := e.change(t, s, sc)
+	if !sc.reload {
+		e.expectNoRollout(t, w, k, before)
+		return
+	}
+	st, _ := strategy.New(strategyName)
+	e.waitFor(t, w, fmt.Sprintf("the %s strategy to record %s = %s", strategyName, s.changed, want), func(o client.Object) bool {
+		got, ok := st.Applied(k.template(o), s.changed)
+		return ok && got == want
+	})
+}
 
-	changed := named(sc.change)
-	cfg := configObject(e.ns, changed, nil, "v2")
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+// staged is a scenario made concrete for one subtest: its configs created
+// with the subtest's prefix on their names.
+type staged struct {
+	names *strings.Replacer
+	// uses are the scenario's references with the prefixed names; changed
+	// is the config the scenario changes.
+	uses    []use
+	changed refs.Ref
+}
+
+// stage creates sc's configs with names prefixed by p. Names in
+// annotations are written "{cm1}" (or "{cm}" for a pattern) and map to the
+// same prefixed names.
+func (e *env) stage(t *testing.T, p string, sc scenario) staged {
+	t.Helper()
+	named := func(r refs.Ref) refs.Ref { return refs.Ref{Kind: r.Kind, Name: p + r.Name} }
+	for r, a := range sc.configs {
+		if err := e.c.Create(t.Context(), configObject(e.ns, named(r), a, "v1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := staged{
+		names:   strings.NewReplacer("{cm1}", p+"cm1", "{cm2}", p+"cm2", "{s1}", p+"s1", "{s2}", p+"s2", "{cm}", p+"cm", "{s}", p+"s"),
+		changed: named(sc.change),
+	}
+	for _, u := range sc.uses {
+		s.uses = append(s.uses, use{how: u.how, ref: named(u.ref)})
+	}
+	return s
+}
+
+// subst replaces the placeholders in annotation values.
+func (s staged) subst(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = s.names.Replace(v)
+	}
+	return out
+}
+
+// change makes the scenario's change (its data, or only its labels) and
+// returns the changed config's digest once its data is "v2".
+func (e *env) change(t *testing.T, s staged, sc scenario) string {
+	t.Helper()
+	cfg := configObject(e.ns, s.changed, nil, "v2")
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(cfg), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if sc.labelsOnly {
@@ -230,20 +266,10 @@ func (e *env) runScenario(t *testing.T, p string, k workloadKind, sc scenario, s
 	} else {
 		setData(cfg, "v2")
 	}
-	if err := e.c.Update(ctx, cfg); err != nil {
+	if err := e.c.Update(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-
-	if !sc.reload {
-		e.expectNoRollout(t, w, k, before)
-		return
-	}
-	want := configDigest(configObject(e.ns, changed, nil, "v2"))
-	st, _ := strategy.New(strategyName)
-	e.waitFor(t, w, fmt.Sprintf("the %s strategy to record %s = %s", strategyName, changed, want), func(o client.Object) bool {
-		got, ok := st.Applied(k.template(o), changed)
-		return ok && got == want
-	})
+	return configDigest(configObject(e.ns, s.changed, nil, "v2"))
 }
 
 // setData replaces a config's data with k=value.
