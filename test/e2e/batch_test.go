@@ -345,15 +345,7 @@ func TestCronJobStartsJobOnChange(t *testing.T) {
 	})
 
 	sum := setConfigMapValue(t, cs, ns, configName, "v2")
-	var job batchv1.Job
-	waitFor(t, "a Job of CronJob "+cj.Name, func(ctx context.Context) (bool, error) {
-		jobs, err := jobsOf(ctx, cs, ns, cj.UID)
-		if err != nil || len(jobs) == 0 {
-			return false, err
-		}
-		job = jobs[0]
-		return true, nil
-	})
+	job := waitJobOf(t, cs, cj)
 	if job.GenerateName != cj.Name+"-" || !strings.HasPrefix(job.Name, cj.Name+"-") {
 		t.Errorf("Job %s has generateName %q, want %q", job.Name, job.GenerateName, cj.Name+"-")
 	}
@@ -455,15 +447,7 @@ func TestSuspendedCronJobStartsNoJob(t *testing.T) {
 
 	// ...and the next change starts exactly one Job, with the new hash.
 	sum = setConfigMapValue(t, cs, ns, configName, "v3")
-	var job batchv1.Job
-	waitFor(t, "a Job of the resumed CronJob "+cj.Name, func(ctx context.Context) (bool, error) {
-		jobs, err := jobsOf(ctx, cs, ns, cj.UID)
-		if err != nil || len(jobs) == 0 {
-			return false, err
-		}
-		job = jobs[0]
-		return true, nil
-	})
+	job := waitJobOf(t, cs, cj)
 	if err := envIs(configEnv, sum)(&job.Spec.Template); err != nil {
 		t.Errorf("Job %s: %v", job.Name, err)
 	}
@@ -548,4 +532,19 @@ func TestJobRecreatedOnChange(t *testing.T) {
 		_, err := jobAnnotations(cs, ns, job.Name, job.UID)(ctx)
 		return err
 	})
+}
+
+// waitJobOf waits for a Job controlled by the CronJob and returns the first.
+func waitJobOf(t *testing.T, cs kubernetes.Interface, cj *batchv1.CronJob) batchv1.Job {
+	t.Helper()
+	var job batchv1.Job
+	waitFor(t, "a Job of CronJob "+cj.Name, func(ctx context.Context) (bool, error) {
+		jobs, err := jobsOf(ctx, cs, cj.Namespace, cj.UID)
+		if err != nil || len(jobs) == 0 {
+			return false, err
+		}
+		job = jobs[0]
+		return true, nil
+	})
+	return job
 }

@@ -164,14 +164,14 @@ func TestHAFailoverDuringBurst(t *testing.T) {
 	a.waitWorkers()
 
 	// The new leader acts: one more change, one more rollout.
-	cm := createOrUpdate(t, cs, ns, "w00", "v3")
+	sum := setConfigMapValue(t, cs, ns, "w00", "v3")
 	waitFor(t, "the new leader to roll w00", func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "w00", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		got, ok := st.Applied(&d.Spec.Template, refs.Ref{Kind: refs.ConfigMap, Name: "w00"})
-		return ok && got == digest.ConfigMap(cm), nil
+		return ok && got == sum, nil
 	})
 	waitFor(t, "w00's third ReplicaSet", func(context.Context) (bool, error) {
 		return len(replicaSets(t, cs, ns, uids["w00"])) == 3, nil
@@ -185,13 +185,4 @@ func leaseHolder(t *testing.T, cs kubernetes.Interface, ns, name string) string 
 		return ""
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, "")
-}
-
-func createOrUpdate(t *testing.T, cs kubernetes.Interface, ns, name, value string) *corev1.ConfigMap {
-	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"VALUE": value}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return cm
 }

@@ -25,8 +25,8 @@ func TestLogFormat(t *testing.T) {
 			web.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
 			before := waitRolledOut(t, cs, web)
 			waitBaseline(t, cs, web, digest.ConfigMap(cm))
-			cm = createOrUpdate(t, cs, ns, configName, "v2")
-			expectRollouts(t, cs, oneEach(before, envIs(configEnv, digest.ConfigMap(cm))))
+			sum := setConfigMapValue(t, cs, ns, configName, "v2")
+			expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
 			waitLog(t, r, "reloaded")
 
 			var lines []string

@@ -194,26 +194,13 @@ func shows(st strategy.Strategy, r refs.Ref, sum string) func(*corev1.PodTemplat
 // exactly one Job from its template; a Job by being re-created under its
 // name.
 func TestBatchReloadRules(t *testing.T) {
-	scenarios := []scenario{
-		{name: "C1 C8 named ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C2 C9 named Secret", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "C4 C10 auto", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C5 labels only", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, labelsOnly: true, baseline: true},
-		{name: "C13 no annotation", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "C14 named list, unreferenced ConfigMap", meta: ann(cmReloadKey, "{cm1},{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2, baseline: true, reload: true},
-		{name: "C18 auto false", meta: ann(autoKey, "false"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "C21 auto on the pod template", tpl: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "V11 regex pattern matches", meta: ann(cmReloadKey, "{cm}.*"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "V12 regex pattern does not match", meta: ann(cmReloadKey, "{cm}1.+"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "N5 typed Secret auto", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1, baseline: true, reload: true},
-		{name: "typed auto of the other type", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "N31 search and match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1, baseline: true, reload: true},
-		{name: "N32 search without match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "N14 auto, other ConfigMap than excluded", meta: ann(autoKey, "true", cmExcludeKey, "{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.ConfigMap, "cm2")}, configs: cfgs(cm1, cm2), change: cm1, baseline: true, reload: true},
-		{name: "exclude beats named", meta: ann(cmReloadKey, "{cm1}", cmExcludeKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "N29 ignore on ConfigMap beats named", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(ignoreKey, "true")}, change: cm1},
-		{name: "N30 ignore on Secret beats auto", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.Secret, "s1")}, configs: map[refs.Ref]map[string]string{s1: ann(ignoreKey, "true")}, change: s1},
-	}
+	// For a CronJob, C1, C2 and C4 are Reloader's C8, C9 and C10.
+	scenarios := pick("C1 named ConfigMap, data change", "C2 named Secret, data change", "C4 auto, ConfigMap change",
+		"C5 ConfigMap labels only", "C13 no annotation", "C14 named list, unreferenced ConfigMap", "C18 auto false",
+		"C21 auto on the pod template", "V11 regex pattern matches", "V12 regex pattern does not match",
+		"N5 typed Secret auto", "typed auto of the other type does not trigger", "N31 search and match",
+		"N32 search without match", "N14 auto, other ConfigMap than excluded", "exclude beats named",
+		"N29 ignore on ConfigMap beats named", "N30 ignore on Secret beats auto")
 	for _, st := range []string{"env-vars", "annotations"} {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()

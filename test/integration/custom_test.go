@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -201,12 +200,6 @@ func (k customKind) reloaded(st strategy.Strategy, before, s customState, ref re
 	}
 	got, ok := st.Applied(s.tpl, ref)
 	return ok && got == sum
-}
-
-func appliedRecord(o client.Object) map[string]string {
-	rec := map[string]string{}
-	_ = json.Unmarshal([]byte(o.GetAnnotations()[appliedKey]), &rec)
-	return rec
 }
 
 // customScenarios are the reload rules (Reloader rows C1, C2, C4, C5, C13,

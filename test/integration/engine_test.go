@@ -63,14 +63,19 @@ func (e *env) waitApplied(t *testing.T, k workloadKind, w client.Object, r refs.
 
 func hasBaseline(o client.Object) bool { return o.GetAnnotations()[appliedKey] != "" }
 
+// appliedRecord reads a workload's ripple.dev/applied record.
+func appliedRecord(o client.Object) map[string]string {
+	rec := map[string]string{}
+	_ = json.Unmarshal([]byte(o.GetAnnotations()[appliedKey]), &rec)
+	return rec
+}
+
 // tracks reports whether the workload's applied record holds r: its
 // baseline is taken. A change made before that may be taken as the
 // baseline itself (a config first seen already changed is no change).
 func tracks(r refs.Ref) func(client.Object) bool {
 	return func(o client.Object) bool {
-		var rec map[string]string
-		_ = json.Unmarshal([]byte(o.GetAnnotations()[appliedKey]), &rec)
-		_, ok := rec[r.String()]
+		_, ok := appliedRecord(o)[r.String()]
 		return ok
 	}
 }

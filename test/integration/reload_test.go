@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,60 +77,76 @@ func ann(kv ...string) map[string]string {
 	return m
 }
 
+// ruleScenarios are Reloader's reload rules for every workload kind (the
+// rows TestReloadRules names), shared by the kind-specific tables.
+var ruleScenarios = []scenario{
+	{name: "C1 named ConfigMap, data change", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "C2 named Secret, data change", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "C4 auto, ConfigMap change", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "C5 ConfigMap labels only", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, labelsOnly: true, baseline: true},
+	{name: "C6 Secret labels only", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, labelsOnly: true, baseline: true},
+	{name: "C11 ConfigMap volume", meta: ann(cmReloadKey, "{cm1}"), uses: []use{volume(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "C12 Secret volume", meta: ann(secretReload, "{s1}"), uses: []use{volume(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "C13 no annotation", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+	{name: "C14 named list, unreferenced ConfigMap", meta: ann(cmReloadKey, "{cm1},{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2, baseline: true, reload: true},
+	{name: "C15 named list, unreferenced Secret", meta: ann(secretReload, "{s1}, {s2}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1, s2), change: s2, baseline: true, reload: true},
+	{name: "C17 ConfigMap and Secret named, Secret changes", meta: ann(cmReloadKey, "{cm1}", secretReload, "{s1}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1, baseline: true, reload: true},
+	{name: "C18 auto false", meta: ann(autoKey, "false"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+	{name: "C19 named ConfigMap on the pod template", tpl: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "C20 named Secret on the pod template", tpl: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "C21 auto on the pod template", tpl: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "C24 named on workload and pod template", meta: ann(cmReloadKey, "{cm1}"), tpl: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "C25 template names ConfigMap, Secret changes", tpl: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1},
+
+	{name: "R1 valueFrom ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{valueFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "R2 valueFrom Secret", meta: ann(secretReload, "{s1}"), uses: []use{valueFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "R3 projected ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{projected(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "R4 projected Secret", meta: ann(secretReload, "{s1}"), uses: []use{projected(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "R7 init container envFrom ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{initEnvFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "R8 init container envFrom Secret", meta: ann(secretReload, "{s1}"), uses: []use{initEnvFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "R9 init container ConfigMap volume", meta: ann(cmReloadKey, "{cm1}"), uses: []use{initVolume(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "R10 init container Secret volume, auto", meta: ann(autoKey, "true"), uses: []use{initVolume(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "R11 auto with valueFrom", meta: ann(autoKey, "true"), uses: []use{valueFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+
+	{name: "N13 auto, excluded ConfigMap", meta: ann(autoKey, "true", cmExcludeKey, "{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.ConfigMap, "cm2")}, configs: cfgs(cm1, cm2), change: cm2},
+	{name: "N14 auto, other ConfigMap than excluded", meta: ann(autoKey, "true", cmExcludeKey, "{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.ConfigMap, "cm2")}, configs: cfgs(cm1, cm2), change: cm1, baseline: true, reload: true},
+	{name: "N15 auto, excluded Secret", meta: ann(autoKey, "true", secretExclude, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1},
+	{name: "exclude beats named", meta: ann(cmReloadKey, "{cm1}", cmExcludeKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+	{name: "exclude on the pod template is not honoured", tpl: ann(autoKey, "true", cmExcludeKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "N29 ignore on ConfigMap beats named", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(ignoreKey, "true")}, change: cm1},
+	{name: "N30 ignore on Secret beats auto", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.Secret, "s1")}, configs: map[refs.Ref]map[string]string{s1: ann(ignoreKey, "true")}, change: s1},
+	{name: "auto false does not block named", meta: ann(autoKey, "false", cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "typed auto of the other type does not trigger", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+	{name: "N5 typed Secret auto", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1, baseline: true, reload: true},
+	{name: "N4 typed ConfigMap auto", meta: ann(cmAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: cm1, baseline: true, reload: true},
+	{name: "auto needs a reference", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2},
+	{name: "N31 search and match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1, baseline: true, reload: true},
+	{name: "N32 search without match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+	{name: "N33 match without search", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1},
+	{name: "search on the pod template", tpl: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1, baseline: true, reload: true},
+	{name: "V11 regex pattern matches", meta: ann(cmReloadKey, "{cm}.*"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
+	{name: "V12 regex pattern does not match", meta: ann(cmReloadKey, "{cm}1.+"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+	{name: "V13 Secret regex pattern", meta: ann(secretReload, "{s}[0-9]"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
+	{name: "dot in a name is literal", meta: ann(cmReloadKey, "{cm}.1"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
+}
+
+// pick returns the rule scenarios with these names, in this order.
+func pick(names ...string) []scenario {
+	var out []scenario
+	for _, n := range names {
+		i := slices.IndexFunc(ruleScenarios, func(sc scenario) bool { return sc.name == n })
+		if i < 0 {
+			panic("no rule scenario " + n)
+		}
+		out = append(out, ruleScenarios[i])
+	}
+	return out
+}
+
 // TestReloadRules runs Reloader's reference checklist (rows C1, C2, C4-C6,
 // C11-C21, C24-C27, C29, C30, R1-R11, N13-N22, N29-N34, V11-V13) and the
 // precedence rules of its decision algorithm against each workload kind.
 func TestReloadRules(t *testing.T) {
-	common := []scenario{
-		{name: "C1 named ConfigMap, data change", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C2 named Secret, data change", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "C4 auto, ConfigMap change", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C5 ConfigMap labels only", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, labelsOnly: true, baseline: true},
-		{name: "C6 Secret labels only", meta: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, labelsOnly: true, baseline: true},
-		{name: "C11 ConfigMap volume", meta: ann(cmReloadKey, "{cm1}"), uses: []use{volume(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C12 Secret volume", meta: ann(secretReload, "{s1}"), uses: []use{volume(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "C13 no annotation", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "C14 named list, unreferenced ConfigMap", meta: ann(cmReloadKey, "{cm1},{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2, baseline: true, reload: true},
-		{name: "C15 named list, unreferenced Secret", meta: ann(secretReload, "{s1}, {s2}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1, s2), change: s2, baseline: true, reload: true},
-		{name: "C17 ConfigMap and Secret named, Secret changes", meta: ann(cmReloadKey, "{cm1}", secretReload, "{s1}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1, baseline: true, reload: true},
-		{name: "C18 auto false", meta: ann(autoKey, "false"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "C19 named ConfigMap on the pod template", tpl: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C20 named Secret on the pod template", tpl: ann(secretReload, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "C21 auto on the pod template", tpl: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C24 named on workload and pod template", meta: ann(cmReloadKey, "{cm1}"), tpl: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "C25 template names ConfigMap, Secret changes", tpl: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1},
-
-		{name: "R1 valueFrom ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{valueFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "R2 valueFrom Secret", meta: ann(secretReload, "{s1}"), uses: []use{valueFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "R3 projected ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{projected(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "R4 projected Secret", meta: ann(secretReload, "{s1}"), uses: []use{projected(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "R7 init container envFrom ConfigMap", meta: ann(cmReloadKey, "{cm1}"), uses: []use{initEnvFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "R8 init container envFrom Secret", meta: ann(secretReload, "{s1}"), uses: []use{initEnvFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "R9 init container ConfigMap volume", meta: ann(cmReloadKey, "{cm1}"), uses: []use{initVolume(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "R10 init container Secret volume, auto", meta: ann(autoKey, "true"), uses: []use{initVolume(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "R11 auto with valueFrom", meta: ann(autoKey, "true"), uses: []use{valueFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-
-		{name: "N13 auto, excluded ConfigMap", meta: ann(autoKey, "true", cmExcludeKey, "{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.ConfigMap, "cm2")}, configs: cfgs(cm1, cm2), change: cm2},
-		{name: "N14 auto, other ConfigMap than excluded", meta: ann(autoKey, "true", cmExcludeKey, "{cm2}"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.ConfigMap, "cm2")}, configs: cfgs(cm1, cm2), change: cm1, baseline: true, reload: true},
-		{name: "N15 auto, excluded Secret", meta: ann(autoKey, "true", secretExclude, "{s1}"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1},
-		{name: "exclude beats named", meta: ann(cmReloadKey, "{cm1}", cmExcludeKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "exclude on the pod template is not honoured", tpl: ann(autoKey, "true", cmExcludeKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "N29 ignore on ConfigMap beats named", meta: ann(cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(ignoreKey, "true")}, change: cm1},
-		{name: "N30 ignore on Secret beats auto", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.Secret, "s1")}, configs: map[refs.Ref]map[string]string{s1: ann(ignoreKey, "true")}, change: s1},
-		{name: "auto false does not block named", meta: ann(autoKey, "false", cmReloadKey, "{cm1}"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "typed auto of the other type does not trigger", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "N5 typed Secret auto", meta: ann(secretAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: s1, baseline: true, reload: true},
-		{name: "N4 typed ConfigMap auto", meta: ann(cmAutoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1"), envFrom(refs.Secret, "s1")}, configs: cfgs(cm1, s1), change: cm1, baseline: true, reload: true},
-		{name: "auto needs a reference", meta: ann(autoKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2},
-		{name: "N31 search and match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1, baseline: true, reload: true},
-		{name: "N32 search without match", meta: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "N33 match without search", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1},
-		{name: "search on the pod template", tpl: ann(searchKey, "true"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: map[refs.Ref]map[string]string{cm1: ann(matchKey, "true")}, change: cm1, baseline: true, reload: true},
-		{name: "V11 regex pattern matches", meta: ann(cmReloadKey, "{cm}.*"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
-		{name: "V12 regex pattern does not match", meta: ann(cmReloadKey, "{cm}1.+"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-		{name: "V13 Secret regex pattern", meta: ann(secretReload, "{s}[0-9]"), uses: []use{envFrom(refs.Secret, "s1")}, configs: cfgs(s1), change: s1, baseline: true, reload: true},
-		{name: "dot in a name is literal", meta: ann(cmReloadKey, "{cm}.1"), uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1},
-	}
 	autoAll := []scenario{
 		{name: "auto-reload-all reloads referenced", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1), change: cm1, baseline: true, reload: true},
 		{name: "auto-reload-all needs a reference", uses: []use{envFrom(refs.ConfigMap, "cm1")}, configs: cfgs(cm1, cm2), change: cm2},
@@ -161,8 +178,8 @@ func TestReloadRules(t *testing.T) {
 		args      []string
 		scenarios []scenario
 	}{
-		{"annotations", []string{"--reload-strategy=annotations"}, common},
-		{"env-vars", []string{"--reload-strategy=env-vars"}, common},
+		{"annotations", []string{"--reload-strategy=annotations"}, ruleScenarios},
+		{"env-vars", []string{"--reload-strategy=env-vars"}, ruleScenarios},
 		{"auto-reload-all", []string{"--auto-reload-all"}, autoAll},
 		{"renamed-keys", []string{"--auto-annotation=example.com/auto", "--configmap-annotation=example.com/cm", "--ignore-annotation=example.com/ignore"}, renamed},
 		{"renamed-keys-more", []string{"--secret-annotation=example.com/secret", "--configmap-auto-annotation=example.com/cm-auto",
