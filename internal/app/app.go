@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -31,8 +32,14 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -65,17 +72,52 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := controller.AddMetaInfo(mgr, cfg.MetaInfo); err != nil {
+	if err := metainfo.Add(mgr, cfg.MetaInfo); err != nil {
 		return err
 	}
-	if cfg.WebhookURL == "" {
-		return controller.Setup(ctx, mgr, cfg, Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk), clk, m)
+	settings := plan.Settings{
+		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
+		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
+		SettleWindow: cfg.SettleWindow, Started: clk.Now(),
 	}
-	q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("webhook"))
+	log := mgr.GetLogger()
+	finder := &dependents.Finder{
+		Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds, Selective: cfg.NamespaceSelector != nil,
+		Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
+	}
+	if cfg.WebhookURL != "" {
+		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, log.WithName("webhook"))
+		if err != nil {
+			return fmt.Errorf("--webhook-url: %w", err)
+		}
+		return webhook.Setup(ctx, mgr, &webhook.Notifier{
+			Cache: mgr.GetCache(), Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Settings: settings, Queue: q,
+		})
+	}
+	alert, err := alerts(mgr, cfg.Alert, m)
 	if err != nil {
-		return fmt.Errorf("--webhook-url: %w", err)
+		return err
 	}
-	return controller.SetupWebhook(ctx, mgr, cfg, Kinds(cfg, mgr.GetAPIReader()), q, clk.Now())
+	return controller.Setup(ctx, mgr, controller.Options{
+		Settings: settings, Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
+		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces,
+	})
+}
+
+// alerts returns the function that sends an alert per rollout from a
+// queue, or nil without ALERT_WEBHOOK_URL.
+func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.Reload), error) {
+	if a.URL == "" {
+		return nil, nil
+	}
+	q, err := notify.NewQueue(a.URL, notify.Options{Proxy: a.Proxy, OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("alerts"))
+	if err != nil {
+		return nil, fmt.Errorf("ALERT_WEBHOOK_URL: %w", err)
+	}
+	if err := mgr.Add(q); err != nil {
+		return nil, err
+	}
+	return func(r notify.Reload) { q.Send(notify.AlertMessage(a.Sink, r, a.AdditionalInfo)) }, nil
 }
 
 // Kinds are the built-in workload kinds Ripple rolls under cfg. reader
@@ -102,11 +144,11 @@ func optionalKinds(cfg config.Config, cached client.Reader, clk clock.PassiveClo
 	if cfg.ArgoRollouts {
 		out = append(out, controller.Optional{
 			Kind: workload.NewRollout(workload.RolloutOptions{StrategyKey: cfg.Keys.RolloutStrategy, Reader: cached, Now: clk.Now}),
-			GVK:  workload.RolloutGVK, Flag: "--is-Argo-Rollouts",
+			API:  optional.API{GVK: workload.RolloutGVK, Flag: "--is-Argo-Rollouts"},
 		})
 	}
 	if cfg.OpenShift {
-		out = append(out, controller.Optional{Kind: workload.DeploymentConfig, GVK: workload.DeploymentConfigGVK, Flag: "--is-openshift"})
+		out = append(out, controller.Optional{Kind: workload.DeploymentConfig, API: optional.API{GVK: workload.DeploymentConfigGVK, Flag: "--is-openshift"}})
 	}
 	return out
 }
@@ -150,8 +192,8 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		namespaces[ns] = cache.Config{}
 	}
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Transform: controller.TransformConfig, Label: cfg.ResourceSelector},
-		&corev1.Secret{}:    {Transform: controller.TransformConfig, Label: cfg.ResourceSelector},
+		&corev1.ConfigMap{}: {Transform: source.Transform, Label: cfg.ResourceSelector},
+		&corev1.Secret{}:    {Transform: source.Transform, Label: cfg.ResourceSelector},
 	}
 	if cfg.NamespaceSelector != nil {
 		// Only selected namespaces are cached, so a cache miss means
@@ -216,8 +258,8 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		}
 	}
 	health.cache = mgr.GetCache()
-	for _, k := range controller.InformerKinds(cfg.Kinds) {
-		health.watched = append(health.watched, controller.ConfigObject(k))
+	for _, k := range source.Watched(cfg.Kinds) {
+		health.watched = append(health.watched, source.Object(k))
 	}
 	for _, k := range Kinds(cfg, nil) {
 		health.watched = append(health.watched, k.New())
@@ -245,7 +287,7 @@ func writeClient(rc *rest.Config, o client.Options) (client.Client, error) {
 // digest. (The pod statuses cannot have a ByObject entry: their API may
 // not be served when the cache is built.)
 func defaultTransform(obj any) (any, error) {
-	obj, err := controller.TransformSPCPS(obj)
+	obj, err := source.TransformPodStatus(obj)
 	if err != nil {
 		return nil, err
 	}

@@ -3,111 +3,104 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
-	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	rsource "github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
+
+// workers is how many workloads of one kind are reconciled at once.
+const workers = 4
 
 // Optional is a workload kind used only once the API server serves it.
 type Optional struct {
 	Kind workload.Kind
-	GVK  schema.GroupVersionKind
-	// Flag is the flag that enabled it, for the log.
-	Flag string
+	API  optional.API
 }
 
-// Setup registers the index and the controller of every workload kind,
-// the discovery of the optional kinds (and of the CSI driver's API with
-// --enable-csi-integration), and the runnables that keep the metrics.
-func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, kinds []workload.Kind, optional []Optional, clk clock.PassiveClock, m *metrics.Metrics) error {
-	var alert func(notify.Reload)
-	if cfg.Alert.URL != "" {
-		q, err := notify.NewQueue(cfg.Alert.URL, notify.Options{Proxy: cfg.Alert.Proxy, OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("alerts"))
-		if err != nil {
-			return fmt.Errorf("ALERT_WEBHOOK_URL: %w", err)
-		}
-		if err := mgr.Add(q); err != nil {
-			return err
-		}
-		alert = func(r notify.Reload) { q.Send(notify.AlertMessage(cfg.Alert.Sink, r, cfg.Alert.AdditionalInfo)) }
-	}
-	if err := mgr.Add(&eventCounter{cache: mgr.GetCache(), kinds: InformerKinds(cfg.Kinds), metrics: m}); err != nil {
-		return err
-	}
-	if err := mgr.Add(leaderGauge{m}); err != nil {
-		return err
-	}
-	s := &setup{mgr: mgr, cfg: cfg, clock: clk, metrics: m, alert: alert, started: clk.Now(),
-		counter: &cacheCounter{cache: mgr.GetCache(), metrics: m}}
-	if cfg.CSI {
-		s.csi = &csiState{}
-	}
-	for _, k := range InformerKinds(cfg.Kinds) {
-		if err := s.counter.add(string(k), ConfigObject(k)); err != nil {
-			return err
-		}
-	}
-	if err := mgr.Add(s.counter); err != nil {
-		return err
-	}
+// Options are what Setup wires.
+type Options struct {
+	Settings plan.Settings
+	Finder   *dependents.Finder
+	Kinds    []workload.Kind
+	Optional []Optional
+	// CSI enables SecretProviderClasses once the driver's API is served.
+	CSI     bool
+	Alert   func(notify.Reload)
+	Clock   clock.PassiveClock
+	Metrics *metrics.Metrics
+	// Namespaces are the watched namespaces, for recoveries; empty is all.
+	Namespaces []string
+}
 
-	for _, kind := range kinds {
+// Setup registers the indexes and the controller of every workload kind,
+// the discovery of the optional kinds (and of the CSI driver's API), and
+// the runnables that keep the metrics.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	m := o.Metrics
+	watched := rsource.Watched(o.Settings.SourceKinds)
+	s := &setup{mgr: mgr, o: o, counter: m.NewCacheCounter(mgr.GetCache())}
+	if o.CSI {
+		s.rotations = &rsource.Rotations{}
+	}
+	for _, k := range watched {
+		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
+			return err
+		}
+	}
+	for _, r := range []interface{ Start(context.Context) error }{m.NewEventCounter(mgr.GetCache(), watched), metrics.LeaderGauge{Metrics: m}, s.counter} {
+		if err := mgr.Add(r); err != nil {
+			return err
+		}
+	}
+	for _, kind := range o.Kinds {
 		if err := s.add(ctx, kind); err != nil {
 			return err
 		}
 	}
-	d := &discoverer{setup: s, log: mgr.GetLogger().WithName("discovery")}
-	for _, o := range optional {
-		d.items = append(d.items, discoverable{gvk: o.GVK, flag: o.Flag, enable: func(ctx context.Context) error { return s.add(ctx, o.Kind) }})
+	var apis []optional.API
+	for _, opt := range o.Optional {
+		apis = append(apis, optional.API{GVK: opt.API.GVK, Flag: opt.API.Flag, Enable: func(ctx context.Context) error { return s.add(ctx, opt.Kind) }})
 	}
-	if cfg.CSI {
-		d.items = append(d.items, discoverable{gvk: SecretProviderClassPodStatusGVK, flag: "--enable-csi-integration", enable: s.enableCSI})
+	if o.CSI {
+		apis = append(apis, optional.API{GVK: rsource.SecretProviderClassPodStatusGVK, Flag: "--enable-csi-integration", Enable: s.enableCSI})
 	}
-	if len(d.items) == 0 {
+	if len(apis) == 0 {
 		return nil
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
-	d.client = dc
-	return mgr.Add(d)
+	return mgr.Add(optional.NewDiscoverer(dc, mgr.GetLogger().WithName("discovery"), apis...))
 }
 
 // setup adds workload controllers to a manager, also after it started.
 type setup struct {
-	mgr     ctrl.Manager
-	cfg     config.Config
-	clock   clock.PassiveClock
-	metrics *metrics.Metrics
-	alert   func(notify.Reload)
-	started time.Time
-	csi     *csiState
-	counter *cacheCounter
+	mgr       ctrl.Manager
+	o         Options
+	rotations *rsource.Rotations
+	counter   *metrics.CacheCounter
 
 	mu          sync.Mutex
 	reconcilers []*Reconciler
@@ -117,53 +110,38 @@ type setup struct {
 // add indexes kind and starts its controller.
 func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	r := &Reconciler{
-		Client:   s.mgr.GetClient(),
-		Kind:     kind,
-		Config:   s.cfg,
-		Recorder: s.mgr.GetEventRecorder("ripple"),
-		Metrics:  s.metrics,
-		Alert:    s.alert,
-		Clock:    s.clock,
-		Started:  s.started,
-		csi:      s.csi,
+		Client: s.mgr.GetClient(), Kind: kind, Settings: s.o.Settings, Finder: s.o.Finder,
+		Recorder: s.mgr.GetEventRecorder("ripple"), Metrics: s.o.Metrics, Alert: s.o.Alert,
+		Clock: s.o.Clock, Rotations: s.rotations,
 	}
-	if err := s.mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexConfigs, r.indexValues); err != nil {
-		return fmt.Errorf("indexing %s by config: %w", kind.Name(), err)
+	if err := s.o.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
+		return err
 	}
 	b := ctrl.NewControllerManagedBy(s.mgr).
 		Named(kind.Name()).
 		For(kind.New(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NewQueue: s.newQueue})
-	for _, ck := range InformerKinds(s.cfg.Kinds) {
-		b = b.Watches(ConfigObject(ck), handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(ck)),
-			builder.WithPredicates(configChanged(s.cfg)))
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: s.newQueue})
+	for _, sk := range rsource.Watched(s.o.Settings.SourceKinds) {
+		b = b.Watches(rsource.Object(sk), handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sk)),
+			builder.WithPredicates(sourceChanged(s.o.Settings.Keys)))
 	}
-	if s.cfg.NamespaceSelector != nil {
+	if s.o.Finder.Selective {
 		// A namespace that starts matching brings its workloads in.
-		b = b.WatchesMetadata(namespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
+		b = b.WatchesMetadata(dependents.NamespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
 	}
-	if rec, ok := kind.(recoverer); ok {
-		if err := s.mgr.Add(&recovery{kind: rec, client: s.mgr.GetClient(), namespaces: s.cfg.Namespaces}); err != nil {
+	if rec, ok := kind.(workload.Recoverer); ok {
+		if err := s.mgr.Add(&workload.Recovery{Kind: rec, Client: s.mgr.GetClient(), Namespaces: s.o.Namespaces}); err != nil {
 			return err
 		}
 	}
-	if ts, ok := kind.(workload.TemplateSource); ok {
-		refOf := func(obj client.Object) []string {
-			if name, ok := ts.TemplateRef(obj); ok {
-				return []string{name}
-			}
-			return nil
-		}
-		if err := s.mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexWorkloadRef, refOf); err != nil {
-			return fmt.Errorf("indexing %s by workloadRef: %w", kind.Name(), err)
-		}
+	if _, ok := kind.(workload.TemplateSource); ok {
 		// A workload seen before its Deployment has no template to decide
 		// on: the Deployment's arrival (or template change) brings it back.
 		b = b.Watches(workload.Deployment.New(), handler.EnqueueRequestsFromMapFunc(r.requestsForTemplateRef),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
-	if err := s.counter.add(kind.Name(), kind.New()); err != nil {
+	if err := s.counter.Add(kind.Name(), kind.New()); err != nil {
 		return err
 	}
 	c, err := b.Build(r)
@@ -174,7 +152,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	defer s.mu.Unlock()
 	s.reconcilers = append(s.reconcilers, r)
 	s.controllers = append(s.controllers, c)
-	if s.csi != nil && s.csi.served.Load() {
+	if s.rotations.Served() {
 		return s.watchCSI(r, c)
 	}
 	return nil
@@ -186,7 +164,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rl
-		o.MetricProvider = s.metrics.QueueMetrics()
+		o.MetricProvider = s.o.Metrics.QueueMetrics()
 		o.Log = s.mgr.GetLogger().WithValues("controller", name)
 	})
 }
@@ -198,7 +176,7 @@ func (s *setup) enableCSI(context.Context) error {
 	defer s.mu.Unlock()
 	// Served first: the watches deliver the pod statuses that exist at once
 	// (only once), and a reconcile that ran before this would skip them.
-	s.csi.served.Store(true)
+	s.rotations.Serve()
 	for i, r := range s.reconcilers {
 		if err := s.watchCSI(r, s.controllers[i]); err != nil {
 			return err
@@ -209,79 +187,17 @@ func (s *setup) enableCSI(context.Context) error {
 
 func (s *setup) watchCSI(r *Reconciler, c controller.Controller) error {
 	cache := s.mgr.GetCache()
-	if err := c.Watch(source.Kind(cache, client.Object(spcpsObject()), r.spcpsHandler())); err != nil {
+	if err := c.Watch(source.Kind(cache, client.Object(rsource.PodStatusObject()), r.podStatusHandler())); err != nil {
 		return err
 	}
-	return c.Watch(source.Kind(cache, ConfigObject(refs.SecretProviderClass),
-		handler.EnqueueRequestsFromMapFunc(r.requestsForConfig(refs.SecretProviderClass)), configChanged(s.cfg)))
+	return c.Watch(source.Kind(cache, rsource.Object(refs.SecretProviderClass),
+		handler.EnqueueRequestsFromMapFunc(r.requestsForSource(refs.SecretProviderClass)), sourceChanged(s.o.Settings.Keys)))
 }
 
-// InformerKinds are the config kinds watched directly: ConfigMaps and
-// Secrets. SecretProviderClasses are watched through their pod statuses,
-// once the CSI driver's API is served.
-func InformerKinds(kinds []refs.Kind) []refs.Kind {
-	return slices.DeleteFunc(slices.Clone(kinds), func(k refs.Kind) bool { return k == refs.SecretProviderClass })
-}
-
-// configChanged passes config events that can change a reload decision:
-// creates, deletes, data changes, and changes of the ignore and match
-// annotations. Label- and other metadata-only updates and relists pass
-// nothing, so they cost no reconcile.
-func configChanged(cfg config.Config) predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
-			return o[digestAnnotation] != n[digestAnnotation] ||
-				o[cfg.Keys.Ignore] != n[cfg.Keys.Ignore] ||
-				o[cfg.Keys.Match] != n[cfg.Keys.Match]
-		},
-		GenericFunc: func(event.GenericEvent) bool { return false },
+func requests(names []types.NamespacedName) []reconcile.Request {
+	reqs := make([]reconcile.Request, len(names))
+	for i, n := range names {
+		reqs[i] = reconcile.Request{NamespacedName: n}
 	}
+	return reqs
 }
-
-// eventCounter counts config events once each, for
-// reloader_events_received_total: the workload controllers' predicates see
-// every event once per workload kind.
-type eventCounter struct {
-	cache   cache.Cache
-	kinds   []refs.Kind
-	metrics *metrics.Metrics
-}
-
-func (c *eventCounter) Start(ctx context.Context) error {
-	for _, kind := range c.kinds {
-		inf, err := c.cache.GetInformer(ctx, ConfigObject(kind))
-		if err != nil {
-			return err
-		}
-		resource := strings.ToLower(string(kind)) + "s"
-		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { c.metrics.EventReceived("add", resource, true) },
-			UpdateFunc: func(o, n any) {
-				oo, _ := o.(client.Object)
-				no, _ := n.(client.Object)
-				c.metrics.EventReceived("update", resource, oo == nil || no == nil ||
-					oo.GetAnnotations()[digestAnnotation] != no.GetAnnotations()[digestAnnotation])
-			},
-			DeleteFunc: func(any) { c.metrics.EventReceived("delete", resource, true) },
-		})
-		if err != nil {
-			return err
-		}
-	}
-	<-ctx.Done()
-	return nil
-}
-
-// leaderGauge sets ripple_leader: runnables that need leader election start
-// only on the leader (or at once without leader election). Losing the lead
-// ends the process, so the gauge never needs to go back to 0.
-type leaderGauge struct{ metrics *metrics.Metrics }
-
-func (l leaderGauge) Start(ctx context.Context) error {
-	l.metrics.SetLeader(true)
-	<-ctx.Done()
-	return nil
-}
-
-func (leaderGauge) NeedLeaderElection() bool { return true }

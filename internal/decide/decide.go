@@ -17,10 +17,11 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
-// Config is what decide needs to know about a changed config source.
-type Config struct {
+// Source is what decide needs to know about a changed source (a
+// ConfigMap, Secret or SecretProviderClass).
+type Source struct {
 	Ref refs.Ref
-	// Annotations are the config's own metadata annotations, where the
+	// Annotations are the source's own metadata annotations, where the
 	// ignore and match keys live.
 	Annotations map[string]string
 }
@@ -28,9 +29,9 @@ type Config struct {
 // Input is everything Decide looks at.
 type Input struct {
 	Keys annotation.Keys
-	// Policy is the workload's policy, parsed for Config.Ref.Kind.
+	// Policy is the workload's policy, parsed for Source.Ref.Kind.
 	Policy annotation.Policy
-	Config Config
+	Source Source
 	// Referenced is true when the workload's pod template references the
 	// config.
 	Referenced bool
@@ -83,14 +84,14 @@ type Decision struct {
 // and --auto-reload-all only when the workload sets neither auto key.
 func Decide(in Input) Decision {
 	keys, p := in.Keys, in.Policy
-	ref := in.Config.Ref
+	ref := in.Source.Ref
 	what := fmt.Sprintf("%s %q", ref.Kind, ref.Name)
 	where := ""
 	if p.FromTemplate {
 		where = " on the pod template"
 	}
 
-	if annotation.IsTrue(in.Config.Annotations[keys.Ignore]) {
+	if annotation.IsTrue(in.Source.Annotations[keys.Ignore]) {
 		return Decision{Reason: Ignored, Message: fmt.Sprintf("%s has %q set to \"true\"", what, keys.Ignore)}
 	}
 	if slices.Contains(p.Exclude, ref.Name) {
@@ -108,7 +109,7 @@ func Decide(in Input) Decision {
 	var trigger Reason
 	var cond, by string // why the trigger applies, continuing the sentence; its name
 	switch {
-	case p.Search && annotation.IsTrue(in.Config.Annotations[keys.Match]):
+	case p.Search && annotation.IsTrue(in.Source.Annotations[keys.Match]):
 		trigger, by = SearchMatch, fmt.Sprintf("%q", keys.Search)
 		cond = fmt.Sprintf(", has %q set to \"true\" and the workload has %q set to \"true\"%s", keys.Match, keys.Search, where)
 	case p.Auto:

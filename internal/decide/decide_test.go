@@ -55,7 +55,7 @@ func run(t *testing.T, tests []tc) {
 			got := Decide(Input{
 				Keys:          keys,
 				Policy:        annotation.Parse(keys, tt.ref.Kind, tt.meta, tt.tpl),
-				Config:        Config{Ref: tt.ref, Annotations: tt.cfg},
+				Source:        Source{Ref: tt.ref, Annotations: tt.cfg},
 				Referenced:    tt.referenced,
 				AutoReloadAll: tt.all,
 			})

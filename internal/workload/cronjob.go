@@ -49,11 +49,12 @@ func (cronJob) Name() string               { return "CronJob" }
 func (cronJob) New() client.Object         { return &batchv1.CronJob{} }
 func (cronJob) NewList() client.ObjectList { return &batchv1.CronJobList{} }
 
-func (cronJob) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	if cj, ok := obj.(*batchv1.CronJob); ok {
-		return &cj.Spec.JobTemplate.Spec.Template
+func (cronJob) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok {
+		return nil, fmt.Errorf("CronJob: unexpected object type %T", obj)
 	}
-	return nil
+	return &cj.Spec.JobTemplate.Spec.Template, nil
 }
 
 // mode is the CronJob's mode; an invalid annotation means the default.

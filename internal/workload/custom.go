@@ -54,26 +54,32 @@ func (k custom) NewList() client.ObjectList {
 }
 
 // PodTemplate converts spec.template; the result does not point into obj.
-func (k custom) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+func (k custom) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u.GroupVersionKind() != k.gvk {
-		return nil
+		return nil, fmt.Errorf("%s: unexpected object %T", k.gvk.Kind, obj)
 	}
 	m, found, err := unstructured.NestedMap(u.Object, "spec", "template")
-	if err != nil || !found {
-		return nil
+	if err != nil {
+		return nil, fmt.Errorf("%s %s/%s: spec.template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	if !found {
+		return nil, nil
 	}
 	tpl := &corev1.PodTemplateSpec{}
-	if runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl) != nil {
-		return nil
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: spec.template is not a pod template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), err)
 	}
-	return tpl
+	return tpl, nil
 }
 
 func (k custom) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
 	var spec map[string]any
 	if u.Template != nil {
-		old := k.PodTemplate(obj)
+		old, err := k.PodTemplate(obj)
+		if err != nil {
+			return Result{}, err
+		}
 		if old == nil {
 			return Result{}, fmt.Errorf("%s %s/%s has no pod template", k.gvk.Kind, obj.GetNamespace(), obj.GetName())
 		}
@@ -160,21 +166,13 @@ func workloadRef(obj client.Object) (string, bool) {
 	return name, kind == "Deployment" && name != ""
 }
 
-func (k rollout) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	name, ok := workloadRef(obj)
-	if !ok {
-		return k.custom.PodTemplate(obj)
+// PodTemplate is nil for a Rollout with a workloadRef: its template is
+// its Deployment's (Template reads it).
+func (k rollout) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if _, ok := workloadRef(obj); ok {
+		return nil, nil
 	}
-	d, err := k.deployment(obj, name)
-	if err != nil {
-		return nil
-	}
-	return &d.Spec.Template
-}
-
-func (k rollout) deployment(obj client.Object, name string) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	return d, k.o.Reader.Get(context.Background(), types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, d)
+	return k.custom.PodTemplate(obj)
 }
 
 func (k rollout) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
@@ -186,8 +184,8 @@ func (k rollout) Write(ctx context.Context, c client.Client, obj client.Object, 
 	if !ok || u.Template == nil {
 		return k.custom.Write(ctx, c, obj, u)
 	}
-	d, err := k.deployment(obj, name)
-	if err != nil {
+	d := &appsv1.Deployment{}
+	if err := k.o.Reader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, d); err != nil {
 		return Result{}, fmt.Errorf("reading the workloadRef Deployment %s: %w", name, err)
 	}
 	if _, err := Deployment.Write(ctx, c, d, Update{Template: u.Template}); err != nil {

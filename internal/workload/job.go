@@ -54,15 +54,15 @@ func (job) KeepsTemplate(client.Object) bool { return false }
 
 // PodTemplate returns nil for a Job a CronJob controls: the CronJob takes
 // the reload.
-func (job) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
+func (job) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
-		return nil
+		return nil, fmt.Errorf("Job: unexpected object type %T", obj)
 	}
 	if owner := metav1.GetControllerOf(j); owner != nil && owner.Kind == "CronJob" {
-		return nil
+		return nil, nil
 	}
-	return &j.Spec.Template
+	return &j.Spec.Template, nil
 }
 
 func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,11 +24,12 @@ func (k typed[T]) New() client.Object               { return k.newObj() }
 func (k typed[T]) NewList() client.ObjectList       { return k.newList() }
 func (k typed[T]) KeepsTemplate(client.Object) bool { return false }
 
-func (k typed[T]) PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	if o, ok := obj.(T); ok {
-		return k.template(o)
+func (k typed[T]) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	o, ok := obj.(T)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected object type %T", k.name, obj)
 	}
-	return nil
+	return k.template(o), nil
 }
 
 func (k typed[T]) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {

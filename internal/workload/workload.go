@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -41,10 +43,13 @@ type Kind interface {
 	New() client.Object
 	// NewList returns an empty list of the kind.
 	NewList() client.ObjectList
-	// PodTemplate returns the pod template of obj, or nil when obj is not of
-	// this kind or is left to another controller (a Job a CronJob owns). It
-	// may point into obj: callers copy before changing it.
-	PodTemplate(obj client.Object) *corev1.PodTemplateSpec
+	// PodTemplate returns the pod template of obj, or nil when obj has none
+	// of its own: it is left to another controller (a Job a CronJob owns)
+	// or takes its template from another object (TemplateSource). It may
+	// point into obj: callers copy before changing it. It reads nothing but
+	// obj, and fails when obj is not of this kind or its template does not
+	// convert.
+	PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error)
 	// KeepsTemplate reports whether a reload leaves obj's own pod template
 	// as it is (a CronJob starts a Job; an Argo Rollout is restarted). What
 	// was applied is then known from the workload's applied record only.
@@ -71,6 +76,27 @@ type Checker interface {
 // a Deployment of the same namespace (an Argo Rollout's workloadRef).
 type TemplateSource interface {
 	TemplateRef(obj client.Object) (deployment string, ok bool)
+}
+
+// Template returns the pod template a reload of obj is written on: its
+// own, or for a TemplateSource the referenced Deployment's, read through r
+// (the cache). It is nil when there is none (yet): a Job left to its
+// CronJob, or a workloadRef Deployment that does not exist.
+func Template(ctx context.Context, r client.Reader, kind Kind, obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if ts, ok := kind.(TemplateSource); ok {
+		if name, ok := ts.TemplateRef(obj); ok {
+			d := &appsv1.Deployment{}
+			err := r.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, d)
+			if apierrors.IsNotFound(err) {
+				return nil, nil // its arrival brings the workload back
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading the workloadRef Deployment %s: %w", name, err)
+			}
+			return &d.Spec.Template, nil
+		}
+	}
+	return kind.PodTemplate(obj)
 }
 
 // Pauser is a kind that can be paused while a reload is written, so that

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/test/inproc"
 )
 
@@ -118,7 +118,7 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 	if !cfg.IgnoreJobs {
 		lists = append(lists, &batchv1.JobList{})
 	}
-	for _, k := range controller.InformerKinds(cfg.Kinds) {
+	for _, k := range source.Watched(cfg.Kinds) {
 		if k == refs.ConfigMap {
 			lists = append(lists, &corev1.ConfigMapList{})
 		} else {

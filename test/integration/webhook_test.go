@@ -12,22 +12,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/webhook"
 )
 
 // hookServer records the bodies posted to it.
 type hookServer struct {
 	*httptest.Server
 	mu     sync.Mutex
-	bodies []controller.WebhookBody
+	bodies []webhook.Body
 }
 
 func newHookServer(t *testing.T) *hookServer {
 	h := &hookServer{}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var body controller.WebhookBody
+		var body webhook.Body
 		if err := json.Unmarshal(b, &body); err != nil || r.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("bad webhook request %q (%s): %v", b, r.Header.Get("Content-Type"), err)
 		}
@@ -39,10 +39,10 @@ func newHookServer(t *testing.T) *hookServer {
 	return h
 }
 
-func (h *hookServer) received() []controller.WebhookBody {
+func (h *hookServer) received() []webhook.Body {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]controller.WebhookBody(nil), h.bodies...)
+	return append([]webhook.Body(nil), h.bodies...)
 }
 
 // --webhook-url replaces reloading: each data change is posted with
@@ -76,14 +76,14 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	e.waitFor(t, opted, "four webhook calls", func(client.Object) bool { return len(hook.received()) >= 4 })
 	time.Sleep(500 * time.Millisecond) // a spurious fifth call would show
 	got := hook.received()
-	want := []controller.WebhookBody{
+	want := []webhook.Body{
 		// Created after Ripple started, with --reload-on-create: a call.
-		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []controller.WorkloadRef{}},
+		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []webhook.WorkloadRef{}},
 		{Webhook: "update successful", Event: "update", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
-			Workloads: []controller.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
-		{Webhook: "update successful", Event: "create", Kind: refs.Secret, Namespace: e.ns, Name: "later", Workloads: []controller.WorkloadRef{}},
+			Workloads: []webhook.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
+		{Webhook: "update successful", Event: "create", Kind: refs.Secret, Namespace: e.ns, Name: "later", Workloads: []webhook.WorkloadRef{}},
 		{Webhook: "update successful", Event: "delete", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
-			Workloads: []controller.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
+			Workloads: []webhook.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d calls, want %d: %+v", len(got), len(want), got)

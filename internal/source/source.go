@@ -1,4 +1,9 @@
-package controller
+// Package source is what Ripple keeps of the sources that reload
+// workloads: ConfigMaps, Secrets and Secrets Store CSI
+// SecretProviderClasses. The caches hold their metadata and a digest of
+// their data, never the data, so memory follows the number of sources and
+// not their size.
+package source
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -11,15 +16,17 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
-// digestAnnotation holds, on cached ConfigMaps and Secrets only, the
-// Reloader SHA1 of the data the transform dropped. It never reaches the API
-// server: Ripple does not write configs.
+// digestAnnotation holds, on cached ConfigMaps, Secrets and CSI pod
+// statuses only, the Reloader SHA1 of the data the transform dropped. It
+// never reaches the API server: Ripple does not write sources.
 const digestAnnotation = "internal.ripple.dev/sha1"
 
-// TransformConfig is the cache transform for ConfigMaps and Secrets: it
-// records the digest of the data and drops the data, so the cache's memory
-// follows the number of configs, not their size.
-func TransformConfig(obj any) (any, error) {
+// Digest returns the digest of a cached source.
+func Digest(obj client.Object) string { return obj.GetAnnotations()[digestAnnotation] }
+
+// Transform is the cache transform for ConfigMaps and Secrets: it records
+// the digest of the data and drops the data.
+func Transform(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok { // e.g. a tombstone: nothing to strip
 		return obj, nil
@@ -62,9 +69,9 @@ func hasData(obj any) bool {
 	return false
 }
 
-// ConfigObject returns an empty object of a config kind. A
-// SecretProviderClass is cached as metadata: only its annotations count.
-func ConfigObject(kind refs.Kind) client.Object {
+// Object returns an empty object of a source kind. A SecretProviderClass
+// is cached as metadata: only its annotations count.
+func Object(kind refs.Kind) client.Object {
 	switch kind {
 	case refs.Secret:
 		return &corev1.Secret{}
@@ -76,8 +83,8 @@ func ConfigObject(kind refs.Kind) client.Object {
 	return &corev1.ConfigMap{}
 }
 
-// configList returns an empty list of a config kind.
-func configList(kind refs.Kind) client.ObjectList {
+// List returns an empty list of a source kind.
+func List(kind refs.Kind) client.ObjectList {
 	switch kind {
 	case refs.Secret:
 		return &corev1.SecretList{}
@@ -89,8 +96,8 @@ func configList(kind refs.Kind) client.ObjectList {
 	return &corev1.ConfigMapList{}
 }
 
-// objectNames returns the names of the items of a list.
-func objectNames(list client.ObjectList) []string {
+// Names returns the names of the items of a list.
+func Names(list client.ObjectList) []string {
 	var names []string
 	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
 		if m, err := apimeta.Accessor(o); err == nil {
@@ -101,9 +108,15 @@ func objectNames(list client.ObjectList) []string {
 	return names
 }
 
-// namespaceObject is a Namespace as the metadata-only cache holds it.
-func namespaceObject() *metav1.PartialObjectMetadata {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	return ns
+// Watched are the source kinds watched directly: ConfigMaps and Secrets.
+// SecretProviderClasses are watched through their pod statuses, once the
+// CSI driver's API is served.
+func Watched(kinds []refs.Kind) []refs.Kind {
+	var out []refs.Kind
+	for _, k := range kinds {
+		if k != refs.SecretProviderClass {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -1,4 +1,7 @@
-package controller
+// Package metainfo publishes Reloader's reloader-meta-info ConfigMap, in
+// which Reloader describes itself (build and options) for tools that read
+// it.
+package metainfo
 
 import (
 	"context"
@@ -44,9 +47,9 @@ type buildInfo struct {
 	Edition        string    `json:"edition"`
 }
 
-// AddMetaInfo publishes reloader-meta-info from the leader, in reload and
-// in webhook mode, when info.Namespace is set.
-func AddMetaInfo(mgr ctrl.Manager, info config.MetaInfo) error {
+// Add publishes reloader-meta-info from the leader, in reload and in
+// webhook mode, when info.Namespace is set.
+func Add(mgr ctrl.Manager, info config.MetaInfo) error {
 	if info.Namespace == "" {
 		return nil
 	}

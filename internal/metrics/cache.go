@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"context"
@@ -7,15 +7,13 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/ripple-dev/ripple/internal/metrics"
 )
 
-// cacheCounter keeps ripple_cache_objects from the adds and deletes of
+// CacheCounter keeps ripple_cache_objects from the adds and deletes of
 // each informer, on every replica: standbys hold their caches too.
-type cacheCounter struct {
+type CacheCounter struct {
 	cache   cache.Cache
-	metrics *metrics.Metrics
+	metrics *Metrics
 
 	mu sync.Mutex
 	// ctx is set once started; until then kinds are kept for Start.
@@ -23,9 +21,16 @@ type cacheCounter struct {
 	kinds map[string]client.Object
 }
 
-func (c *cacheCounter) NeedLeaderElection() bool { return false }
+// NewCacheCounter returns a CacheCounter of c's informers.
+func (m *Metrics) NewCacheCounter(c cache.Cache) *CacheCounter {
+	return &CacheCounter{cache: c, metrics: m}
+}
 
-func (c *cacheCounter) Start(ctx context.Context) error {
+// NeedLeaderElection: every replica counts its own caches.
+func (c *CacheCounter) NeedLeaderElection() bool { return false }
+
+// Start counts the kinds added so far, and those added later at once.
+func (c *CacheCounter) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.ctx = ctx
 	kinds := c.kinds
@@ -38,9 +43,9 @@ func (c *cacheCounter) Start(ctx context.Context) error {
 	return nil
 }
 
-// add counts the objects of kind (a metric label), at once when started
+// Add counts the objects of kind (a metric label), at once when started
 // (an optional kind found later), else from Start.
-func (c *cacheCounter) add(kind string, obj client.Object) error {
+func (c *CacheCounter) Add(kind string, obj client.Object) error {
 	c.mu.Lock()
 	ctx := c.ctx
 	if ctx == nil {
@@ -56,7 +61,7 @@ func (c *cacheCounter) add(kind string, obj client.Object) error {
 	return c.count(ctx, kind, obj)
 }
 
-func (c *cacheCounter) count(ctx context.Context, kind string, obj client.Object) error {
+func (c *CacheCounter) count(ctx context.Context, kind string, obj client.Object) error {
 	inf, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return err

@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Event reasons.
+const (
+	ReasonReloaded          = "Reloaded"
+	ReasonReloadFailed      = "ReloadFailed"
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+	ReasonReloadSkipped     = "ReloadSkipped"
+)
+
+// outcome is how a reconcile ended, for the metrics.
+type outcome struct {
+	result, skip string
+	retry        bool
+}
+
+var (
+	skipped    = outcome{result: metrics.ResultSkipped}
+	outOfScope = outcome{result: metrics.ResultSkipped, skip: metrics.SkipIgnoredNotSelected}
+	notUpdated = outcome{result: metrics.ResultSkipped, skip: metrics.SkipStrategyNotUpdated}
+	reloaded   = outcome{result: metrics.ResultSuccess}
+)
+
+// warn emits a Warning event per invalid annotation.
+func (r *Reconciler) warn(obj client.Object, warnings []string) {
+	for _, w := range warnings {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Reload", "%s", w)
+	}
+}
+
+// report tells of the write of plan p: events, metrics, alerts and logs.
+func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan, res workload.Result, err error) (ctrl.Result, outcome, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if apierrors.IsConflict(err) {
+		log.V(1).Info("workload changed since it was read; retrying")
+		return ctrl.Result{RequeueAfter: conflictRetry}, outcome{result: metrics.ResultSkipped, retry: true}, nil
+	}
+	names := changeNames(p.Changes)
+	list := strings.Join(names, ", ")
+	if p.Reloads() && res.Skipped == "" {
+		r.Metrics.Reloaded(r.Kind.Name(), obj.GetNamespace(), err, r.Clock.Since(p.Seen), len(p.Changes))
+	}
+	if err != nil {
+		if p.Reloads() {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonReloadFailed, "Reload", "Reload for changes in %s failed: %v", list, err)
+		}
+		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), client.ObjectKeyFromObject(obj), err)
+	}
+	if p.Update.Paused != nil {
+		log.Info(map[bool]string{true: "paused", false: "resumed"}[*p.Update.Paused], "workload", klog.KObj(obj), "kind", r.Kind.Name())
+	}
+	if !p.Reloads() {
+		log.V(1).Info("recorded the applied configs", "configs", len(p.Sources))
+		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
+	}
+	r.forget(client.ObjectKeyFromObject(obj))
+	if res.Skipped != "" {
+		log.Info("reload skipped", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "reason", res.Skipped)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload", "Changes in %s not reloaded: %s", list, res.Skipped)
+		return ctrl.Result{}, notUpdated, nil
+	}
+	strategyName := r.Settings.Strategy.Name()
+	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)", list, strategyName)
+	if r.Alert != nil {
+		alert := notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName()}
+		for _, c := range p.Changes {
+			alert.Sources = append(alert.Sources, notify.Source{Type: c.Ref.Kind.Type(), Name: c.Ref.Name})
+		}
+		r.Alert(alert) // queued: a slow endpoint never holds a reload up
+	}
+	return ctrl.Result{RequeueAfter: p.Requeue}, reloaded, nil
+}
+
+// changeNames names the changed sources, e.g. `ConfigMap "app"`.
+func changeNames(changes []strategy.Change) []string {
+	names := make([]string, len(changes))
+	for i, c := range changes {
+		names[i] = fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
+		if c.Deleted {
+			names[i] += " (deleted)"
+		}
+	}
+	return names
+}

@@ -1,0 +1,213 @@
+// Package dependents finds the workloads that depend on a source through
+// cache field indexes, so that a change never lists workloads from the API
+// server. Reload mode maps source events to workloads with it, and webhook
+// mode names the workloads that would reload.
+package dependents
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// indexSources is the field index from a source to the workloads that may
+// depend on it. Its values are "<Kind>/<name>" for every source the pod
+// template references or a named-reload annotation names literally, and
+// "<Kind>/*" when a named-reload annotation holds a pattern. It may hold
+// more than the workload really reloads on; the plan decides exactly.
+const indexSources = "ripple.dev/sources"
+
+// indexTemplateRef indexes workloads by the Deployment they take their
+// template from (an Argo Rollout's workloadRef).
+const indexTemplateRef = "ripple.dev/workload-ref"
+
+func sourceKey(kind refs.Kind, name string) string { return string(kind) + "/" + name }
+
+// patternKey cannot clash with a sourceKey: names never contain '*'.
+func patternKey(kind refs.Kind) string { return string(kind) + "/*" }
+
+// Finder finds dependents in the cache.
+type Finder struct {
+	// Reader is the cache, with the indexes Register added.
+	Reader      client.Reader
+	Keys        annotation.Keys
+	SourceKinds []refs.Kind
+	// Selective is set with --namespace-selector: only the namespaces in
+	// the (label-filtered) namespace cache are in scope.
+	Selective bool
+	// Error reports an index value that could not be computed.
+	Error func(err error, obj client.Object)
+}
+
+// InScope reports whether namespace ns is selected by
+// --namespace-selector. Only selected namespaces are cached, so a cache
+// miss means "not selected".
+func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
+	if !f.Selective {
+		return true, nil
+	}
+	err := f.Reader.Get(ctx, types.NamespacedName{Name: ns}, NamespaceObject())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// NamespaceObject is a Namespace as the metadata-only cache holds it.
+func NamespaceObject() *metav1.PartialObjectMetadata {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return ns
+}
+
+// Register adds kind's indexes to indexer.
+func (f *Finder) Register(ctx context.Context, indexer client.FieldIndexer, kind workload.Kind) error {
+	if err := indexer.IndexField(ctx, kind.New(), indexSources, f.indexValues(kind)); err != nil {
+		return fmt.Errorf("indexing %s by source: %w", kind.Name(), err)
+	}
+	ts, ok := kind.(workload.TemplateSource)
+	if !ok {
+		return nil
+	}
+	refOf := func(obj client.Object) []string {
+		if name, ok := ts.TemplateRef(obj); ok {
+			return []string{name}
+		}
+		return nil
+	}
+	if err := indexer.IndexField(ctx, kind.New(), indexTemplateRef, refOf); err != nil {
+		return fmt.Errorf("indexing %s by workloadRef: %w", kind.Name(), err)
+	}
+	return nil
+}
+
+// indexValues returns the indexSources values of a workload.
+func (f *Finder) indexValues(kind workload.Kind) client.IndexerFunc {
+	return func(obj client.Object) []string {
+		tpl, err := kind.PodTemplate(obj)
+		if err != nil && f.Error != nil {
+			f.Error(err, obj)
+		}
+		if tpl == nil {
+			// No template of its own (a workloadRef Rollout, a Job left to
+			// its CronJob): its own named annotations still count; a
+			// workloadRef Deployment's sources are found through the
+			// Deployment (viaTemplateRef).
+			tpl = &corev1.PodTemplateSpec{}
+		}
+		seen := map[string]bool{}
+		var out []string
+		add := func(v string) {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+		for _, ref := range refs.All(&tpl.Spec) {
+			add(sourceKey(ref.Kind, ref.Name))
+		}
+		for _, sk := range f.SourceKinds {
+			// Named keys may sit on the metadata or, as a fallback, on the
+			// pod template; index both and let the plan apply the
+			// precedence.
+			for _, ann := range []map[string]string{obj.GetAnnotations(), tpl.Annotations} {
+				for _, m := range annotation.Parse(f.Keys, sk, ann, nil).Named {
+					if m.Literal() {
+						add(sourceKey(sk, m.String()))
+					} else {
+						add(patternKey(sk))
+					}
+				}
+			}
+		}
+		return out
+	}
+}
+
+// Of returns the workloads of kind in the source's namespace that may
+// depend on it.
+func (f *Finder) Of(ctx context.Context, kind workload.Kind, ns string, src refs.Ref) ([]types.NamespacedName, error) {
+	var out []types.NamespacedName
+	keys := []string{sourceKey(src.Kind, src.Name), patternKey(src.Kind)}
+	if _, ok := kind.(workload.TemplateSource); ok {
+		via, err := f.viaTemplateRef(ctx, kind, ns, keys)
+		if err != nil {
+			return nil, err
+		}
+		out = via
+	}
+	for _, key := range keys {
+		names, err := f.list(ctx, kind.NewList(), ns, indexSources, key)
+		if err != nil {
+			return nil, fmt.Errorf("listing %ss from the cache by source %s: %w", kind.Name(), key, err)
+		}
+		out = append(out, names...)
+	}
+	return out, nil
+}
+
+// InNamespace returns every workload of kind in ns.
+func (f *Finder) InNamespace(ctx context.Context, kind workload.Kind, ns string) ([]types.NamespacedName, error) {
+	names, err := f.list(ctx, kind.NewList(), ns, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("listing %ss of namespace %s from the cache: %w", kind.Name(), ns, err)
+	}
+	return names, nil
+}
+
+// UsingTemplateOf returns the workloads of kind that take their template
+// from Deployment dep.
+func (f *Finder) UsingTemplateOf(ctx context.Context, kind workload.Kind, ns, dep string) ([]types.NamespacedName, error) {
+	names, err := f.list(ctx, kind.NewList(), ns, indexTemplateRef, dep)
+	if err != nil {
+		return nil, fmt.Errorf("listing %ss by workloadRef from the cache: %w", kind.Name(), err)
+	}
+	return names, nil
+}
+
+// viaTemplateRef maps the Deployments that depend on a source (by their
+// own index) to the workloads of kind that take their template from one of
+// them.
+func (f *Finder) viaTemplateRef(ctx context.Context, kind workload.Kind, ns string, keys []string) ([]types.NamespacedName, error) {
+	var out []types.NamespacedName
+	for _, key := range keys {
+		deps, err := f.list(ctx, workload.Deployment.NewList(), ns, indexSources, key)
+		if err != nil {
+			return nil, fmt.Errorf("listing Deployments from the cache by source %s: %w", key, err)
+		}
+		for _, dep := range deps {
+			names, err := f.UsingTemplateOf(ctx, kind, ns, dep.Name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, names...)
+		}
+	}
+	return out, nil
+}
+
+func (f *Finder) list(ctx context.Context, list client.ObjectList, ns, index, value string) ([]types.NamespacedName, error) {
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if index != "" {
+		opts = append(opts, client.MatchingFields{index: value})
+	}
+	if err := f.Reader.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	names := source.Names(list)
+	out := make([]types.NamespacedName, len(names))
+	for i, name := range names {
+		out[i] = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return out, nil
+}

@@ -1,0 +1,186 @@
+// Package plan decides, as one pure function, what a reconcile does to a
+// workload and why. Its Input is what the reconciler gathered from the
+// caches (the workload, every source that may reload it, the settle state
+// of the last reconcile and the clock); its Plan says, for each source, the
+// decision with its reason, which sources changed, how long to wait for
+// the settle window, and the one write to make: the pod template with the
+// reload applied, the applied record and the pause-period writes.
+//
+// Nothing here reads the cluster or the clock, so every rule is tested in
+// tables. The reconciler acts on the Plan and reports it.
+package plan
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Settings are the flags a plan depends on.
+type Settings struct {
+	Keys     annotation.Keys
+	Strategy strategy.Strategy
+	// SourceKinds are the source kinds in play, in order.
+	SourceKinds    []refs.Kind
+	AutoReloadAll  bool
+	ReloadOnCreate bool
+	ReloadOnDelete bool
+	// SyncAfterRestart makes sources created before Started count as
+	// created too (with ReloadOnCreate).
+	SyncAfterRestart bool
+	// SettleWindow is the default settle window.
+	SettleWindow time.Duration
+	// Started is when this Ripple started watching.
+	Started time.Time
+}
+
+// Workload is the workload as gathered.
+type Workload struct {
+	Namespace   string
+	Annotations map[string]string
+	Created     time.Time
+	// Template is the pod template the reload is written on (for a Rollout
+	// with a workloadRef, its Deployment's). Never nil.
+	Template *corev1.PodTemplateSpec
+	// KeepsTemplate is set when the kind's reload leaves its own template
+	// alone (a CronJob starting a Job, an Argo Rollout restart): only the
+	// applied record then tells what was applied.
+	KeepsTemplate bool
+	// Pausable kinds take a pause period; Paused is their spec.paused.
+	Pausable, Paused bool
+	// Invalid are the kind's own annotation problems (workload.Checker).
+	Invalid []string
+}
+
+// Source is one source that may reload the workload, as gathered.
+type Source struct {
+	Ref refs.Ref
+	// Found is false when the source does not exist (any more).
+	Found       bool
+	Annotations map[string]string
+	// Digest is the Reloader digest of its data.
+	Digest  string
+	Created time.Time
+	// Mounts are, for a SecretProviderClass, the digests of what its pods
+	// mounted; Digest is then the latest change seen, if any.
+	Mounts map[string]int
+}
+
+// Pending is the settle state of a workload: the change set waiting for
+// its settle window to close. It lives only in memory: losing it on restart
+// delays a rollout by one window and loses nothing.
+type Pending struct {
+	// ID identifies the change set.
+	ID          string
+	First, Last time.Time
+}
+
+// Input is everything a plan looks at.
+type Input struct {
+	Settings
+	Workload Workload
+	// Sources are every source that may reload the workload, sorted by
+	// kind order, then name.
+	Sources []Source
+	Pending Pending
+	Now     time.Time
+}
+
+// State says what a source means for the workload.
+type State string
+
+// Source states.
+const (
+	// NotReloading: the decision says this source does not reload the
+	// workload, or there is no container to write on.
+	NotReloading State = "NotReloading"
+	// Baseline: first seen; its digest is recorded, nothing rolls.
+	Baseline State = "Baseline"
+	// Unchanged: the applied digest is current.
+	Unchanged State = "Unchanged"
+	// Changed: its data changed since it was applied.
+	Changed State = "Changed"
+	// Created: created after the workload (--reload-on-create).
+	Created State = "Created"
+	// Deleted: deleted, and --reload-on-delete rolls it.
+	Deleted State = "Deleted"
+	// Missing: deleted; its last applied digest is kept so that a
+	// re-created source with other data is a change.
+	Missing State = "Missing"
+	// Untracked: deleted with nothing applied, or a SecretProviderClass
+	// no pod mounts.
+	Untracked State = "Untracked"
+)
+
+// SourcePlan is the plan for one source, with its reason.
+type SourcePlan struct {
+	Ref      refs.Ref
+	Decision decide.Decision
+	State    State
+	// Digest is the current digest; Applied the one the workload shows.
+	Digest, Applied string
+}
+
+// Plan is what a reconcile does.
+type Plan struct {
+	Sources []SourcePlan
+	// Changes are the sources whose new digest must be written.
+	Changes []strategy.Change
+	// Warnings are invalid annotations, for Warning events.
+	Warnings []string
+	// Pending is the settle state to keep; zero means none.
+	Pending Pending
+	// Wait is how long to wait for the settle window before acting; while
+	// it is positive, Update is empty.
+	Wait time.Duration
+	// Seen is when the changes were first seen.
+	Seen time.Time
+	// Update is the one write to make; empty when there is nothing to do.
+	Update workload.Update
+	// Requeue is when to look again to resume a paused workload.
+	Requeue time.Duration
+}
+
+// Reloads reports whether the plan rolls the workload.
+func (p Plan) Reloads() bool { return p.Update.Template != nil }
+
+// Writes reports whether the plan writes anything.
+func (p Plan) Writes() bool {
+	return p.Update.Template != nil || p.Update.Annotations != nil || p.Update.Paused != nil
+}
+
+// For plans a reconcile of the workload in.
+func For(in Input) Plan {
+	var p Plan
+	p.Sources, p.Changes, p.Warnings = sources(in)
+	window, warning := SettleWindow(in.Workload.Annotations, in.Keys, in.SettleWindow)
+	p.Warnings = appendNonEmpty(append(p.Warnings, in.Workload.Invalid...), warning)
+	period, warning := pausePeriod(in)
+	p.Warnings = appendNonEmpty(p.Warnings, warning)
+
+	p.Seen = in.Now
+	if len(p.Changes) > 0 {
+		p.Pending, p.Wait = settle(in.Pending, changeID(p.Changes), window, in.Now)
+		if !p.Pending.First.IsZero() {
+			p.Seen = p.Pending.First
+		}
+		if p.Wait > 0 {
+			return p
+		}
+	}
+	p.Update, p.Requeue = update(in, p, period)
+	return p
+}
+
+func appendNonEmpty(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	return append(list, s)
+}

@@ -1,0 +1,228 @@
+package plan
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+// sources decides for every source whether it reloads the workload and
+// whether it changed, and returns the invalid annotations found.
+func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
+	var warnings []string
+	policies := map[refs.Kind]annotation.Policy{}
+	for _, kind := range in.SourceKinds {
+		p := annotation.Parse(in.Keys, kind, in.Workload.Annotations, in.Workload.Template.Annotations)
+		for _, err := range p.Invalid {
+			warnings = append(warnings, err.Error())
+		}
+		policies[kind] = p
+	}
+	ambiguous := ambiguousRefs(in)
+	record := AppliedRecord(in.Workload.Annotations, in.Keys)
+	var plans []SourcePlan
+	var changes []strategy.Change
+	for _, src := range in.Sources {
+		sp, change := source(in, src, policies[src.Ref.Kind], ambiguous[src.Ref], record)
+		plans = append(plans, sp)
+		if change != nil {
+			changes = append(changes, *change)
+		}
+	}
+	return plans, changes, warnings
+}
+
+// Reloads reports whether a change of src reloads the workload under its
+// annotations, whatever was applied before: webhook mode names these.
+func Reloads(s Settings, w Workload, src Source) bool {
+	policy := annotation.Parse(s.Keys, src.Ref.Kind, w.Annotations, w.Template.Annotations)
+	d, container := decision(s, w, src, policy)
+	return d.Reload && container != ""
+}
+
+// decision decides whether src reloads the workload, and the container a
+// reload is written on.
+func decision(s Settings, w Workload, src Source, policy annotation.Policy) (decide.Decision, string) {
+	container, referenced := refs.Target(&w.Template.Spec, src.Ref)
+	return decide.Decide(decide.Input{
+		Keys:          s.Keys,
+		Policy:        policy,
+		Source:        decide.Source{Ref: src.Ref, Annotations: src.Annotations},
+		Referenced:    referenced,
+		AutoReloadAll: s.AutoReloadAll,
+	}), container
+}
+
+// source plans one source; the change is nil when it does not roll.
+func source(in Input, src Source, policy annotation.Policy, ambiguous bool, record map[string]string) (SourcePlan, *strategy.Change) {
+	tpl := in.Workload.Template
+	d, container := decision(in.Settings, in.Workload, src, policy)
+	sp := SourcePlan{Ref: src.Ref, State: NotReloading, Decision: d}
+	if !sp.Decision.Reload || container == "" {
+		return sp, nil
+	}
+	last, ok := "", false
+	if !ambiguous {
+		last, ok = in.Strategy.Applied(tpl, src.Ref)
+	}
+	if !ok {
+		last, ok = record[src.Ref.String()]
+	}
+	// A delete already rolled leaves no state to compare with.
+	ok = ok && last != digest.DeleteMarker
+	if ok {
+		sp.Applied = last
+	}
+	change := &strategy.Change{Ref: src.Ref, Namespace: in.Workload.Namespace, Container: container}
+	switch {
+	case !src.Found && src.Ref.Kind == refs.SecretProviderClass:
+		sp.State = Untracked // the driver keeps serving what it mounted
+		return sp, nil
+	case !src.Found && ok && in.ReloadOnDelete:
+		sp.State, sp.Digest = Deleted, digest.DeleteMarker
+		change.Hash, change.Deleted = digest.DeleteMarker, true
+		return sp, change
+	case !src.Found && ok:
+		sp.State = Missing
+		return sp, nil
+	case !src.Found:
+		sp.State = Untracked
+		return sp, nil
+	}
+	sum, mounted := src.Digest, true
+	if src.Ref.Kind == refs.SecretProviderClass {
+		sum, mounted = mountedDigest(src, last)
+	}
+	sp.Digest = sum
+	switch {
+	case !mounted:
+		sp.State = Untracked
+		return sp, nil
+	case ok && last == sum:
+		sp.State = Unchanged
+		return sp, nil
+	case ok:
+		sp.State = Changed
+	case created(in, src):
+		sp.State = Created
+	default:
+		// A source seen for the first time is a baseline, not a change.
+		sp.State = Baseline
+		return sp, nil
+	}
+	change.Hash = sum
+	return sp, change
+}
+
+// ambiguousRefs are the sources whose state the template cannot tell: they
+// share where the strategy records them with another source (colliding env
+// var names), or the kind's reload leaves the template alone.
+func ambiguousRefs(in Input) map[refs.Ref]bool {
+	bySlot := map[string][]refs.Ref{}
+	for _, src := range in.Sources {
+		slot := in.Strategy.Slot(src.Ref)
+		bySlot[slot] = append(bySlot[slot], src.Ref)
+	}
+	out := map[refs.Ref]bool{}
+	for _, rs := range bySlot {
+		for _, ref := range rs {
+			out[ref] = len(rs) > 1 || in.Workload.KeepsTemplate
+		}
+	}
+	return out
+}
+
+// created reports whether --reload-on-create makes the source's creation a
+// change: it was created after the workload, and after Ripple started
+// unless --sync-after-restart is set. Timestamps have one-second
+// granularity, so a source and a workload applied together do not count.
+func created(in Input, src Source) bool {
+	if !in.ReloadOnCreate || !src.Created.After(in.Workload.Created) {
+		return false
+	}
+	return in.SyncAfterRestart || !src.Created.Before(in.Started.Truncate(time.Second))
+}
+
+// mountedDigest is the digest of a SecretProviderClass: the latest change
+// seen, or after a restart, when none was seen, the applied digest if a pod
+// still shows it (no change yet), else the one most pods show. During a
+// rotation some pods show the new versions and some the old, so the latest
+// change wins: a rotation rolls once and never back. mounted is false when
+// no pod mounts it.
+func mountedDigest(src Source, applied string) (sum string, mounted bool) {
+	if src.Digest != "" {
+		return src.Digest, true
+	}
+	if len(src.Mounts) == 0 {
+		return "", false
+	}
+	if src.Mounts[applied] > 0 {
+		return applied, true
+	}
+	sums := make([]string, 0, len(src.Mounts))
+	for sum := range src.Mounts {
+		sums = append(sums, sum)
+	}
+	slices.SortFunc(sums, func(a, b string) int {
+		return cmp.Or(src.Mounts[b]-src.Mounts[a], strings.Compare(a, b))
+	})
+	return sums[0], true
+}
+
+// AppliedRecord reads the workload's record of applied source digests,
+// keyed by refs.Ref.String(). A malformed record counts as empty: the next
+// write replaces it.
+func AppliedRecord(annotations map[string]string, keys annotation.Keys) map[string]string {
+	rec := map[string]string{}
+	if v := annotations[keys.Applied]; v != "" {
+		_ = json.Unmarshal([]byte(v), &rec)
+	}
+	return rec
+}
+
+// record returns the applied record to store on the workload metadata: the
+// digest of every tracked (or deleted but not rolled) source that the new
+// pod template does not already show. That is the baseline of sources
+// never rolled, so that a change made while Ripple is down is still seen
+// as a change. It returns nil when no record is needed or it is unchanged.
+func record(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) *string {
+	ambiguous := ambiguousRefs(in)
+	rec := map[string]string{}
+	for _, sp := range sources {
+		sum := sp.Digest
+		switch sp.State {
+		case Missing:
+			sum = sp.Applied
+		case Baseline, Unchanged, Changed, Created:
+		default:
+			continue
+		}
+		if shown, ok := in.Strategy.Applied(tpl, sp.Ref); !ok || shown != sum || ambiguous[sp.Ref] {
+			rec[sp.Ref.String()] = sum
+		}
+	}
+	if len(rec) == 0 {
+		// Leave a record this Ripple has no use for: another Ripple with
+		// an overlapping scope may own it, and a stale one costs nothing.
+		return nil
+	}
+	b, err := json.Marshal(rec) // map keys are sorted: the value is stable
+	if err != nil {
+		return nil
+	}
+	v := string(b)
+	if v == in.Workload.Annotations[in.Keys.Applied] {
+		return nil
+	}
+	return &v
+}

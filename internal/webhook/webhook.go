@@ -1,0 +1,159 @@
+// Package webhook is --webhook-url mode: instead of reloading, every data
+// change of a source in scope (and its creation or deletion, with
+// --reload-on-create or --reload-on-delete) is POSTed, as Reloader does.
+// The body keeps Reloader's field and adds what changed and which workloads
+// would have reloaded. Delivery is asynchronous (package notify), so a slow
+// endpoint holds nothing up.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Body is the JSON posted for one change.
+type Body struct {
+	Webhook   string        `json:"webhook"` // Reloader's fixed "update successful"
+	Event     string        `json:"event"`   // update, create or delete
+	Kind      refs.Kind     `json:"kind"`
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	Workloads []WorkloadRef `json:"workloads"`
+}
+
+// WorkloadRef names a workload.
+type WorkloadRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Notifier posts source changes. It runs on the leader only.
+type Notifier struct {
+	Cache    cache.Cache
+	Finder   *dependents.Finder
+	Kinds    []workload.Kind
+	Settings plan.Settings
+	Queue    *notify.Queue
+}
+
+// Setup registers webhook mode on mgr: the workload indexes (to name the
+// workloads that would reload), the delivery queue and the notifier. No
+// workload is ever written.
+func Setup(ctx context.Context, mgr ctrl.Manager, n *Notifier) error {
+	for _, kind := range n.Kinds {
+		if err := n.Finder.Register(ctx, mgr.GetFieldIndexer(), kind); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(n.Queue); err != nil {
+		return err
+	}
+	return mgr.Add(n)
+}
+
+// NeedLeaderElection: only the leader posts.
+func (n *Notifier) NeedLeaderElection() bool { return true }
+
+// Start adds the event handlers and waits for ctx to end.
+func (n *Notifier) Start(ctx context.Context) error {
+	for _, kind := range source.Watched(n.Settings.SourceKinds) {
+		inf, err := n.Cache.GetInformer(ctx, source.Object(kind))
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(n.handler(ctx, kind)); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (n *Notifier) handler(ctx context.Context, kind refs.Kind) toolscache.ResourceEventHandler {
+	started := n.Settings.Started.Truncate(time.Second)
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if o, ok := obj.(client.Object); ok && n.Settings.ReloadOnCreate && !o.GetCreationTimestamp().Time.Before(started) {
+				n.post(ctx, "create", kind, o)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(client.Object)
+			cur, okNew := newObj.(client.Object)
+			if okOld && okNew && source.Digest(o) != source.Digest(cur) {
+				n.post(ctx, "update", kind, cur)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj // a delete seen only after a watch gap
+			}
+			if o, ok := obj.(client.Object); ok && n.Settings.ReloadOnDelete {
+				n.post(ctx, "delete", kind, o)
+			}
+		},
+	}
+}
+
+func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src client.Object) {
+	if src.GetName() == "" || src.GetNamespace() == "" {
+		return
+	}
+	if in, err := n.Finder.InScope(ctx, src.GetNamespace()); err != nil || !in {
+		return
+	}
+	body := Body{Webhook: "update successful", Event: event, Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName(), Workloads: []WorkloadRef{}}
+	changed := plan.Source{Ref: refs.Ref{Kind: kind, Name: src.GetName()}, Found: true, Annotations: src.GetAnnotations()}
+	for _, k := range n.Kinds {
+		names, err := n.Finder.Of(ctx, k, src.GetNamespace(), changed.Ref)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "finding the workloads of a source")
+		}
+		for _, name := range names {
+			obj := k.New()
+			if err := n.Cache.Get(ctx, name, obj); err != nil {
+				if !apierrors.IsNotFound(err) {
+					ctrl.LoggerFrom(ctx).Error(err, "reading a workload from the cache")
+				}
+				continue
+			}
+			if n.wouldReload(ctx, k, obj, changed) {
+				body.Workloads = append(body.Workloads, WorkloadRef{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+			}
+		}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return
+	}
+	n.Queue.Send(notify.Message{Body: b, ContentType: "application/json", What: fmt.Sprintf("%s %s %s/%s", event, kind, src.GetNamespace(), src.GetName())})
+}
+
+// wouldReload reports whether a change of src reloads obj under its
+// annotations, whatever was applied before.
+func (n *Notifier) wouldReload(ctx context.Context, kind workload.Kind, obj client.Object, src plan.Source) bool {
+	tpl, err := workload.Template(ctx, n.Cache, kind, obj)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "reading the pod template of a workload")
+	}
+	if tpl == nil {
+		return false
+	}
+	return plan.Reloads(n.Settings, plan.Workload{Annotations: obj.GetAnnotations(), Template: tpl}, src)
+}
