@@ -5,6 +5,10 @@ import "github.com/ripple-dev/ripple/internal/refs"
 // DefaultPrefix is the prefix of the keys Ripple adds on top of Reloader's.
 const DefaultPrefix = "ripple.dev"
 
+// LastReloadedFrom (A17) is written on the pod template by the annotations
+// strategy. Reloader has no flag to rename it.
+const LastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
+
 // Keys holds every annotation key Ripple reads or writes. Reloader lets flags
 // rename some of them; the rest are fixed. The key is a struct rather than a
 // set of constants because the renamable ones come from flags, and the whole
@@ -30,10 +34,6 @@ type Keys struct {
 	// RolloutStrategy (A14) is read from Argo Rollouts, PausePeriod (A15)
 	// from Deployments, and PausedAt (A16) is written on paused Deployments.
 	RolloutStrategy, PausePeriod, PausedAt string
-
-	// LastReloadedFrom (A17) is written on the pod template by the
-	// annotations strategy.
-	LastReloadedFrom string
 
 	// SettleWindow is Ripple's own: how long to wait for a burst of config
 	// changes to settle before rolling the workload once.
@@ -80,8 +80,6 @@ func DefaultKeys(prefix string) Keys {
 		RolloutStrategy: "reloader.stakater.com/rollout-strategy",
 		PausePeriod:     "deployment.reloader.stakater.com/pause-period",
 		PausedAt:        "deployment.reloader.stakater.com/paused-at",
-
-		LastReloadedFrom: "reloader.stakater.com/last-reloaded-from",
 
 		SettleWindow: prefix + "/settle-window",
 		Applied:      prefix + "/applied",

@@ -25,7 +25,6 @@ func TestDefaultKeys(t *testing.T) {
 		RolloutStrategy:            "reloader.stakater.com/rollout-strategy",
 		PausePeriod:                "deployment.reloader.stakater.com/pause-period",
 		PausedAt:                   "deployment.reloader.stakater.com/paused-at",
-		LastReloadedFrom:           "reloader.stakater.com/last-reloaded-from",
 	}
 	tests := []struct {
 		name   string

@@ -50,7 +50,7 @@ func annotationDocs(k annotation.Keys) [][3]string {
 		{k.RolloutStrategy, "Argo Rollout (metadata)", `"restart" sets spec.restartAt and leaves the template alone (for GitOps); anything else patches the template.`},
 		{k.PausePeriod, "Deployment (metadata)", "A duration such as 5m: a reload pauses the Deployment (spec.paused) and it is resumed this long after, so the reloads of the period roll out once. An invalid value is a Warning event and the reload happens without a pause."},
 		{k.PausedAt, "Deployment, written by Ripple", "RFC 3339 time the pause started; the resume is scheduled from it, so it holds across restarts. Without it a paused Deployment is the user's, and Ripple never resumes it."},
-		{k.LastReloadedFrom, "pod template, written by Ripple", "With --reload-strategy=annotations: the last reload, as Reloader's JSON {type,name,namespace,hash,containerRefs,observedAt}."},
+		{annotation.LastReloadedFrom, "pod template, written by Ripple", "With --reload-strategy=annotations: the last reload, as Reloader's JSON {type,name,namespace,hash,containerRefs,observedAt}."},
 		{k.SettleWindow, "workload", "Overrides --settle-window for this workload, e.g. 0s or 30s. An invalid value is a Warning event and the flag's value applies."},
 		{k.CronJobReload, "CronJob", `"run" or "template": overrides --cronjob-reload for this CronJob. An invalid value is a Warning event and the flag's value applies.`},
 		{k.PendingJob, "CronJob, written by Ripple", "The pod template of a Job decided but not yet created; Ripple creates it (also after a restart) and removes the annotation."},

@@ -6,20 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
-
-// LastReloadedFrom is the default pod-template annotation of the
-// annotations strategy.
-const LastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
 
 // Annotations is Reloader's annotations strategy: the pod template gets one
 // annotation describing the last reload, leaving containers untouched,
 // which suits GitOps tools that would revert an injected env var.
-type Annotations struct {
-	// Key is the pod-template annotation; empty means LastReloadedFrom.
-	Key string
-}
+type Annotations struct{}
 
 var _ Strategy = Annotations{}
 
@@ -37,21 +31,14 @@ type reloadSource struct {
 // Name returns "annotations".
 func (Annotations) Name() string { return annotationsName }
 
-func (a Annotations) key() string {
-	if a.Key == "" {
-		return LastReloadedFrom
-	}
-	return a.Key
-}
-
 // Applied returns the hash in the annotation when it describes ref. The
 // annotation holds only the latest reload, so an older reload of ref is
 // reported as absent; an unreadable value is treated as absent too.
-func (a Annotations) Applied(tpl *corev1.PodTemplateSpec, ref refs.Ref) (string, bool) {
+func (Annotations) Applied(tpl *corev1.PodTemplateSpec, ref refs.Ref) (string, bool) {
 	if tpl == nil {
 		return "", false
 	}
-	raw, ok := tpl.Annotations[a.key()]
+	raw, ok := tpl.Annotations[annotation.LastReloadedFrom]
 	if !ok {
 		return "", false
 	}
@@ -69,7 +56,7 @@ func (a Annotations) Applied(tpl *corev1.PodTemplateSpec, ref refs.Ref) (string,
 // source per write and the annotation has room for one, so with several
 // changes the last one is recorded; the template still changes, which is
 // what triggers the rollout.
-func (a Annotations) Apply(tpl *corev1.PodTemplateSpec, changes []Change, now time.Time) {
+func (Annotations) Apply(tpl *corev1.PodTemplateSpec, changes []Change, now time.Time) {
 	if tpl == nil || len(changes) == 0 {
 		return
 	}
@@ -93,7 +80,7 @@ func (a Annotations) Apply(tpl *corev1.PodTemplateSpec, changes []Change, now ti
 	if tpl.Annotations == nil {
 		tpl.Annotations = map[string]string{}
 	}
-	tpl.Annotations[a.key()] = string(val)
+	tpl.Annotations[annotation.LastReloadedFrom] = string(val)
 }
 
 // Slot is the config itself: the annotation names its type and name.

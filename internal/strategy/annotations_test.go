@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -26,55 +27,47 @@ func TestAnnotationsApply(t *testing.T) {
 		want     map[string]string
 	}{
 		"creates annotations": {
-			strategy: Annotations{Key: LastReloadedFrom},
+			strategy: Annotations{},
 			tpl:      &corev1.PodTemplateSpec{},
 			changes:  []Change{{Ref: cfg, Namespace: "team-a", Hash: "dc30e0fa", Container: "app"}},
 			want: map[string]string{
-				LastReloadedFrom: `{"type":"CONFIGMAP","name":"app-cfg","namespace":"team-a","hash":"dc30e0fa","containerRefs":["app"],"observedAt":1786300000}`,
+				annotation.LastReloadedFrom: `{"type":"CONFIGMAP","name":"app-cfg","namespace":"team-a","hash":"dc30e0fa","containerRefs":["app"],"observedAt":1786300000}`,
 			},
 		},
 		"keeps other annotations and overwrites own": {
-			strategy: Annotations{Key: LastReloadedFrom},
-			tpl:      annotated(map[string]string{"other": "x", LastReloadedFrom: "old"}),
+			strategy: Annotations{},
+			tpl:      annotated(map[string]string{"other": "x", annotation.LastReloadedFrom: "old"}),
 			changes:  []Change{{Ref: ref(refs.Secret, "db"), Namespace: "ns", Hash: "h", Container: "sidecar"}},
 			want: map[string]string{
-				"other":          "x",
-				LastReloadedFrom: `{"type":"SECRET","name":"db","namespace":"ns","hash":"h","containerRefs":["sidecar"],"observedAt":1786300000}`,
+				"other":                     "x",
+				annotation.LastReloadedFrom: `{"type":"SECRET","name":"db","namespace":"ns","hash":"h","containerRefs":["sidecar"],"observedAt":1786300000}`,
 			},
 		},
 		"last change wins": {
-			strategy: Annotations{Key: LastReloadedFrom},
+			strategy: Annotations{},
 			tpl:      &corev1.PodTemplateSpec{},
 			changes: []Change{
 				{Ref: cfg, Namespace: "ns", Hash: "h1", Container: "app"},
 				{Ref: ref(refs.SecretProviderClass, "vault"), Namespace: "ns", Hash: "h2", Container: "app"},
 			},
 			want: map[string]string{
-				LastReloadedFrom: `{"type":"SECRETPROVIDERCLASS","name":"vault","namespace":"ns","hash":"h2","containerRefs":["app"],"observedAt":1786300000}`,
+				annotation.LastReloadedFrom: `{"type":"SECRETPROVIDERCLASS","name":"vault","namespace":"ns","hash":"h2","containerRefs":["app"],"observedAt":1786300000}`,
 			},
 		},
-		"custom key": {
-			strategy: Annotations{Key: "example.com/reloaded"},
-			tpl:      &corev1.PodTemplateSpec{},
-			changes:  []Change{{Ref: cfg, Namespace: "ns", Hash: "h", Container: "app"}},
-			want: map[string]string{
-				"example.com/reloaded": `{"type":"CONFIGMAP","name":"app-cfg","namespace":"ns","hash":"h","containerRefs":["app"],"observedAt":1786300000}`,
-			},
-		},
-		"empty key means default": {
+		"Reloader's key": {
 			strategy: Annotations{},
 			tpl:      &corev1.PodTemplateSpec{},
 			changes:  []Change{{Ref: cfg, Namespace: "ns", Hash: "h", Container: "app"}},
 			want: map[string]string{
-				LastReloadedFrom: `{"type":"CONFIGMAP","name":"app-cfg","namespace":"ns","hash":"h","containerRefs":["app"],"observedAt":1786300000}`,
+				annotation.LastReloadedFrom: `{"type":"CONFIGMAP","name":"app-cfg","namespace":"ns","hash":"h","containerRefs":["app"],"observedAt":1786300000}`,
 			},
 		},
 		"no container gives empty list, not null": {
-			strategy: Annotations{Key: LastReloadedFrom},
+			strategy: Annotations{},
 			tpl:      &corev1.PodTemplateSpec{},
 			changes:  []Change{{Ref: cfg, Namespace: "ns", Hash: "h"}},
 			want: map[string]string{
-				LastReloadedFrom: `{"type":"CONFIGMAP","name":"app-cfg","namespace":"ns","hash":"h","containerRefs":[],"observedAt":1786300000}`,
+				annotation.LastReloadedFrom: `{"type":"CONFIGMAP","name":"app-cfg","namespace":"ns","hash":"h","containerRefs":[],"observedAt":1786300000}`,
 			},
 		},
 	}
@@ -101,23 +94,23 @@ func TestAnnotationsApplied(t *testing.T) {
 		wantOK   bool
 	}{
 		"match": {
-			tpl: annotated(map[string]string{LastReloadedFrom: value}),
+			tpl: annotated(map[string]string{annotation.LastReloadedFrom: value}),
 			ref: ref(refs.ConfigMap, "app-cfg"), wantHash: "h1", wantOK: true,
 		},
 		"other name": {
-			tpl: annotated(map[string]string{LastReloadedFrom: value}),
+			tpl: annotated(map[string]string{annotation.LastReloadedFrom: value}),
 			ref: ref(refs.ConfigMap, "app-cfg-2"),
 		},
 		"other kind": {
-			tpl: annotated(map[string]string{LastReloadedFrom: value}),
+			tpl: annotated(map[string]string{annotation.LastReloadedFrom: value}),
 			ref: ref(refs.Secret, "app-cfg"),
 		},
 		"delete marker is reported as written": {
-			tpl: annotated(map[string]string{LastReloadedFrom: `{"type":"SECRET","name":"db","namespace":"ns","hash":"aae45badef99284e4dae01d6046154ea9d99532f","containerRefs":["app"],"observedAt":1}`}),
+			tpl: annotated(map[string]string{annotation.LastReloadedFrom: `{"type":"SECRET","name":"db","namespace":"ns","hash":"aae45badef99284e4dae01d6046154ea9d99532f","containerRefs":["app"],"observedAt":1}`}),
 			ref: ref(refs.Secret, "db"), wantHash: "aae45badef99284e4dae01d6046154ea9d99532f", wantOK: true,
 		},
 		"invalid json": {
-			tpl: annotated(map[string]string{LastReloadedFrom: "{not json"}),
+			tpl: annotated(map[string]string{annotation.LastReloadedFrom: "{not json"}),
 			ref: ref(refs.ConfigMap, "app-cfg"),
 		},
 		"no annotation": {
@@ -131,16 +124,6 @@ func TestAnnotationsApplied(t *testing.T) {
 		"nil template": {
 			tpl: nil,
 			ref: ref(refs.ConfigMap, "app-cfg"),
-		},
-		"custom key": {
-			strategy: Annotations{Key: "example.com/reloaded"},
-			tpl:      annotated(map[string]string{"example.com/reloaded": value}),
-			ref:      ref(refs.ConfigMap, "app-cfg"), wantHash: "h1", wantOK: true,
-		},
-		"custom key ignores default key": {
-			strategy: Annotations{Key: "example.com/reloaded"},
-			tpl:      annotated(map[string]string{LastReloadedFrom: value}),
-			ref:      ref(refs.ConfigMap, "app-cfg"),
 		},
 	}
 	for name, tc := range tests {
@@ -162,7 +145,7 @@ func TestAnnotationsRoundTrip(t *testing.T) {
 	}
 	for name, r := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := Annotations{Key: LastReloadedFrom}
+			s := Annotations{}
 			tpl := &corev1.PodTemplateSpec{}
 			s.Apply(tpl, []Change{{Ref: r, Namespace: "ns", Hash: "abc123", Container: "app"}}, time.Now())
 			if got, ok := s.Applied(tpl, r); !ok || got != "abc123" {

@@ -57,7 +57,7 @@ func New(name string) (Strategy, error) {
 	case envVarsName:
 		return EnvVars{}, nil
 	case annotationsName:
-		return Annotations{Key: LastReloadedFrom}, nil
+		return Annotations{}, nil
 	}
 	return nil, fmt.Errorf("unknown reload strategy %q: must be %q or %q", name, envVarsName, annotationsName)
 }

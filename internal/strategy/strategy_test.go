@@ -3,7 +3,11 @@ package strategy
 import (
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -52,12 +56,13 @@ func TestNewAnnotationsUsesDefaultKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := s.(Annotations)
-	if !ok {
+	if _, ok := s.(Annotations); !ok {
 		t.Fatalf("New(\"annotations\") = %T, want Annotations", s)
 	}
-	if a.Key != LastReloadedFrom {
-		t.Errorf("Key = %q, want %q", a.Key, LastReloadedFrom)
+	tpl := &corev1.PodTemplateSpec{}
+	s.Apply(tpl, []Change{{Ref: ref(refs.ConfigMap, "app"), Namespace: "ns", Hash: "h", Container: "app"}}, time.Unix(0, 0))
+	if _, ok := tpl.Annotations[annotation.LastReloadedFrom]; !ok {
+		t.Errorf("annotations %v, want %q", tpl.Annotations, annotation.LastReloadedFrom)
 	}
 }
 

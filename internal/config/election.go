@@ -1,0 +1,90 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ElectionOptions configure leader election among replicas.
+type ElectionOptions struct {
+	EnableHA                bool
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	// PodName and PodNamespace are $POD_NAME and $POD_NAMESPACE.
+	PodName, PodNamespace string
+}
+
+// Election is the validated leader election: only the holder of the
+// Lease acts.
+type Election struct {
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+}
+
+func defaultElectionOptions() ElectionOptions {
+	return ElectionOptions{
+		LeaderElectionID: "stakater-reloader-lock",
+		LeaseDuration:    15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+	}
+}
+
+func (o *ElectionOptions) readEnv(lookup func(string) string) {
+	o.PodName = lookup("POD_NAME")
+	o.PodNamespace = lookup("POD_NAMESPACE")
+}
+
+// BindFlags registers the leader election flags.
+func (o *ElectionOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts. Needs $POD_NAME and $POD_NAMESPACE.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Use leader election, as --enable-ha, without needing $POD_NAME; the Lease namespace is --leader-election-namespace, else $POD_NAMESPACE, else the pod's own.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease. Reloader's name, so Reloader and Ripple replicas never act at once.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease; default $POD_NAMESPACE.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+}
+
+func (o *ElectionOptions) validate(errs *problems) Election {
+	e := Election{
+		LeaderElection: o.EnableHA || o.LeaderElect, LeaderElectionID: o.LeaderElectionID, LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+	}
+	if e.LeaderElectionNamespace == "" {
+		e.LeaderElectionNamespace = o.PodNamespace
+	}
+	if o.EnableHA && (o.PodName == "" || o.PodNamespace == "") {
+		errs.bad("enable-ha", "needs the POD_NAME and POD_NAMESPACE environment variables (set them from the pod's metadata with the downward API)")
+	}
+	if !e.LeaderElection {
+		return e
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(msgs) > 0 {
+		errs.bad("leader-election-id", "%q is not a Lease name: %s", o.LeaderElectionID, strings.Join(msgs, "; "))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"leader-election-lease-duration", o.LeaseDuration}, {"leader-election-renew-deadline", o.RenewDeadline}, {"leader-election-retry-period", o.RetryPeriod}} {
+		if d.v < time.Second || d.v%time.Second != 0 {
+			errs.bad(d.flag, "%s must be a whole number of seconds, at least 1s", d.v)
+		}
+	}
+	if o.RenewDeadline >= o.LeaseDuration {
+		errs.bad("leader-election-renew-deadline", "%s must be less than --leader-election-lease-duration %s", o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.RetryPeriod >= o.RenewDeadline {
+		errs.bad("leader-election-retry-period", "%s must be less than --leader-election-renew-deadline %s", o.RetryPeriod, o.RenewDeadline)
+	}
+	return e
+}

@@ -1,0 +1,87 @@
+package config
+
+import "github.com/ripple-dev/ripple/internal/annotation"
+
+// MetaInfo is what Reloader publishes about itself in its
+// reloader-meta-info ConfigMap.
+type MetaInfo struct {
+	Namespace, Deployment string
+	Options               ReloaderOptions
+}
+
+// ReloaderOptions are the options as Reloader's meta-info shows them, with
+// its JSON keys. The webhook URL is shown only as set or not: it may hold
+// a token.
+type ReloaderOptions struct {
+	AutoReloadAll                      bool     `json:"autoReloadAll"`
+	ConfigmapUpdateOnChangeAnnotation  string   `json:"configmapUpdateOnChangeAnnotation"`
+	SecretUpdateOnChangeAnnotation     string   `json:"secretUpdateOnChangeAnnotation"`
+	ReloaderAutoAnnotation             string   `json:"reloaderAutoAnnotation"`
+	IgnoreResourceAnnotation           string   `json:"ignoreResourceAnnotation"`
+	ConfigmapReloaderAutoAnnotation    string   `json:"configmapReloaderAutoAnnotation"`
+	SecretReloaderAutoAnnotation       string   `json:"secretReloaderAutoAnnotation"`
+	ConfigmapExcludeReloaderAnnotation string   `json:"configmapExcludeReloaderAnnotation"`
+	SecretExcludeReloaderAnnotation    string   `json:"secretExcludeReloaderAnnotation"`
+	AutoSearchAnnotation               string   `json:"autoSearchAnnotation"`
+	SearchMatchAnnotation              string   `json:"searchMatchAnnotation"`
+	RolloutStrategyAnnotation          string   `json:"rolloutStrategyAnnotation"`
+	PauseDeploymentAnnotation          string   `json:"pauseDeploymentAnnotation"`
+	PauseDeploymentTimeAnnotation      string   `json:"pauseDeploymentTimeAnnotation"`
+	LogFormat                          string   `json:"logFormat"`
+	LogLevel                           string   `json:"logLevel"`
+	IsArgoRollouts                     bool     `json:"isArgoRollouts"`
+	ReloadStrategy                     string   `json:"reloadStrategy"`
+	ReloadOnCreate                     bool     `json:"reloadOnCreate"`
+	ReloadOnDelete                     bool     `json:"reloadOnDelete"`
+	SyncAfterRestart                   bool     `json:"syncAfterRestart"`
+	EnableHA                           bool     `json:"enableHA"`
+	WebhookURL                         string   `json:"webhookUrl"`
+	ResourcesToIgnore                  []string `json:"resourcesToIgnore"`
+	NamespaceSelectors                 []string `json:"namespaceSelectors"`
+	ResourceSelectors                  []string `json:"resourceSelectors"`
+	NamespacesToIgnore                 []string `json:"namespacesToIgnore"`
+}
+
+func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
+	webhook := ""
+	if o.WebhookURL != "" {
+		webhook = "(set)"
+	}
+	return ReloaderOptions{
+		AutoReloadAll:                      o.AutoReloadAll,
+		ConfigmapUpdateOnChangeAnnotation:  k.ConfigMapReload,
+		SecretUpdateOnChangeAnnotation:     k.SecretReload,
+		ReloaderAutoAnnotation:             k.Auto,
+		IgnoreResourceAnnotation:           k.Ignore,
+		ConfigmapReloaderAutoAnnotation:    k.ConfigMapAuto,
+		SecretReloaderAutoAnnotation:       k.SecretAuto,
+		ConfigmapExcludeReloaderAnnotation: k.ConfigMapExclude,
+		SecretExcludeReloaderAnnotation:    k.SecretExclude,
+		AutoSearchAnnotation:               k.Search,
+		SearchMatchAnnotation:              k.Match,
+		RolloutStrategyAnnotation:          k.RolloutStrategy,
+		PauseDeploymentAnnotation:          k.PausePeriod,
+		PauseDeploymentTimeAnnotation:      k.PausedAt,
+		LogFormat:                          o.LogFormat,
+		LogLevel:                           o.LogLevel,
+		IsArgoRollouts:                     o.ArgoRollouts,
+		ReloadStrategy:                     o.ReloadStrategy,
+		ReloadOnCreate:                     o.ReloadOnCreate,
+		ReloadOnDelete:                     o.ReloadOnDelete,
+		SyncAfterRestart:                   o.SyncAfterRestart,
+		EnableHA:                           o.EnableHA,
+		WebhookURL:                         webhook,
+		ResourcesToIgnore:                  nonNil(trimmed(o.ResourcesToIgnore)),
+		NamespaceSelectors:                 nonNil(trimmed(o.NamespaceSelector)),
+		ResourceSelectors:                  nonNil(trimmed(o.ResourceLabelSelector)),
+		NamespacesToIgnore:                 nonNil(trimmed(o.NamespacesToIgnore)),
+	}
+}
+
+// nonNil makes an empty list show as [] rather than null, as Reloader's does.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// OperationsOptions are how Ripple runs: API client limits, endpoints,
+// logs, shutdown and the meta-info ConfigMap.
+type OperationsOptions struct {
+	KubeAPIQPS              float32
+	KubeAPIBurst            int
+	MetricsAddr             string
+	HealthAddr              string
+	EnablePprof             bool
+	PprofAddr               string
+	LogFormat               string
+	LogLevel                string
+	GracefulShutdownTimeout time.Duration
+	// MetricsByNamespace is $METRICS_COUNT_BY_NAMESPACE == "enabled".
+	MetricsByNamespace bool
+	// MetaInfoNamespace and MetaInfoDeployment are $RELOADER_NAMESPACE and
+	// $RELOADER_DEPLOYMENT_NAME.
+	MetaInfoNamespace, MetaInfoDeployment string
+}
+
+// Operations are the validated operations settings.
+type Operations struct {
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	MetricsAddr  string
+	HealthAddr   string
+	// PprofAddr serves pprof when not empty.
+	PprofAddr string
+	LogJSON   bool
+	LogLevel  LogLevel
+	// MetricsByNamespace registers the namespace-labelled reload counter.
+	MetricsByNamespace      bool
+	GracefulShutdownTimeout time.Duration
+}
+
+// LogLevel is a verbosity: 0 is info, higher is more verbose, negative
+// quieter, as logr's V levels.
+type LogLevel int
+
+func defaultOperationsOptions() OperationsOptions {
+	return OperationsOptions{
+		KubeAPIQPS: 20, KubeAPIBurst: 30, MetricsAddr: ":9090", PprofAddr: ":6060", LogLevel: "info",
+		GracefulShutdownTimeout: 30 * time.Second,
+	}
+}
+
+func (o *OperationsOptions) readEnv(lookup func(string) string) {
+	o.MetaInfoNamespace = strings.TrimSpace(lookup("RELOADER_NAMESPACE"))
+	o.MetaInfoDeployment = strings.TrimSpace(lookup("RELOADER_DEPLOYMENT_NAME"))
+	o.MetricsByNamespace = lookup("METRICS_COUNT_BY_NAMESPACE") == "enabled"
+}
+
+// BindFlags registers the operations flags.
+func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address of the pprof endpoint.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists, uncached reads and Events (client-go never limits watches). Reload writes are not held by it: they are bounded by the workers (4 per kind) and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the --kube-api-qps limit.")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "On SIGTERM, how long in-flight reloads may take before Ripple exits; the Lease is released at once.")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "json", or "" / "text" for human-readable lines.`)
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: trace, debug, info, warning, error, fatal or panic.")
+}
+
+func (o *OperationsOptions) validate(errs *problems) Operations {
+	op := Operations{
+		KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst, MetricsAddr: o.MetricsAddr, HealthAddr: o.HealthAddr,
+		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout,
+	}
+	if o.GracefulShutdownTimeout < 0 {
+		errs.bad("graceful-shutdown-timeout", "%s is negative", o.GracefulShutdownTimeout)
+	}
+	if o.EnablePprof {
+		if o.PprofAddr == "" || o.PprofAddr == o.MetricsAddr || (o.HealthAddr != "" && o.PprofAddr == o.HealthAddr) {
+			errs.bad("pprof-addr", "%q must be an address of its own, not the metrics or health address", o.PprofAddr)
+		}
+		op.PprofAddr = o.PprofAddr
+	}
+	if o.KubeAPIQPS <= 0 {
+		errs.bad("kube-api-qps", "%v must be positive", o.KubeAPIQPS)
+	}
+	if o.KubeAPIBurst <= 0 {
+		errs.bad("kube-api-burst", "%d must be positive", o.KubeAPIBurst)
+	}
+	switch strings.ToLower(o.LogFormat) {
+	case "json":
+		op.LogJSON = true
+	case "", "text":
+	default:
+		errs.bad("log-format", "%q is not a format; use json or text", o.LogFormat)
+	}
+	level, ok := parseLogLevel(o.LogLevel)
+	if !ok {
+		errs.bad("log-level", "%q is not a level; use trace, debug, info, warning, error, fatal or panic", o.LogLevel)
+	}
+	op.LogLevel = level
+	return op
+}
+
+// parseLogLevel maps Reloader's logrus level names to logr verbosity.
+func parseLogLevel(s string) (LogLevel, bool) {
+	switch strings.ToLower(s) {
+	case "trace":
+		return 2, true
+	case "debug":
+		return 1, true
+	case "info":
+		return 0, true
+	case "warning", "warn":
+		return -1, true
+	case "error":
+		return -2, true
+	case "fatal", "panic":
+		return -3, true
+	}
+	return 0, false
+}

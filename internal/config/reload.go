@@ -1,0 +1,96 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+// ReloadOptions say when and how a workload is reloaded.
+type ReloadOptions struct {
+	ReloadStrategy    string
+	AutoReloadAll     bool
+	ResourcesToIgnore []string
+	SettleWindow      time.Duration
+	ReloadOnCreate    bool
+	ReloadOnDelete    bool
+	SyncAfterRestart  bool
+	WebhookURL        string
+}
+
+// Reload is the validated reload behaviour.
+type Reload struct {
+	Keys          annotation.Keys
+	Strategy      strategy.Strategy
+	AutoReloadAll bool
+	// Kinds are the source kinds Ripple watches (ConfigMap, Secret, and
+	// SecretProviderClass with --enable-csi-integration).
+	Kinds            []refs.Kind
+	SettleWindow     time.Duration
+	ReloadOnCreate   bool
+	ReloadOnDelete   bool
+	SyncAfterRestart bool
+	// WebhookURL, when set, replaces reloading with a POST per change.
+	WebhookURL string
+}
+
+func defaultReloadOptions() ReloadOptions {
+	return ReloadOptions{ReloadStrategy: "env-vars", SettleWindow: time.Second}
+}
+
+// BindFlags registers the reload flags.
+func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.ReloadOnCreate, "reload-on-create", o.ReloadOnCreate, "Also reload when a config a workload reloads on is created after the workload.")
+	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
+	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}.`)
+	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
+	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
+	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
+	fs.DurationVar(&o.SettleWindow, "settle-window", o.SettleWindow, "Changes to one workload's configs that arrive within this window of each other become one rollout; 0 acts at once. A workload can override it with the <annotation-prefix>/settle-window annotation.")
+}
+
+func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
+	r := Reload{
+		Keys: keys, AutoReloadAll: o.AutoReloadAll, SettleWindow: o.SettleWindow,
+		ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete, SyncAfterRestart: o.SyncAfterRestart,
+	}
+	if o.WebhookURL != "" {
+		if _, err := parseURL(o.WebhookURL, "http", "https"); err != nil {
+			errs.bad("webhook-url", "must be an http or https URL")
+		}
+		r.WebhookURL = o.WebhookURL
+	}
+	st, err := strategy.New(o.ReloadStrategy)
+	if err != nil {
+		errs.bad("reload-strategy", "%q is not a strategy; use env-vars or annotations", o.ReloadStrategy)
+	}
+	r.Strategy = st
+	ignore := map[string]bool{}
+	for _, res := range o.ResourcesToIgnore {
+		res = strings.ToLower(strings.TrimSpace(res))
+		if res != "configmaps" && res != "secrets" {
+			errs.bad("resources-to-ignore", "%q is not a resource; use configmaps or secrets", res)
+			continue
+		}
+		ignore[res] = true
+	}
+	if ignore["configmaps"] && ignore["secrets"] {
+		errs.bad("resources-to-ignore", "cannot ignore both configmaps and secrets; scale Ripple to zero instead")
+	}
+	if !ignore["configmaps"] {
+		r.Kinds = append(r.Kinds, refs.ConfigMap)
+	}
+	if !ignore["secrets"] {
+		r.Kinds = append(r.Kinds, refs.Secret)
+	}
+	if o.SettleWindow < 0 {
+		errs.bad("settle-window", "%s is negative; use 0 to act at once or a positive duration such as 1s", o.SettleWindow)
+	}
+	return r
+}

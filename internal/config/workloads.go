@@ -1,0 +1,56 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// WorkloadOptions say which workload kinds Ripple rolls, and how.
+type WorkloadOptions struct {
+	IgnoredWorkloadTypes []string
+	ArgoRollouts         bool
+	OpenShift            bool
+	CSIIntegration       bool
+	CronJobReload        string
+}
+
+// Workloads are the validated workload kind settings.
+type Workloads struct {
+	// IgnoreJobs and IgnoreCronJobs come from --ignored-workload-types.
+	IgnoreJobs, IgnoreCronJobs bool
+	// ArgoRollouts, OpenShift and CSI enable the optional kinds.
+	ArgoRollouts, OpenShift, CSI bool
+	// CronJobReload is "run" or "template".
+	CronJobReload string
+}
+
+// BindFlags registers the workload kind flags.
+func (o *WorkloadOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.IgnoredWorkloadTypes, "ignored-workload-types", o.IgnoredWorkloadTypes, `Workload kinds never to reload: "jobs", "cronjobs" or both (case-insensitive).`)
+	fs.BoolVar(&o.ArgoRollouts, "is-Argo-Rollouts", o.ArgoRollouts, "Also reload Argo Rollouts (argoproj.io/v1alpha1), once their API is served. The reloader.stakater.com/rollout-strategy: restart annotation sets spec.restartAt instead of changing the template.")
+	fs.BoolVar(&o.OpenShift, "is-openshift", o.OpenShift, "Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1), once their API is served.")
+	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Also reload on Secrets Store CSI driver changes: the SecretProviderClassPodStatus objects of a SecretProviderClass a workload mounts, once their API is served.")
+	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour; nothing runs while it is suspended), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
+}
+
+func (o *WorkloadOptions) validate(errs *problems) Workloads {
+	w := Workloads{ArgoRollouts: o.ArgoRollouts, OpenShift: o.OpenShift, CSI: o.CSIIntegration}
+	for _, t := range trimmed(o.IgnoredWorkloadTypes) {
+		switch strings.ToLower(t) {
+		case "jobs":
+			w.IgnoreJobs = true
+		case "cronjobs":
+			w.IgnoreCronJobs = true
+		default:
+			errs.bad("ignored-workload-types", "%q is not a workload type; use jobs, cronjobs or both", t)
+		}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(o.CronJobReload)); v {
+	case "run", "template":
+		w.CronJobReload = v
+	default:
+		errs.bad("cronjob-reload", "%q is not a mode; use run or template", o.CronJobReload)
+	}
+	return w
+}
