@@ -184,31 +184,6 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	var namespaces map[string]cache.Config
-	for _, ns := range cfg.Namespaces {
-		if namespaces == nil {
-			namespaces = map[string]cache.Config{}
-		}
-		namespaces[ns] = cache.Config{}
-	}
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Transform: source.Transform, Label: cfg.ResourceSelector},
-		&corev1.Secret{}:    {Transform: source.Transform, Label: cfg.ResourceSelector},
-	}
-	if cfg.NamespaceSelector != nil {
-		// Only selected namespaces are cached, so a cache miss means
-		// "not selected"; labelling one adds it through the watch.
-		byObject[&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}] = cache.ByObject{Label: cfg.NamespaceSelector}
-	}
-	// Ignored namespaces are filtered by the API server, never cached.
-	var ignored []fields.Selector
-	for _, ns := range cfg.NamespacesToIgnore {
-		ignored = append(ignored, fields.OneTermNotEqualSelector("metadata.namespace", ns))
-	}
-	var fieldSelector fields.Selector
-	if len(ignored) > 0 {
-		fieldSelector = fields.AndSelectors(ignored...)
-	}
 	health := &healthChecks{}
 	var err error
 	o := ctrl.Options{
@@ -220,12 +195,7 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		// reads them from the API server, where the field indexes and the
 		// SPCPS transform do not exist.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cache.Options{
-			DefaultNamespaces:    namespaces,
-			DefaultFieldSelector: fieldSelector,
-			DefaultTransform:     defaultTransform,
-			ByObject:             byObject,
-		},
+		Cache:  cacheOptions(cfg.Scope),
 		// Reloader serves health beside the metrics, on :9090.
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: health.handlers()},
 		HealthProbeBindAddress:  healthAddr(cfg.HealthAddr),
@@ -257,17 +227,44 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 			return nil, err
 		}
 	}
-	health.cache = mgr.GetCache()
-	for _, k := range source.Watched(cfg.Kinds) {
-		health.watched = append(health.watched, source.Object(k))
+	return mgr, health.register(mgr, cfg)
+}
+
+// cacheOptions are Ripple's caches: ConfigMaps and Secrets as metadata
+// plus a digest (and only those the resource selector selects), the
+// selected namespaces as metadata, and nothing from ignored namespaces.
+func cacheOptions(scope config.Scope) cache.Options {
+	var namespaces map[string]cache.Config
+	for _, ns := range scope.Namespaces {
+		if namespaces == nil {
+			namespaces = map[string]cache.Config{}
+		}
+		namespaces[ns] = cache.Config{}
 	}
-	for _, k := range Kinds(cfg, nil) {
-		health.watched = append(health.watched, k.New())
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Transform: source.Transform, Label: scope.ResourceSelector},
+		&corev1.Secret{}:    {Transform: source.Transform, Label: scope.ResourceSelector},
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
+	if scope.NamespaceSelector != nil {
+		// Only selected namespaces are cached, so a cache miss means
+		// "not selected"; labelling one adds it through the watch.
+		byObject[&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}] = cache.ByObject{Label: scope.NamespaceSelector}
 	}
-	return mgr, mgr.AddReadyzCheck("informers", health.synced)
+	// Ignored namespaces are filtered by the API server, never cached.
+	var ignored []fields.Selector
+	for _, ns := range scope.NamespacesToIgnore {
+		ignored = append(ignored, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	var fieldSelector fields.Selector
+	if len(ignored) > 0 {
+		fieldSelector = fields.AndSelectors(ignored...)
+	}
+	return cache.Options{
+		DefaultNamespaces:    namespaces,
+		DefaultFieldSelector: fieldSelector,
+		DefaultTransform:     defaultTransform,
+		ByObject:             byObject,
+	}
 }
 
 // writeClient is the manager's client: reads come from the cache, and
@@ -300,6 +297,22 @@ type healthChecks struct {
 	cache cache.Cache
 	// watched are the kinds whose informers must have synced.
 	watched []client.Object
+}
+
+// register adds the checks to mgr: ready once the informers of every
+// source and workload kind of cfg have synced.
+func (h *healthChecks) register(mgr ctrl.Manager, cfg config.Config) error {
+	h.cache = mgr.GetCache()
+	for _, k := range source.Watched(cfg.Kinds) {
+		h.watched = append(h.watched, source.Object(k))
+	}
+	for _, k := range Kinds(cfg, nil) {
+		h.watched = append(h.watched, k.New())
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("informers", h.synced)
 }
 
 func (h *healthChecks) handlers() map[string]http.Handler {

@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 )
@@ -33,17 +36,53 @@ func sourceChanged(keys annotation.Keys) predicate.Predicate {
 	}
 }
 
-// requestsForSource maps a source event to the workloads of r.Kind in the
-// source's namespace that may depend on it, through the index.
-func (r *Reconciler) requestsForSource(kind refs.Kind) handler.MapFunc {
-	return func(ctx context.Context, src client.Object) []reconcile.Request {
-		names, err := r.Finder.Of(ctx, r.Kind, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()})
-		if err != nil {
-			log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
-		}
-		r.Metrics.Scanned(r.Kind.Name(), len(names))
-		return requests(names)
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// sourceHandler enqueues the workloads of r.Kind that may depend on the
+// source of an event.
+func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
+	enqueue := func(ctx context.Context, src client.Object, q queue) {
+		r.enqueueDependents(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, q)
 	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q) },
+	}
+}
+
+// enqueueDependents enqueues the workloads of r.Kind in ns that may depend
+// on src, found through the index. The event is when a change is first
+// seen: it starts the workload's settle window, and the workload is queued
+// for when that window closes, so that its first reconcile acts instead
+// of only learning that it must wait.
+func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue) {
+	names, err := r.Finder.Of(ctx, r.Kind, ns, src)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
+	}
+	r.Metrics.Scanned(r.Kind.Name(), len(names))
+	now := r.Clock.Now()
+	for _, name := range names {
+		req := reconcile.Request{NamespacedName: name}
+		window := r.settleWindow(ctx, name)
+		if window <= 0 {
+			q.Add(req)
+			continue
+		}
+		r.remember(name, r.pendingOf(name).Notice(now))
+		q.AddAfter(req, window)
+	}
+}
+
+// settleWindow is the settle window of a workload in the cache.
+func (r *Reconciler) settleWindow(ctx context.Context, key types.NamespacedName) time.Duration {
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, key, obj); err != nil {
+		return 0 // gone, or not cached yet: its reconcile says
+	}
+	window, _ := plan.SettleWindow(obj.GetAnnotations(), r.Settings.Keys, r.Settings.SettleWindow)
+	return window
 }
 
 // requestsForNamespace maps a namespace that came into scope to all its
@@ -71,25 +110,19 @@ func (r *Reconciler) requestsForTemplateRef(ctx context.Context, dep client.Obje
 // changes are changes of the class; it records them before enqueueing, so a
 // reconcile never sees the request before the digest.
 func (r *Reconciler) podStatusHandler() handler.EventHandler {
-	mapper := r.requestsForSource(refs.SecretProviderClass)
-	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		name, _ := source.ClassOf(obj)
-		if name == "" {
-			return
-		}
-		spc := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: name}}
-		for _, req := range mapper(ctx, spc) {
-			q.Add(req)
+	enqueue := func(ctx context.Context, obj client.Object, q queue) {
+		if name, _ := source.ClassOf(obj); name != "" {
+			r.enqueueDependents(ctx, obj.GetNamespace(), refs.Ref{Kind: refs.SecretProviderClass, Name: name}, q)
 		}
 	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
 			if !e.IsInInitialList {
 				r.Rotations.Observe(e.Object)
 			}
 			enqueue(ctx, e.Object, q)
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			_, old := source.ClassOf(e.ObjectOld)
 			if _, cur := source.ClassOf(e.ObjectNew); cur != old {
 				r.Rotations.Observe(e.ObjectNew)

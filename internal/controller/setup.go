@@ -123,7 +123,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: s.newQueue})
 	for _, sk := range rsource.Watched(s.o.Settings.SourceKinds) {
-		b = b.Watches(rsource.Object(sk), handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sk)),
+		b = b.Watches(rsource.Object(sk), r.sourceHandler(sk),
 			builder.WithPredicates(sourceChanged(s.o.Settings.Keys)))
 	}
 	if s.o.Finder.Selective {
@@ -191,7 +191,7 @@ func (s *setup) watchCSI(r *Reconciler, c controller.Controller) error {
 		return err
 	}
 	return c.Watch(source.Kind(cache, rsource.Object(refs.SecretProviderClass),
-		handler.EnqueueRequestsFromMapFunc(r.requestsForSource(refs.SecretProviderClass)), sourceChanged(s.o.Settings.Keys)))
+		r.sourceHandler(refs.SecretProviderClass), sourceChanged(s.o.Settings.Keys)))
 }
 
 func requests(names []types.NamespacedName) []reconcile.Request {

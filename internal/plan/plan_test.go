@@ -399,6 +399,17 @@ func TestSettleWindow(t *testing.T) {
 			t.Fatalf("wait %v, warnings %q", p.Wait, p.Warnings)
 		}
 	})
+	t.Run("a change noticed at its event acts a window after the event", func(t *testing.T) {
+		event := now.Add(-time.Second)
+		p := For(in(append(change, func(i *Input) { i.Pending = Pending{}.Notice(event) })...))
+		if p.Wait != 0 || !p.Reloads() || !p.Seen.Equal(event) {
+			t.Fatalf("wait %v, reloads %v, seen %v", p.Wait, p.Reloads(), p.Seen)
+		}
+		p = For(in(append(change, func(i *Input) { i.Pending = Pending{}.Notice(event).Notice(now.Add(-100 * time.Millisecond)) })...))
+		if p.Wait != 900*time.Millisecond || p.Pending.ID != id || !p.Pending.First.Equal(event) {
+			t.Fatalf("after a second event: wait %v, pending %+v", p.Wait, p.Pending)
+		}
+	})
 	t.Run("no change forgets the settle state", func(t *testing.T) {
 		p := For(in(both, window(time.Second), func(i *Input) { i.Pending = Pending{ID: id, First: now, Last: now} }))
 		if p.Pending != (Pending{}) || p.Wait != 0 {

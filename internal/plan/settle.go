@@ -29,7 +29,9 @@ func SettleWindow(annotations map[string]string, keys annotation.Keys, def time.
 
 // settle returns the settle state to keep and how long to wait before
 // acting on the change set id: until window has passed without a new change
-// set, and no longer than maxSettleFactor windows after the first.
+// set, and no longer than maxSettleFactor windows after the first. A
+// pending state without an ID was noticed when a source event arrived
+// (Notice): the change set is the one that event brought, seen then.
 func settle(pending Pending, id string, window time.Duration, now time.Time) (Pending, time.Duration) {
 	if window <= 0 {
 		return Pending{}, 0
@@ -37,7 +39,10 @@ func settle(pending Pending, id string, window time.Duration, now time.Time) (Pe
 	if pending.First.IsZero() {
 		pending.First = now
 	}
-	if pending.ID != id {
+	switch {
+	case pending.ID == "" && !pending.Last.IsZero():
+		pending.ID = id
+	case pending.ID != id:
 		pending.ID, pending.Last = id, now
 	}
 	deadline := pending.Last.Add(window)
@@ -45,6 +50,18 @@ func settle(pending Pending, id string, window time.Duration, now time.Time) (Pe
 		deadline = limit
 	}
 	return pending, max(deadline.Sub(now), 0)
+}
+
+// Notice records that a source event for the workload arrived at t,
+// before any reconcile identified the change set it brings.
+func (p Pending) Notice(t time.Time) Pending {
+	switch {
+	case p.First.IsZero():
+		return Pending{First: t, Last: t}
+	case p.ID == "":
+		p.Last = t
+	}
+	return p
 }
 
 // changeID identifies a change set.
