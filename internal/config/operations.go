@@ -43,7 +43,7 @@ type Operations struct {
 
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
 // quieter, as logr's V levels.
-type LogLevel int
+type LogLevel int8
 
 func defaultOperationsOptions() OperationsOptions {
 	return OperationsOptions{

@@ -26,7 +26,7 @@ func (m *Metrics) NewCacheCounter(c cache.Cache) *CacheCounter {
 	return &CacheCounter{cache: c, metrics: m}
 }
 
-// NeedLeaderElection: every replica counts its own caches.
+// NeedLeaderElection is false: every replica counts its own caches.
 func (c *CacheCounter) NeedLeaderElection() bool { return false }
 
 // Start counts the kinds added so far, and those added later at once.

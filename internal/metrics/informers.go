@@ -64,5 +64,5 @@ func (l LeaderGauge) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: the gauge is set once this replica leads.
+// NeedLeaderElection is true: the gauge is set once this replica leads.
 func (LeaderGauge) NeedLeaderElection() bool { return true }

@@ -52,7 +52,8 @@ func NewDiscoverer(client discovery.DiscoveryInterface, log logr.Logger, apis ..
 	return d
 }
 
-// NeedLeaderElection: standbys index and cache the optional kinds too.
+// NeedLeaderElection is false: standbys index and cache the optional
+// kinds too.
 func (d *Discoverer) NeedLeaderElection() bool { return false }
 
 // Start asks the API server every discoveryInterval until ctx ends.

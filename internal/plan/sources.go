@@ -65,7 +65,6 @@ func decision(s Settings, w Workload, src Source, policy annotation.Policy) (dec
 
 // source plans one source; the change is nil when it does not roll.
 func source(in Input, src Source, policy annotation.Policy, ambiguous bool, record map[string]string) (SourcePlan, *strategy.Change) {
-	tpl := in.Workload.Template
 	d, container := decision(in.Settings, in.Workload, src, policy)
 	sp := SourcePlan{Ref: src.Ref, State: NotReloading, Decision: d}
 	if !sp.Decision.Reload || container == "" {
@@ -73,7 +72,7 @@ func source(in Input, src Source, policy annotation.Policy, ambiguous bool, reco
 	}
 	last, ok := "", false
 	if !ambiguous {
-		last, ok = in.Strategy.Applied(tpl, src.Ref)
+		last, ok = in.Strategy.Applied(in.Workload.Template, src.Ref)
 	}
 	if !ok {
 		last, ok = record[src.Ref.String()]
@@ -83,45 +82,53 @@ func source(in Input, src Source, policy annotation.Policy, ambiguous bool, reco
 	if ok {
 		sp.Applied = last
 	}
-	change := &strategy.Change{Ref: src.Ref, Namespace: in.Workload.Namespace, Container: container}
-	switch {
-	case !src.Found && src.Ref.Kind == refs.SecretProviderClass:
-		sp.State = Untracked // the driver keeps serving what it mounted
-		return sp, nil
-	case !src.Found && ok && in.ReloadOnDelete:
-		sp.State, sp.Digest = Deleted, digest.DeleteMarker
-		change.Hash, change.Deleted = digest.DeleteMarker, true
-		return sp, change
-	case !src.Found && ok:
-		sp.State = Missing
-		return sp, nil
-	case !src.Found:
-		sp.State = Untracked
+	if src.Found {
+		sp.State, sp.Digest = found(in, src, last, ok)
+	} else {
+		sp.State, sp.Digest = gone(in, src, ok)
+	}
+	if sp.State != Changed && sp.State != Created && sp.State != Deleted {
 		return sp, nil
 	}
+	return sp, &strategy.Change{
+		Ref: src.Ref, Namespace: in.Workload.Namespace, Container: container,
+		Hash: sp.Digest, Deleted: sp.State == Deleted,
+	}
+}
+
+// found is the state and digest of a source that exists; last is the
+// applied digest if ok.
+func found(in Input, src Source, last string, ok bool) (State, string) {
 	sum, mounted := src.Digest, true
 	if src.Ref.Kind == refs.SecretProviderClass {
 		sum, mounted = mountedDigest(src, last)
 	}
-	sp.Digest = sum
 	switch {
 	case !mounted:
-		sp.State = Untracked
-		return sp, nil
+		return Untracked, sum
 	case ok && last == sum:
-		sp.State = Unchanged
-		return sp, nil
+		return Unchanged, sum
 	case ok:
-		sp.State = Changed
+		return Changed, sum
 	case created(in, src):
-		sp.State = Created
-	default:
-		// A source seen for the first time is a baseline, not a change.
-		sp.State = Baseline
-		return sp, nil
+		return Created, sum
 	}
-	change.Hash = sum
-	return sp, change
+	// A source seen for the first time is a baseline, not a change.
+	return Baseline, sum
+}
+
+// gone is the state and digest of a source that does not exist; ok tells
+// whether a digest was applied.
+func gone(in Input, src Source, ok bool) (State, string) {
+	switch {
+	case src.Ref.Kind == refs.SecretProviderClass:
+		return Untracked, "" // the driver keeps serving what it mounted
+	case ok && in.ReloadOnDelete:
+		return Deleted, digest.DeleteMarker
+	case ok:
+		return Missing, ""
+	}
+	return Untracked, ""
 }
 
 // ambiguousRefs are the sources whose state the template cannot tell: they

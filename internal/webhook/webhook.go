@@ -67,7 +67,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, n *Notifier) error {
 	return mgr.Add(n)
 }
 
-// NeedLeaderElection: only the leader posts.
+// NeedLeaderElection is true: only the leader posts.
 func (n *Notifier) NeedLeaderElection() bool { return true }
 
 // Start adds the event handlers and waits for ctx to end.

@@ -52,7 +52,7 @@ func (cronJob) NewList() client.ObjectList { return &batchv1.CronJobList{} }
 func (cronJob) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	cj, ok := obj.(*batchv1.CronJob)
 	if !ok {
-		return nil, fmt.Errorf("CronJob: unexpected object type %T", obj)
+		return nil, fmt.Errorf("unexpected object type %T for a CronJob", obj)
 	}
 	return &cj.Spec.JobTemplate.Spec.Template, nil
 }
@@ -87,10 +87,11 @@ func (k cronJob) Write(ctx context.Context, c client.Client, obj client.Object, 
 	}
 	if k.mode(obj) == CronJobTemplate {
 		return Result{}, patch(ctx, c, obj, u, func(o client.Object) bool {
-			if u.Template != nil {
-				o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template = *u.Template
+			cj, ok := o.(*batchv1.CronJob)
+			if ok && u.Template != nil {
+				cj.Spec.JobTemplate.Spec.Template = *u.Template
 			}
-			return true
+			return ok
 		})
 	}
 	tpl := u.Template
@@ -152,8 +153,8 @@ func (k cronJob) startPending(ctx context.Context, c client.Client, cj *batchv1.
 	}
 	// An unreadable record (edited by hand) is dropped rather than retried
 	// forever.
-	clear, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{k.o.PendingKey: nil}}})
-	return client.IgnoreNotFound(c.Patch(ctx, cj, client.RawPatch(types.MergePatchType, clear), client.FieldOwner(FieldManager)))
+	done, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{k.o.PendingKey: nil}}})
+	return client.IgnoreNotFound(c.Patch(ctx, cj, client.RawPatch(types.MergePatchType, done), client.FieldOwner(FieldManager)))
 }
 
 // jobFromCronJob builds the Job Reloader (and kubectl create job --from)

@@ -57,7 +57,7 @@ func (job) KeepsTemplate(client.Object) bool { return false }
 func (job) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
-		return nil, fmt.Errorf("Job: unexpected object type %T", obj)
+		return nil, fmt.Errorf("unexpected object type %T for a Job", obj)
 	}
 	if owner := metav1.GetControllerOf(j); owner != nil && owner.Kind == "CronJob" {
 		return nil, nil

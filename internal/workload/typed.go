@@ -27,7 +27,7 @@ func (k typed[T]) KeepsTemplate(client.Object) bool { return false }
 func (k typed[T]) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	o, ok := obj.(T)
 	if !ok {
-		return nil, fmt.Errorf("%s: unexpected object type %T", k.name, obj)
+		return nil, fmt.Errorf("unexpected object type %T for a %s", obj, k.name)
 	}
 	return k.template(o), nil
 }
