@@ -94,41 +94,30 @@ func DefaultKeys(prefix string) Keys {
 // ReloadKey returns the named-reload key (A5-A7) for kind, or "" for a kind
 // Ripple does not know.
 func (k Keys) ReloadKey(kind refs.Kind) string {
-	switch kind {
-	case refs.ConfigMap:
-		return k.ConfigMapReload
-	case refs.Secret:
-		return k.SecretReload
-	case refs.SecretProviderClass:
-		return k.SecretProviderClassReload
-	}
-	return ""
+	return byKind(kind, k.ConfigMapReload, k.SecretReload, k.SecretProviderClassReload)
 }
 
 // TypedAutoKey returns the typed-auto key (A2-A4) for kind, or "" for a kind
 // Ripple does not know.
 func (k Keys) TypedAutoKey(kind refs.Kind) string {
-	switch kind {
-	case refs.ConfigMap:
-		return k.ConfigMapAuto
-	case refs.Secret:
-		return k.SecretAuto
-	case refs.SecretProviderClass:
-		return k.SecretProviderClassAuto
-	}
-	return ""
+	return byKind(kind, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto)
 }
 
 // ExcludeKey returns the exclude key (A11-A13) for kind, or "" for a kind
 // Ripple does not know.
 func (k Keys) ExcludeKey(kind refs.Kind) string {
+	return byKind(kind, k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude)
+}
+
+// byKind picks the key of a source kind.
+func byKind(kind refs.Kind, configMap, secret, spc string) string {
 	switch kind {
 	case refs.ConfigMap:
-		return k.ConfigMapExclude
+		return configMap
 	case refs.Secret:
-		return k.SecretExclude
+		return secret
 	case refs.SecretProviderClass:
-		return k.SecretProviderClassExclude
+		return spc
 	}
 	return ""
 }

@@ -92,30 +92,31 @@ type Input struct {
 	Now     time.Time
 }
 
-// State says what a source means for the workload.
+// State says what a source means for the workload:
+//
+//   - NotReloading: the decision says it does not reload the workload, or
+//     there is no container to write on.
+//   - Baseline: first seen; its digest is recorded, nothing rolls.
+//   - Unchanged: the applied digest is current.
+//   - Changed: its data changed since it was applied.
+//   - Created: created after the workload (--reload-on-create).
+//   - Deleted: deleted, and --reload-on-delete rolls it.
+//   - Missing: deleted; its last applied digest is kept so that a
+//     re-created source with other data is a change.
+//   - Untracked: deleted with nothing applied, or a SecretProviderClass no
+//     pod mounts.
 type State string
 
-// Source states.
+// The source states.
 const (
-	// NotReloading: the decision says this source does not reload the
-	// workload, or there is no container to write on.
 	NotReloading State = "NotReloading"
-	// Baseline: first seen; its digest is recorded, nothing rolls.
-	Baseline State = "Baseline"
-	// Unchanged: the applied digest is current.
-	Unchanged State = "Unchanged"
-	// Changed: its data changed since it was applied.
-	Changed State = "Changed"
-	// Created: created after the workload (--reload-on-create).
-	Created State = "Created"
-	// Deleted: deleted, and --reload-on-delete rolls it.
-	Deleted State = "Deleted"
-	// Missing: deleted; its last applied digest is kept so that a
-	// re-created source with other data is a change.
-	Missing State = "Missing"
-	// Untracked: deleted with nothing applied, or a SecretProviderClass
-	// no pod mounts.
-	Untracked State = "Untracked"
+	Baseline     State = "Baseline"
+	Unchanged    State = "Unchanged"
+	Changed      State = "Changed"
+	Created      State = "Created"
+	Deleted      State = "Deleted"
+	Missing      State = "Missing"
+	Untracked    State = "Untracked"
 )
 
 // SourcePlan is the plan for one source, with its reason.
