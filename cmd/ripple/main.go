@@ -89,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger) // client-go's own lines (leader election, watches) in the same format
 	for _, w := range cfg.Warnings {
-		logger.Info("warning: " + w)
+		logger.Info("setting has no effect", "warning", w)
 	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), logger)
 	if err := app.Run(ctx, cfg); err != nil {

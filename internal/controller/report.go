@@ -65,7 +65,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), client.ObjectKeyFromObject(obj), err)
 	}
 	if p.Update.Paused != nil {
-		log.Info(map[bool]string{true: "paused", false: "resumed"}[*p.Update.Paused], "workload", klog.KObj(obj), "kind", r.Kind.Name())
+		log.Info("pause-period", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "paused", *p.Update.Paused)
 	}
 	if !p.Reloads() {
 		log.V(1).Info("recorded the applied configs", "configs", len(p.Sources))
