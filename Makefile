@@ -49,7 +49,7 @@ $(GOLANGCI_LINT):
 	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(@D) (once; a few minutes)"
 	@mkdir -p $(@D)
 	cd hack/tools/lint && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(GOLANGCI_LINT_VERSION)' \
-		-o $@.$$$$.tmp github.com/golangci/golangci-lint/v2/cmd/golangci-lint && mv $@.$$$$.tmp $@
+		-o $@.$$$$.tmp github.com/golangci/golangci-lint/v2/cmd/golangci-lint && mv $@.$$$$.tmp $@ || { rm -f $@.$$$$.tmp; exit 1; }
 
 .PHONY: test-unit
 test-unit: ## Unit tests (pure packages, no cluster), with the race detector.
