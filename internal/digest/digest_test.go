@@ -8,7 +8,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,8 +23,9 @@ func sha1Hex(s string) string {
 }
 
 // reference is Reloader's algorithm written the obvious way: build every
-// "key=value" string, sort.Strings, join with ";". The streaming code must
-// agree with it on every input.
+// "key=value" string, sort them (slices.Sort orders strings as Reloader's
+// sort.Strings does), join with ";". The streaming code must agree with it
+// on every input.
 func reference(data map[string]string, binary map[string][]byte) string {
 	var entries []string
 	for k, v := range data {
@@ -34,7 +34,7 @@ func reference(data map[string]string, binary map[string][]byte) string {
 	for k, v := range binary {
 		entries = append(entries, k+"="+base64.StdEncoding.EncodeToString(v))
 	}
-	sort.Strings(entries)
+	slices.Sort(entries)
 	return sha1Hex(strings.Join(entries, ";"))
 }
 

@@ -55,86 +55,46 @@ type Metrics struct {
 // reloader_reload_executed_total_by_namespace.
 func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	m := &Metrics{
-		reloadExecuted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_reload_executed_total", Help: "Reloads of workloads, by success.",
-		}, []string{"success"}),
-		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_reconcile_total", Help: "Reconciles of workloads, by result.",
-		}, []string{"result"}),
-		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "reloader_reconcile_duration_seconds", Help: "Duration of a reconcile of a workload, by result.",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"result"}),
-		actionTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_action_total", Help: "Reload writes, by workload kind and result.",
-		}, []string{"workload_kind", "result"}),
-		actionLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "reloader_action_latency_seconds", Help: "Time from a config change being seen to the workload's reload being accepted.",
-			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"workload_kind"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_skipped_total", Help: "Config events or reconciles that reloaded nothing, by reason.",
-		}, []string{"reason"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_errors_total", Help: "Errors, by type.",
-		}, []string{"type"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_retries_total", Help: "Reconciles retried after an error or a write conflict.",
-		}),
-		eventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_events_received_total", Help: "Config events received, by event and resource type.",
-		}, []string{"event_type", "resource_type"}),
-		workloadsScanned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_workloads_scanned_total", Help: "Workloads looked at for config events (from the index, never listed from the API), by kind.",
-		}, []string{"kind"}),
-		workloadsMatched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_workloads_matched_total", Help: "Workloads reloaded, by kind.",
-		}, []string{"kind"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ripple_reloads_total", Help: "Rollouts Ripple started, by workload kind and result.",
-		}, []string{"kind", "result"}),
-		decisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "ripple_decision_latency_seconds", Help: "Time from a config change being seen to the reload being accepted by the API server, settle window included.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5ms to 41s
-		}),
-		coalesced: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "ripple_coalesced_changes", Help: "Config changes carried by one rollout (the settle window merges changes).",
-			Buckets: []float64{1, 2, 3, 5, 10, 20, 50},
-		}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ripple_leader", Help: "1 while this replica leads (or runs without leader election), else 0.",
-		}),
-		notificationDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ripple_notifications_dropped_total", Help: "Webhook or alert messages dropped because their queue was full.",
-		}),
-		eventsProcessed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_events_processed_total", Help: "Config events, by event and resource type: success if they could change a reload, dropped if not (no data change).",
-		}, []string{"event_type", "resource_type", "result"}),
-		cacheObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ripple_cache_objects", Help: "Objects in Ripple's cache, by kind.",
-		}, []string{"kind"}),
-		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_workqueue_depth", Help: "Workloads waiting in the work queues, all controllers together.",
-		}),
-		queueAdds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_workqueue_adds_total", Help: "Workloads added to the work queues.",
-		}),
-		queueLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "reloader_workqueue_latency_seconds", Help: "Time a workload waits in a work queue before it is reconciled.",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}),
-		controllerDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ripple_workqueue_depth", Help: "Workloads waiting in the work queue, by controller (workload kind).",
-		}, []string{"controller"}),
+		reloadExecuted: counterVec("reloader_reload_executed_total", "Reloads of workloads, by success.", "success"),
+		reconcileTotal: counterVec("reloader_reconcile_total", "Reconciles of workloads, by result.", "result"),
+		reconcileDuration: histogramVec("reloader_reconcile_duration_seconds", "Duration of a reconcile of a workload, by result.",
+			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "result"),
+		actionTotal: counterVec("reloader_action_total", "Reload writes, by workload kind and result.", "workload_kind", "result"),
+		actionLatency: histogramVec("reloader_action_latency_seconds", "Time from a config change being seen to the workload's reload being accepted.",
+			[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "workload_kind"),
+		skipped: counterVec("reloader_skipped_total", "Config events or reconciles that reloaded nothing, by reason.", "reason"),
+		errors:  counterVec("reloader_errors_total", "Errors, by type.", "type"),
+		retries: counter("reloader_retries_total", "Reconciles retried after an error or a write conflict."),
+		eventsReceived: counterVec("reloader_events_received_total", "Config events received, by event and resource type.",
+			"event_type", "resource_type"),
+		workloadsScanned: counterVec("reloader_workloads_scanned_total",
+			"Workloads looked at for config events (from the index, never listed from the API), by kind.", "kind"),
+		workloadsMatched: counterVec("reloader_workloads_matched_total", "Workloads reloaded, by kind.", "kind"),
+		reloads:          counterVec("ripple_reloads_total", "Rollouts Ripple started, by workload kind and result.", "kind", "result"),
+		decisionLatency: histogram("ripple_decision_latency_seconds",
+			"Time from a config change being seen to the reload being accepted by the API server, settle window included.",
+			prometheus.ExponentialBuckets(0.005, 2, 14)), // 5ms to 41s
+		coalesced: histogram("ripple_coalesced_changes", "Config changes carried by one rollout (the settle window merges changes).",
+			[]float64{1, 2, 3, 5, 10, 20, 50}),
+		leader:              gauge("ripple_leader", "1 while this replica leads (or runs without leader election), else 0."),
+		notificationDropped: counter("ripple_notifications_dropped_total", "Webhook or alert messages dropped because their queue was full."),
+		eventsProcessed: counterVec("reloader_events_processed_total",
+			"Config events, by event and resource type: success if they could change a reload, dropped if not (no data change).",
+			"event_type", "resource_type", "result"),
+		cacheObjects: gaugeVec("ripple_cache_objects", "Objects in Ripple's cache, by kind.", "kind"),
+		queueDepth:   gauge("reloader_workqueue_depth", "Workloads waiting in the work queues, all controllers together."),
+		queueAdds:    counter("reloader_workqueue_adds_total", "Workloads added to the work queues."),
+		queueLatency: histogram("reloader_workqueue_latency_seconds", "Time a workload waits in a work queue before it is reconciled.",
+			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
+		controllerDepth: gaugeVec("ripple_workqueue_depth", "Workloads waiting in the work queue, by controller (workload kind).", "controller"),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth}
 	if byNamespace {
-		m.reloadByNamespace = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_reload_executed_total_by_namespace", Help: "Reloads of workloads, by success and namespace.",
-		}, []string{"success", "namespace"})
+		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
+			"Reloads of workloads, by success and namespace.", "success", "namespace")
 		collectors = append(collectors, m.reloadByNamespace)
 	}
 	for _, c := range collectors {
@@ -147,6 +107,32 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		m.reloadExecuted.WithLabelValues(s)
 	}
 	return m, nil
+}
+
+// Shorthands that keep New at one entry per metric.
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // Reloaded records one reload write of a workload of kind in namespace:

@@ -88,7 +88,11 @@ func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil, errors.New("http.DefaultTransport is not an *http.Transport")
+	}
+	transport := base.Clone()
 	if opts.Proxy != nil {
 		transport.Proxy = http.ProxyURL(opts.Proxy)
 	}
@@ -227,7 +231,7 @@ func (q *Queue) post(ctx context.Context, m Message) (retry bool, err error) {
 		}
 		return !errors.Is(err, errRedirect), fmt.Errorf("posting: %w", err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status matters; the body is not read
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return false, fmt.Errorf("posting: %w (status %d)", errRedirect, resp.StatusCode)

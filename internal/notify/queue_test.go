@@ -37,7 +37,7 @@ func (c *capture) String() string {
 
 // start runs q until the test ends.
 func start(t *testing.T, q *Queue) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { _ = q.Start(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -198,7 +198,7 @@ func TestFlushesOnShutdown(t *testing.T) {
 	for range 3 {
 		q.Send(Message{Body: []byte("x")})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // already shutting down when the worker starts
 	if err := q.Start(ctx); err != nil {
 		t.Fatal(err)
