@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if cfg.WebhookURL != "" {
 		log.Info("starting Ripple in webhook mode: changes are posted, nothing is reloaded")
 	} else {
-		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String())
+		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String(), "dryRun", cfg.DryRun)
 	}
 	return mgr.Start(ctx)
 }
@@ -78,7 +78,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	settings := plan.Settings{
 		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
 		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
-		SettleWindow: cfg.SettleWindow, Started: clk.Now(),
+		SettleWindow: cfg.SettleWindow, Started: clk.Now(), DryRun: cfg.DryRun,
 	}
 	log := mgr.GetLogger()
 	finder := &dependents.Finder{

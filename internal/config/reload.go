@@ -21,6 +21,7 @@ type ReloadOptions struct {
 	ReloadOnDelete    bool
 	SyncAfterRestart  bool
 	WebhookURL        string
+	DryRun            bool
 }
 
 // Reload is the validated reload behaviour.
@@ -37,6 +38,8 @@ type Reload struct {
 	SyncAfterRestart bool
 	// WebhookURL, when set, replaces reloading with a POST per change.
 	WebhookURL string
+	// DryRun decides every reload and writes none.
+	DryRun bool
 }
 
 func defaultReloadOptions() ReloadOptions {
@@ -52,6 +55,7 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Decide every reload as usual but roll nothing: each rollout Ripple would start is a WouldReload Event on the workload and counts in ripple_would_reload_total. Only the baseline record (metadata, rolls nothing) is written, so the rollouts held back happen once when Ripple runs without --dry-run.")
 	fs.DurationVar(&o.SettleWindow, "settle-window", o.SettleWindow, "Changes to one workload's configs that arrive within this window of each other become one rollout; 0 acts at once. A workload can override it with the <annotation-prefix>/settle-window annotation.")
 }
 
@@ -59,6 +63,7 @@ func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 	r := Reload{
 		Keys: keys, AutoReloadAll: o.AutoReloadAll, SettleWindow: o.SettleWindow,
 		ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete, SyncAfterRestart: o.SyncAfterRestart,
+		DryRun: o.DryRun,
 	}
 	if o.WebhookURL != "" {
 		if _, err := parseURL(o.WebhookURL, "http", "https"); err != nil {

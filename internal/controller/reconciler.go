@@ -85,10 +85,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the settle window", "configs", changeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}
-	if !p.Writes() {
+	if !p.Writes() && !p.WouldReload {
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
-	res, err := r.Kind.Write(ctx, r.Client, obj, p.Update)
+	var res workload.Result
+	if p.Writes() {
+		res, err = r.Kind.Write(ctx, r.Client, obj, p.Update)
+	}
 	return r.report(ctx, obj, p, res, err)
 }
 

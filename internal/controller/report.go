@@ -24,6 +24,7 @@ const (
 	ReasonReloadFailed      = "ReloadFailed"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	ReasonReloadSkipped     = "ReloadSkipped"
+	ReasonWouldReload       = "WouldReload"
 )
 
 // outcome is how a reconcile ended, for the metrics.
@@ -67,8 +68,15 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	if p.Update.Paused != nil {
 		log.Info("pause-period", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "paused", *p.Update.Paused)
 	}
+	if p.WouldReload {
+		r.Metrics.WouldReload(r.Kind.Name())
+		log.Info("would reload (dry run)", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (--dry-run)", list)
+	}
 	if !p.Reloads() {
-		log.V(1).Info("recorded the applied configs", "configs", len(p.Sources))
+		if p.Writes() {
+			log.V(1).Info("recorded the applied configs", "configs", len(p.Sources))
+		}
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
 	r.forget(client.ObjectKeyFromObject(obj))

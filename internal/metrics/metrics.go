@@ -49,6 +49,7 @@ type Metrics struct {
 	queueAdds           prometheus.Counter
 	queueLatency        prometheus.Histogram
 	controllerDepth     *prometheus.GaugeVec
+	wouldReload         *prometheus.CounterVec
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -87,11 +88,12 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		queueLatency: histogram("reloader_workqueue_latency_seconds", "Time a workload waits in a work queue before it is reconciled.",
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 		controllerDepth: gaugeVec("ripple_workqueue_depth", "Workloads waiting in the work queue, by controller (workload kind).", "controller"),
+		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run decided but did not write, by workload kind.", "kind"),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
-		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth}
+		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")
@@ -157,6 +159,10 @@ func (m *Metrics) Reloaded(kind, namespace string, err error, seen time.Duration
 		m.workloadsMatched.WithLabelValues(kind).Inc()
 	}
 }
+
+// WouldReload counts a rollout of a workload of kind that --dry-run did
+// not write.
+func (m *Metrics) WouldReload(kind string) { m.wouldReload.WithLabelValues(kind).Inc() }
 
 // Reconciled records one reconcile: success (it reloaded), skipped
 // (nothing to do, with a skip reason) or error.

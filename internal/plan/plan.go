@@ -38,6 +38,10 @@ type Settings struct {
 	SettleWindow time.Duration
 	// Started is when this Ripple started watching.
 	Started time.Time
+	// DryRun decides as usual but rolls nothing: the write keeps only the
+	// baseline record, so that the rollouts dry-run held back still happen
+	// once it is off.
+	DryRun bool
 }
 
 // Workload is the workload as gathered.
@@ -144,6 +148,9 @@ type Plan struct {
 	Seen time.Time
 	// Update is the one write to make; empty when there is nothing to do.
 	Update workload.Update
+	// WouldReload is set in dry-run mode when the plan would roll the
+	// workload; Update then writes no template.
+	WouldReload bool
 	// Requeue is when to look again to resume a paused workload.
 	Requeue time.Duration
 }
@@ -174,6 +181,10 @@ func For(in Input) Plan {
 		if p.Wait > 0 {
 			return p
 		}
+	}
+	if in.DryRun {
+		p.Update, p.WouldReload = dryRun(in, p), len(p.Changes) > 0
+		return p
 	}
 	p.Update, p.Requeue = update(in, p, period)
 	return p

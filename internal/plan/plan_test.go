@@ -537,3 +537,54 @@ func TestEverySourceHasAReason(t *testing.T) {
 		}
 	}
 }
+
+// Dry-run decides as usual, writes no template, and keeps the record at
+// what the workload shows, so turning it off rolls each change once.
+func TestDryRun(t *testing.T) {
+	dry := func(i *Input) { i.DryRun = true }
+	t.Run("a change would reload; the record keeps the applied digest", func(t *testing.T) {
+		p := For(in(dry, both, digestOf(cmApp, "cm2")))
+		if !p.WouldReload || p.Reloads() || p.Writes() {
+			t.Fatalf("would %v, reloads %v, writes %v: want only would", p.WouldReload, p.Reloads(), p.Writes())
+		}
+		// Off again: the same input rolls it.
+		if p := For(in(both, digestOf(cmApp, "cm2"))); !p.Reloads() {
+			t.Fatal("after dry-run, the held-back change does not roll")
+		}
+	})
+	t.Run("first sight writes the baseline, rolls nothing", func(t *testing.T) {
+		p := For(in(dry))
+		if p.WouldReload || p.Reloads() {
+			t.Fatalf("would %v, reloads %v", p.WouldReload, p.Reloads())
+		}
+		if got := recordOf(t, p); !mapsEqual(got, map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"}) {
+			t.Errorf("record %v", got)
+		}
+	})
+	t.Run("a baseline written in dry-run keeps a changed source at its applied digest", func(t *testing.T) {
+		p := For(in(dry, recorded(map[string]string{"ConfigMap/app": "cm1"}), digestOf(cmApp, "cm2")))
+		if got := recordOf(t, p); !mapsEqual(got, map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"}) {
+			t.Errorf("record %v, want the Secret's baseline added and the ConfigMap left at cm1", got)
+		}
+		if !p.WouldReload {
+			t.Error("the changed ConfigMap would not reload")
+		}
+	})
+	t.Run("a created source is not recorded, so it still counts as created", func(t *testing.T) {
+		p := For(in(dry, both, func(i *Input) {
+			i.ReloadOnCreate = true
+			i.Sources = append(i.Sources, Source{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "new"}, Found: true, Digest: "n1", Created: now})
+			i.Workload.Template.Spec.Containers[0].EnvFrom = append(i.Workload.Template.Spec.Containers[0].EnvFrom,
+				corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "new"}}})
+		}))
+		if !p.WouldReload || p.Writes() {
+			t.Fatalf("would %v, writes %v", p.WouldReload, p.Writes())
+		}
+	})
+	t.Run("no pause is taken", func(t *testing.T) {
+		p := For(in(dry, both, digestOf(cmApp, "cm2"), annotate(keys.PausePeriod, "30s"), func(i *Input) { i.Workload.Pausable = true }))
+		if p.Update.Paused != nil || p.Requeue != 0 {
+			t.Fatalf("paused %v, requeue %v", p.Update.Paused, p.Requeue)
+		}
+	})
+}

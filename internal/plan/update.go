@@ -30,6 +30,28 @@ func update(in Input, p Plan, period time.Duration) (workload.Update, time.Durat
 	return u, pause(in, &u, period)
 }
 
+// dryRun is the write of a dry-run plan: only the record of what the
+// workload shows, as if the changes had not happened (a changed source keeps
+// its applied digest, a created one is left out), so that turning dry-run
+// off rolls each held-back change once.
+func dryRun(in Input, p Plan) workload.Update {
+	sources := make([]SourcePlan, 0, len(p.Sources))
+	for _, sp := range p.Sources {
+		switch sp.State {
+		case Changed:
+			sp.Digest = sp.Applied
+		case Created:
+			continue
+		}
+		sources = append(sources, sp)
+	}
+	var u workload.Update
+	if rec := record(in, sources, in.Workload.Template); rec != nil {
+		u.Annotations = map[string]*string{in.Keys.Applied: rec}
+	}
+	return u
+}
+
 // pausePeriod returns the pause period of a workload that can be paused;
 // 0 when it has none. An invalid value gives a warning, and the reload then
 // happens without a pause (Reloader drops the reload instead).
