@@ -188,8 +188,8 @@ func (p *controllerProc) sample() {
 		}
 		if n%5 == 0 && p.metricsURL != "" {
 			if m, err := p.scrape(); err == nil {
-				heap, _ = m.value("go_memstats_heap_inuse_bytes", nil)
-				live, _ = m.value("go_gc_heap_live_bytes", nil)
+				heap, _ = m.value("go_memstats_heap_inuse_bytes")
+				live, _ = m.value("go_gc_heap_live_bytes")
 			}
 		}
 		rss := 0.0

@@ -20,10 +20,10 @@
 // template change seen on that watch. Memory is read from /proc and the Go
 // heap from the controller's /metrics.
 //
-// Each run writes results.md, results.json and chart.svg to a results
-// directory (default ./bench-results/<timestamp>/) with the controller's
-// logs, checks the acceptance targets of issue 8, and stops everything it
-// started on every path.
+// Each run writes results.md and results.json to a results directory
+// (default ./bench-results/<timestamp>/) with the controller's logs, checks
+// the acceptance targets of issue 8 that the scenario definitions state
+// (plan.go), and stops everything it started on every path.
 package main
 
 import (
@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -59,7 +60,7 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "\n%s: stopping the benchmark and cleaning up...\n", s)
+		newLogger(os.Stderr).Warn("stopping the benchmark and cleaning up", "signal", s)
 		cancel(fmt.Errorf("interrupted (%s)", s))
 	}()
 	// envtest logs through controller-runtime's logger and warns, with a
@@ -76,113 +77,178 @@ func main() {
 	}
 }
 
-// scenarioNames are the scenarios in the order they run.
-func scenarioNames() []string {
-	return []string{"fan-out", "high-cardinality", "large-objects", "burst", "no-op", "cold-start"}
+// newLogger logs progress as text lines with the time of day: the
+// benchmark's output is read by people while it runs.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				a.Value = slog.StringValue(a.Value.Time().Format("15:04:05.000"))
+			}
+			return a
+		},
+	}))
 }
 
-func run(ctx context.Context, args []string, out io.Writer) (err error) {
+// options are the command's flags.
+type options struct {
+	quick, proxy, failOnTarget, compare bool
+	only, outDir, ripple, controllerCmd string
+	kubeconfig, baseline, render        string
+	warmup, timeout                     time.Duration
+	seed                                uint64
+}
+
+func (o *options) bindFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
+	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
+	fs.StringVar(&o.outDir, "out", "", "results directory (default ./bench-results/<timestamp>)")
+	fs.StringVar(&o.ripple, "ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
+	fs.StringVar(&o.controllerCmd, "controller-cmd", defaultControllerCmd,
+		"controller command line; {kubeconfig}, {metrics-addr}, {health-addr} and {ripple} are substituted, and a word {flags} becomes the scenario's Ripple flags (omit it for another controller). KUBECONFIG is set too")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "benchmark on this cluster instead of starting local control planes (objects are created in namespaces labelled "+benchLabel+"=true and deleted)")
+	fs.BoolVar(&o.proxy, "proxy", true, "route the controller through the counting proxy (needed for per-verb request counts, per-workload PATCH counts and forced relists)")
+	fs.StringVar(&o.baseline, "baseline-annotation", "ripple.dev/applied", "annotation the controller writes on a workload it has taken in; the benchmark waits for it on every workload before measuring (empty: wait --warmup instead)")
+	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "wait after ready when --baseline-annotation is empty")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random choices (which configs change)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 10m with --quick, 30m otherwise)")
+	fs.BoolVar(&o.failOnTarget, "fail-on-target", false, "exit 1 when a target is missed")
+	fs.BoolVar(&o.compare, "compare", false, "compare two results files: ripple-bench --compare A.json B.json")
+	fs.StringVar(&o.render, "render", "", "rewrite results.md beside this results.json, without running anything")
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("ripple-bench", flag.ContinueOnError)
 	fs.SetOutput(out)
-	quick := fs.Bool("quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
-	only := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
-	outDir := fs.String("out", "", "results directory (default ./bench-results/<timestamp>)")
-	ripple := fs.String("ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
-	controllerCmd := fs.String("controller-cmd", defaultControllerCmd,
-		"controller command line; {kubeconfig}, {metrics-addr}, {health-addr} and {ripple} are substituted, and a word {flags} becomes the scenario's Ripple flags (omit it for another controller). KUBECONFIG is set too")
-	kubeconfig := fs.String("kubeconfig", "", "benchmark on this cluster instead of starting local control planes (objects are created in namespaces labelled "+benchLabel+"=true and deleted)")
-	useProxy := fs.Bool("proxy", true, "route the controller through the counting proxy (needed for per-verb request counts, per-workload PATCH counts and forced relists)")
-	baseline := fs.String("baseline-annotation", "ripple.dev/applied", "annotation the controller writes on a workload it has taken in; the benchmark waits for it on every workload before measuring (empty: wait --warmup instead)")
-	warmup := fs.Duration("warmup", 10*time.Second, "wait after ready when --baseline-annotation is empty")
-	seed := fs.Uint64("seed", 1, "seed of the random choices (which configs change)")
-	timeout := fs.Duration("timeout", 0, "give up after this long (default 10m with --quick, 30m otherwise)")
-	failOnTarget := fs.Bool("fail-on-target", false, "exit 1 when a target is missed")
-	compare := fs.Bool("compare", false, "compare two results files: ripple-bench --compare A.json B.json")
-	render := fs.String("render", "", "rewrite results.md and chart.svg beside this results.json, without running anything")
+	var o options
+	o.bindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *render != "" {
-		run, err := readRun(*render)
+	switch {
+	case o.render != "":
+		run, err := readRun(o.render)
 		if err != nil {
 			return err
 		}
-		return writeReports(filepath.Dir(*render), run)
-	}
-
-	if *compare {
-		if fs.NArg() != 2 {
-			return errors.New("--compare needs two results files: --compare A.json B.json")
-		}
-		a, err := readRun(fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		b, err := readRun(fs.Arg(1))
-		if err != nil {
-			return err
-		}
-		writeComparison(out, fs.Arg(0), fs.Arg(1), a, b)
-		return nil
-	}
-	if fs.NArg() > 0 {
+		return writeReport(filepath.Dir(o.render), run)
+	case o.compare:
+		return compareFiles(out, fs.Args())
+	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	return benchmark(ctx, o, args, out)
+}
 
-	var selected []string
-	for _, s := range strings.Split(*only, ",") {
+// compareFiles prints two results files side by side.
+func compareFiles(out io.Writer, paths []string) error {
+	if len(paths) != 2 {
+		return errors.New("--compare needs two results files: --compare A.json B.json")
+	}
+	a, err := readRun(paths[0])
+	if err != nil {
+		return err
+	}
+	b, err := readRun(paths[1])
+	if err != nil {
+		return err
+	}
+	writeComparison(out, paths[0], paths[1], a, b)
+	return nil
+}
+
+// selected returns the definitions of the scenarios --scenarios names, in
+// the order they run.
+func (o options) selected() ([]scenario, error) {
+	names := scenarioNames()
+	want := map[string]bool{}
+	for _, s := range strings.Split(o.only, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		if !slices.Contains(scenarioNames(), s) {
-			return fmt.Errorf("--scenarios: unknown scenario %q; known: %s", s, strings.Join(scenarioNames(), ", "))
+		if !slices.Contains(names, s) {
+			return nil, fmt.Errorf("--scenarios: unknown scenario %q; known: %s", s, strings.Join(names, ", "))
 		}
-		selected = append(selected, s)
+		want[s] = true
 	}
-	words, err := splitCommand(*controllerCmd)
+	var out []scenario
+	for _, s := range scenarios() {
+		if want[s.name] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// controller returns the controller command line, split, and the values
+// of its placeholders known before a scenario starts.
+func (o options) controller() ([]string, map[string]string, error) {
+	words, err := splitCommand(o.controllerCmd)
 	if err != nil {
-		return fmt.Errorf("--controller-cmd: %w", err)
+		return nil, nil, fmt.Errorf("--controller-cmd: %w", err)
 	}
 	vars := map[string]string{}
-	if strings.Contains(*controllerCmd, "{ripple}") {
-		bin, err := filepath.Abs(*ripple)
+	if strings.Contains(o.controllerCmd, "{ripple}") {
+		bin, err := filepath.Abs(o.ripple)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if info, err := os.Stat(bin); err != nil || info.IsDir() {
-			return fmt.Errorf("the ripple binary %s is missing: run 'make build' or pass --ripple", bin)
+			return nil, nil, fmt.Errorf("the ripple binary %s is missing: run 'make build' or pass --ripple", bin)
 		}
 		vars["ripple"] = bin
 	}
-	if *kubeconfig == "" {
-		if _, err := cluster.ToolsDir(); err != nil {
-			return err
-		}
-	}
+	return words, vars, nil
+}
 
-	set, p := "default", defaultPlan()
-	if *quick {
-		set, p = "quick", quickPlan()
+// plan returns the name of the set to run, its scales and its timeout.
+func (o options) plan() (string, plan, time.Duration) {
+	set, p, timeout := "default", defaultPlan(), 30*time.Minute
+	if o.quick {
+		set, p, timeout = "quick", quickPlan(), 10*time.Minute
 	}
-	if *timeout == 0 {
-		*timeout = 30 * time.Minute
-		if *quick {
-			*timeout = 10 * time.Minute
-		}
+	if o.timeout != 0 {
+		timeout = o.timeout
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("the benchmark did not finish within %s", *timeout))
-	defer cancel()
+	return set, p, timeout
+}
 
-	started := time.Now()
-	dir := *outDir
+// resultsDir creates the results directory and its logs directory.
+func (o options) resultsDir(started time.Time) (dir, logDir string, err error) {
+	dir = o.outDir
 	if dir == "" {
 		dir = filepath.Join("bench-results", started.Format("20060102-150405"))
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
+		return "", "", err
+	}
+	logDir = filepath.Join(dir, "logs")
+	return dir, logDir, os.MkdirAll(logDir, 0o755)
+}
+
+// benchmark runs the selected scenarios, writes the results and returns
+// whether the benchmark itself (and, with --fail-on-target, every target)
+// succeeded.
+func benchmark(ctx context.Context, o options, args []string, out io.Writer) (err error) {
+	selected, err := o.selected()
+	if err != nil {
 		return err
 	}
-	logDir := filepath.Join(dir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
+	words, vars, err := o.controller()
+	if err != nil {
+		return err
+	}
+	if o.kubeconfig == "" {
+		if _, err := cluster.ToolsDir(); err != nil {
+			return err
+		}
+	}
+	set, p, timeout := o.plan()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("the benchmark did not finish within %s", timeout))
+	defer cancel()
+	started := time.Now()
+	dir, logDir, err := o.resultsDir(started)
+	if err != nil {
 		return err
 	}
 	// Registered first, so it runs after every cleanup: the benchmark must
@@ -192,88 +258,69 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 			err = errors.Join(err, fmt.Errorf("processes left behind after cleanup: %v", left))
 		}
 	}()
-
-	nsPrefix := "rb"
-	if *kubeconfig != "" {
-		nsPrefix = "rb-" + started.Format("150405")
-	}
+	log := newLogger(out)
 	r := &runner{
-		out: out, logDir: logDir, kubeconfig: *kubeconfig, command: words, vars: vars,
-		proxy: *useProxy, baseline: *baseline, warmup: *warmup, seed: *seed, nsPrefix: nsPrefix,
+		log: log, logDir: logDir, kubeconfig: o.kubeconfig, command: words, vars: vars,
+		proxy: o.proxy, baseline: o.baseline, warmup: o.warmup, seed: o.seed, nsPrefix: "rb",
 	}
-	fmt.Fprintf(out, "ripple-bench: %s set, scenarios %s\ncontroller: %s\nresults: %s\n", set, strings.Join(selected, ", "), *controllerCmd, dir)
-	mach := machine()
-	if mach.LoadBefore > float64(mach.CPUs) {
-		fmt.Fprintf(out, "warning: load average %.1f on %d CPUs: other work on this machine will make the numbers noisy\n", mach.LoadBefore, mach.CPUs)
+	if o.kubeconfig != "" {
+		r.nsPrefix = "rb-" + started.Format("150405")
 	}
-	version := ""
-	if bin := vars["ripple"]; bin != "" {
-		if b, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil {
-			version = strings.TrimSpace(string(b))
-		}
-	}
-
-	var results []Result
-	for _, name := range selected {
-		if ctx.Err() != nil {
-			break
-		}
-		switch name {
-		case "fan-out":
-			for _, pt := range p.FanOut {
-				results = append(results, r.fanOut(ctx, pt))
-			}
-		case "high-cardinality":
-			results = append(results, r.highCardinality(ctx, p.HighCard))
-		case "large-objects":
-			for _, lp := range p.Large {
-				results = append(results, r.largeObjects(ctx, lp))
-			}
-		case "burst":
-			results = append(results, r.burst(ctx, p.Burst))
-		case "no-op":
-			results = append(results, r.noOp(ctx, p.NoOp))
-		case "cold-start":
-			results = append(results, r.coldStart(ctx, p.ColdStart))
-		}
-	}
-
+	log.Info("benchmark starting", "set", set, "scenarios", o.only, "controller", o.controllerCmd, "results", dir)
 	runDoc := Run{
-		Started:           started.Format(time.RFC3339),
-		Command:           strings.Join(append([]string{"ripple-bench"}, args...), " "),
-		Set:               set,
-		Controller:        words,
-		ControllerVersion: version,
-		Proxy:             *useProxy,
-		Machine:           mach,
-		DurationS:         round3(time.Since(started).Seconds()),
-		Results:           results,
-		Targets:           evaluate(results, *useProxy),
+		Started: started.Format(time.RFC3339), Command: strings.Join(append([]string{"ripple-bench"}, args...), " "),
+		Set: set, Controller: words, ControllerVersion: controllerVersion(ctx, vars["ripple"]), Proxy: o.proxy, Machine: machine(),
 	}
-	runDoc.Machine.LoadAfter = loadAverage()
+	if runDoc.Machine.LoadBefore > float64(runDoc.Machine.CPUs) {
+		log.Warn("other work on this machine will make the numbers noisy", "load", runDoc.Machine.LoadBefore, "cpus", runDoc.Machine.CPUs)
+	}
+	for _, s := range selected {
+		runDoc.Results = append(runDoc.Results, s.run(ctx, r, p)...)
+	}
+	runDoc.finish(started)
+	if err := writeResults(dir, runDoc, out); err != nil {
+		return err
+	}
+	log.Info("benchmark finished", "seconds", runDoc.DurationS, "results", dir, "logs", logDir)
+	return runDoc.status(ctx, o.failOnTarget)
+}
+
+// controllerVersion returns what `ripple version` prints; "" when the
+// controller command does not run the ripple binary.
+func controllerVersion(ctx context.Context, bin string) string {
+	if bin == "" {
+		return ""
+	}
+	b, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// finish completes a run's document once its scenarios have run.
+func (run *Run) finish(started time.Time) {
+	run.DurationS = round3(time.Since(started).Seconds())
+	// Every target, also those of scenarios not run (n/a), so that two
+	// runs always compare target by target.
+	run.Targets = evaluate(scenarios(), run.Results, run.Proxy)
+	run.Machine.LoadAfter = loadAverage()
 	if st, err := readStatus(os.Getpid()); err == nil {
-		runDoc.Machine.BenchRSSPeak = st["VmHWM"]
+		run.Machine.BenchRSSPeak = st["VmHWM"]
 	}
-	if m, ok := fitMemory(results); ok {
-		runDoc.MemoryModel = &m
+	if m, ok := fitMemory(run.Results); ok {
+		run.MemoryModel = &m
 	}
-	if err := writeJSON(filepath.Join(dir, "results.json"), runDoc); err != nil {
-		return err
-	}
-	if err := writeReports(dir, runDoc); err != nil {
-		return err
-	}
+}
 
-	fmt.Fprintln(out)
-	writeMarkdown(out, runDoc)
-	fmt.Fprintf(out, "\nripple-bench finished in %.1fs. Results:\n  %s\n  %s\n  %s\n  logs: %s\n",
-		runDoc.DurationS, filepath.Join(dir, "results.md"), filepath.Join(dir, "results.json"), filepath.Join(dir, "chart.svg"), logDir)
-
+// status is the benchmark's exit status: the run was cut short, a scenario
+// could not finish or, with failOnTarget, a target was missed.
+func (run Run) status(ctx context.Context, failOnTarget bool) error {
 	if cause := context.Cause(ctx); cause != nil {
 		return cause
 	}
 	var failed []string
-	for _, res := range results {
+	for _, res := range run.Results {
 		if res.Errors.Failure != "" {
 			failed = append(failed, res.Name)
 		}
@@ -281,12 +328,8 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if len(failed) > 0 {
 		return fmt.Errorf("scenarios that could not finish: %s", strings.Join(failed, ", "))
 	}
-	if *failOnTarget {
-		for _, t := range runDoc.Targets {
-			if t.Status == "FAIL" {
-				return errors.New("targets missed (see the results)")
-			}
-		}
+	if failOnTarget && slices.ContainsFunc(run.Targets, func(t Target) bool { return t.Status == "FAIL" }) {
+		return errors.New("targets missed (see the results)")
 	}
 	return nil
 }
@@ -332,17 +375,26 @@ func machine() Machine {
 	return m
 }
 
-// writeReports writes results.md and chart.svg for a run into dir.
-func writeReports(dir string, run Run) error {
-	for name, write := range map[string]func(io.Writer, Run){"results.md": writeMarkdown, "chart.svg": writeChart} {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		write(f, run)
-		if err := f.Close(); err != nil {
-			return err
-		}
+// writeResults writes results.json and results.md into dir, and the
+// report to out.
+func writeResults(dir string, run Run, out io.Writer) error {
+	if err := writeJSON(filepath.Join(dir, "results.json"), run); err != nil {
+		return err
 	}
+	if err := writeReport(dir, run); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	writeMarkdown(out, run)
 	return nil
+}
+
+// writeReport writes results.md for a run into dir.
+func writeReport(dir string, run Run) error {
+	f, err := os.Create(filepath.Join(dir, "results.md"))
+	if err != nil {
+		return err
+	}
+	writeMarkdown(f, run)
+	return f.Close()
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
@@ -84,57 +85,88 @@ func listOptions() metav1.ListOptions {
 	return metav1.ListOptions{LabelSelector: benchLabel + "=true", Limit: 1000}
 }
 
-func (o *observer) listDeployments(ctx context.Context) (string, error) {
+// pagedList is a page of a list of the benchmark's objects.
+type pagedList interface {
+	GetContinue() string
+	GetResourceVersion() string
+}
+
+// listPages lists the benchmark's objects page by page, calls each with
+// every page, and returns the list's resource version.
+func listPages[L pagedList](ctx context.Context, list func(context.Context, metav1.ListOptions) (L, error), each func(L)) (string, error) {
 	opts := listOptions()
-	var rv string
 	for {
-		list, err := o.cs.AppsV1().Deployments(o.ns).List(ctx, opts)
+		page, err := list(ctx, opts)
 		if err != nil {
 			return "", err
 		}
-		now := time.Now()
-		o.mu.Lock()
-		for i := range list.Items {
-			o.updateDeployment(&list.Items[i], now)
+		each(page)
+		if page.GetContinue() == "" {
+			return page.GetResourceVersion(), nil
 		}
-		o.mu.Unlock()
-		rv = list.ResourceVersion
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+		opts.Continue = page.GetContinue()
 	}
-	o.notify()
+}
+
+// watchFrom watches the benchmark's objects of one kind from rv and calls
+// each with every event and the time it arrived, until the server ends the
+// watch; it returns the last resource version seen.
+func watchFrom[T interface {
+	runtime.Object
+	GetResourceVersion() string
+}](ctx context.Context, rv string, start func(context.Context, metav1.ListOptions) (watch.Interface, error), each func(watch.EventType, T, time.Time)) (string, error) {
+	opts := listOptions()
+	opts.ResourceVersion, opts.AllowWatchBookmarks, opts.Limit = rv, true, 0
+	w, err := start(ctx, opts)
+	if err != nil {
+		return rv, err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		now := time.Now() // as early as possible: this is the observation time
+		if ev.Type == watch.Error {
+			return rv, apierrors.FromObject(ev.Object)
+		}
+		obj, ok := ev.Object.(T)
+		if !ok {
+			continue
+		}
+		rv = obj.GetResourceVersion()
+		each(ev.Type, obj, now)
+	}
 	return rv, nil
 }
 
-func (o *observer) listReplicaSets(ctx context.Context) (string, error) {
-	opts := listOptions()
-	var rv string
-	for {
-		list, err := o.cs.AppsV1().ReplicaSets(o.ns).List(ctx, opts)
-		if err != nil {
-			return "", err
-		}
+func (o *observer) listDeployments(ctx context.Context) (string, error) {
+	rv, err := listPages(ctx, o.cs.AppsV1().Deployments(o.ns).List, func(list *appsv1.DeploymentList) {
+		now := time.Now()
 		o.mu.Lock()
+		defer o.mu.Unlock()
+		for i := range list.Items {
+			o.updateDeployment(&list.Items[i], now)
+		}
+	})
+	if err == nil {
+		o.notify()
+	}
+	return rv, err
+}
+
+func (o *observer) listReplicaSets(ctx context.Context) (string, error) {
+	return listPages(ctx, o.cs.AppsV1().ReplicaSets(o.ns).List, func(list *appsv1.ReplicaSetList) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
 		for i := range list.Items {
 			o.addReplicaSet(&list.Items[i], time.Time{})
 		}
-		o.mu.Unlock()
-		rv = list.ResourceVersion
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
-	}
-	return rv, nil
+	})
 }
 
 // loop keeps a watch open from rv, resuming after the server closes it and
 // relisting when the resource version has expired.
-func (o *observer) loop(ctx context.Context, rv string, watchFrom func(context.Context, string) (string, error), list func(context.Context) (string, error)) {
+func (o *observer) loop(ctx context.Context, rv string, watchRV func(context.Context, string) (string, error), list func(context.Context) (string, error)) {
 	for ctx.Err() == nil {
-		next, err := watchFrom(ctx, rv)
+		next, err := watchRV(ctx, rv)
 		switch {
 		case err == nil:
 			rv = next
@@ -155,25 +187,9 @@ func (o *observer) loop(ctx context.Context, rv string, watchFrom func(context.C
 }
 
 func (o *observer) watchDeployments(ctx context.Context, rv string) (string, error) {
-	opts := listOptions()
-	opts.ResourceVersion, opts.AllowWatchBookmarks, opts.Limit = rv, true, 0
-	w, err := o.cs.AppsV1().Deployments(o.ns).Watch(ctx, opts)
-	if err != nil {
-		return rv, err
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		now := time.Now() // as early as possible: this is the observation time
-		if ev.Type == watch.Error {
-			return rv, apierrors.FromObject(ev.Object)
-		}
-		d, ok := ev.Object.(*appsv1.Deployment)
-		if !ok {
-			continue
-		}
-		rv = d.ResourceVersion
+	return watchFrom(ctx, rv, o.cs.AppsV1().Deployments(o.ns).Watch, func(t watch.EventType, d *appsv1.Deployment, now time.Time) {
 		o.mu.Lock()
-		switch ev.Type {
+		switch t {
 		case watch.Added, watch.Modified:
 			o.updateDeployment(d, now)
 		case watch.Deleted:
@@ -182,39 +198,21 @@ func (o *observer) watchDeployments(ctx context.Context, rv string) (string, err
 			delete(o.baselined, key)
 		}
 		o.mu.Unlock()
-		if ev.Type != watch.Bookmark {
+		if t != watch.Bookmark {
 			o.notify()
 		}
-	}
-	return rv, nil
+	})
 }
 
 func (o *observer) watchReplicaSets(ctx context.Context, rv string) (string, error) {
-	opts := listOptions()
-	opts.ResourceVersion, opts.AllowWatchBookmarks, opts.Limit = rv, true, 0
-	w, err := o.cs.AppsV1().ReplicaSets(o.ns).Watch(ctx, opts)
-	if err != nil {
-		return rv, err
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		now := time.Now()
-		if ev.Type == watch.Error {
-			return rv, apierrors.FromObject(ev.Object)
-		}
-		rs, ok := ev.Object.(*appsv1.ReplicaSet)
-		if !ok {
-			continue
-		}
-		rv = rs.ResourceVersion
-		if ev.Type == watch.Added {
+	return watchFrom(ctx, rv, o.cs.AppsV1().ReplicaSets(o.ns).Watch, func(t watch.EventType, rs *appsv1.ReplicaSet, now time.Time) {
+		if t == watch.Added {
 			o.mu.Lock()
 			o.addReplicaSet(rs, now)
 			o.mu.Unlock()
 			o.notify()
 		}
-	}
-	return rv, nil
+	})
 }
 
 // updateDeployment records d as seen at now; o.mu is held.

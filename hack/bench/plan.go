@@ -1,15 +1,94 @@
 package main
 
-import "time"
+import (
+	"context"
+	"time"
+)
+
+// scenario is one of the benchmark's scenarios: how it runs at the scales
+// of a plan, and the acceptance targets (issue 8) its results are checked
+// against.
+type scenario struct {
+	name    string
+	targets []targetSpec
+	run     func(context.Context, *runner, plan) []Result
+}
+
+// scenarios are the benchmark's scenarios in the order they run.
+func scenarios() []scenario {
+	// Targets over several scenarios: each is checked once, over the
+	// results of every scenario that states it. The no-op scenario forces
+	// relists on purpose, so it does not state the LIST target.
+	noWorkloadLists := targetSpec{Name: "workload LIST requests after start", Measure: workloadLists, Limit: 0, Exact: true}
+	onePatch := targetSpec{Name: "PATCHes per affected workload per change set", Measure: patchesPerChange, Limit: 1, Exact: true}
+	return []scenario{{
+		name: "fan-out",
+		targets: []targetSpec{noWorkloadLists, onePatch, {
+			Name:    "one ConfigMap to 300 Deployments fully patched, default settings",
+			Measure: allPatched, Limit: 3000, At: Scale{Workloads: 300}, DefaultFlags: true,
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.FanOut, r.fanOut) },
+	}, {
+		name: "high-cardinality",
+		targets: []targetSpec{noWorkloadLists, onePatch, {
+			Name:    "p99 reaction latency, settle window off, 5,000 workloads",
+			Measure: p99Latency, Limit: 100, At: Scale{Workloads: 5000},
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.HighCard, r.highCardinality) },
+	}, {
+		name: "large-objects",
+		targets: []targetSpec{noWorkloadLists, onePatch, {
+			Name:    "controller RSS with 1,000 Secrets of 500 KiB",
+			Measure: rssPeak, Limit: 64 << 20, At: Scale{Secrets: 1000, ConfigBytes: 500 << 10},
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.Large, r.largeObjects) },
+	}, {
+		name:    "burst",
+		targets: []targetSpec{noWorkloadLists, onePatch},
+		run:     func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.Burst, r.burst) },
+	}, {
+		name: "no-op",
+		targets: []targetSpec{{
+			Name:    "patches caused by label/annotation edits and relists",
+			Measure: noOpWrites, Limit: 0, Exact: true,
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.NoOp, r.noOp) },
+	}, {
+		name:    "cold-start",
+		targets: []targetSpec{noWorkloadLists},
+		run:     func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.ColdStart, r.coldStart) },
+	}}
+}
+
+// scenarioNames are the names of the scenarios in the order they run.
+func scenarioNames() []string {
+	var out []string
+	for _, s := range scenarios() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// each runs a scenario at each of its points until ctx ends.
+func each[P any](ctx context.Context, points []P, run func(context.Context, P) Result) []Result {
+	var out []Result
+	for _, p := range points {
+		if ctx.Err() != nil {
+			break
+		}
+		out = append(out, run(ctx, p))
+	}
+	return out
+}
 
 // plan is the set of scenarios and scales of one run.
 type plan struct {
 	FanOut    []fanOutPoint
-	HighCard  highCardPlan
+	HighCard  []highCardPlan
 	Large     []largePlan
-	Burst     burstPlan
-	NoOp      noOpPlan
-	ColdStart coldStartPlan
+	Burst     []burstPlan
+	NoOp      []noOpPlan
+	ColdStart []coldStartPlan
 }
 
 // fanOutPoint is one ConfigMap used by Workloads Deployments, changed
@@ -90,14 +169,14 @@ func defaultPlan() plan {
 			{Workloads: 300, ChangeSets: 2, Defaults: true},
 			{Workloads: 300, ChangeSets: 2, Defaults: true, FastClient: true},
 		},
-		HighCard: highCardPlan{Namespaces: 100, ConfigsPerNS: 100, WorkloadsPerNS: 50, Updates: 300, Rate: 20},
+		HighCard: []highCardPlan{{Namespaces: 100, ConfigsPerNS: 100, WorkloadsPerNS: 50, Updates: 300, Rate: 20}},
 		Large: []largePlan{
 			{Secrets: 1000, Bytes: 500 << 10, Workloads: 100, Updates: 20},
 			{Secrets: 1000, Bytes: 1 << 10, Workloads: 100, Updates: 20},
 		},
-		Burst:     burstPlan{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second},
-		NoOp:      noOpPlan{Namespaces: 10, WorkloadsPerNS: 10, Duration: 10 * time.Second, Rate: 100, RelistEvery: 2 * time.Second},
-		ColdStart: coldStartPlan{Namespaces: 100, WorkloadsPerNS: 100, ConfigsPerNS: 10},
+		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
+		NoOp:      []noOpPlan{{Namespaces: 10, WorkloadsPerNS: 10, Duration: 10 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
+		ColdStart: []coldStartPlan{{Namespaces: 100, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
 	}
 }
 
@@ -111,13 +190,13 @@ func quickPlan() plan {
 			{Workloads: 100, ChangeSets: 2},
 			{Workloads: 300, ChangeSets: 1, Defaults: true},
 		},
-		HighCard: highCardPlan{Namespaces: 10, ConfigsPerNS: 50, WorkloadsPerNS: 25, Updates: 60, Rate: 20},
+		HighCard: []highCardPlan{{Namespaces: 10, ConfigsPerNS: 50, WorkloadsPerNS: 25, Updates: 60, Rate: 20}},
 		Large: []largePlan{
 			{Secrets: 200, Bytes: 500 << 10, Workloads: 20, Updates: 10},
 		},
-		Burst:     burstPlan{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second},
-		NoOp:      noOpPlan{Namespaces: 5, WorkloadsPerNS: 10, Duration: 5 * time.Second, Rate: 100, RelistEvery: 2 * time.Second},
-		ColdStart: coldStartPlan{Namespaces: 10, WorkloadsPerNS: 100, ConfigsPerNS: 10},
+		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
+		NoOp:      []noOpPlan{{Namespaces: 5, WorkloadsPerNS: 10, Duration: 5 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
+		ColdStart: []coldStartPlan{{Namespaces: 10, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
 	}
 }
 

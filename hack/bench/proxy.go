@@ -25,8 +25,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // request is what the benchmark knows about one API request: its
@@ -75,38 +73,41 @@ func classify(method string, u *url.URL) request {
 	if len(rest) >= 3 {
 		r.Resource += "/" + rest[2]
 	}
-	q := u.Query()
+	r.Verb = verbOf(method, u.Query(), r.Name != "")
+	return r
+}
+
+// verbOf maps an HTTP method to the Kubernetes verb of a request for a
+// named object or for a collection.
+func verbOf(method string, q url.Values, named bool) string {
 	switch method {
 	case http.MethodGet:
 		switch {
 		case q.Get("watch") == "true" || q.Get("watch") == "1":
-			r.Verb = "watch"
 			// A watch that replays the current state first is a
 			// streaming list (client-go's WatchList): it costs the API
 			// server what a LIST costs.
 			if q.Get("sendInitialEvents") == "true" {
-				r.Verb = "watchlist"
+				return "watchlist"
 			}
-		case r.Name == "":
-			r.Verb = "list"
-		default:
-			r.Verb = "get"
+			return "watch"
+		case named:
+			return "get"
 		}
+		return "list"
 	case http.MethodPost:
-		r.Verb = "create"
+		return "create"
 	case http.MethodPut:
-		r.Verb = "update"
+		return "update"
 	case http.MethodPatch:
-		r.Verb = "patch"
+		return "patch"
 	case http.MethodDelete:
-		r.Verb = "delete"
-		if r.Name == "" {
-			r.Verb = "deletecollection"
+		if named {
+			return "delete"
 		}
-	default:
-		r.Verb = strings.ToLower(method)
+		return "deletecollection"
 	}
-	return r
+	return strings.ToLower(method)
 }
 
 // isWorkload reports whether a resource is one of the workload kinds the
@@ -260,21 +261,7 @@ func startProxy(cfg *rest.Config, dir string) (*proxy, error) {
 		watches:  map[*openWatch]struct{}{},
 		expire:   map[string]bool{},
 	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(upstream)
-			r.Out.Host = upstream.Host
-			// The transport authenticates; whatever the controller sent
-			// is not ours to forward.
-			r.Out.Header.Del("Authorization")
-		},
-		Transport: transport,
-		// Watches stream: pass every event on as soon as it arrives.
-		FlushInterval: -1,
-		// A watch the benchmark cuts to force a relist ends with a copy
-		// error; that is expected and not worth a log line.
-		ErrorLog: log.New(io.Discard, "", 0),
-	}
+	p.rp = reverseProxy(upstream, transport)
 	// TLS, so that the controller speaks HTTP/2 to the proxy as it would to
 	// an API server: over plain HTTP client-go falls back to HTTP/1.1, with
 	// a connection per watch and other flow control, which changes how
@@ -291,17 +278,33 @@ func startProxy(cfg *rest.Config, dir string) (*proxy, error) {
 	}
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: "https://" + ln.Addr().String(), CertificateAuthorityData: caPEM}
-	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
-	kc.CurrentContext = "bench"
+	// No credentials: the proxy adds the benchmark's own.
 	p.Kubeconfig = filepath.Join(dir, "proxy.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p.Kubeconfig); err != nil {
+	proxied := &rest.Config{Host: "https://" + ln.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	if err := writeKubeconfig(proxied, p.Kubeconfig); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// reverseProxy forwards to upstream with the benchmark's credentials.
+func reverseProxy(upstream *url.URL, transport http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(upstream)
+			r.Out.Host = upstream.Host
+			// The transport authenticates; whatever the controller sent
+			// is not ours to forward.
+			r.Out.Header.Del("Authorization")
+		},
+		Transport: transport,
+		// Watches stream: pass every event on as soon as it arrives.
+		FlushInterval: -1,
+		// A watch the benchmark cuts to force a relist ends with a copy
+		// error; that is expected and not worth a log line.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
 }
 
 // selfSignedCert returns a throw-away certificate for 127.0.0.1, which is

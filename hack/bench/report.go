@@ -21,6 +21,14 @@ func ms(v float64) string {
 	}
 }
 
+// roundDuration formats a round number of milliseconds: 1 ms, 100 ms, 3 s.
+func roundDuration(msec float64) string {
+	if msec >= 1000 {
+		return fmt.Sprintf("%g s", msec/1000)
+	}
+	return fmt.Sprintf("%g ms", msec)
+}
+
 func seconds(msec float64) string { return fmt.Sprintf("%.2f s", msec/1000) }
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
@@ -58,24 +66,43 @@ func requestsText(m map[string]int) string {
 
 // scaleText describes a scale in a table cell.
 func scaleText(s Scale) string {
-	var parts []string
-	if s.Workloads > 0 {
-		parts = append(parts, fmt.Sprintf("%d workloads", s.Workloads))
-	}
-	if s.ConfigMaps > 0 {
-		parts = append(parts, fmt.Sprintf("%d CMs", s.ConfigMaps))
-	}
-	if s.Secrets > 0 {
-		parts = append(parts, fmt.Sprintf("%d Secrets", s.Secrets))
-	}
+	parts := tallies(tally{s.Workloads, "workloads"}, tally{s.ConfigMaps, "CMs"}, tally{s.Secrets, "Secrets"})
 	if s.ConfigBytes >= 1<<10 {
 		parts = append(parts, "of "+sizeName(s.ConfigBytes))
 	}
 	return strings.Join(parts, ", ")
 }
 
+// tally is a number of things, for text.
+type tally struct {
+	n    int
+	noun string
+}
+
+// tallies formats the tallies that are not zero, as "n noun".
+func tallies(ts ...tally) []string {
+	var out []string
+	for _, t := range ts {
+		if t.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", t.n, t.noun))
+		}
+	}
+	return out
+}
+
 // writeMarkdown writes the run as Markdown tables.
 func writeMarkdown(w io.Writer, run Run) {
+	writeHeader(w, run)
+	writeTargets(w, run.Targets)
+	writeMeasures(w, run.Results)
+	writeScaling(w, run.Results)
+	writeMemoryModel(w, run.MemoryModel)
+	writeStartup(w, run.Results)
+	writeRequests(w, run.Results)
+	writeNotes(w, run.Results)
+}
+
+func writeHeader(w io.Writer, run Run) {
 	fmt.Fprintf(w, "# Ripple benchmark, %s set\n\n", run.Set)
 	fmt.Fprintf(w, "- started: %s, took %.1f s\n", run.Started, run.DurationS)
 	fmt.Fprintf(w, "- command: `%s`\n", run.Command)
@@ -91,28 +118,22 @@ func writeMarkdown(w io.Writer, run Run) {
 	if run.Proxy {
 		fmt.Fprintf(w, "- the controller reached the API server through the benchmark's counting proxy (HTTP/2 over TLS, as to an API server)\n")
 	}
+}
 
+func writeTargets(w io.Writer, targets []Target) {
 	fmt.Fprintf(w, "\n## Targets\n\n| target | want | measured | result |\n|---|---|---|---|\n")
-	for _, t := range run.Targets {
-		m := t.Measured
-		if t.Note != "" {
-			m = joinNote(m, t.Note)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | **%s** |\n", t.Name, t.Want, cell(m), t.Status)
+	for _, t := range targets {
+		fmt.Fprintf(w, "| %s | %s | %s | **%s** |\n", t.Name, t.Want, cell(joinNote(t.Measured, t.Note)), t.Status)
 	}
+}
 
+func writeMeasures(w io.Writer, results []Result) {
 	fmt.Fprintf(w, "\n## Reaction, patches, memory\n\n")
 	fmt.Fprintf(w, "Latency: from the acknowledgement of a change set's last update to the workload's template change seen on a watch. ")
 	fmt.Fprintf(w, "All patched: until the last workload of a change set changed (worst change set).\n\n")
 	fmt.Fprintf(w, "| scenario | scale | controller flags | changes | p50 | p95 | p99 | max | all patched | PATCHes (expected) | rollouts / change set | RSS peak | RSS steady | heap in use (live) | CPU | API requests | errors |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range run.Results {
-		lat := func(v float64) string {
-			if r.Latency.Count == 0 {
-				return "–"
-			}
-			return ms(v)
-		}
+	for _, r := range results {
 		all := "–"
 		if r.AllPatched.Count > 0 {
 			all = seconds(r.AllPatched.Max)
@@ -124,24 +145,49 @@ func writeMarkdown(w io.Writer, run Run) {
 		patches := fmt.Sprintf("%d (%d)", r.PatchAttempts, r.Patches.Expected)
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %d | %s |\n",
 			r.Name, scaleText(r.Scale), flagsText(r.Flags), r.Updates,
-			lat(r.Latency.P50), lat(r.Latency.P95), lat(r.Latency.P99), lat(r.Latency.Max), all,
+			latencyText(r.Latency, r.Latency.P50), latencyText(r.Latency, r.Latency.P95), latencyText(r.Latency, r.Latency.P99), latencyText(r.Latency, r.Latency.Max), all,
 			patches, rollouts, mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady), mib(r.Memory.HeapSteady)+" ("+mib(r.Memory.LiveSteady)+")",
 			r.CPU.Measure, r.RequestsTotal, cell(errorsText(r.Errors)))
 	}
+}
 
-	if m := run.MemoryModel; m != nil {
-		fmt.Fprintf(w, "\n## Memory model\n\nLive heap once the caches are synced (`go_gc_heap_live_bytes`), least-squares fit over %d scenarios with small configs: ", m.Points)
-		fmt.Fprintf(w, "**%s + %.2f KiB per workload + %.2f KiB per ConfigMap or Secret**.\n", mib(m.BaseBytes), m.PerWorkloadBytes/1024, m.PerConfigBytes/1024)
-		if len(m.Checks) > 0 {
-			fmt.Fprintf(w, "\n| scenario with large configs | config size | live heap predicted by the model | measured |\n|---|---|---|---|\n")
-			for _, c := range m.Checks {
-				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Name, sizeName(c.ConfigBytes), mib(c.PredictedBytes), mib(c.MeasuredBytes))
-			}
+// latencyText formats v, a value of l, or "–" when l has no samples.
+func latencyText(l Latency, v float64) string {
+	if l.Count == 0 {
+		return "–"
+	}
+	return ms(v)
+}
+
+// writeScaling lists latency and memory against scale, smallest first:
+// how they grow with the workloads and the objects the controller caches.
+func writeScaling(w io.Writer, results []Result) {
+	rs := slices.Clone(results)
+	slices.SortStableFunc(rs, func(a, b Result) int { return a.Scale.Objects() - b.Scale.Objects() })
+	fmt.Fprintf(w, "\n## By scale\n\n| scenario | workloads | objects cached | p50 | p99 | max | RSS peak | RSS steady | live heap, steady |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", r.Name, r.Scale.Workloads, r.Scale.Objects(),
+			latencyText(r.Latency, r.Latency.P50), latencyText(r.Latency, r.Latency.P99), latencyText(r.Latency, r.Latency.Max), mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady), mib(r.Memory.LiveSteady))
+	}
+}
+
+func writeMemoryModel(w io.Writer, m *MemoryModel) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n## Memory model\n\nLive heap once the caches are synced (`go_gc_heap_live_bytes`), least-squares fit over %d scenarios with small configs: ", m.Points)
+	fmt.Fprintf(w, "**%s + %.2f KiB per workload + %.2f KiB per ConfigMap or Secret**.\n", mib(m.BaseBytes), m.PerWorkloadBytes/1024, m.PerConfigBytes/1024)
+	if len(m.Checks) > 0 {
+		fmt.Fprintf(w, "\n| scenario with large configs | config size | live heap predicted by the model | measured |\n|---|---|---|---|\n")
+		for _, c := range m.Checks {
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Name, sizeName(c.ConfigBytes), mib(c.PredictedBytes), mib(c.MeasuredBytes))
 		}
 	}
+}
 
+func writeStartup(w io.Writer, results []Result) {
 	fmt.Fprintf(w, "\n## Start-up\n\n| scenario | ready | requests to ready | baseline written | requests for the baseline | live heap after sync | RSS after sync |\n|---|---|---|---|---|---|---|\n")
-	for _, r := range run.Results {
+	for _, r := range results {
 		fmt.Fprintf(w, "| %s | %.2f s | %s | %.2f s | %s | %s | %s |\n", r.Name, r.Startup.ReadyS, cell(requestsText(r.Startup.RequestsToReady)),
 			r.Startup.BaselineS, cell(requestsText(r.Startup.RequestsToBaseline)), mib(r.Memory.LiveAfterSync), mib(r.Memory.RSSAfterSync))
 		if r.Restart != nil {
@@ -149,10 +195,12 @@ func writeMarkdown(w io.Writer, run Run) {
 				cell(requestsText(r.Restart.RequestsToReady)), r.Restart.PatchesAfter, r.Restart.TemplateChangesAfter)
 		}
 	}
+}
 
+func writeRequests(w io.Writer, results []Result) {
 	fmt.Fprintf(w, "\n## API requests during the measurement\n\nBy verb and resource as the proxy saw them; `rest_client_requests_total` deltas from the controller's metrics in brackets.\n\n")
 	fmt.Fprintf(w, "| scenario | requests | rest_client_requests_total | reconciles | PATCH rate | first PATCH (p50 / max) |\n|---|---|---|---|---|---|\n")
-	for _, r := range run.Results {
+	for _, r := range results {
 		rec := "n/a"
 		if r.Reconciles >= 0 {
 			rec = fmt.Sprint(r.Reconciles)
@@ -167,9 +215,11 @@ func writeMarkdown(w io.Writer, run Run) {
 		}
 		fmt.Fprintf(w, "| %s | %s | [%s] | %s | %s | %s |\n", r.Name, cell(requestsText(r.Requests)), cell(requestsText(r.RestClient)), rec, patchRate, first)
 	}
+}
 
+func writeNotes(w io.Writer, results []Result) {
 	var notes []string
-	for _, r := range run.Results {
+	for _, r := range results {
 		if r.Errors.Failure != "" {
 			notes = append(notes, fmt.Sprintf("- %s FAILED: %s", r.Name, r.Errors.Failure))
 		}
@@ -183,21 +233,10 @@ func writeMarkdown(w io.Writer, run Run) {
 }
 
 func errorsText(e Errors) string {
-	var parts []string
+	parts := tallies(tally{e.Missed, "missed"}, tally{e.FailedRequests, "failed requests"},
+		tally{e.Conflicts, "conflicts"}, tally{e.LogErrors, "error log lines"})
 	if e.Failure != "" {
-		parts = append(parts, "FAILED")
-	}
-	if e.Missed > 0 {
-		parts = append(parts, fmt.Sprintf("%d missed", e.Missed))
-	}
-	if e.FailedRequests > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed requests", e.FailedRequests))
-	}
-	if e.Conflicts > 0 {
-		parts = append(parts, fmt.Sprintf("%d conflicts", e.Conflicts))
-	}
-	if e.LogErrors > 0 {
-		parts = append(parts, fmt.Sprintf("%d error log lines", e.LogErrors))
+		parts = append([]string{"FAILED"}, parts...)
 	}
 	if len(parts) == 0 {
 		return "0"

@@ -121,39 +121,11 @@ func (r *runner) highCardinality(ctx context.Context, p highCardPlan) Result {
 	}
 	return r.scenario(ctx, res, false, func(ctx context.Context, s *session) error {
 		t := time.Now()
-		if err := s.namespaces(ctx, p.Namespaces); err != nil {
-			return err
-		}
-		configs := p.Namespaces * p.ConfigsPerNS
-		cfgNS := func(i int) string { return s.ns(i / p.ConfigsPerNS) }
-		cmName := func(i int) string { return fmt.Sprintf("cm-%03d", i%p.ConfigsPerNS) }
-		secName := func(i int) string { return fmt.Sprintf("secret-%03d", i%p.ConfigsPerNS) }
-		if err := s.create.configMaps(ctx, configs, cfgNS, cmName, smallPayload()); err != nil {
-			return err
-		}
-		small := smallPayload()
-		if err := s.create.secrets(ctx, configs, cfgNS, secName, func(int) []byte { return small }); err != nil {
-			return err
-		}
-		// Workload j of a namespace uses configs 2j and 2j+1 of each kind,
-		// so every config has exactly one user.
-		perNS := p.WorkloadsPerNS
-		uses := func(j int) (cms, secrets []string) {
-			for k := 2 * j; k < 2*j+2 && k < p.ConfigsPerNS; k++ {
-				cms = append(cms, fmt.Sprintf("cm-%03d", k))
-				secrets = append(secrets, fmt.Sprintf("secret-%03d", k))
-			}
-			return cms, secrets
-		}
-		appName := func(j int) string { return fmt.Sprintf("app-%03d", j) }
-		if err := s.create.deployments(ctx, workloads, func(i int) *appsv1.Deployment {
-			cms, secrets := uses(i % perNS)
-			return deployment(s.ns(i/perNS), appName(i%perNS), cms, secrets, 1)
-		}); err != nil {
+		if err := p.create(ctx, s); err != nil {
 			return err
 		}
 		s.res.SetupS = round3(time.Since(t).Seconds())
-		s.progress("created %d objects in %.1fs", s.res.Scale.Objects(), s.res.SetupS)
+		s.log.Info("objects created", "objects", s.res.Scale.Objects(), "seconds", s.res.SetupS)
 		if err := s.startController(ctx, workloads, flags); err != nil {
 			return err
 		}
@@ -162,14 +134,14 @@ func (r *runner) highCardinality(ctx context.Context, p highCardPlan) Result {
 		picks := rng.Perm(workloads)[:min(p.Updates, workloads)]
 		s.beginMeasure()
 		sets, err := openLoop(ctx, len(picks), p.Rate, func(ctx context.Context, u int) (ChangeSet, error) {
-			i := picks[u]
-			ns, j := s.ns(i/perNS), i%perNS
-			cms, secrets := uses(j)
+			ns, j := s.ns(picks[u]/p.WorkloadsPerNS), picks[u]%p.WorkloadsPerNS
+			// Alternately one of the workload's ConfigMaps and Secrets.
+			cms, secrets := p.uses(j)
 			ref := configRef{Namespace: ns, Name: cms[u%len(cms)]}
 			if u%2 == 1 {
 				ref = configRef{Secret: true, Namespace: ns, Name: secrets[u%len(secrets)]}
 			}
-			return s.update(ctx, ref, 1, nil, []string{deploymentKey(ns, appName(j))})
+			return s.update(ctx, ref, 1, nil, []string{deploymentKey(ns, p.appName(j))})
 		})
 		s.res.Updates = len(sets)
 		if err != nil {
@@ -185,6 +157,41 @@ func (r *runner) highCardinality(ctx context.Context, p highCardPlan) Result {
 		return s.endMeasure(ctx, sets, 2*time.Second)
 	})
 }
+
+// create makes the namespaces, configs and Deployments of the plan.
+func (p highCardPlan) create(ctx context.Context, s *session) error {
+	if err := s.namespaces(ctx, p.Namespaces); err != nil {
+		return err
+	}
+	configs := p.Namespaces * p.ConfigsPerNS
+	cfgNS := func(i int) string { return s.ns(i / p.ConfigsPerNS) }
+	cmName := func(i int) string { return fmt.Sprintf("cm-%03d", i%p.ConfigsPerNS) }
+	secName := func(i int) string { return fmt.Sprintf("secret-%03d", i%p.ConfigsPerNS) }
+	small := smallPayload()
+	if err := s.create.configMaps(ctx, configs, cfgNS, cmName, small); err != nil {
+		return err
+	}
+	if err := s.create.secrets(ctx, configs, cfgNS, secName, func(int) []byte { return small }); err != nil {
+		return err
+	}
+	return s.create.deployments(ctx, p.Namespaces*p.WorkloadsPerNS, func(i int) *appsv1.Deployment {
+		j := i % p.WorkloadsPerNS
+		cms, secrets := p.uses(j)
+		return deployment(s.ns(i/p.WorkloadsPerNS), p.appName(j), cms, secrets, 1)
+	})
+}
+
+// uses returns the configs workload j of a namespace uses: configs 2j and
+// 2j+1 of each kind, so that every config has exactly one user.
+func (p highCardPlan) uses(j int) (cms, secrets []string) {
+	for k := 2 * j; k < 2*j+2 && k < p.ConfigsPerNS; k++ {
+		cms = append(cms, fmt.Sprintf("cm-%03d", k))
+		secrets = append(secrets, fmt.Sprintf("secret-%03d", k))
+	}
+	return cms, secrets
+}
+
+func (highCardPlan) appName(j int) string { return fmt.Sprintf("app-%03d", j) }
 
 // openLoop calls f n times at rate per second, each call in a goroutine of
 // its own so that a slow call does not delay the next (an open loop, as
@@ -265,7 +272,7 @@ func (r *runner) largeObjects(ctx context.Context, p largePlan) Result {
 			return err
 		}
 		s.res.SetupS = round3(time.Since(t).Seconds())
-		s.progress("created %d Secrets (%d MiB) in %.1fs", p.Secrets, p.Secrets*p.Bytes>>20, s.res.SetupS)
+		s.log.Info("objects created", "secrets", p.Secrets, "MiB", p.Secrets*p.Bytes>>20, "seconds", s.res.SetupS)
 		if err := s.startController(ctx, p.Workloads, flags); err != nil {
 			return err
 		}
@@ -301,44 +308,19 @@ func sizeName(b int) string {
 // change set, which should become one rollout per workload.
 func (r *runner) burst(ctx context.Context, p burstPlan) Result {
 	flags := fastFlags()
-	configs := p.ConfigMaps + p.Secrets
 	res := Result{
 		Name:     fmt.Sprintf("burst/%d", p.Workloads),
 		Scenario: "burst",
 		Description: fmt.Sprintf("%d updates in %s to %d configs each used by all %d Deployments (1 replica, full cluster; default settle window)",
-			p.Updates, p.Over, configs, p.Workloads),
+			p.Updates, p.Over, p.ConfigMaps+p.Secrets, p.Workloads),
 		Scale: Scale{Workloads: p.Workloads, ConfigMaps: p.ConfigMaps, Secrets: p.Secrets, ConfigBytes: len(smallPayload())},
 	}
 	return r.scenario(ctx, res, true, func(ctx context.Context, s *session) error {
 		t := time.Now()
-		if err := s.namespaces(ctx, 1); err != nil {
+		refs, keys, err := p.create(ctx, s)
+		if err != nil {
 			return err
 		}
-		ns := s.ns(0)
-		var refs []configRef
-		var cms, secrets []string
-		for i := range p.ConfigMaps {
-			cms = append(cms, fmt.Sprintf("cm-%d", i))
-			refs = append(refs, configRef{Namespace: ns, Name: cms[i]})
-		}
-		for i := range p.Secrets {
-			secrets = append(secrets, fmt.Sprintf("secret-%d", i))
-			refs = append(refs, configRef{Secret: true, Namespace: ns, Name: secrets[i]})
-		}
-		small := smallPayload()
-		if err := s.create.configMaps(ctx, len(cms), func(int) string { return ns }, func(i int) string { return cms[i] }, small); err != nil {
-			return err
-		}
-		if err := s.create.secrets(ctx, len(secrets), func(int) string { return ns }, func(i int) string { return secrets[i] }, func(int) []byte { return small }); err != nil {
-			return err
-		}
-		appName := func(i int) string { return fmt.Sprintf("app-%02d", i) }
-		if err := s.create.deployments(ctx, p.Workloads, func(i int) *appsv1.Deployment {
-			return deployment(ns, appName(i), cms, secrets, 1)
-		}); err != nil {
-			return err
-		}
-		keys := keysOf(p.Workloads, func(i int) string { return deploymentKey(ns, appName(i)) })
 		if err := s.startObserver(true); err != nil {
 			return err
 		}
@@ -361,26 +343,65 @@ func (r *runner) burst(ctx context.Context, p burstPlan) Result {
 		for _, u := range sets {
 			set.End = maxTime(set.End, u.End)
 		}
-		s.progress("%d updates acknowledged within %.2fs", len(sets), set.End.Sub(set.Start).Seconds())
+		s.log.Info("updates acknowledged", "updates", len(sets), "seconds", round3(set.End.Sub(set.Start).Seconds()))
 		if err := s.waitChanged(ctx, set, time.Minute); err != nil {
 			return err
 		}
-		// A second rollout would follow the first within the settle window;
-		// the ReplicaSets follow the template changes.
-		if err := sleep(ctx, 3*time.Second); err != nil {
-			return err
-		}
-		if err := s.obs.waitReplicaSets(ctx, keys, s.measureStart, time.Minute); err != nil {
-			s.res.Errors.Notes = append(s.res.Errors.Notes, err.Error())
-		}
-		if err := s.endMeasure(ctx, []ChangeSet{set}, 2*time.Second); err != nil {
-			return err
-		}
-		s.res.NewReplicaSets = total(s.obs.replicaSetsSince(s.measureStart))
-		s.res.RolloutsPerChangeSet = round3(float64(s.res.NewReplicaSets) / float64(p.Workloads))
-		s.progress("%d new ReplicaSets for %d Deployments: %.2f rollouts per change set", s.res.NewReplicaSets, p.Workloads, s.res.RolloutsPerChangeSet)
-		return nil
+		return s.countRollouts(ctx, set, keys)
 	})
+}
+
+// create makes the burst's namespace, configs and Deployments, and returns
+// the configs and the Deployments' keys.
+func (p burstPlan) create(ctx context.Context, s *session) ([]configRef, []string, error) {
+	if err := s.namespaces(ctx, 1); err != nil {
+		return nil, nil, err
+	}
+	ns := s.ns(0)
+	var refs []configRef
+	var cms, secrets []string
+	for i := range p.ConfigMaps {
+		cms = append(cms, fmt.Sprintf("cm-%d", i))
+		refs = append(refs, configRef{Namespace: ns, Name: cms[i]})
+	}
+	for i := range p.Secrets {
+		secrets = append(secrets, fmt.Sprintf("secret-%d", i))
+		refs = append(refs, configRef{Secret: true, Namespace: ns, Name: secrets[i]})
+	}
+	small := smallPayload()
+	if err := s.create.configMaps(ctx, len(cms), func(int) string { return ns }, func(i int) string { return cms[i] }, small); err != nil {
+		return nil, nil, err
+	}
+	if err := s.create.secrets(ctx, len(secrets), func(int) string { return ns }, func(i int) string { return secrets[i] }, func(int) []byte { return small }); err != nil {
+		return nil, nil, err
+	}
+	appName := func(i int) string { return fmt.Sprintf("app-%02d", i) }
+	if err := s.create.deployments(ctx, p.Workloads, func(i int) *appsv1.Deployment {
+		return deployment(ns, appName(i), cms, secrets, 1)
+	}); err != nil {
+		return nil, nil, err
+	}
+	return refs, keysOf(p.Workloads, func(i int) string { return deploymentKey(ns, appName(i)) }), nil
+}
+
+// countRollouts ends the burst's measurement and counts the ReplicaSets
+// the change set made: one per Deployment is one rollout per change set.
+func (s *session) countRollouts(ctx context.Context, set ChangeSet, keys []string) error {
+	// A second rollout would follow the first within the settle window;
+	// the ReplicaSets follow the template changes.
+	if err := sleep(ctx, 3*time.Second); err != nil {
+		return err
+	}
+	if err := s.obs.waitReplicaSets(ctx, keys, s.measureStart, time.Minute); err != nil {
+		s.res.Errors.Notes = append(s.res.Errors.Notes, err.Error())
+	}
+	if err := s.endMeasure(ctx, []ChangeSet{set}, 2*time.Second); err != nil {
+		return err
+	}
+	s.res.NewReplicaSets = total(s.obs.replicaSetsSince(s.measureStart))
+	s.res.RolloutsPerChangeSet = round3(float64(s.res.NewReplicaSets) / float64(len(keys)))
+	s.log.Info("rollouts counted", "replicaSets", s.res.NewReplicaSets, "deployments", len(keys), "perChangeSet", s.res.RolloutsPerChangeSet)
+	return nil
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -404,23 +425,7 @@ func (r *runner) noOp(ctx context.Context, p noOpPlan) Result {
 	}
 	return r.scenario(ctx, res, false, func(ctx context.Context, s *session) error {
 		t := time.Now()
-		if err := s.namespaces(ctx, p.Namespaces); err != nil {
-			return err
-		}
-		nsOf := func(i int) string { return s.ns(i / p.WorkloadsPerNS) }
-		name := func(prefix string) func(int) string {
-			return func(i int) string { return fmt.Sprintf("%s-%03d", prefix, i%p.WorkloadsPerNS) }
-		}
-		small := smallPayload()
-		if err := s.create.configMaps(ctx, workloads, nsOf, name("cm"), small); err != nil {
-			return err
-		}
-		if err := s.create.secrets(ctx, workloads, nsOf, name("secret"), func(int) []byte { return small }); err != nil {
-			return err
-		}
-		if err := s.create.deployments(ctx, workloads, func(i int) *appsv1.Deployment {
-			return deployment(nsOf(i), name("app")(i), []string{name("cm")(i)}, []string{name("secret")(i)}, 1)
-		}); err != nil {
+		if err := p.create(ctx, s); err != nil {
 			return err
 		}
 		s.res.SetupS = round3(time.Since(t).Seconds())
@@ -429,24 +434,7 @@ func (r *runner) noOp(ctx context.Context, p noOpPlan) Result {
 		}
 		s.beginMeasure()
 		edits := int(p.Rate * p.Duration.Seconds())
-		relistCtx, stopRelists := context.WithCancel(ctx)
-		relistsDone := make(chan struct{})
-		go func() {
-			defer close(relistsDone)
-			if s.px == nil {
-				return
-			}
-			tick := time.NewTicker(p.RelistEvery)
-			defer tick.Stop()
-			for {
-				select {
-				case <-relistCtx.Done():
-					return
-				case <-tick.C:
-					s.px.forceRelist("configmaps", "secrets", "deployments.apps", "statefulsets.apps", "daemonsets.apps")
-				}
-			}
-		}()
+		stopRelists := s.forceRelists(ctx, p.RelistEvery)
 		kinds := []string{"configmap", "secret", "deployment"}
 		prefixes := []string{"cm", "secret", "app"}
 		rng := rand.New(rand.NewPCG(r.seed, 4))
@@ -458,21 +446,70 @@ func (r *runner) noOp(ctx context.Context, p noOpPlan) Result {
 			i, k := targets[u], u%len(kinds)
 			// Alternate labels and annotations on each kind.
 			label := (u/len(kinds))%2 == 0
-			return ChangeSet{}, editMetadata(ctx, s.cs, kinds[k], nsOf(i), name(prefixes[k])(i), label, u)
+			return ChangeSet{}, editMetadata(ctx, s.cs, kinds[k], p.namespace(s, i), p.name(prefixes[k], i), label, u)
 		})
 		stopRelists()
-		<-relistsDone
 		s.res.Edits = edits
 		if err != nil {
 			return err
-		}
-		if s.px == nil {
-			s.res.Errors.Notes = append(s.res.Errors.Notes, "no proxy: relists could not be forced")
 		}
 		// The default settle window is 1s: a wrong rollout would come
 		// within it.
 		return s.endMeasure(ctx, nil, 3*time.Second)
 	})
+}
+
+// create makes the plan's namespaces and, in each, Deployments that use a
+// ConfigMap and a Secret of their own.
+func (p noOpPlan) create(ctx context.Context, s *session) error {
+	if err := s.namespaces(ctx, p.Namespaces); err != nil {
+		return err
+	}
+	n := p.Namespaces * p.WorkloadsPerNS
+	nsOf := func(i int) string { return p.namespace(s, i) }
+	small := smallPayload()
+	if err := s.create.configMaps(ctx, n, nsOf, func(i int) string { return p.name("cm", i) }, small); err != nil {
+		return err
+	}
+	if err := s.create.secrets(ctx, n, nsOf, func(i int) string { return p.name("secret", i) }, func(int) []byte { return small }); err != nil {
+		return err
+	}
+	return s.create.deployments(ctx, n, func(i int) *appsv1.Deployment {
+		return deployment(nsOf(i), p.name("app", i), []string{p.name("cm", i)}, []string{p.name("secret", i)}, 1)
+	})
+}
+
+// namespace and name are those of the i-th object of a kind.
+func (p noOpPlan) namespace(s *session, i int) string { return s.ns(i / p.WorkloadsPerNS) }
+
+func (p noOpPlan) name(prefix string, i int) string {
+	return fmt.Sprintf("%s-%03d", prefix, i%p.WorkloadsPerNS)
+}
+
+// forceRelists makes every informer of the controller relist every d until
+// the returned function is called; without the proxy it notes that it
+// cannot.
+func (s *session) forceRelists(ctx context.Context, d time.Duration) (stop func()) {
+	if s.px == nil {
+		s.res.Errors.Notes = append(s.res.Errors.Notes, "no proxy: relists could not be forced")
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				s.px.forceRelist("configmaps", "secrets", "deployments.apps", "statefulsets.apps", "daemonsets.apps")
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // coldStart: the controller starts when many workloads exist; then it is
@@ -505,7 +542,7 @@ func (r *runner) coldStart(ctx context.Context, p coldStartPlan) Result {
 			return err
 		}
 		s.res.SetupS = round3(time.Since(t).Seconds())
-		s.progress("created %d objects in %.1fs", s.res.Scale.Objects(), s.res.SetupS)
+		s.log.Info("objects created", "objects", s.res.Scale.Objects(), "seconds", s.res.SetupS)
 		if err := s.startController(ctx, workloads, flags); err != nil {
 			return err
 		}
@@ -531,8 +568,8 @@ func (r *runner) coldStart(ctx context.Context, p coldStartPlan) Result {
 		}
 		st.TemplateChangesAfter = total(s.obs.changesSince(s.readyAt))
 		s.res.Restart = &st
-		s.progress("restart: ready in %.2fs, %d API requests; then %d workload patches, %d template changes",
-			st.ReadyS, sumMap(st.RequestsToReady), st.PatchesAfter, st.TemplateChangesAfter)
+		s.log.Info("restarted", "seconds", st.ReadyS, "requests", sumMap(st.RequestsToReady),
+			"patchesAfter", st.PatchesAfter, "templateChangesAfter", st.TemplateChangesAfter)
 		return nil
 	})
 }

@@ -1,13 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +29,7 @@ import (
 // of its own, so that no scenario's objects weigh on the next one's
 // controller.
 type runner struct {
-	out        io.Writer
+	log        *slog.Logger
 	logDir     string
 	kubeconfig string   // external cluster; "" to start local control planes
 	command    []string // controller command template, split
@@ -44,6 +46,7 @@ type runner struct {
 type session struct {
 	r      *runner
 	res    *Result
+	log    *slog.Logger
 	config *rest.Config // the benchmark's own client config (admin)
 	cs     kubernetes.Interface
 	create creator
@@ -75,18 +78,18 @@ type session struct {
 func (r *runner) scenario(ctx context.Context, res Result, full bool, body func(context.Context, *session) error) Result {
 	start := time.Now()
 	res.NewReplicaSets, res.RolloutsPerChangeSet, res.Reconciles = -1, -1, -1
-	s := &session{r: r, res: &res}
-	fmt.Fprintf(r.out, "\n== %s: %s\n", res.Name, res.Description)
+	s := &session{r: r, res: &res, log: r.log.With("scenario", res.Name)}
+	s.log.Info("scenario starting", "description", res.Description)
 	err := s.run(ctx, full, body)
 	for i := len(s.cleanups) - 1; i >= 0; i-- {
 		err = errors.Join(err, s.cleanups[i]())
 	}
 	if err != nil {
 		res.Errors.Failure = err.Error()
-		fmt.Fprintf(r.out, "   FAILED: %v\n", err)
+		s.log.Error("scenario failed", "err", err)
 	}
 	res.DurationS = round3(time.Since(start).Seconds())
-	fmt.Fprintf(r.out, "   done in %.1fs\n", res.DurationS)
+	s.log.Info("scenario done", "seconds", res.DurationS)
 	return res
 }
 
@@ -100,7 +103,7 @@ func (s *session) run(ctx context.Context, full bool, body func(context.Context,
 	if err != nil {
 		return err
 	}
-	s.progress("control plane (%s) up in %.1fs", s.res.ControlPlane, time.Since(t).Seconds())
+	s.log.Info("control plane up", "kind", s.res.ControlPlane, "seconds", round3(time.Since(t).Seconds()))
 	// The benchmark's own client may go fast: it creates tens of thousands
 	// of objects, and its requests are not what is measured.
 	cfg = rest.CopyConfig(cfg)
@@ -118,10 +121,6 @@ func (s *session) run(ctx context.Context, full bool, body func(context.Context,
 	s.obs = newObserver(s.cs, s.r.baseline)
 	s.obsCtx = obsCtx
 	return body(ctx, s)
-}
-
-func (s *session) progress(format string, args ...any) {
-	fmt.Fprintf(s.r.out, "   "+format+"\n", args...)
 }
 
 // startControlPlane starts etcd and kube-apiserver, or the full cluster,
@@ -223,7 +222,7 @@ func (s *session) startController(ctx context.Context, workloads int, flags []st
 	}
 	s.res.Startup = st
 	if s.r.baseline == "" {
-		s.progress("no baseline annotation to wait for; waiting %s", s.r.warmup)
+		s.log.Info("no baseline annotation to wait for: warming up", "duration", s.r.warmup)
 		return sleep(ctx, s.r.warmup)
 	}
 	t := time.Now()
@@ -240,7 +239,7 @@ func (s *session) startController(ctx context.Context, workloads int, flags []st
 		return err
 	}
 	s.res.Startup.RequestsToBaseline = s.requests().sub(before).byVerb(true)
-	s.progress("baseline written on %d workloads in %.1fs", workloads, s.res.Startup.BaselineS)
+	s.log.Info("baseline written", "workloads", workloads, "seconds", s.res.Startup.BaselineS)
 	samples := s.ctl.memSince(time.Now().Add(-time.Second))
 	s.res.Memory.HeapAfterSync, s.res.Memory.RSSAfterSync, s.res.Memory.LiveAfterSync = medianMem(samples)
 	return nil
@@ -323,7 +322,7 @@ func (s *session) launch(ctx context.Context, kubeconfig, logName string) (Start
 		ReadyS:          round3(readyAt.Sub(ctl.started).Seconds()),
 		RequestsToReady: s.requests().sub(before).byVerb(true),
 	}
-	s.progress("controller ready in %.2fs (%d API requests)", st.ReadyS, sumMap(st.RequestsToReady))
+	s.log.Info("controller ready", "seconds", st.ReadyS, "requests", sumMap(st.RequestsToReady))
 	return st, nil
 }
 
@@ -342,7 +341,7 @@ func (s *session) beginMeasure() {
 	s.cpuAtStart = s.ctl.cpuSeconds()
 	if m, err := s.ctl.scrape(); err == nil {
 		s.restAtStart = restClientCounts(m)
-		s.recAtStart, s.recOK = m.value("controller_runtime_reconcile_total", nil)
+		s.recAtStart, s.recOK = m.value("controller_runtime_reconcile_total")
 	}
 }
 
@@ -362,64 +361,90 @@ func (s *session) endMeasure(ctx context.Context, sets []ChangeSet, quiet time.D
 	r.AllPatched = summarize(completionTimes(sets, changes))
 	r.TemplateChanges = total(changes)
 	r.Errors.Missed = missed
-
 	if s.px != nil {
-		patches := s.px.patchesSince(s.measureStart)
-		r.Patches = attributePatches(sets, patches)
-		var first []time.Duration
-		for _, set := range sets {
-			var times []time.Time
-			next := end
-			for _, other := range sets {
-				if other.Start.After(set.Start) && other.Start.Before(next) {
-					next = other.Start
-				}
-			}
-			for _, w := range set.Workloads {
-				for _, t := range patches[w] {
-					if !t.Before(set.Start) && t.Before(next) {
-						times = append(times, t)
-					}
-				}
-			}
-			if len(times) > 0 {
-				earliest := times[0]
-				for _, t := range times {
-					if t.Before(earliest) {
-						earliest = t
-					}
-				}
-				first = append(first, earliest.Sub(set.End))
-			}
-			r.PatchRate = max(r.PatchRate, round3(rate(times)))
-		}
-		r.FirstPatch = summarize(first)
-		delta := s.requests().sub(s.reqAtMeasure)
-		r.Requests = delta.byVerb(true)
-		r.RequestsTotal = delta.total()
-		r.PatchAttempts = delta.matching(func(verb, res, _ string) bool { return verb == "patch" && isWorkload(res) })
-		r.Errors.FailedRequests = delta.failed()
-		r.Errors.Conflicts = delta.matching(func(_, _, code string) bool { return code == "409" })
-		r.ConfigRelists = delta.matching(func(verb, res, _ string) bool {
-			return isList(verb) && (res == "configmaps" || res == "secrets")
-		})
-		r.ForcedRelists = s.px.forcedRelists()
-		r.WorkloadLists = s.requests().sub(s.reqAtReady).matching(func(verb, res, _ string) bool {
-			return isList(verb) && isWorkload(res)
-		})
+		s.measureRequests(sets, end)
 	} else {
 		r.Errors.Notes = append(r.Errors.Notes, "no proxy: patches counted from the watch only")
 		r.Patches = PatchCount{Expected: -1, Patches: r.TemplateChanges}
 	}
+	s.measureController(end.Add(-min(quiet, 2*time.Second)))
+	if n := s.obs.relistCount(); n > 0 {
+		r.Errors.Notes = append(r.Errors.Notes, fmt.Sprintf("the benchmark's own watch relisted %d times; changes seen in a relist are timed at the relist", n))
+	}
+	s.log.Info("measured",
+		"p50Ms", r.Latency.P50, "p99Ms", r.Latency.P99, "maxMs", r.Latency.Max, "allPatchedMs", r.AllPatched.Max,
+		"patches", r.Patches.Patches, "expected", r.Patches.Expected, "templateChanges", r.TemplateChanges,
+		"requests", r.RequestsTotal, "rssPeakMiB", round3(r.Memory.RSSPeak/(1<<20)))
+	return nil
+}
 
+// measureRequests computes what the proxy saw during the measurement,
+// which ended at end: the controller's requests and its workload PATCHes,
+// attributed to the change sets.
+func (s *session) measureRequests(sets []ChangeSet, end time.Time) {
+	r := s.res
+	patches := s.px.patchesSince(s.measureStart)
+	r.Patches = attributePatches(sets, patches)
+	r.FirstPatch, r.PatchRate = firstPatches(sets, patches, end)
+	delta := s.requests().sub(s.reqAtMeasure)
+	r.Requests = delta.byVerb(true)
+	r.RequestsTotal = delta.total()
+	r.PatchAttempts = delta.matching(func(verb, res, _ string) bool { return verb == "patch" && isWorkload(res) })
+	r.Errors.FailedRequests = delta.failed()
+	r.Errors.Conflicts = delta.matching(func(_, _, code string) bool { return code == "409" })
+	r.ConfigRelists = delta.matching(func(verb, res, _ string) bool {
+		return isList(verb) && (res == "configmaps" || res == "secrets")
+	})
+	r.ForcedRelists = s.px.forcedRelists()
+	r.WorkloadLists = s.requests().sub(s.reqAtReady).matching(func(verb, res, _ string) bool {
+		return isList(verb) && isWorkload(res)
+	})
+}
+
+// firstPatches returns, over the change sets, the time from each set's
+// last update to the first PATCH of one of its workloads, and the fastest
+// rate at which a set's PATCHes came. A set's PATCHes are those of its
+// workloads from its start until the next set starts (or end).
+func firstPatches(sets []ChangeSet, patches map[string][]time.Time, end time.Time) (Latency, float64) {
+	var first []time.Duration
+	fastest := 0.0
+	for _, set := range sets {
+		next := end
+		for _, other := range sets {
+			if other.Start.After(set.Start) && other.Start.Before(next) {
+				next = other.Start
+			}
+		}
+		var times []time.Time
+		for _, w := range set.Workloads {
+			for _, t := range patches[w] {
+				if !t.Before(set.Start) && t.Before(next) {
+					times = append(times, t)
+				}
+			}
+		}
+		if len(times) > 0 {
+			first = append(first, slices.MinFunc(times, time.Time.Compare).Sub(set.End))
+		}
+		fastest = max(fastest, round3(rate(times)))
+	}
+	return summarize(first), fastest
+}
+
+// measureController reads the controller's own numbers: its metrics (kept
+// with its log), CPU, memory (steady from the given time on) and error
+// log lines.
+func (s *session) measureController(steadyFrom time.Time) {
+	r := s.res
+	base := strings.TrimSuffix(s.ctl.log, ".log")
 	if raw, err := s.ctl.scrapeRaw(); err == nil {
 		// Kept with the logs: everything else the controller exposes.
-		_ = os.WriteFile(strings.TrimSuffix(s.ctl.log, ".log")+".metrics.txt", raw, 0o644)
-	}
-	if m, err := s.ctl.scrape(); err == nil {
-		r.RestClient = counterDelta(s.restAtStart, restClientCounts(m))
-		if rec, ok := m.value("controller_runtime_reconcile_total", nil); ok && s.recOK {
-			r.Reconciles = int(rec - s.recAtStart + 0.5)
+		_ = os.WriteFile(base+".metrics.txt", raw, 0o644)
+		if m, err := parseMetrics(bytes.NewReader(raw)); err == nil {
+			r.RestClient = counterDelta(s.restAtStart, restClientCounts(m))
+			if rec, ok := m.value("controller_runtime_reconcile_total"); ok && s.recOK {
+				r.Reconciles = int(rec - s.recAtStart + 0.5)
+			}
 		}
 	}
 	r.CPU.Measure = round3(s.ctl.cpuSeconds() - s.cpuAtStart)
@@ -429,16 +454,10 @@ func (s *session) endMeasure(ctx context.Context, sets []ChangeSet, quiet time.D
 		r.Memory.HeapPeak = max(r.Memory.HeapPeak, m.heap)
 		r.Memory.LivePeak = max(r.Memory.LivePeak, m.live)
 	}
-	r.Memory.HeapSteady, r.Memory.RSSSteady, r.Memory.LiveSteady = medianMem(s.ctl.memSince(end.Add(-min(quiet, 2*time.Second))))
+	r.Memory.HeapSteady, r.Memory.RSSSteady, r.Memory.LiveSteady = medianMem(s.ctl.memSince(steadyFrom))
 	r.Errors.LogErrors = s.ctl.errorLines()
-	_ = s.ctl.writeMemoryCSV(strings.TrimSuffix(s.ctl.log, ".log") + ".memory.csv")
+	_ = s.ctl.writeMemoryCSV(base + ".memory.csv")
 	r.MeasureStartS = round3(s.measureStart.Sub(s.ctl.started).Seconds())
-	if n := s.obs.relistCount(); n > 0 {
-		r.Errors.Notes = append(r.Errors.Notes, fmt.Sprintf("the benchmark's own watch relisted %d times; changes seen in a relist are timed at the relist", n))
-	}
-	s.progress("latency p50 %.1fms p99 %.1fms max %.1fms; all patched %.2fs; patches %d (expected %d); template changes %d; requests %d; RSS peak %.1f MiB",
-		r.Latency.P50, r.Latency.P99, r.Latency.Max, r.AllPatched.Max/1000, r.Patches.Patches, r.Patches.Expected, r.TemplateChanges, r.RequestsTotal, r.Memory.RSSPeak/(1<<20))
-	return nil
 }
 
 // waitChanged waits for the workloads of a change set and records a
@@ -450,17 +469,6 @@ func (s *session) waitChanged(ctx context.Context, set ChangeSet, timeout time.D
 		return nil
 	}
 	return err
-}
-
-// restClientCounts reads client-go's request counter by "METHOD code".
-func restClientCounts(m metrics) map[string]float64 {
-	out := map[string]float64{}
-	for _, smp := range m {
-		if smp.name == "rest_client_requests_total" {
-			out[smp.labels["method"]+" "+smp.labels["code"]] += smp.value
-		}
-	}
-	return out
 }
 
 // medianMem returns the median heap in use, RSS and live heap of samples.

@@ -2,145 +2,277 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// evaluate checks the acceptance targets of issue 8 against a run's
-// results. A target whose scenario did not run, or ran at another scale, is
-// still reported, with the scale in its note, so a quick run says what it
-// can.
-func evaluate(results []Result, proxied bool) []Target {
-	find := func(scenario string, match func(Result) bool) (Result, bool) {
-		for _, r := range results {
-			if r.Scenario == scenario && (match == nil || match(r)) {
-				return r, true
-			}
-		}
-		return Result{}, false
-	}
-	status := func(ok bool) string {
-		if ok {
-			return "PASS"
-		}
-		return "FAIL"
-	}
-	var out []Target
+// targetSpec is an acceptance target as a scenario definition states it:
+// a limit on one measure of the scenario's results. The numbers live with
+// the scenarios (see scenarios); this file only knows how to read and
+// compare a measure.
+type targetSpec struct {
+	// Name is reported as is and is the key by which --compare pairs the
+	// targets of two runs: keep it stable.
+	Name    string
+	Measure measure
+	// Limit is what the measure must stay below, or equal when Exact, in
+	// the measure's unit.
+	Limit float64
+	Exact bool
+	// At is the scale the target is stated at. A result at another scale
+	// is still checked, with its scale in a note, so that a quick run says
+	// what it can; a result whose configs are smaller than At.ConfigBytes
+	// does not count.
+	At Scale
+	// DefaultFlags counts only results of the controller run with its
+	// default flags.
+	DefaultFlags bool
+}
 
-	// 1. Reaction latency at scale.
-	t := Target{Name: "p99 reaction latency, settle window off, 5,000 workloads", Want: "< 100 ms", Status: "n/a"}
-	if r, ok := find("high-cardinality", nil); ok && r.Latency.Count > 0 {
-		t.Measured = fmt.Sprintf("p99 %s over %d changes (%d missed)", ms(r.Latency.P99), r.Latency.Count, r.Errors.Missed)
-		t.Status = status(r.Latency.P99 < 100 && r.Errors.Missed == 0 && r.Errors.Failure == "")
-		if r.Scale.Workloads != 5000 {
-			t.Note = fmt.Sprintf("measured at %d workloads", r.Scale.Workloads)
-		}
-	}
-	out = append(out, t)
+// measure is what a target limits.
+type measure int
 
-	// 2. No workload LIST after start.
-	t = Target{Name: "workload LIST requests after start", Want: "0", Status: "n/a"}
-	if proxied {
-		lists, scenarios := 0, 0
-		var where []string
-		for _, r := range results {
-			// The no-op scenario forces relists on purpose; those are
-			// the controller's informers doing their job.
-			if (r.Errors.Failure != "" && r.RequestsTotal == 0) || r.ForcedRelists > 0 {
-				continue
-			}
-			scenarios++
-			lists += r.WorkloadLists
-			if r.WorkloadLists > 0 {
-				where = append(where, fmt.Sprintf("%s: %d", r.Name, r.WorkloadLists))
-			}
-		}
-		if scenarios > 0 {
-			t.Measured = fmt.Sprintf("%d across %d scenarios", lists, scenarios)
-			t.Status = status(lists == 0)
-			if len(where) > 0 {
-				t.Note = strings.Join(where, "; ")
-			}
-			t.Note = joinNote(t.Note, "LIST and WatchList (streaming list) requests for Deployments, StatefulSets, DaemonSets after /readyz, excluding relists the no-op scenario forces")
-		}
-	} else {
-		t.Note = "needs the proxy (--proxy) to tell LIST from GET and WATCH"
-	}
-	out = append(out, t)
+const (
+	// p99Latency is the p99 reaction latency of one result, in ms; it
+	// passes only when no workload was missed.
+	p99Latency measure = iota
+	// allPatched is the worst time until a change set's last workload
+	// changed, of one result, in ms; it passes only when none was missed.
+	allPatched
+	// rssPeak is the controller's peak RSS in one result, in bytes.
+	rssPeak
+	// noOpWrites is the workload PATCH requests and template changes of
+	// one result.
+	noOpWrites
+	// workloadLists is the workload LIST and WatchList requests after
+	// start, summed over every result the target applies to.
+	workloadLists
+	// patchesPerChange is the PATCHes per affected workload per change set
+	// over every result the target applies to; it passes only when no
+	// pair is missing, doubled or unrelated.
+	patchesPerChange
+)
 
-	// 3. One PATCH per affected workload per change set.
-	t = Target{Name: "PATCHes per affected workload per change set", Want: "exactly 1", Status: "n/a"}
-	if proxied {
-		var pc PatchCount
-		var bad []string
-		n := 0
-		for _, r := range results {
-			switch r.Scenario {
-			case "fan-out", "high-cardinality", "large-objects", "burst":
-			default:
-				continue
-			}
-			if r.Patches.Expected <= 0 {
-				continue
-			}
-			n++
-			pc.Expected += r.Patches.Expected
-			pc.Patches += r.Patches.Patches
-			pc.Missing += r.Patches.Missing
-			pc.Extra += r.Patches.Extra
-			pc.Unrelated += r.Patches.Unrelated
-			if !r.Patches.Exact() {
-				bad = append(bad, fmt.Sprintf("%s: %d patches for %d (missing %d, extra %d, unrelated %d)",
-					r.Name, r.Patches.Patches, r.Patches.Expected, r.Patches.Missing, r.Patches.Extra, r.Patches.Unrelated))
-			}
-		}
-		if n > 0 {
-			t.Measured = fmt.Sprintf("%d PATCHes for %d (workload, change set) pairs in %d scenarios; missing %d, extra %d, unrelated %d",
-				pc.Patches, pc.Expected, n, pc.Missing, pc.Extra, pc.Unrelated)
-			t.Status = status(pc.Exact())
-			t.Note = strings.Join(bad, "; ")
-		}
-	} else {
-		t.Note = "needs the proxy (--proxy) to count PATCH requests per workload"
-	}
-	out = append(out, t)
+// reading is a measure read from the results a target applies to.
+type reading struct {
+	value float64
+	// clean is false when something the value does not show went wrong
+	// (missed workloads, a failed scenario): the target then fails.
+	clean    bool
+	measured string
+	note     string
+}
 
-	// 4. Memory with large Secrets.
-	t = Target{Name: "controller RSS with 1,000 Secrets of 500 KiB", Want: "< 64 MiB (peak)", Status: "n/a"}
-	if r, ok := find("large-objects", func(r Result) bool { return r.Scale.ConfigBytes >= 500<<10 }); ok && r.Memory.RSSPeak > 0 {
-		t.Measured = fmt.Sprintf("peak %s, steady %s", mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady))
-		t.Status = status(r.Memory.RSSPeak < 64<<20)
-		if r.Scale.Secrets != 1000 {
-			t.Note = fmt.Sprintf("measured with %d Secrets", r.Scale.Secrets)
+// format writes a value of the measure with its unit.
+func (m measure) format(v float64) string {
+	switch m {
+	case p99Latency, allPatched:
+		return roundDuration(v)
+	case rssPeak:
+		return fmt.Sprintf("%g MiB", v/(1<<20))
+	case patchesPerChange:
+		return fmt.Sprintf("exactly %g", v)
+	default:
+		return fmt.Sprintf("%g", v)
+	}
+}
+
+// proxyNote says why the measure needs the counting proxy; "" when it
+// does not.
+func (m measure) proxyNote() string {
+	switch m {
+	case workloadLists:
+		return "needs the proxy (--proxy) to tell LIST from GET and WATCH"
+	case patchesPerChange:
+		return "needs the proxy (--proxy) to count PATCH requests per workload"
+	}
+	return ""
+}
+
+// aggregate reports whether the measure sums over every result rather
+// than reading the first.
+func (m measure) aggregate() bool { return m == workloadLists || m == patchesPerChange }
+
+// read reads the measure from the results a target applies to; false when
+// they do not have it.
+func (m measure) read(rs []Result) (reading, bool) {
+	switch m {
+	case workloadLists:
+		return readWorkloadLists(rs)
+	case patchesPerChange:
+		return readPatchesPerChange(rs)
+	}
+	r := rs[0]
+	switch m {
+	case p99Latency:
+		return reading{
+			value:    r.Latency.P99,
+			clean:    r.Errors.Missed == 0 && r.Errors.Failure == "",
+			measured: fmt.Sprintf("p99 %s over %d changes (%d missed)", ms(r.Latency.P99), r.Latency.Count, r.Errors.Missed),
+		}, r.Latency.Count > 0
+	case allPatched:
+		return reading{
+			value: r.AllPatched.Max,
+			clean: r.Errors.Missed == 0,
+			measured: fmt.Sprintf("%s (worst of %d change sets); first patch after %s, then %.1f patches/s",
+				seconds(r.AllPatched.Max), r.AllPatched.Count, seconds(r.FirstPatch.Max), r.PatchRate),
+		}, r.AllPatched.Count > 0
+	case rssPeak:
+		return reading{
+			value:    r.Memory.RSSPeak,
+			clean:    true,
+			measured: fmt.Sprintf("peak %s, steady %s", mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady)),
+		}, r.Memory.RSSPeak > 0
+	case noOpWrites:
+		return reading{
+			value: float64(r.PatchAttempts + r.TemplateChanges),
+			clean: true,
+			measured: fmt.Sprintf("%d PATCH requests, %d template changes after %d edits and %d forced relists",
+				r.PatchAttempts, r.TemplateChanges, r.Edits, r.ForcedRelists),
+		}, r.Errors.Failure == ""
+	}
+	return reading{}, false
+}
+
+func readWorkloadLists(rs []Result) (reading, bool) {
+	lists, n := 0, 0
+	var where []string
+	for _, r := range rs {
+		if r.Errors.Failure != "" && r.RequestsTotal == 0 {
+			continue // it never got as far as a controller
+		}
+		n++
+		lists += r.WorkloadLists
+		if r.WorkloadLists > 0 {
+			where = append(where, fmt.Sprintf("%s: %d", r.Name, r.WorkloadLists))
 		}
 	}
-	out = append(out, t)
+	return reading{
+		value:    float64(lists),
+		clean:    true,
+		measured: fmt.Sprintf("%d across %d scenarios", lists, n),
+		note: joinNote(strings.Join(where, "; "),
+			"LIST and WatchList (streaming list) requests for Deployments, StatefulSets, DaemonSets after /readyz, excluding relists the no-op scenario forces"),
+	}, n > 0
+}
 
-	// 5. No-op churn.
-	t = Target{Name: "patches caused by label/annotation edits and relists", Want: "0", Status: "n/a"}
-	if r, ok := find("no-op", nil); ok && r.Errors.Failure == "" {
-		t.Measured = fmt.Sprintf("%d PATCH requests, %d template changes after %d edits and %d forced relists",
-			r.PatchAttempts, r.TemplateChanges, r.Edits, r.ForcedRelists)
-		t.Status = status(r.PatchAttempts == 0 && r.TemplateChanges == 0)
-	}
-	out = append(out, t)
-
-	// 6. Fan-out with default flags.
-	t = Target{Name: "one ConfigMap to 300 Deployments fully patched, default settings", Want: "< 3 s", Status: "n/a"}
-	if r, ok := find("fan-out", func(r Result) bool { return len(r.Flags) == 0 }); ok && r.AllPatched.Count > 0 {
-		t.Measured = fmt.Sprintf("%s (worst of %d change sets); first patch after %s, then %.1f patches/s",
-			seconds(r.AllPatched.Max), r.AllPatched.Count, seconds(r.FirstPatch.Max), r.PatchRate)
-		t.Status = status(r.AllPatched.Max < 3000 && r.Errors.Missed == 0)
-		if r.Scale.Workloads != 300 {
-			t.Note = fmt.Sprintf("measured at %d Deployments", r.Scale.Workloads)
+func readPatchesPerChange(rs []Result) (reading, bool) {
+	var pc PatchCount
+	var bad []string
+	n := 0
+	for _, r := range rs {
+		if r.Patches.Expected <= 0 {
+			continue
+		}
+		n++
+		pc.Expected += r.Patches.Expected
+		pc.Patches += r.Patches.Patches
+		pc.Missing += r.Patches.Missing
+		pc.Extra += r.Patches.Extra
+		pc.Unrelated += r.Patches.Unrelated
+		if !r.Patches.Exact() {
+			bad = append(bad, fmt.Sprintf("%s: %d patches for %d (missing %d, extra %d, unrelated %d)",
+				r.Name, r.Patches.Patches, r.Patches.Expected, r.Patches.Missing, r.Patches.Extra, r.Patches.Unrelated))
 		}
 	}
-	out = append(out, t)
+	if n == 0 {
+		return reading{}, false
+	}
+	return reading{
+		value: float64(pc.Patches) / float64(pc.Expected),
+		clean: pc.Missing == 0 && pc.Extra == 0 && pc.Unrelated == 0,
+		measured: fmt.Sprintf("%d PATCHes for %d (workload, change set) pairs in %d scenarios; missing %d, extra %d, unrelated %d",
+			pc.Patches, pc.Expected, n, pc.Missing, pc.Extra, pc.Unrelated),
+		note: strings.Join(bad, "; "),
+	}, true
+}
+
+// want is the target's limit as text.
+func (t targetSpec) want() string {
+	if t.Exact {
+		return t.Measure.format(t.Limit)
+	}
+	return "< " + t.Measure.format(t.Limit)
+}
+
+// meets reports whether a value is within the limit.
+func (t targetSpec) meets(v float64) bool {
+	if t.Exact {
+		return v == t.Limit
+	}
+	return v < t.Limit
+}
+
+// counts reports whether a result of one of the target's scenarios is one
+// the target is about.
+func (t targetSpec) counts(r Result) bool {
+	return r.Scale.ConfigBytes >= t.At.ConfigBytes && (!t.DefaultFlags || len(r.Flags) == 0)
+}
+
+// scaleNote says at what scale a result was measured when that is not
+// the scale the target is stated at.
+func (t targetSpec) scaleNote(r Result) string {
+	if (t.At.Workloads > 0 && r.Scale.Workloads != t.At.Workloads) || (t.At.Secrets > 0 && r.Scale.Secrets != t.At.Secrets) {
+		return "measured at " + scaleText(r.Scale)
+	}
+	return ""
+}
+
+// check evaluates the target against the results of the named scenarios.
+func (t targetSpec) check(scenarios []string, results []Result, proxied bool) Target {
+	out := Target{Name: t.Name, Want: t.want(), Status: "n/a"}
+	if why := t.Measure.proxyNote(); why != "" && !proxied {
+		out.Note = why
+		return out
+	}
+	var rs []Result
+	for _, r := range results {
+		if slices.Contains(scenarios, r.Scenario) && t.counts(r) {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return out
+	}
+	rd, ok := t.Measure.read(rs)
+	if !ok {
+		return out
+	}
+	out.Measured, out.Note = rd.measured, rd.note
+	out.Status = "FAIL"
+	if rd.clean && t.meets(rd.value) {
+		out.Status = "PASS"
+	}
+	if !t.Measure.aggregate() {
+		out.Note = joinNote(out.Note, t.scaleNote(rs[0]))
+	}
+	return out
+}
+
+// evaluate checks the targets of the scenario definitions against a run's
+// results, in the order the scenarios first state them. A target several
+// scenarios state is checked once, over all of their results.
+func evaluate(defs []scenario, results []Result, proxied bool) []Target {
+	var order []targetSpec
+	stating := map[string][]string{} // target name -> scenarios stating it
+	for _, d := range defs {
+		for _, t := range d.targets {
+			if _, seen := stating[t.Name]; !seen {
+				order = append(order, t)
+			}
+			stating[t.Name] = append(stating[t.Name], d.name)
+		}
+	}
+	out := make([]Target, len(order))
+	for i, t := range order {
+		out[i] = t.check(stating[t.Name], results, proxied)
+	}
 	return out
 }
 
 func joinNote(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + ". " + b
 }

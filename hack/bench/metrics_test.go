@@ -11,13 +11,18 @@ rest_client_requests_total{code="200",host="127.0.0.1:40177",method="GET"} 17
 rest_client_requests_total{code="200",host="127.0.0.1:40177",method="PATCH"} 50
 rest_client_requests_total{code="409",host="127.0.0.1:40177",method="PATCH"} 2
 rest_client_requests_total{code="410",host="127.0.0.1:40177",method="GET"} 8
+# TYPE controller_runtime_reconcile_total counter
 controller_runtime_reconcile_total{controller="Deployment",result="success"} 178
 controller_runtime_reconcile_total{controller="StatefulSet",result="success"} 2
+# TYPE go_memstats_heap_inuse_bytes gauge
 go_memstats_heap_inuse_bytes 9.723904e+06
 go_gc_heap_live_bytes 5.882328e+06
+# TYPE workqueue_work_duration_seconds histogram
+workqueue_work_duration_seconds_bucket{name="ripple",le="0.001"} 3
+workqueue_work_duration_seconds_bucket{name="ripple",le="+Inf"} 4
+workqueue_work_duration_seconds_sum{name="ripple"} 0.01
+workqueue_work_duration_seconds_count{name="ripple"} 4
 weird{msg="a \"quoted\" \\ value, with {braces}",x="1"} 3 1700000000000
-broken{unterminated="x} 1
-no_value
 `
 
 func TestParseMetrics(t *testing.T) {
@@ -25,26 +30,22 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := m.value("go_memstats_heap_inuse_bytes", nil); !ok || got != 9723904 {
+	if got, ok := m.value("go_memstats_heap_inuse_bytes"); !ok || got != 9723904 {
 		t.Errorf("heap in use = %v, %v; want 9723904", got, ok)
 	}
-	if got, _ := m.value("controller_runtime_reconcile_total", nil); got != 180 {
+	if got, _ := m.value("controller_runtime_reconcile_total"); got != 180 {
 		t.Errorf("reconciles = %v, want the sum 180", got)
 	}
-	if got, _ := m.value("rest_client_requests_total", map[string]string{"method": "PATCH"}); got != 52 {
-		t.Errorf("PATCHes = %v, want 52", got)
-	}
-	if _, ok := m.value("absent", nil); ok {
+	if _, ok := m.value("absent"); ok {
 		t.Error("an absent metric was found")
 	}
-	// Escaped quotes and backslashes, braces and a timestamp.
-	if got, ok := m.value("weird", map[string]string{"msg": `a "quoted" \ value, with {braces}`, "x": "1"}); !ok || got != 3 {
-		t.Errorf("escaped label: got %v, %v", got, ok)
+	// A histogram's series are read too, under their own names.
+	if got, ok := m.value("workqueue_work_duration_seconds_count"); !ok || got != 4 {
+		t.Errorf("histogram count = %v, %v; want 4", got, ok)
 	}
-	for _, s := range m {
-		if s.name == "broken" || s.name == "no_value" {
-			t.Errorf("malformed line parsed: %+v", s)
-		}
+	// Escaped quotes and backslashes, braces and a timestamp.
+	if got := m.by("weird", "msg"); got[`a "quoted" \ value, with {braces}`] != 3 {
+		t.Errorf("escaped label: got %v", got)
 	}
 	by := m.by("rest_client_requests_total", "method")
 	if by["GET"] != 25 || by["PATCH"] != 52 {
@@ -53,6 +54,19 @@ func TestParseMetrics(t *testing.T) {
 	rc := restClientCounts(m)
 	if rc["PATCH 409"] != 2 || rc["GET 200"] != 17 {
 		t.Errorf("restClientCounts = %v", rc)
+	}
+}
+
+// A page that is not the text format is an error, not a partial reading:
+// the caller then counts the scrape as missing.
+func TestParseMetricsMalformed(t *testing.T) {
+	for _, page := range []string{
+		"broken{unterminated=\"x} 1\n",
+		"no_value\n",
+	} {
+		if m, err := parseMetrics(strings.NewReader(page)); err == nil {
+			t.Errorf("%q parsed: %v", page, m)
+		}
 	}
 }
 
