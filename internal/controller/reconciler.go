@@ -71,7 +71,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, outcome, error) {
 	obj, tpl, out, err := r.load(ctx, req.NamespacedName)
 	if obj == nil {
-		r.forget(req.NamespacedName)
 		return ctrl.Result{}, out, err
 	}
 	in, err := r.gather(ctx, obj, tpl)
@@ -96,36 +95,40 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // load reads the workload and its pod template from the cache. It returns
-// a nil object when there is nothing to plan: the workload is gone or
-// being deleted, has no template (yet), is out of scope, or an interrupted
-// multi-step reload was finished first (its own write brings the next
-// reconcile).
+// a nil object when there is nothing to plan: an interrupted multi-step
+// reload was finished first (its own write brings the next reconcile), or
+// the workload is gone or being deleted, has no template (yet), or is out
+// of scope, and then its settle state is forgotten.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
 	fin, finishes := r.Kind.(workload.Finisher)
-	if err := r.Client.Get(ctx, key, obj); err != nil {
-		if finishes && apierrors.IsNotFound(err) {
-			_, err = fin.Finish(ctx, r.Client, key, nil)
-			return nil, nil, skipped, err
-		}
-		return nil, nil, skipped, client.IgnoreNotFound(err)
-	}
-	if finishes && obj.GetDeletionTimestamp() == nil {
+	err := r.Client.Get(ctx, key, obj)
+	if err == nil && finishes && obj.GetDeletionTimestamp() == nil {
 		if did, err := fin.Finish(ctx, r.Client, key, obj); did || err != nil {
 			return nil, nil, skipped, err
 		}
 	}
-	if obj.GetDeletionTimestamp() != nil {
-		return nil, nil, skipped, nil
+	var tpl *corev1.PodTemplateSpec
+	out := skipped
+	switch {
+	case apierrors.IsNotFound(err) && finishes:
+		_, err = fin.Finish(ctx, r.Client, key, nil)
+	case err != nil:
+		err = client.IgnoreNotFound(err)
+	case obj.GetDeletionTimestamp() != nil:
+	default:
+		tpl, err = workload.Template(ctx, r.Client, r.Kind, obj)
+		if err == nil && tpl != nil {
+			var in bool
+			in, err = r.Finder.InScope(ctx, key.Namespace)
+			out = outOfScope
+			if err == nil && in {
+				return obj, tpl, outcome{}, nil
+			}
+		}
 	}
-	tpl, err := workload.Template(ctx, r.Client, r.Kind, obj)
-	if err != nil || tpl == nil {
-		return nil, nil, skipped, err
-	}
-	if in, err := r.Finder.InScope(ctx, key.Namespace); err != nil || !in {
-		return nil, nil, outOfScope, err
-	}
-	return obj, tpl, outcome{}, nil
+	r.forget(key)
+	return nil, nil, out, err
 }
 
 // remember keeps the settle state of a plan; a zero state forgets it.
