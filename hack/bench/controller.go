@@ -88,8 +88,8 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	addr := ln.Addr().String()
+	return addr, ln.Close()
 }
 
 // memSample is one reading of the controller's memory.
@@ -124,7 +124,7 @@ type controllerProc struct {
 
 // startController runs the command template with a fresh metrics and health
 // address, logging to logPath, and samples its memory until it stops.
-func startController(words []string, vars map[string]string, flags []string, logPath string) (*controllerProc, error) {
+func startController(ctx context.Context, words []string, vars map[string]string, flags []string, logPath string) (*controllerProc, error) {
 	metricsAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -150,7 +150,9 @@ func startController(words []string, vars map[string]string, flags []string, log
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close() // the child has its own descriptor
+	// The child writes through its own descriptor and this one is never
+	// written to, so closing it cannot lose log lines.
+	defer func() { _ = logFile.Close() }()
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+vars["kubeconfig"])
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -167,14 +169,14 @@ func startController(words []string, vars map[string]string, flags []string, log
 	}
 	p.cmd, p.started = cmd, time.Now()
 	go func() { p.err = cmd.Wait(); close(p.done) }()
-	go p.sample()
+	go p.sample(ctx)
 	return p, nil
 }
 
 // sample reads RSS every 100 ms from /proc and the Go heap every 500 ms from
 // the metrics endpoint; the peak RSS is also read from the kernel's
 // high-water mark, so no spike between samples is missed.
-func (p *controllerProc) sample() {
+func (p *controllerProc) sample(ctx context.Context) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var heap, live float64
@@ -187,7 +189,7 @@ func (p *controllerProc) sample() {
 		case <-tick.C:
 		}
 		if n%5 == 0 && p.metricsURL != "" {
-			if m, err := p.scrape(); err == nil {
+			if m, err := p.scrape(ctx); err == nil {
 				heap, _ = m.value("go_memstats_heap_inuse_bytes")
 				live, _ = m.value("go_gc_heap_live_bytes")
 			}
@@ -205,8 +207,8 @@ func (p *controllerProc) sample() {
 }
 
 // scrape reads the controller's metrics.
-func (p *controllerProc) scrape() (metrics, error) {
-	b, err := p.scrapeRaw()
+func (p *controllerProc) scrape(ctx context.Context) (metrics, error) {
+	b, err := p.scrapeRaw(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +216,11 @@ func (p *controllerProc) scrape() (metrics, error) {
 }
 
 // scrapeRaw returns the controller's metrics page.
-func (p *controllerProc) scrapeRaw() ([]byte, error) {
+func (p *controllerProc) scrapeRaw(ctx context.Context) ([]byte, error) {
 	if p.metricsURL == "" {
 		return nil, errors.New("the controller command has no {metrics-addr}")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metricsURL, nil)
 	if err != nil {
@@ -229,7 +231,9 @@ func (p *controllerProc) scrapeRaw() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	// Closing a response body only releases the connection; what was read
+	// is complete or io.ReadAll has said otherwise.
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s", p.metricsURL, resp.Status)
 	}
@@ -257,7 +261,7 @@ func (p *controllerProc) waitReady(ctx context.Context, timeout time.Duration) (
 			return time.Time{}, err
 		}
 		if resp, err := client.Get(url); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close() // only the status matters
 			if resp.StatusCode == http.StatusOK {
 				return time.Now(), nil
 			}
@@ -274,7 +278,7 @@ func (p *controllerProc) waitReady(ctx context.Context, timeout time.Duration) (
 func (p *controllerProc) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("the controller exited (%v); the end of its log (%s):\n%s", p.err, p.log, tailFile(p.log, 15))
+		return fmt.Errorf("the controller exited (%w); the end of its log (%s):\n%s", p.err, p.log, tailFile(p.log, 15))
 	default:
 		return nil
 	}
@@ -344,7 +348,7 @@ func (p *controllerProc) terminate(grace time.Duration) error {
 	close(p.stopped)
 	select {
 	case <-p.done:
-		return fmt.Errorf("the controller had exited before the end of the scenario (%v); log: %s", p.err, p.log)
+		return fmt.Errorf("the controller had exited before the end of the scenario (%w); log: %s", p.err, p.log)
 	default:
 	}
 	pgid := p.cmd.Process.Pid

@@ -27,7 +27,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -153,8 +152,8 @@ func compareFiles(out io.Writer, paths []string) error {
 	if err != nil {
 		return err
 	}
-	writeComparison(out, paths[0], paths[1], a, b)
-	return nil
+	_, err = io.WriteString(out, comparisonText(paths[0], paths[1], a, b))
+	return err
 }
 
 // selected returns the definitions of the scenarios --scenarios names, in
@@ -351,26 +350,22 @@ func loadAverage() float64 {
 // machine describes this machine for the record.
 func machine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadBefore: loadAverage()}
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 				if kb, err := strconv.Atoi(strings.Fields(v)[0]); err == nil {
 					m.MemoryGiB = (kb + 1<<19) >> 20
 				}
 			}
 		}
-		f.Close()
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
 				m.CPUModel = strings.TrimSpace(v)
 				break
 			}
 		}
-		f.Close()
 	}
 	return m
 }
@@ -384,17 +379,11 @@ func writeResults(dir string, run Run, out io.Writer) error {
 	if err := writeReport(dir, run); err != nil {
 		return err
 	}
-	fmt.Fprintln(out)
-	writeMarkdown(out, run)
-	return nil
+	_, err := io.WriteString(out, "\n"+markdown(run))
+	return err
 }
 
 // writeReport writes results.md for a run into dir.
 func writeReport(dir string, run Run) error {
-	f, err := os.Create(filepath.Join(dir, "results.md"))
-	if err != nil {
-		return err
-	}
-	writeMarkdown(f, run)
-	return f.Close()
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(run)), 0o644)
 }

@@ -47,9 +47,10 @@ func secret(ns, name string, payload []byte) *corev1.Secret {
 	}
 }
 
-// deployment returns a Deployment that opts in to reloads and loads the
-// given ConfigMaps and Secrets with envFrom, the commonest way to use them.
-func deployment(ns, name string, configMaps, secrets []string, replicas int32) *appsv1.Deployment {
+// deployment returns a one-replica Deployment that opts in to reloads and
+// loads the given ConfigMaps and Secrets with envFrom, the commonest way to
+// use them.
+func deployment(ns, name string, configMaps, secrets []string) *appsv1.Deployment {
 	labels := map[string]string{"app": name, benchLabel: "true"}
 	var from []corev1.EnvFromSource
 	for _, cm := range configMaps {
@@ -61,7 +62,7 @@ func deployment(ns, name string, configMaps, secrets []string, replicas int32) *
 	d := &appsv1.Deployment{
 		ObjectMeta: benchMeta(ns, name),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
+			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},

@@ -19,7 +19,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -186,7 +186,7 @@ func (c counts) matching(keep func(verb, resource, code string) bool) int {
 // proxy itself answers to force a relist.
 func (c counts) failed() int {
 	return c.matching(func(verb, _, code string) bool {
-		return len(code) == 3 && code >= "400" && code != "409" && !(verb == "watch" && code == "410")
+		return len(code) == 3 && code >= "400" && code != "409" && (verb != "watch" || code != "410")
 	})
 }
 
@@ -236,7 +236,7 @@ const settledStream = time.Second
 // startProxy listens on a free loopback port and forwards to the API server
 // of cfg with cfg's credentials; it writes a kubeconfig for the controller
 // into dir.
-func startProxy(cfg *rest.Config, dir string) (*proxy, error) {
+func startProxy(ctx context.Context, cfg *rest.Config, dir string) (*proxy, error) {
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, err
@@ -282,7 +282,7 @@ func startProxy(cfg *rest.Config, dir string) (*proxy, error) {
 	p.Kubeconfig = filepath.Join(dir, "proxy.kubeconfig")
 	proxied := &rest.Config{Host: "https://" + ln.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
 	if err := writeKubeconfig(proxied, p.Kubeconfig); err != nil {
-		_ = p.Close()
+		_ = p.shutdown(ctx)
 		return nil, err
 	}
 	return p, nil
@@ -441,7 +441,7 @@ func (p *proxy) patchesSince(t time.Time) map[string][]time.Time {
 	defer p.mu.Unlock()
 	out := map[string][]time.Time{}
 	for k, times := range p.patches {
-		i := sort.Search(len(times), func(i int) bool { return !times[i].Before(t) })
+		i, _ := slices.BinarySearchFunc(times, t, time.Time.Compare)
 		if i < len(times) {
 			out[k] = append([]time.Time(nil), times[i:]...)
 		}
@@ -456,9 +456,10 @@ func (p *proxy) forcedRelists() int {
 	return p.forced
 }
 
-// Close stops the proxy and cuts every open stream.
-func (p *proxy) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+// shutdown stops the proxy and cuts every open stream. It is a cleanup, so
+// it runs in full when ctx is already cancelled (an interrupted run).
+func (p *proxy) shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -39,11 +39,11 @@ func startTestProxy(t *testing.T) (*proxy, func(ctx context.Context, method, pat
 		_, _ = io.WriteString(w, `{}`)
 	}))
 	t.Cleanup(upstream.Close)
-	px, err := startProxy(&rest.Config{Host: upstream.URL, BearerToken: "bench"}, t.TempDir())
+	px, err := startProxy(t.Context(), &rest.Config{Host: upstream.URL, BearerToken: "bench"}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = px.Close() })
+	t.Cleanup(func() { _ = px.shutdown(t.Context()) })
 	cfg, err := clientcmd.BuildConfigFromFlags("", px.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestProxyCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		// The controller must see what it sees from an API server.
 		if resp.ProtoMajor != 2 {
 			t.Errorf("the proxy speaks %s, want HTTP/2", resp.Proto)
@@ -120,7 +120,7 @@ func TestProxyForcedRelist(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resumed.Body)
-	resumed.Body.Close()
+	_ = resumed.Body.Close()
 	if resumed.StatusCode != http.StatusGone || !strings.Contains(string(body), `"reason":"Expired"`) {
 		t.Errorf("resumed watch: %d %s, want 410 Expired", resumed.StatusCode, body)
 	}
@@ -131,7 +131,7 @@ func TestProxyForcedRelist(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("second resumption: %d, want 200", resp.StatusCode)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 	}
 	if c := px.snapshot(); c["watch configmaps 410"] != 1 {
 		t.Errorf("count of 410 watches = %d, want 1 (all: %v)", c["watch configmaps 410"], c)

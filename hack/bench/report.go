@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
@@ -90,19 +89,23 @@ func tallies(ts ...tally) []string {
 	return out
 }
 
-// writeMarkdown writes the run as Markdown tables.
-func writeMarkdown(w io.Writer, run Run) {
-	writeHeader(w, run)
-	writeTargets(w, run.Targets)
-	writeMeasures(w, run.Results)
-	writeScaling(w, run.Results)
-	writeMemoryModel(w, run.MemoryModel)
-	writeStartup(w, run.Results)
-	writeRequests(w, run.Results)
-	writeNotes(w, run.Results)
+// markdown renders the run as Markdown tables. The parts are built in
+// memory, where writes cannot fail, so that the caller checks the one write
+// to the file or terminal.
+func markdown(run Run) string {
+	var w strings.Builder
+	writeHeader(&w, run)
+	writeTargets(&w, run.Targets)
+	writeMeasures(&w, run.Results)
+	writeScaling(&w, run.Results)
+	writeMemoryModel(&w, run.MemoryModel)
+	writeStartup(&w, run.Results)
+	writeRequests(&w, run.Results)
+	writeNotes(&w, run.Results)
+	return w.String()
 }
 
-func writeHeader(w io.Writer, run Run) {
+func writeHeader(w *strings.Builder, run Run) {
 	fmt.Fprintf(w, "# Ripple benchmark, %s set\n\n", run.Set)
 	fmt.Fprintf(w, "- started: %s, took %.1f s\n", run.Started, run.DurationS)
 	fmt.Fprintf(w, "- command: `%s`\n", run.Command)
@@ -120,14 +123,14 @@ func writeHeader(w io.Writer, run Run) {
 	}
 }
 
-func writeTargets(w io.Writer, targets []Target) {
+func writeTargets(w *strings.Builder, targets []Target) {
 	fmt.Fprintf(w, "\n## Targets\n\n| target | want | measured | result |\n|---|---|---|---|\n")
 	for _, t := range targets {
 		fmt.Fprintf(w, "| %s | %s | %s | **%s** |\n", t.Name, t.Want, cell(joinNote(t.Measured, t.Note)), t.Status)
 	}
 }
 
-func writeMeasures(w io.Writer, results []Result) {
+func writeMeasures(w *strings.Builder, results []Result) {
 	fmt.Fprintf(w, "\n## Reaction, patches, memory\n\n")
 	fmt.Fprintf(w, "Latency: from the acknowledgement of a change set's last update to the workload's template change seen on a watch. ")
 	fmt.Fprintf(w, "All patched: until the last workload of a change set changed (worst change set).\n\n")
@@ -161,7 +164,7 @@ func latencyText(l Latency, v float64) string {
 
 // writeScaling lists latency and memory against scale, smallest first:
 // how they grow with the workloads and the objects the controller caches.
-func writeScaling(w io.Writer, results []Result) {
+func writeScaling(w *strings.Builder, results []Result) {
 	rs := slices.Clone(results)
 	slices.SortStableFunc(rs, func(a, b Result) int { return a.Scale.Objects() - b.Scale.Objects() })
 	fmt.Fprintf(w, "\n## By scale\n\n| scenario | workloads | objects cached | p50 | p99 | max | RSS peak | RSS steady | live heap, steady |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -171,7 +174,7 @@ func writeScaling(w io.Writer, results []Result) {
 	}
 }
 
-func writeMemoryModel(w io.Writer, m *MemoryModel) {
+func writeMemoryModel(w *strings.Builder, m *MemoryModel) {
 	if m == nil {
 		return
 	}
@@ -185,7 +188,7 @@ func writeMemoryModel(w io.Writer, m *MemoryModel) {
 	}
 }
 
-func writeStartup(w io.Writer, results []Result) {
+func writeStartup(w *strings.Builder, results []Result) {
 	fmt.Fprintf(w, "\n## Start-up\n\n| scenario | ready | requests to ready | baseline written | requests for the baseline | live heap after sync | RSS after sync |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(w, "| %s | %.2f s | %s | %.2f s | %s | %s | %s |\n", r.Name, r.Startup.ReadyS, cell(requestsText(r.Startup.RequestsToReady)),
@@ -197,7 +200,7 @@ func writeStartup(w io.Writer, results []Result) {
 	}
 }
 
-func writeRequests(w io.Writer, results []Result) {
+func writeRequests(w *strings.Builder, results []Result) {
 	fmt.Fprintf(w, "\n## API requests during the measurement\n\nBy verb and resource as the proxy saw them; `rest_client_requests_total` deltas from the controller's metrics in brackets.\n\n")
 	fmt.Fprintf(w, "| scenario | requests | rest_client_requests_total | reconciles | PATCH rate | first PATCH (p50 / max) |\n|---|---|---|---|---|---|\n")
 	for _, r := range results {
@@ -217,7 +220,7 @@ func writeRequests(w io.Writer, results []Result) {
 	}
 }
 
-func writeNotes(w io.Writer, results []Result) {
+func writeNotes(w *strings.Builder, results []Result) {
 	var notes []string
 	for _, r := range results {
 		if r.Errors.Failure != "" {
@@ -356,12 +359,13 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2fx", b/a)
 }
 
-// writeComparison prints two runs side by side.
-func writeComparison(w io.Writer, pathA, pathB string, a, b Run) {
-	fmt.Fprintf(w, "A: %s (%s set, %s)\nB: %s (%s set, %s)\n\n", pathA, a.Set, a.Started, pathB, b.Set, b.Started)
-	fmt.Fprintf(w, "| scenario | metric | A | B | B/A |\n|---|---|---|---|---|\n")
+// comparisonText renders two runs side by side.
+func comparisonText(pathA, pathB string, a, b Run) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "A: %s (%s set, %s)\nB: %s (%s set, %s)\n\n", pathA, a.Set, a.Started, pathB, b.Set, b.Started)
+	fmt.Fprintf(&w, "| scenario | metric | A | B | B/A |\n|---|---|---|---|---|\n")
 	for _, c := range compareRuns(a, b) {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", c.scenario, c.metric, c.format(c.a), c.format(c.b), ratio(c.a, c.b))
+		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s |\n", c.scenario, c.metric, c.format(c.a), c.format(c.b), ratio(c.a, c.b))
 	}
 	statusOf := func(run Run, name string) string {
 		for _, t := range run.Targets {
@@ -371,8 +375,9 @@ func writeComparison(w io.Writer, pathA, pathB string, a, b Run) {
 		}
 		return "–"
 	}
-	fmt.Fprintf(w, "\n| target | A | B |\n|---|---|---|\n")
+	fmt.Fprintf(&w, "\n| target | A | B |\n|---|---|---|\n")
 	for _, t := range a.Targets {
-		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Name, t.Status, statusOf(b, t.Name))
+		fmt.Fprintf(&w, "| %s | %s | %s |\n", t.Name, t.Status, statusOf(b, t.Name))
 	}
+	return w.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -148,10 +147,9 @@ func TestCompareRuns(t *testing.T) {
 		t.Errorf("ratio with zero: %q %q", ratio(0, 0), ratio(0, 5))
 	}
 
-	var buf bytes.Buffer
-	writeComparison(&buf, "A.json", "B.json", a, b)
-	if !strings.Contains(buf.String(), "| fan-out/300-defaults | all patched | 14.50 s | 1.45 s | 0.10x |") {
-		t.Errorf("comparison output:\n%s", buf.String())
+	text := comparisonText("A.json", "B.json", a, b)
+	if !strings.Contains(text, "| fan-out/300-defaults | all patched | 14.50 s | 1.45 s | 0.10x |") {
+		t.Errorf("comparison output:\n%s", text)
 	}
 }
 
@@ -161,10 +159,9 @@ func TestReportFiles(t *testing.T) {
 	if m, ok := fitMemory(run.Results); ok {
 		run.MemoryModel = &m
 	}
-	var md bytes.Buffer
-	writeMarkdown(&md, run)
+	md := markdown(run)
 	for _, want := range []string{"## Targets", "| fan-out/300-defaults |", "**FAIL**", "## Start-up", "## API requests"} {
-		if !strings.Contains(md.String(), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
 	}

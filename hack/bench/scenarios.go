@@ -14,11 +14,18 @@ import (
 // smallPayload is the data of an ordinary config: a few hundred bytes.
 func smallPayload() []byte { return payload(256, 0) }
 
+// seeded returns a deterministic random source: the same seed makes the
+// same choices and payloads, so runs are reproducible. Nothing it produces
+// is a secret.
+func seeded(seed, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, stream)) //nolint:gosec // G404: reproducible benchmark choices, not security
+}
+
 // payload returns n printable bytes that differ with seed, so that
 // configs and their versions have distinct digests.
 func payload(n int, seed uint64) []byte {
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	rng := seeded(seed, 0x5eed)
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = alphabet[rng.IntN(len(alphabet))]
@@ -74,7 +81,7 @@ func (r *runner) fanOut(ctx context.Context, p fanOutPoint) Result {
 		}
 		appName := func(i int) string { return fmt.Sprintf("app-%04d", i) }
 		if err := s.create.deployments(ctx, p.Workloads, func(i int) *appsv1.Deployment {
-			return deployment(ns, appName(i), []string{"shared"}, nil, 1)
+			return deployment(ns, appName(i), []string{"shared"}, nil)
 		}); err != nil {
 			return err
 		}
@@ -83,7 +90,7 @@ func (r *runner) fanOut(ctx context.Context, p fanOutPoint) Result {
 		if err := s.startController(ctx, p.Workloads, flags); err != nil {
 			return err
 		}
-		s.beginMeasure()
+		s.beginMeasure(ctx)
 		var sets []ChangeSet
 		ref := configRef{Namespace: ns, Name: "shared"}
 		for c := range p.ChangeSets {
@@ -130,9 +137,9 @@ func (r *runner) highCardinality(ctx context.Context, p highCardPlan) Result {
 			return err
 		}
 
-		rng := rand.New(rand.NewPCG(r.seed, 2))
+		rng := seeded(r.seed, 2)
 		picks := rng.Perm(workloads)[:min(p.Updates, workloads)]
-		s.beginMeasure()
+		s.beginMeasure(ctx)
 		sets, err := openLoop(ctx, len(picks), p.Rate, func(ctx context.Context, u int) (ChangeSet, error) {
 			ns, j := s.ns(picks[u]/p.WorkloadsPerNS), picks[u]%p.WorkloadsPerNS
 			// Alternately one of the workload's ConfigMaps and Secrets.
@@ -177,7 +184,7 @@ func (p highCardPlan) create(ctx context.Context, s *session) error {
 	return s.create.deployments(ctx, p.Namespaces*p.WorkloadsPerNS, func(i int) *appsv1.Deployment {
 		j := i % p.WorkloadsPerNS
 		cms, secrets := p.uses(j)
-		return deployment(s.ns(i/p.WorkloadsPerNS), p.appName(j), cms, secrets, 1)
+		return deployment(s.ns(i/p.WorkloadsPerNS), p.appName(j), cms, secrets)
 	})
 }
 
@@ -267,7 +274,7 @@ func (r *runner) largeObjects(ctx context.Context, p largePlan) Result {
 			return err
 		}
 		if err := s.create.deployments(ctx, p.Workloads, func(j int) *appsv1.Deployment {
-			return deployment(secNS(j), fmt.Sprintf("app-%04d", j), nil, []string{secName(j)}, 1)
+			return deployment(secNS(j), fmt.Sprintf("app-%04d", j), nil, []string{secName(j)})
 		}); err != nil {
 			return err
 		}
@@ -276,9 +283,9 @@ func (r *runner) largeObjects(ctx context.Context, p largePlan) Result {
 		if err := s.startController(ctx, p.Workloads, flags); err != nil {
 			return err
 		}
-		rng := rand.New(rand.NewPCG(r.seed, 3))
+		rng := seeded(r.seed, 3)
 		picks := rng.Perm(p.Workloads)[:min(p.Updates, p.Workloads)]
-		s.beginMeasure()
+		s.beginMeasure(ctx)
 		var sets []ChangeSet
 		for u, j := range picks {
 			ref := configRef{Secret: true, Namespace: secNS(j), Name: secName(j)}
@@ -331,7 +338,7 @@ func (r *runner) burst(ctx context.Context, p burstPlan) Result {
 		if err := s.startController(ctx, p.Workloads, flags); err != nil {
 			return err
 		}
-		s.beginMeasure()
+		s.beginMeasure(ctx)
 		sets, err := openLoop(ctx, p.Updates, float64(p.Updates)/p.Over.Seconds(), func(ctx context.Context, u int) (ChangeSet, error) {
 			return s.update(ctx, refs[u%len(refs)], u+1, nil, keys)
 		})
@@ -377,7 +384,7 @@ func (p burstPlan) create(ctx context.Context, s *session) ([]configRef, []strin
 	}
 	appName := func(i int) string { return fmt.Sprintf("app-%02d", i) }
 	if err := s.create.deployments(ctx, p.Workloads, func(i int) *appsv1.Deployment {
-		return deployment(ns, appName(i), cms, secrets, 1)
+		return deployment(ns, appName(i), cms, secrets)
 	}); err != nil {
 		return nil, nil, err
 	}
@@ -432,12 +439,12 @@ func (r *runner) noOp(ctx context.Context, p noOpPlan) Result {
 		if err := s.startController(ctx, workloads, nil); err != nil {
 			return err
 		}
-		s.beginMeasure()
+		s.beginMeasure(ctx)
 		edits := int(p.Rate * p.Duration.Seconds())
 		stopRelists := s.forceRelists(ctx, p.RelistEvery)
 		kinds := []string{"configmap", "secret", "deployment"}
 		prefixes := []string{"cm", "secret", "app"}
-		rng := rand.New(rand.NewPCG(r.seed, 4))
+		rng := seeded(r.seed, 4)
 		targets := make([]int, edits)
 		for u := range targets {
 			targets[u] = rng.IntN(workloads)
@@ -475,7 +482,7 @@ func (p noOpPlan) create(ctx context.Context, s *session) error {
 		return err
 	}
 	return s.create.deployments(ctx, n, func(i int) *appsv1.Deployment {
-		return deployment(nsOf(i), p.name("app", i), []string{p.name("cm", i)}, []string{p.name("secret", i)}, 1)
+		return deployment(nsOf(i), p.name("app", i), []string{p.name("cm", i)}, []string{p.name("secret", i)})
 	})
 }
 
@@ -537,7 +544,7 @@ func (r *runner) coldStart(ctx context.Context, p coldStartPlan) Result {
 		}
 		if err := s.create.deployments(ctx, workloads, func(i int) *appsv1.Deployment {
 			j := i % p.WorkloadsPerNS
-			return deployment(s.ns(i/p.WorkloadsPerNS), fmt.Sprintf("app-%03d", j), []string{fmt.Sprintf("cm-%02d", j%p.ConfigsPerNS)}, nil, 1)
+			return deployment(s.ns(i/p.WorkloadsPerNS), fmt.Sprintf("app-%03d", j), []string{fmt.Sprintf("cm-%02d", j%p.ConfigsPerNS)}, nil)
 		}); err != nil {
 			return err
 		}
@@ -546,7 +553,7 @@ func (r *runner) coldStart(ctx context.Context, p coldStartPlan) Result {
 		if err := s.startController(ctx, workloads, flags); err != nil {
 			return err
 		}
-		s.beginMeasure()
+		s.beginMeasure(ctx)
 		if err := s.endMeasure(ctx, nil, 2*time.Second); err != nil {
 			return err
 		}

@@ -132,7 +132,7 @@ func (s *session) startControlPlane(ctx context.Context, full bool) (*rest.Confi
 		if err != nil {
 			return nil, err
 		}
-		s.onCleanup(func() error { return s.deleteNamespaces(cfg) })
+		s.onCleanup(func() error { return s.deleteNamespaces(ctx, cfg) })
 		return cfg, nil
 	}
 	if full {
@@ -155,12 +155,14 @@ func (s *session) startControlPlane(ctx context.Context, full bool) (*rest.Confi
 
 // deleteNamespaces removes what the scenario created on an external
 // cluster and waits for it to be gone, so the next scenario starts clean.
-func (s *session) deleteNamespaces(cfg *rest.Config) error {
+// It is a cleanup, so it runs in full when ctx is already cancelled (an
+// interrupted run).
+func (s *session) deleteNamespaces(ctx context.Context, cfg *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: benchLabel + "=true"}
 	list, err := cs.CoreV1().Namespaces().List(ctx, sel)
@@ -202,12 +204,12 @@ func (s *session) startController(ctx context.Context, workloads int, flags []st
 	}
 	kubeconfig := ""
 	if s.r.proxy {
-		px, err := startProxy(s.config, s.r.logDir)
+		px, err := startProxy(ctx, s.config, s.r.logDir)
 		if err != nil {
 			return err
 		}
 		s.px = px
-		s.onCleanup(px.Close)
+		s.onCleanup(func() error { return px.shutdown(ctx) })
 		kubeconfig = px.Kubeconfig
 	} else {
 		kubeconfig = filepath.Join(s.r.logDir, "direct.kubeconfig")
@@ -306,7 +308,7 @@ func (s *session) launch(ctx context.Context, kubeconfig, logName string) (Start
 	}
 	before := s.requests()
 	logPath := filepath.Join(s.r.logDir, strings.NewReplacer("/", "_", " ", "_").Replace(logName)+".log")
-	ctl, err := startController(s.r.command, vars, s.flags, logPath)
+	ctl, err := startController(ctx, s.r.command, vars, s.flags, logPath)
 	if err != nil {
 		return Startup{}, err
 	}
@@ -335,11 +337,11 @@ func (s *session) requests() counts {
 }
 
 // beginMeasure marks the start of the measurement.
-func (s *session) beginMeasure() {
+func (s *session) beginMeasure(ctx context.Context) {
 	s.measureStart = time.Now()
 	s.reqAtMeasure = s.requests()
 	s.cpuAtStart = s.ctl.cpuSeconds()
-	if m, err := s.ctl.scrape(); err == nil {
+	if m, err := s.ctl.scrape(ctx); err == nil {
 		s.restAtStart = restClientCounts(m)
 		s.recAtStart, s.recOK = m.value("controller_runtime_reconcile_total")
 	}
@@ -367,7 +369,7 @@ func (s *session) endMeasure(ctx context.Context, sets []ChangeSet, quiet time.D
 		r.Errors.Notes = append(r.Errors.Notes, "no proxy: patches counted from the watch only")
 		r.Patches = PatchCount{Expected: -1, Patches: r.TemplateChanges}
 	}
-	s.measureController(end.Add(-min(quiet, 2*time.Second)))
+	s.measureController(ctx, end.Add(-min(quiet, 2*time.Second)))
 	if n := s.obs.relistCount(); n > 0 {
 		r.Errors.Notes = append(r.Errors.Notes, fmt.Sprintf("the benchmark's own watch relisted %d times; changes seen in a relist are timed at the relist", n))
 	}
@@ -434,10 +436,10 @@ func firstPatches(sets []ChangeSet, patches map[string][]time.Time, end time.Tim
 // measureController reads the controller's own numbers: its metrics (kept
 // with its log), CPU, memory (steady from the given time on) and error
 // log lines.
-func (s *session) measureController(steadyFrom time.Time) {
+func (s *session) measureController(ctx context.Context, steadyFrom time.Time) {
 	r := s.res
 	base := strings.TrimSuffix(s.ctl.log, ".log")
-	if raw, err := s.ctl.scrapeRaw(); err == nil {
+	if raw, err := s.ctl.scrapeRaw(ctx); err == nil {
 		// Kept with the logs: everything else the controller exposes.
 		_ = os.WriteFile(base+".metrics.txt", raw, 0o644)
 		if m, err := parseMetrics(bytes.NewReader(raw)); err == nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -42,7 +41,7 @@ func summarize(samples []time.Duration) Latency {
 		ms[i] = float64(d) / float64(time.Millisecond)
 		sum += ms[i]
 	}
-	sort.Float64s(ms)
+	slices.Sort(ms)
 	return Latency{
 		Count: len(ms),
 		P50:   round3(percentile(ms, 50)),
@@ -117,7 +116,15 @@ func attributePatches(sets []ChangeSet, patches map[string][]time.Time) PatchCou
 		idx := member[w]
 		for _, t := range times {
 			// The latest set of w that had started at t.
-			k := sort.Search(len(idx), func(k int) bool { return sets[idx[k]].Start.After(t) }) - 1
+			// The comparison never reports equal, so the search lands on
+			// the first set that started after t.
+			k, _ := slices.BinarySearchFunc(idx, t, func(i int, t time.Time) int {
+				if sets[i].Start.After(t) {
+					return 1
+				}
+				return -1
+			})
+			k--
 			if k < 0 {
 				c.Unrelated++
 				continue
@@ -148,7 +155,7 @@ func reactionLatencies(sets []ChangeSet, changes map[string][]time.Time) (lat []
 	for _, s := range sets {
 		for _, w := range s.Workloads {
 			times := changes[w]
-			k := sort.Search(len(times), func(k int) bool { return !times[k].Before(s.Start) })
+			k, _ := slices.BinarySearchFunc(times, s.Start, time.Time.Compare)
 			if k == len(times) {
 				missed++
 				continue
@@ -169,7 +176,7 @@ func completionTimes(sets []ChangeSet, changes map[string][]time.Time) []time.Du
 		ok := len(s.Workloads) > 0
 		for _, w := range s.Workloads {
 			times := changes[w]
-			k := sort.Search(len(times), func(k int) bool { return !times[k].Before(s.Start) })
+			k, _ := slices.BinarySearchFunc(times, s.Start, time.Time.Compare)
 			if k == len(times) {
 				ok = false
 				break
@@ -183,14 +190,6 @@ func completionTimes(sets []ChangeSet, changes map[string][]time.Time) []time.Du
 		}
 	}
 	return out
-}
-
-// maxDuration returns the largest duration, or 0.
-func maxDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	return slices.Max(ds)
 }
 
 // rate returns events per second between the first and last of the given
@@ -214,7 +213,7 @@ func median(values []float64) float64 {
 		return 0
 	}
 	s := slices.Clone(values)
-	sort.Float64s(s)
+	slices.Sort(s)
 	return percentile(s, 50)
 }
 
