@@ -14,6 +14,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // hookServer records the bodies posted to it.
@@ -52,13 +53,13 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	t.Parallel()
 	hook := newHookServer(t)
 	e := startRipple(t, "--webhook-url="+hook.URL+"/hook", "--reload-on-create=true", "--reload-on-delete=true")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
 	opted := e.newWorkload(t, deploy, "opted-in", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	plain := e.newWorkload(t, deploy, "plain", nil, envFrom(r.Kind, r.Name))
 	time.Sleep(time.Second) // let the workloads reach Ripple's cache
-	befores := []*corev1.PodTemplateSpec{deploy.template(opted).DeepCopy(), deploy.template(plain).DeepCopy()}
+	befores := []*corev1.PodTemplateSpec{deploy.Template(opted).DeepCopy(), deploy.Template(plain).DeepCopy()}
 
 	e.setConfig(t, r, "v2")
 	cfg := configObject(e.ns, r, nil, "")
