@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // Reloader's pause-period annotations of a Deployment.
@@ -117,7 +118,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	annotations := auto()
 	annotations[pausePeriodAnnot] = period.String()
 	web.create(t, cs, spec{configMaps: []string{configName}, annotations: annotations})
@@ -152,7 +153,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		}
 		// ReplicaSets first: if the Deployment read afterwards is paused,
 		// it was paused (or not yet changed) when they were listed.
-		rss, err := ownedReplicaSets(ctx, cs, ns, before[web].uid)
+		rss, err := kit.ReplicaSets(ctx, cs, ns, before[web].uid)
 		if err != nil {
 			return false, err
 		}
@@ -257,8 +258,8 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		t.Errorf("got %d pods, want %d", len(pods.Items), defaultReplicas)
 	}
 	for _, p := range pods.Items {
-		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != newRS.UID || !podReady(&p) {
-			t.Errorf("pod %s: owner %v, Ready %v; want a Ready pod of the new ReplicaSet %s", p.Name, ref, podReady(&p), newRS.Name)
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != newRS.UID || !kit.PodReady(&p) {
+			t.Errorf("pod %s: owner %v, Ready %v; want a Ready pod of the new ReplicaSet %s", p.Name, ref, kit.PodReady(&p), newRS.Name)
 		}
 	}
 	podsPass(t, cs, ns, "app="+web.name, checks...)
@@ -287,7 +288,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		rss, err := ownedReplicaSets(ctx, cs, ns, before[web].uid)
+		rss, err := kit.ReplicaSets(ctx, cs, ns, before[web].uid)
 		if err != nil {
 			return err
 		}
