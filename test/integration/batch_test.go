@@ -187,17 +187,7 @@ func TestBatchReloadRules(t *testing.T) {
 
 // runBatchScenario is runScenario for a batch kind.
 func (e *env) runBatchScenario(t *testing.T, p string, k *kit.WorkloadKind, sc scenario, strategyName string) {
-	s := e.stage(t, p, sc)
-	w := k.New(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
-		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
-	if err := e.c.Create(t.Context(), w); err != nil {
-		t.Fatal(err)
-	}
-	if sc.baseline {
-		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
-	}
-	before := k.Template(w).DeepCopy()
-	want := e.change(t, s, sc)
+	s, w, before, want := e.stageAndChange(t, p, k, sc)
 	changed := s.changed
 
 	st, _ := strategy.New(strategyName)

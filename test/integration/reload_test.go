@@ -209,17 +209,7 @@ func TestReloadRules(t *testing.T) {
 // runScenario creates the scenario's objects with names prefixed by p,
 // changes one config and checks whether the workload rolled.
 func (e *env) runScenario(t *testing.T, p string, k *kit.WorkloadKind, sc scenario, strategyName string) {
-	s := e.stage(t, p, sc)
-	w := k.New(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
-		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
-	if err := e.c.Create(t.Context(), w); err != nil {
-		t.Fatal(err)
-	}
-	if sc.baseline {
-		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
-	}
-	before := k.Template(w).DeepCopy()
-	want := e.change(t, s, sc)
+	s, w, before, want := e.stageAndChange(t, p, k, sc)
 	if !sc.reload {
 		e.expectNoRollout(t, w, k, before)
 		return
@@ -229,6 +219,25 @@ func (e *env) runScenario(t *testing.T, p string, k *kit.WorkloadKind, sc scenar
 		got, ok := st.Applied(k.Template(o), s.changed)
 		return ok && got == want
 	})
+}
+
+// stageAndChange stages the scenario, creates its workload of kind k,
+// waits for Ripple's baseline when the scenario has one, and changes the
+// config; it returns the workload, its pod template before the change and
+// the changed config's new digest.
+func (e *env) stageAndChange(t *testing.T, p string, k *kit.WorkloadKind, sc scenario) (s staged, w client.Object, before *corev1.PodTemplateSpec, want string) {
+	t.Helper()
+	s = e.stage(t, p, sc)
+	w = k.New(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
+		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
+	if err := e.c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	if sc.baseline {
+		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
+	}
+	before = k.Template(w).DeepCopy()
+	return s, w, before, e.change(t, s, sc)
 }
 
 // staged is a scenario made concrete for one subtest: its configs created
