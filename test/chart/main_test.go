@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 
 // start starts the API server the tests share; the returned stop also
 // removes the directories the tests made.
-func start() (stop func() error, err error) {
+func start(context.Context) (stop func() error, err error) {
 	// Without helm there is nothing to test: say so instead of skipping.
 	if _, err := HelmBinary(); err != nil {
 		return nil, fmt.Errorf("chart tests need helm: %w", err)

@@ -29,8 +29,8 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", "8")
 	}
-	os.Exit(kit.Main(m, func() (func() error, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	os.Exit(kit.Main(m, func(ctx context.Context) (func() error, error) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		var err error
 		if kc, err = cluster.Start(ctx, cluster.Options{Nodes: 3}); err != nil {

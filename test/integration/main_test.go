@@ -4,6 +4,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -17,7 +18,7 @@ import (
 var api *cluster.API
 
 func TestMain(m *testing.M) {
-	os.Exit(kit.Main(m, func() (func() error, error) {
+	os.Exit(kit.Main(m, func(context.Context) (func() error, error) {
 		var err error
 		api, err = cluster.StartAPI(cluster.APIOptions{})
 		if err != nil {

@@ -8,6 +8,7 @@
 package kit
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -16,12 +17,13 @@ import (
 )
 
 // Main runs a suite's tests around what start starts (a control plane,
-// usually) and returns the exit code for os.Exit. The suite fails when
+// usually) and returns the exit code for os.Exit. A TestMain has no test
+// context: start gets the process's root context. The suite fails when
 // start fails, when stop fails, or when any process the test binary
 // started is still alive after stop: a suite that leaves a process behind
 // is broken, and says so loudly.
-func Main(m *testing.M, start func() (stop func() error, err error)) int {
-	stop, err := start()
+func Main(m *testing.M, start func(context.Context) (stop func() error, err error)) int {
+	stop, err := start(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
