@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/test/kit"
 )
@@ -81,4 +82,21 @@ func replicaSets(t *testing.T, cs kubernetes.Interface, ns string, owner types.U
 		t.Fatal(err)
 	}
 	return rss
+}
+
+// newReplicaSet returns the ReplicaSet of rss that is not old, and checks
+// that old has been scaled to zero.
+func newReplicaSet(t *testing.T, rss []appsv1.ReplicaSet, old types.UID) appsv1.ReplicaSet {
+	t.Helper()
+	var newRS appsv1.ReplicaSet
+	for _, rs := range rss {
+		if rs.UID == old {
+			if n := ptr.Deref(rs.Spec.Replicas, -1); n != 0 || rs.Status.Replicas != 0 {
+				t.Errorf("old ReplicaSet %s: spec.replicas=%d status.replicas=%d, want 0 and 0", rs.Name, n, rs.Status.Replicas)
+			}
+			continue
+		}
+		newRS = rs
+	}
+	return newRS
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/test/kit"
@@ -226,16 +225,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 	if len(rss) != 2 {
 		t.Fatalf("%s has %d ReplicaSets, want 2: the original and one for all three changes", web, len(rss))
 	}
-	var newRS appsv1.ReplicaSet
-	for _, rs := range rss {
-		if rs.UID == oldRS[0].UID {
-			if n := ptr.Deref(rs.Spec.Replicas, -1); n != 0 || rs.Status.Replicas != 0 {
-				t.Errorf("old ReplicaSet %s: spec.replicas=%d status.replicas=%d, want 0 and 0", rs.Name, n, rs.Status.Replicas)
-			}
-			continue
-		}
-		newRS = rs
-	}
+	newRS := newReplicaSet(t, rss, oldRS[0].UID)
 	// Creation timestamps have whole seconds, as has the end of the
 	// period: a ReplicaSet made while paused would be older.
 	if newRS.CreationTimestamp.Time.Before(at.Add(period)) {

@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/test/kit"
@@ -323,16 +321,7 @@ func TestOneRolloutPerChangeSetDeployment(t *testing.T) {
 	if len(rss) != 2 {
 		t.Fatalf("got %d ReplicaSets, want 2", len(rss))
 	}
-	var newRS appsv1.ReplicaSet
-	for _, rs := range rss {
-		if rs.UID == oldRS[0].UID {
-			if n := ptr.Deref(rs.Spec.Replicas, -1); n != 0 || rs.Status.Replicas != 0 {
-				t.Errorf("old ReplicaSet %s: spec.replicas=%d status.replicas=%d, want 0 and 0", rs.Name, n, rs.Status.Replicas)
-			}
-			continue
-		}
-		newRS = rs
-	}
+	newRS := newReplicaSet(t, rss, oldRS[0].UID)
 	if newRS.Status.ReadyReplicas != defaultReplicas {
 		t.Errorf("new ReplicaSet %s has %d Ready replicas, want %d", newRS.Name, newRS.Status.ReadyReplicas, defaultReplicas)
 	}
