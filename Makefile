@@ -92,7 +92,7 @@ docs: ## Regenerate docs/reference.md from the code.
 
 .PHONY: manifests
 manifests: tools ## Render deploy/manifests/ripple.yaml and the generated Kustomize files from the Helm chart.
-	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./test/chart/genmanifests
+	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/genmanifests
 
 .PHONY: chart-golden
 chart-golden: tools ## Rewrite test/chart/testdata/golden after an intended chart change (review the diff).

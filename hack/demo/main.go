@@ -41,6 +41,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // What the demo creates.
@@ -273,8 +274,7 @@ func createWorkload(ctx context.Context, cs kubernetes.Interface) (*appsv1.Deplo
 							{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}}},
 						},
 					}},
-					// kwok's fake nodes are tainted; this lets the pods on them.
-					Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
+					Tolerations: []corev1.Toleration{kit.KwokToleration},
 				},
 			},
 		},
@@ -310,7 +310,7 @@ func waitSteady(ctx context.Context, cs kubernetes.Interface, rp *rippleProc, ui
 		if err != nil {
 			return false, err
 		}
-		rss, err := ownedReplicaSets(ctx, cs, uid)
+		rss, err := kit.ReplicaSets(ctx, cs, namespace, uid)
 		if err != nil {
 			return false, err
 		}
@@ -320,7 +320,7 @@ func waitSteady(ctx context.Context, cs kubernetes.Interface, rp *rippleProc, ui
 		}
 		var ready []string
 		for i := range pods.Items {
-			if podReady(&pods.Items[i]) {
+			if kit.PodReady(&pods.Items[i]) {
 				ready = append(ready, pods.Items[i].Name)
 			}
 		}
@@ -390,33 +390,6 @@ func poll(ctx context.Context, cond func() (bool, error)) error {
 		case <-tick.C:
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// ownedReplicaSets returns the ReplicaSets the Deployment with uid controls.
-func ownedReplicaSets(ctx context.Context, cs kubernetes.Interface, uid types.UID) ([]appsv1.ReplicaSet, error) {
-	list, err := cs.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: appLabel})
-	if err != nil {
-		return nil, err
-	}
-	var out []appsv1.ReplicaSet
-	for _, rs := range list.Items {
-		if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == uid {
-			out = append(out, rs)
-		}
-	}
-	return out, nil
 }
 
 // since formats the time since start for progress lines.

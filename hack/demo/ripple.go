@@ -10,14 +10,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // rippleProc is the ripple binary running as a child process.
 type rippleProc struct {
-	cmd  *exec.Cmd
-	log  string        // path of the file that receives its stdout and stderr
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // the exit status; read only after done is closed
+	proc *kit.Process
+	log  string // path of the file that receives its stdout and stderr
 
 	// reported is set once exited has reported an early exit, so that
 	// stop does not report it a second time.
@@ -49,15 +49,13 @@ func startRipple(bin, kubeconfig, logPath string) (*rippleProc, error) {
 		// ripple, so the demo stops it in order, after the rollout it
 		// watches and before the cluster it talks to.
 		Setpgid: true,
-		// If the demo itself is killed hard, ripple goes with it.
-		Pdeathsig: syscall.SIGKILL,
 	}
-	if err := cmd.Start(); err != nil {
+	// If the demo itself is killed hard, ripple goes with it.
+	proc, err := kit.StartProcess(cmd, nil)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	p := &rippleProc{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	return p, nil
+	return &rippleProc{proc: proc, log: logPath}, nil
 }
 
 // waitStarted waits until every controller has started its workers, which
@@ -84,47 +82,36 @@ func (p *rippleProc) waitStarted(ctx context.Context, controllers int) error {
 // exited returns an error, with the end of ripple's log, if ripple is no
 // longer running: everything the demo waits for depends on it.
 func (p *rippleProc) exited() error {
-	select {
-	case <-p.done:
-		p.reported = true
-		return fmt.Errorf("ripple exited unexpectedly (%s); the end of its log (%s):\n%s", p.status(), p.log, p.tail(15))
-	default:
+	if !p.proc.Exited() {
 		return nil
 	}
+	p.reported = true
+	return fmt.Errorf("ripple exited unexpectedly (%s); the end of its log (%s):\n%s", p.status(), p.log, p.tail(15))
 }
 
-// status describes how ripple exited; call it only after done is closed.
+// status describes how ripple exited; call it only after it has.
 func (p *rippleProc) status() string {
-	if p.err == nil {
-		return "exit status 0"
+	if err := p.proc.Err(); err != nil {
+		return err.Error()
 	}
-	return p.err.Error()
+	return "exit status 0"
 }
 
 // stop sends SIGTERM, and SIGKILL if ripple has not stopped within
 // stopGrace. It reports a ripple that had already died or that did not
 // stop cleanly, since either means the demo did not show a healthy Ripple.
 func (p *rippleProc) stop() error {
-	select {
-	case <-p.done:
-		if p.reported {
-			return nil
-		}
-		return fmt.Errorf("ripple had exited before the end of the demo (%s); log: %s", p.status(), p.log)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		if p.err != nil {
-			return fmt.Errorf("ripple did not exit cleanly on SIGTERM (%s); log: %s", p.status(), p.log)
-		}
+	switch {
+	case p.proc.Exited() && p.reported:
 		return nil
-	case <-time.After(stopGrace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	case p.proc.Exited():
+		return fmt.Errorf("ripple had exited before the end of the demo (%s); log: %s", p.status(), p.log)
+	case p.proc.Stop(stopGrace):
 		return fmt.Errorf("ripple did not stop within %s of SIGTERM and was killed; log: %s", stopGrace, p.log)
+	case p.proc.Err() != nil:
+		return fmt.Errorf("ripple did not exit cleanly on SIGTERM (%s); log: %s", p.status(), p.log)
 	}
+	return nil
 }
 
 // readLog returns ripple's log so far; a read error reads as an empty log,

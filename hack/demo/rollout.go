@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // rollout is what the demo saw after the config change.
@@ -60,7 +62,7 @@ func followRollout(ctx context.Context, cs kubernetes.Interface, rp *rippleProc,
 		if err != nil {
 			return false, err
 		}
-		rss, err := ownedReplicaSets(ctx, cs, base.uid)
+		rss, err := kit.ReplicaSets(ctx, cs, namespace, base.uid)
 		if err != nil {
 			return false, err
 		}
@@ -116,7 +118,7 @@ func followRollout(ctx context.Context, cs kubernetes.Interface, rp *rippleProc,
 			switch {
 			case isOld[p.Name]:
 				oldLeft++
-			case podReady(p):
+			case kit.PodReady(p):
 				newReady = append(newReady, p.Name)
 			}
 		}
@@ -174,15 +176,10 @@ func collectEvidence(ctx context.Context, cs kubernetes.Interface, rp *ripplePro
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := poll(waitCtx, func() (bool, error) {
-		list, err := cs.EventsV1().Events(namespace).List(waitCtx, metav1.ListOptions{})
+		var err error
+		r.events, err = kit.EventNotes(waitCtx, cs, namespace, kit.EventMatch{Kind: "Deployment", Name: deployment, Reason: "Reloaded"})
 		if err != nil {
 			return false, err
-		}
-		r.events = nil
-		for _, e := range list.Items {
-			if e.Reason == "Reloaded" && e.Regarding.Kind == "Deployment" && e.Regarding.Name == deployment {
-				r.events = append(r.events, e.Note)
-			}
 		}
 		line, ok := rp.logLine("reloaded")
 		r.rippleLog = line
@@ -193,7 +190,7 @@ func collectEvidence(ctx context.Context, cs kubernetes.Interface, rp *ripplePro
 	if err != nil && (ctx.Err() != nil || waitCtx.Err() == nil) {
 		return fmt.Errorf("looking for Ripple's Reloaded event: %w", err)
 	}
-	rss, err := ownedReplicaSets(ctx, cs, base.uid)
+	rss, err := kit.ReplicaSets(ctx, cs, namespace, base.uid)
 	if err != nil {
 		return err
 	}

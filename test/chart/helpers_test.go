@@ -209,21 +209,6 @@ func ensureNamespace(t *testing.T, cs kubernetes.Interface, ns string, labels ma
 	}
 }
 
-// newNamespace creates a namespace of the test's own, deleted at the end.
-func newNamespace(t *testing.T, cs kubernetes.Interface, prefix string, labels map[string]string) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: labels},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
-}
-
 // warnings collects the warnings the API server returns.
 type warnings struct {
 	mu   sync.Mutex

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // TestHelmInstallUpgradeUninstall installs the chart for real on the API
@@ -24,7 +26,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(api.Config)
-	ns := newNamespace(t, cs, "install-", nil)
+	ns := kit.NewNamespace(t, cs, "install-", nil)
 	env := []string{"KUBECONFIG=" + api.Kubeconfig}
 	helm := func(args ...string) string {
 		t.Helper()

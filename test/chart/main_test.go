@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -12,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/inproc"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // update rewrites the golden files instead of comparing with them.
@@ -27,18 +28,19 @@ var api *cluster.API
 // klogs collects what client-go and controller-runtime log through klog
 // (reflector list/watch errors, rejected events, leader election), where
 // RBAC failures show up; tests pick their own lines by ServiceAccount.
-var klogs = &inproc.LogBuffer{}
+var klogs = &kit.LogBuffer{}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
+	os.Exit(kit.Main(m, start))
 }
 
-func run(m *testing.M) int {
+// start starts the API server the tests share; the returned stop also
+// removes the directories the tests made.
+func start(context.Context) (stop func() error, err error) {
 	// Without helm there is nothing to test: say so instead of skipping.
 	if _, err := HelmBinary(); err != nil {
-		fmt.Fprintln(os.Stderr, "chart tests need helm:", err)
-		return 1
+		return nil, fmt.Errorf("chart tests need helm: %w", err)
 	}
 	logger := zap.New(zap.WriteTo(klogs), zap.UseDevMode(true))
 	klog.SetLogger(logger)
@@ -46,8 +48,7 @@ func run(m *testing.M) int {
 
 	crds, err := optionalKindCRDs()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	api, err = cluster.StartAPI(cluster.APIOptions{
 		CRDDirectoryPaths: append([]string{filepath.Join("testdata", "crds")}, crds...),
@@ -57,22 +58,14 @@ func run(m *testing.M) int {
 		APIServerArgs: map[string]string{"enable-admission-plugins": "OwnerReferencesPermissionEnforcement"},
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the API server:", err)
-		return 1
+		return nil, fmt.Errorf("starting the API server: %w", err)
 	}
-	code := m.Run()
-	for _, dir := range tmpDirs {
-		_ = os.RemoveAll(dir)
-	}
-	if err := api.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the API server:", err)
-		code = 1
-	}
-	if left := cluster.Descendants(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "processes left behind after Stop: %v\n", left)
-		code = 1
-	}
-	return code
+	return func() error {
+		for _, dir := range tmpDirs {
+			_ = os.RemoveAll(dir)
+		}
+		return api.Stop()
+	}, nil
 }
 
 // optionalKindCRDs are the CRD files of the optional kinds: the real Argo

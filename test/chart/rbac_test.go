@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/test/inproc"
+	"github.com/ripple-dev/ripple/test/kit"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -196,7 +197,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 
 	// The release: its namespace names it, so every case is apart.
-	relNS := newNamespace(t, cs, "rbac-", nil)
+	relNS := kit.NewNamespace(t, cs, "rbac-", nil)
 	release := relNS
 	var watched, apps []string
 	switch {
@@ -214,7 +215,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		if mode.selector {
 			labels = map[string]string{"ripple-rbac-test": relNS}
 		}
-		apps = []string{newNamespace(t, cs, "rbac-app-", labels)}
+		apps = []string{kit.NewNamespace(t, cs, "rbac-app-", labels)}
 	}
 
 	hook := &webhookRecorder{}
@@ -523,7 +524,7 @@ func (h *webhookRecorder) seen(ns, name string) bool {
 func TestLeaseWatch(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(api.Config)
-	ns := newNamespace(t, cs, "lease-", nil)
+	ns := kit.NewNamespace(t, cs, "lease-", nil)
 	_, objs := render(t, Release{Name: ns, Namespace: ns, Values: []map[string]any{r(map[string]any{"enableHA": true})}})
 	a := newApplier(t, api.Config)
 	var sa string

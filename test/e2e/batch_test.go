@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // These tests hold Ripple's batch kinds to their contract on a real
@@ -37,10 +38,6 @@ const (
 	pendingJobAnnotation  = "ripple.dev/pending-job"
 	recreateRecordSuffix  = ".ripple-recreate"
 )
-
-// neverSchedule is a CronJob schedule that does not fire while a test
-// runs (midnight on January 1st), so every Job of the CronJob is Ripple's.
-const neverSchedule = "0 0 1 1 *"
 
 // podStartTimeout bounds how long a Job's pods may take to be created,
 // scheduled and run on a kwok node on a busy 2-core machine.
@@ -59,7 +56,7 @@ func createCronJob(t *testing.T, cs kubernetes.Interface, ns, name, configMap st
 	cj, err := cs.BatchV1().CronJobs(ns).Create(t.Context(), &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: auto()},
 		Spec: batchv1.CronJobSpec{
-			Schedule: neverSchedule,
+			Schedule: kit.NeverSchedule,
 			Suspend:  ptr.To(suspend),
 			JobTemplate: batchv1.JobTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
@@ -241,7 +238,7 @@ func (h *podHistory) add(p *corev1.Pod) {
 	if ph := h.seen[p.UID]; len(ph) == 0 || ph[len(ph)-1] != p.Status.Phase {
 		h.seen[p.UID] = append(ph, p.Status.Phase)
 	}
-	if podReady(p) {
+	if kit.PodReady(p) {
 		h.ready[p.UID] = true
 	}
 }
@@ -296,8 +293,8 @@ func waitJobPodsRan(t *testing.T, cs kubernetes.Interface, h *podHistory, ns str
 			if err != nil {
 				return false, err
 			}
-			if !ran || (!podReady(p) && p.Status.Phase != corev1.PodSucceeded) {
-				why = fmt.Sprintf("pod %s: phase %s, ready %v, phases seen %v", p.Name, p.Status.Phase, podReady(p), phases)
+			if !ran || (!kit.PodReady(p) && p.Status.Phase != corev1.PodSucceeded) {
+				why = fmt.Sprintf("pod %s: phase %s, ready %v, phases seen %v", p.Name, p.Status.Phase, kit.PodReady(p), phases)
 				return false, nil
 			}
 		}
@@ -312,16 +309,11 @@ func waitJobPodsRan(t *testing.T, cs kubernetes.Interface, h *podHistory, ns str
 // reloadSkippedEvent returns the message of a ReloadSkipped event about
 // the object kind/name, or "" when there is none.
 func reloadSkippedEvent(ctx context.Context, cs kubernetes.Interface, ns, kind, name string) (string, error) {
-	list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	notes, err := kit.EventNotes(ctx, cs, ns, kit.EventMatch{Kind: kind, Name: name, Reason: "ReloadSkipped"})
+	if err != nil || len(notes) == 0 {
 		return "", err
 	}
-	for _, e := range list.Items {
-		if e.Reason == "ReloadSkipped" && e.Regarding.Kind == kind && e.Regarding.Name == name {
-			return e.Note, nil
-		}
-	}
-	return "", nil
+	return notes[0], nil
 }
 
 // A ConfigMap change starts one Job from the CronJob's template, as

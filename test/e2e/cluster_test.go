@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // The local cluster must be real: controllers create pods, kwok makes them
@@ -102,7 +103,7 @@ func TestClusterRollsStatefulSet(t *testing.T) {
 			return false, err
 		}
 		for _, p := range pods.Items {
-			if p.Labels[appsv1.ControllerRevisionHashLabelKey] != st.UpdateRevision || !podReady(&p) {
+			if p.Labels[appsv1.ControllerRevisionHashLabelKey] != st.UpdateRevision || !kit.PodReady(&p) {
 				return false, nil
 			}
 		}
@@ -154,7 +155,7 @@ func podTemplate(app string) corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: app, Image: "registry.invalid/" + app + ":1"}},
 			// kwok fake nodes run nothing; this only keeps the pods on them.
-			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
+			Tolerations: []corev1.Toleration{kit.KwokToleration},
 		},
 	}
 }

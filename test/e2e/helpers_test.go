@@ -6,27 +6,20 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // newNamespace creates a namespace of the test's own and deletes it when
 // the test ends.
 func newNamespace(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
+	return kit.NewNamespace(t, cs, "e2e-", nil)
 }
 
 // waitFor polls cond until it holds, failing the test after two minutes:
@@ -38,18 +31,6 @@ func waitFor(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // readyPods counts Ready pods that match selector; pods being deleted do not count.
 func readyPods(ctx context.Context, cs kubernetes.Interface, ns, selector string) int {
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -58,7 +39,7 @@ func readyPods(ctx context.Context, cs kubernetes.Interface, ns, selector string
 	}
 	n := 0
 	for i := range pods.Items {
-		if podReady(&pods.Items[i]) {
+		if kit.PodReady(&pods.Items[i]) {
 			n++
 		}
 	}
@@ -73,7 +54,7 @@ func readyPodNodes(ctx context.Context, cs kubernetes.Interface, ns, selector st
 	}
 	nodes := map[string]bool{}
 	for i := range pods.Items {
-		if podReady(&pods.Items[i]) {
+		if kit.PodReady(&pods.Items[i]) {
 			nodes[pods.Items[i].Spec.NodeName] = true
 		}
 	}
@@ -96,15 +77,26 @@ func podUIDs(t *testing.T, cs kubernetes.Interface, ns, selector string) map[typ
 // replicaSets returns the ReplicaSets controlled by the Deployment with uid.
 func replicaSets(t *testing.T, cs kubernetes.Interface, ns string, owner types.UID) []appsv1.ReplicaSet {
 	t.Helper()
-	list, err := cs.AppsV1().ReplicaSets(ns).List(t.Context(), metav1.ListOptions{})
+	rss, err := kit.ReplicaSets(t.Context(), cs, ns, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []appsv1.ReplicaSet
-	for _, rs := range list.Items {
-		if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == owner {
-			out = append(out, rs)
+	return rss
+}
+
+// newReplicaSet returns the ReplicaSet of rss that is not old, and checks
+// that old has been scaled to zero.
+func newReplicaSet(t *testing.T, rss []appsv1.ReplicaSet, old types.UID) appsv1.ReplicaSet {
+	t.Helper()
+	var newRS appsv1.ReplicaSet
+	for _, rs := range rss {
+		if rs.UID == old {
+			if n := ptr.Deref(rs.Spec.Replicas, -1); n != 0 || rs.Status.Replicas != 0 {
+				t.Errorf("old ReplicaSet %s: spec.replicas=%d status.replicas=%d, want 0 and 0", rs.Name, n, rs.Status.Replicas)
+			}
+			continue
 		}
+		newRS = rs
 	}
-	return out
+	return newRS
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --log-format=json makes every line Ripple prints (its own, controller-
@@ -21,7 +22,7 @@ func TestLogFormat(t *testing.T) {
 			ns := newNamespace(t, cs)
 			r := startRipple(t, ns, "--log-format="+format, "--leader-elect", "--leader-election-namespace="+ns)
 			cm := createConfigMap(t, cs, ns, configName, "v1")
-			web := workload{deploymentKind, ns, "web"}
+			web := workload{kit.Deployment, ns, "web"}
 			web.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
 			before := waitRolledOut(t, cs, web)
 			waitBaseline(t, cs, web, digest.ConfigMap(cm))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // kc is the cluster shared by every test; tests isolate themselves in
@@ -19,10 +20,6 @@ import (
 var kc *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	flag.Parse()
 	// The tests spend their time waiting for the cluster, not on a CPU:
 	// run more of them at once than go test's default of GOMAXPROCS. An
@@ -32,23 +29,13 @@ func run(m *testing.M) int {
 	if !explicit {
 		_ = flag.Set("test.parallel", "8")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	kc, err = cluster.Start(ctx, cluster.Options{Nodes: 3})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
-		return 1
-	}
-	code := m.Run()
-	if err := kc.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		code = 1
-	}
-	// A suite that leaves a process behind is broken; say so loudly.
-	if left := cluster.Descendants(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "processes left behind after Stop: %v\n", left)
-		code = 1
-	}
-	return code
+	os.Exit(kit.Main(m, func(ctx context.Context) (func() error, error) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		var err error
+		if kc, err = cluster.Start(ctx, cluster.Options{Nodes: 3}); err != nil {
+			return nil, fmt.Errorf("starting the local cluster: %w", err)
+		}
+		return kc.Stop, nil
+	}))
 }

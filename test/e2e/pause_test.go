@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // Reloader's pause-period annotations of a Deployment.
@@ -117,7 +117,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	annotations := auto()
 	annotations[pausePeriodAnnot] = period.String()
 	web.create(t, cs, spec{configMaps: []string{configName}, annotations: annotations})
@@ -152,7 +152,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		}
 		// ReplicaSets first: if the Deployment read afterwards is paused,
 		// it was paused (or not yet changed) when they were listed.
-		rss, err := ownedReplicaSets(ctx, cs, ns, before[web].uid)
+		rss, err := kit.ReplicaSets(ctx, cs, ns, before[web].uid)
 		if err != nil {
 			return false, err
 		}
@@ -225,16 +225,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 	if len(rss) != 2 {
 		t.Fatalf("%s has %d ReplicaSets, want 2: the original and one for all three changes", web, len(rss))
 	}
-	var newRS appsv1.ReplicaSet
-	for _, rs := range rss {
-		if rs.UID == oldRS[0].UID {
-			if n := ptr.Deref(rs.Spec.Replicas, -1); n != 0 || rs.Status.Replicas != 0 {
-				t.Errorf("old ReplicaSet %s: spec.replicas=%d status.replicas=%d, want 0 and 0", rs.Name, n, rs.Status.Replicas)
-			}
-			continue
-		}
-		newRS = rs
-	}
+	newRS := newReplicaSet(t, rss, oldRS[0].UID)
 	// Creation timestamps have whole seconds, as has the end of the
 	// period: a ReplicaSet made while paused would be older.
 	if newRS.CreationTimestamp.Time.Before(at.Add(period)) {
@@ -257,8 +248,8 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		t.Errorf("got %d pods, want %d", len(pods.Items), defaultReplicas)
 	}
 	for _, p := range pods.Items {
-		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != newRS.UID || !podReady(&p) {
-			t.Errorf("pod %s: owner %v, Ready %v; want a Ready pod of the new ReplicaSet %s", p.Name, ref, podReady(&p), newRS.Name)
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != newRS.UID || !kit.PodReady(&p) {
+			t.Errorf("pod %s: owner %v, Ready %v; want a Ready pod of the new ReplicaSet %s", p.Name, ref, kit.PodReady(&p), newRS.Name)
 		}
 	}
 	podsPass(t, cs, ns, "app="+web.name, checks...)
@@ -287,7 +278,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		rss, err := ownedReplicaSets(ctx, cs, ns, before[web].uid)
+		rss, err := kit.ReplicaSets(ctx, cs, ns, before[web].uid)
 		if err != nil {
 			return err
 		}

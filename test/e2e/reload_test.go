@@ -6,13 +6,12 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // These tests hold Ripple to the "when to roll" contract (design 2.3) on a
@@ -83,9 +82,9 @@ func TestNoRolloutOnRestart(t *testing.T) {
 
 	fresh := createConfigMap(t, cs, ns, "fresh-config", "v1")
 	used := createConfigMap(t, cs, ns, "rolled-config", "v1")
-	freshWeb := workload{deploymentKind, ns, "fresh"}
-	rolledWeb := workload{deploymentKind, ns, "rolled"}
-	agent := workload{daemonSetKind, ns, "agent"}
+	freshWeb := workload{kit.Deployment, ns, "fresh"}
+	rolledWeb := workload{kit.Deployment, ns, "rolled"}
+	agent := workload{kit.DaemonSet, ns, "agent"}
 	freshWeb.create(t, cs, spec{configMaps: []string{"fresh-config"}, annotations: auto()})
 	rolledWeb.create(t, cs, spec{configMaps: []string{"rolled-config"}, annotations: auto()})
 	// Named, not referenced: the env var goes on the first container.
@@ -134,7 +133,7 @@ func TestNoRolloutOnMetadataOnlyEdits(t *testing.T) {
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
 	sec := createSecret(t, cs, ns, secretName, "p1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(cm), digest.Secret(sec))
@@ -181,7 +180,7 @@ func TestSwitchFromReloaderRestartsNothing(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
 	sec := createSecret(t, cs, ns, secretName, "p1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{
 		configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto(),
 		// What Reloader wrote when it last rolled this Deployment.
@@ -224,7 +223,7 @@ func TestSwitchFromReloaderCatchesUp(t *testing.T) {
 	ns := newNamespace(t, cs)
 	old := createConfigMap(t, cs, ns, configName, "v0")
 	sec := createSecret(t, cs, ns, secretName, "p1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{
 		configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto(),
 		env: []corev1.EnvVar{
@@ -254,7 +253,7 @@ func testCatchUp(t *testing.T, rolledBefore bool) {
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
 	sec := createSecret(t, cs, ns, secretName, "p1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(cm), digest.Secret(sec))
@@ -281,7 +280,7 @@ func TestCatchUpRevertedWhileDown(t *testing.T) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(cm))
@@ -305,7 +304,7 @@ func TestOneRolloutPerChangeSetDeployment(t *testing.T) {
 	startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
 	sec := createSecret(t, cs, ns, secretName, "p1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(cm), digest.Secret(sec))
@@ -322,16 +321,7 @@ func TestOneRolloutPerChangeSetDeployment(t *testing.T) {
 	if len(rss) != 2 {
 		t.Fatalf("got %d ReplicaSets, want 2", len(rss))
 	}
-	var newRS appsv1.ReplicaSet
-	for _, rs := range rss {
-		if rs.UID == oldRS[0].UID {
-			if n := ptr.Deref(rs.Spec.Replicas, -1); n != 0 || rs.Status.Replicas != 0 {
-				t.Errorf("old ReplicaSet %s: spec.replicas=%d status.replicas=%d, want 0 and 0", rs.Name, n, rs.Status.Replicas)
-			}
-			continue
-		}
-		newRS = rs
-	}
+	newRS := newReplicaSet(t, rss, oldRS[0].UID)
 	if newRS.Status.ReadyReplicas != defaultReplicas {
 		t.Errorf("new ReplicaSet %s has %d Ready replicas, want %d", newRS.Name, newRS.Status.ReadyReplicas, defaultReplicas)
 	}
@@ -348,8 +338,8 @@ func TestOneRolloutPerChangeSetDeployment(t *testing.T) {
 		t.Errorf("got %d pods, want %d", len(pods.Items), defaultReplicas)
 	}
 	for _, p := range pods.Items {
-		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != newRS.UID || !podReady(&p) {
-			t.Errorf("pod %s: owner %v, Ready %v; want a Ready pod of the new ReplicaSet %s", p.Name, ref, podReady(&p), newRS.Name)
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != newRS.UID || !kit.PodReady(&p) {
+			t.Errorf("pod %s: owner %v, Ready %v; want a Ready pod of the new ReplicaSet %s", p.Name, ref, kit.PodReady(&p), newRS.Name)
 		}
 	}
 	podsPass(t, cs, ns, "app=web", checks...)
@@ -358,11 +348,11 @@ func TestOneRolloutPerChangeSetDeployment(t *testing.T) {
 // The same for a StatefulSet and a DaemonSet: one new ControllerRevision,
 // every pod replaced by one carrying both new hashes.
 func TestOneRolloutPerChangeSetStatefulSet(t *testing.T) {
-	testOneRolloutPerChangeSet(t, statefulSetKind)
+	testOneRolloutPerChangeSet(t, kit.StatefulSet)
 }
-func TestOneRolloutPerChangeSetDaemonSet(t *testing.T) { testOneRolloutPerChangeSet(t, daemonSetKind) }
+func TestOneRolloutPerChangeSetDaemonSet(t *testing.T) { testOneRolloutPerChangeSet(t, kit.DaemonSet) }
 
-func testOneRolloutPerChangeSet(t *testing.T, kind workloadKind) {
+func testOneRolloutPerChangeSet(t *testing.T, kind *kit.WorkloadKind) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -402,7 +392,7 @@ func TestAnnotationsStrategyNoRolloutOnRestart(t *testing.T) {
 	r := startRipple(t, ns, "--reload-strategy=annotations")
 	cm := createConfigMap(t, cs, ns, configName, "v1")
 	sec := createSecret(t, cs, ns, secretName, "p1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(cm), digest.Secret(sec))
@@ -428,10 +418,10 @@ func TestAnnotationsStrategyNoRolloutOnRestart(t *testing.T) {
 // annotation, the DaemonSet through named-reload annotations.
 func createAllKinds(t *testing.T, cs kubernetes.Interface, ns string) []workload {
 	t.Helper()
-	ws := []workload{{deploymentKind, ns, "web"}, {statefulSetKind, ns, "db"}, {daemonSetKind, ns, "agent"}}
+	ws := []workload{{kit.Deployment, ns, "web"}, {kit.StatefulSet, ns, "db"}, {kit.DaemonSet, ns, "agent"}}
 	for _, w := range ws {
 		s := spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()}
-		if w.kind == daemonSetKind {
+		if w.kind == kit.DaemonSet {
 			s.annotations = map[string]string{
 				configMapReloadAnnot:                  configName,
 				"secret.reloader.stakater.com/reload": secretName,
@@ -539,7 +529,7 @@ func TestCatchUpStoppedDuringSettleWindow(t *testing.T) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns, "--settle-window=5s", "--log-level=debug")
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(cm))
@@ -565,7 +555,7 @@ func TestEnvVarNameCollisionRollsOnce(t *testing.T) {
 	startRipple(t, ns)
 	a := createConfigMap(t, cs, ns, "app-config", "a1")
 	b := createConfigMap(t, cs, ns, "app.config", "b1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{"app-config", "app.config"}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
 	waitBaseline(t, cs, web, digest.ConfigMap(a), digest.ConfigMap(b))
@@ -583,7 +573,7 @@ func TestEnvVarNameCollisionSwitchFromReloader(t *testing.T) {
 	ns := newNamespace(t, cs)
 	a := createConfigMap(t, cs, ns, "app-config", "a1")
 	b := createConfigMap(t, cs, ns, "app.config", "b1")
-	web := workload{deploymentKind, ns, "web"}
+	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{
 		configMaps: []string{"app-config", "app.config"}, annotations: auto(),
 		env: []corev1.EnvVar{{Name: configEnv, Value: digest.ConfigMap(a)}},

@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // rippleControllers is the number of controllers Ripple runs (Deployment,
@@ -29,15 +26,13 @@ const rippleStopTimeout = 10 * time.Second
 // watching one namespace of the shared cluster. Its output, across every
 // restart, is kept and printed when the test fails.
 type ripple struct {
-	t     *testing.T
-	args  []string
-	env   []string // added to the test's environment
-	out   *logBuffer
-	runs  int
-	mark  int // offset in out where the current run's output starts
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when cmd has exited and been reaped
-	state error         // cmd.Wait's result, valid once done is closed
+	t    *testing.T
+	args []string
+	env  []string // added to the test's environment
+	out  *kit.LogBuffer
+	runs int
+	mark int          // offset in out where the current run's output starts
+	proc *kit.Process // the current run; nil once stopped
 }
 
 // startRipple runs Ripple on namespace ns with extra flags and waits until
@@ -70,7 +65,7 @@ func newRipple(t *testing.T, ns string, env []string, flags ...string) *ripple {
 			"--metrics-bind-address=0",
 			"--health-probe-bind-address=0",
 		}, flags...),
-		out: &logBuffer{},
+		out: &kit.LogBuffer{},
 		env: env,
 	}
 	r.args = append([]string{bin}, r.args...)
@@ -103,26 +98,18 @@ func (r *ripple) launch() {
 	cmd := exec.Command(r.args[0], r.args[1:]...)
 	cmd.Env = append(os.Environ(), r.env...)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
-	// Die with the test binary even if it is killed hard.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := kit.StartProcess(cmd, func(err error) { r.out.Printf("=== ripple run exited: %v\n", err) })
+	if err != nil {
 		r.t.Fatalf("starting Ripple: %v", err)
 	}
-	r.cmd, r.done, r.state = cmd, make(chan struct{}), nil
-	done := r.done
-	go func() {
-		err := cmd.Wait()
-		r.out.Printf("=== ripple run exited: %v\n", err)
-		r.state = err
-		close(done)
-	}()
+	r.proc = p
 }
 
 // waitWorkers waits until the current run's controllers run their workers:
 // on a replica that leads.
 func (r *ripple) waitWorkers() {
 	r.t.Helper()
-	cmd, done := r.cmd, r.done
+	p := r.proc
 	deadline := time.After(rippleReadyTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -131,8 +118,8 @@ func (r *ripple) waitWorkers() {
 			break
 		}
 		select {
-		case <-done:
-			r.t.Fatalf("Ripple exited before it was ready: %v", r.state)
+		case <-p.Done():
+			r.t.Fatalf("Ripple exited before it was ready: %v", p.Err())
 		case <-deadline:
 			r.t.Fatalf("Ripple did not start %d controllers within %s", rippleControllers, rippleReadyTimeout)
 		case <-tick.C:
@@ -140,7 +127,7 @@ func (r *ripple) waitWorkers() {
 	}
 	// Metrics and health endpoints are off: Ripple must not listen on
 	// anything but loopback (it should not listen at all).
-	bad, err := cluster.NonLoopbackListeners([]int{cmd.Process.Pid})
+	bad, err := cluster.NonLoopbackListeners([]int{p.Pid()})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -154,38 +141,29 @@ func (r *ripple) waitWorkers() {
 // SIGTERM. Stopping a stopped Ripple does nothing.
 func (r *ripple) Stop() {
 	r.t.Helper()
-	if r.cmd == nil {
+	if r.proc == nil {
 		return
 	}
-	select {
-	case <-r.done: // exited by itself: a crash
-		r.t.Errorf("Ripple exited while the test ran: %v", r.state)
-	default:
-		_ = r.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-r.done:
-			if r.state != nil {
-				r.t.Errorf("Ripple did not exit cleanly on SIGTERM: %v", r.state)
-			}
-		case <-time.After(rippleStopTimeout):
-			r.t.Errorf("Ripple did not exit within %s of SIGTERM; killing it", rippleStopTimeout)
-			_ = r.cmd.Process.Kill()
-			<-r.done
-		}
+	switch {
+	case r.proc.Exited(): // exited by itself: a crash
+		r.t.Errorf("Ripple exited while the test ran: %v", r.proc.Err())
+	case r.proc.Stop(rippleStopTimeout):
+		r.t.Errorf("Ripple did not exit within %s of SIGTERM; it was killed", rippleStopTimeout)
+	case r.proc.Err() != nil:
+		r.t.Errorf("Ripple did not exit cleanly on SIGTERM: %v", r.proc.Err())
 	}
-	r.cmd = nil
+	r.proc = nil
 }
 
 // Kill ends Ripple with SIGKILL, as a node failure or OOM kill would: no
 // graceful shutdown of any kind.
 func (r *ripple) Kill() {
 	r.t.Helper()
-	if r.cmd == nil {
+	if r.proc == nil {
 		return
 	}
-	_ = r.cmd.Process.Kill()
-	<-r.done
-	r.cmd = nil
+	r.proc.Kill()
+	r.proc = nil
 }
 
 // Restart stops Ripple gracefully and starts it again.
@@ -195,52 +173,10 @@ func (r *ripple) Restart() {
 	r.Start()
 }
 
-func (r *ripple) running() bool {
-	if r.cmd == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
+func (r *ripple) running() bool { return r.proc != nil && !r.proc.Exited() }
 
 // Log returns everything Ripple printed so far, in every run.
 func (r *ripple) Log() string { return r.out.String() }
-
-// logBuffer is a bytes.Buffer safe for the concurrent writes of a child
-// process's stdout and stderr copiers and the test's reads.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Printf(format string, args ...any) {
-	_, _ = fmt.Fprintf(b, format, args...)
-}
-
-func (b *logBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-// From returns what was written from offset on.
-func (b *logBuffer) From(offset int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf.Bytes()[offset:])
-}
-
-func (b *logBuffer) String() string { return b.From(0) }
 
 // waitLog waits until Ripple's current run has logged a line containing s.
 func waitLog(t *testing.T, r *ripple, s string) {

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // Annotation keys the tests set or read. They are spelled out rather than
@@ -53,18 +54,9 @@ const quiet = 3 * time.Second
 // Ripple to react to its own write.
 const afterRollout = 2 * time.Second
 
-// workloadKind is a kind of workload Ripple rolls.
-type workloadKind string
-
-const (
-	deploymentKind  workloadKind = "Deployment"
-	statefulSetKind workloadKind = "StatefulSet"
-	daemonSetKind   workloadKind = "DaemonSet"
-)
-
 // workload names one workload of the cluster.
 type workload struct {
-	kind     workloadKind
+	kind     *kit.WorkloadKind
 	ns, name string
 }
 
@@ -108,7 +100,7 @@ func (w workload) create(t *testing.T, cs kubernetes.Interface, s spec) {
 		err error
 	)
 	switch w.kind {
-	case deploymentKind:
+	case kit.Deployment:
 		obj, err = cs.AppsV1().Deployments(w.ns).Create(t.Context(), &appsv1.Deployment{
 			ObjectMeta: meta,
 			Spec: appsv1.DeploymentSpec{
@@ -117,7 +109,7 @@ func (w workload) create(t *testing.T, cs kubernetes.Interface, s spec) {
 				Template: s.template(w.name),
 			},
 		}, metav1.CreateOptions{})
-	case statefulSetKind:
+	case kit.StatefulSet:
 		obj, err = cs.AppsV1().StatefulSets(w.ns).Create(t.Context(), &appsv1.StatefulSet{
 			ObjectMeta: meta,
 			Spec: appsv1.StatefulSetSpec{
@@ -127,7 +119,7 @@ func (w workload) create(t *testing.T, cs kubernetes.Interface, s spec) {
 				Template:    s.template(w.name),
 			},
 		}, metav1.CreateOptions{})
-	case daemonSetKind:
+	case kit.DaemonSet:
 		obj, err = cs.AppsV1().DaemonSets(w.ns).Create(t.Context(), &appsv1.DaemonSet{
 			ObjectMeta: meta,
 			Spec: appsv1.DaemonSetSpec{
@@ -177,8 +169,8 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 	if s.templates, err = tw.count(); err != nil {
 		return s, err
 	}
-	if w.kind == deploymentKind {
-		rss, err := ownedReplicaSets(ctx, cs, w.ns, tw.uid)
+	if w.kind == kit.Deployment {
+		rss, err := kit.ReplicaSets(ctx, cs, w.ns, tw.uid)
 		if err != nil {
 			return s, err
 		}
@@ -193,7 +185,7 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 
 	var obj metav1.Object
 	switch w.kind {
-	case deploymentKind:
+	case kit.Deployment:
 		d, err := cs.AppsV1().Deployments(w.ns).Get(ctx, w.name, metav1.GetOptions{})
 		if err != nil {
 			return s, err
@@ -204,7 +196,7 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 			st.ReadyReplicas == want && st.AvailableReplicas == want
 		s.status = fmt.Sprintf("observedGeneration=%d replicas=%d updated=%d ready=%d available=%d",
 			st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas)
-	case statefulSetKind:
+	case kit.StatefulSet:
 		sts, err := cs.AppsV1().StatefulSets(w.ns).Get(ctx, w.name, metav1.GetOptions{})
 		if err != nil {
 			return s, err
@@ -215,7 +207,7 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 			st.Replicas == want && st.UpdatedReplicas == want && st.ReadyReplicas == want && st.AvailableReplicas == want
 		s.status = fmt.Sprintf("observedGeneration=%d current=%s update=%s replicas=%d updated=%d ready=%d",
 			st.ObservedGeneration, st.CurrentRevision, st.UpdateRevision, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas)
-	case daemonSetKind:
+	case kit.DaemonSet:
 		ds, err := cs.AppsV1().DaemonSets(w.ns).Get(ctx, w.name, metav1.GetOptions{})
 		if err != nil {
 			return s, err
@@ -238,10 +230,10 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 	}
 	if s.complete {
 		// Every pod Ready and no old pod left, terminating or not.
-		want := map[workloadKind]int{
-			deploymentKind:  int(defaultReplicas),
-			statefulSetKind: int(statefulSetReplicaCount),
-			daemonSetKind:   len(kc.Nodes),
+		want := map[*kit.WorkloadKind]int{
+			kit.Deployment:  int(defaultReplicas),
+			kit.StatefulSet: int(statefulSetReplicaCount),
+			kit.DaemonSet:   len(kc.Nodes),
 		}[w.kind]
 		s.complete = readyPods(ctx, cs, w.ns, "app="+w.name) == want && allPods(ctx, cs, w.ns, "app="+w.name) == want
 	}
@@ -267,20 +259,6 @@ func allPods(ctx context.Context, cs kubernetes.Interface, ns, selector string) 
 	return len(pods.Items)
 }
 
-func ownedReplicaSets(ctx context.Context, cs kubernetes.Interface, ns string, owner types.UID) ([]appsv1.ReplicaSet, error) {
-	list, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []appsv1.ReplicaSet
-	for _, rs := range list.Items {
-		if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == owner {
-			out = append(out, rs)
-		}
-	}
-	return out, nil
-}
-
 // ownedRevisions returns the ControllerRevisions controlled by the
 // StatefulSet or DaemonSet with uid: one per distinct pod template.
 func ownedRevisions(ctx context.Context, cs kubernetes.Interface, ns string, owner types.UID) ([]appsv1.ControllerRevision, error) {
@@ -288,13 +266,7 @@ func ownedRevisions(ctx context.Context, cs kubernetes.Interface, ns string, own
 	if err != nil {
 		return nil, err
 	}
-	var out []appsv1.ControllerRevision
-	for _, cr := range list.Items {
-		if ref := metav1.GetControllerOf(&cr); ref != nil && ref.UID == owner {
-			out = append(out, cr)
-		}
-	}
-	return out, nil
+	return kit.Controlled(list.Items, owner), nil
 }
 
 // waitRolledOut waits until every workload completed its rollout and
@@ -484,7 +456,7 @@ func expectNoRollout(t *testing.T, cs kubernetes.Interface, before map[workload]
 // annotations to the ReplicaSets.
 func rolloutCounters(w workload, s snapshot) map[string]int64 {
 	c := map[string]int64{"pod-template changes": int64(s.templates)}
-	if w.kind == deploymentKind {
+	if w.kind == kit.Deployment {
 		c["ReplicaSets"] = int64(s.revisions)
 	} else {
 		c["ControllerRevisions"] = int64(s.revisions)
@@ -580,11 +552,11 @@ func (tw *templateWatch) count() (int, error) {
 
 func (w workload) watch(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (watch.Interface, error) {
 	switch w.kind {
-	case deploymentKind:
+	case kit.Deployment:
 		return cs.AppsV1().Deployments(w.ns).Watch(ctx, opts)
-	case statefulSetKind:
+	case kit.StatefulSet:
 		return cs.AppsV1().StatefulSets(w.ns).Watch(ctx, opts)
-	case daemonSetKind:
+	case kit.DaemonSet:
 		return cs.AppsV1().DaemonSets(w.ns).Watch(ctx, opts)
 	}
 	return nil, fmt.Errorf("unknown kind %q", w.kind)
@@ -733,11 +705,11 @@ func describe(cs kubernetes.Interface, w workload) string {
 	var obj metav1.Object
 	var err error
 	switch w.kind {
-	case deploymentKind:
+	case kit.Deployment:
 		obj, err = cs.AppsV1().Deployments(w.ns).Get(ctx, w.name, metav1.GetOptions{})
-	case statefulSetKind:
+	case kit.StatefulSet:
 		obj, err = cs.AppsV1().StatefulSets(w.ns).Get(ctx, w.name, metav1.GetOptions{})
-	case daemonSetKind:
+	case kit.DaemonSet:
 		obj, err = cs.AppsV1().DaemonSets(w.ns).Get(ctx, w.name, metav1.GetOptions{})
 	}
 	if err != nil {
@@ -751,7 +723,7 @@ func describe(cs kubernetes.Interface, w workload) string {
 	if err == nil {
 		for _, p := range pods.Items {
 			fmt.Fprintf(&b, "  pod %s on %s: phase %s, ready %v, deleting %v, conditions %v\n",
-				p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p), p.DeletionTimestamp != nil, p.Status.Conditions)
+				p.Name, p.Spec.NodeName, p.Status.Phase, kit.PodReady(&p), p.DeletionTimestamp != nil, p.Status.Conditions)
 		}
 	}
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

@@ -6,7 +6,6 @@
 package inproc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // ParseFlags parses args and the environment lookup as cmd/ripple does.
@@ -61,7 +61,7 @@ type Ripple struct {
 	Config  config.Config
 	Manager ctrl.Manager
 	// Log holds everything it logged.
-	Log *LogBuffer
+	Log *kit.LogBuffer
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -75,7 +75,7 @@ func Start(o Options) (*Ripple, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Ripple{Config: cfg, Log: &LogBuffer{}, done: make(chan struct{})}
+	r := &Ripple{Config: cfg, Log: &kit.LogBuffer{}, done: make(chan struct{})}
 	r.Manager, err = app.NewManager(o.REST, cfg, func(mo *ctrl.Options) {
 		mo.Controller.SkipNameValidation = ptr.To(true)
 		mo.Logger = zap.New(zap.WriteTo(r.Log), zap.UseDevMode(true))
@@ -112,39 +112,4 @@ func (r *Ripple) Stop() error {
 		}
 	})
 	return r.err
-}
-
-// LogBuffer is a log sink safe for concurrent writers: goroutines of the
-// manager may still log after a test ends, when t.Log would panic.
-type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *LogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *LogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Lines returns the lines holding every one of subs, with JSON escaping of
-// quotes undone so that API error messages read as the server wrote them.
-func (b *LogBuffer) Lines(subs ...string) []string {
-	var out []string
-	for _, line := range strings.Split(strings.ReplaceAll(b.String(), `\"`, `"`), "\n") {
-		ok := line != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(line, s)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
 }

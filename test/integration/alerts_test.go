@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // alertServer records alert requests as "content-type body".
@@ -61,7 +62,7 @@ func TestAlertsPerSink(t *testing.T) {
 			e := newEnv(t)
 			e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": sink, "ALERT_WEBHOOK_URL": srv.URL + "/alert"}
 			e.run(t, "--settle-window=500ms")
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
 			e.newConfig(t, cm, nil)
 			e.newConfig(t, sec, nil)
@@ -87,7 +88,7 @@ func TestHungAlertSinkDelaysNothing(t *testing.T) {
 	e := newEnv(t)
 	e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": srv.URL}
 	e.run(t)
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
 	w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 const (
@@ -31,42 +32,9 @@ const (
 	recreateSuffix = ".ripple-recreate"
 )
 
-// batchKind builds and reads a batch kind. Its reload does not change the
-// object's own template: a CronJob starts a Job, a Job is re-created.
-type batchKind struct {
-	name     string
-	build    func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object
-	template func(client.Object) *corev1.PodTemplateSpec
-}
-
-var (
-	cronJobKind = batchKind{
-		name: "CronJob",
-		build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
-			tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-			return &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{
-				// Never due while a test runs, and nothing schedules it here anyway.
-				Schedule:    "0 0 1 1 *",
-				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tpl}},
-			}}
-		},
-		template: func(o client.Object) *corev1.PodTemplateSpec {
-			return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
-		},
-	}
-	jobKind = batchKind{
-		name: "Job",
-		build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
-			tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-			return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tpl}}
-		},
-		template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*batchv1.Job).Spec.Template },
-	}
-)
-
-func (e *env) newBatch(t *testing.T, k batchKind, name string, meta map[string]string, uses ...use) client.Object {
+func (e *env) newBatch(t *testing.T, k *kit.WorkloadKind, name string, meta map[string]string, uses ...use) client.Object {
 	t.Helper()
-	w := k.build(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
+	w := k.New(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
 	if err := e.c.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -206,10 +174,10 @@ func TestBatchReloadRules(t *testing.T) {
 			t.Parallel()
 			e := startRipple(t, "--reload-strategy="+st)
 			for i, sc := range scenarios {
-				for _, k := range []batchKind{cronJobKind, jobKind} {
-					t.Run(sc.name+"/"+k.name, func(t *testing.T) {
+				for _, k := range []*kit.WorkloadKind{kit.CronJob, kit.Job} {
+					t.Run(sc.name+"/"+k.Name, func(t *testing.T) {
 						t.Parallel()
-						e.runBatchScenario(t, fmt.Sprintf("s%d-%s-", i, strings.ToLower(k.name[:3])), k, sc, st)
+						e.runBatchScenario(t, fmt.Sprintf("s%d-%s-", i, strings.ToLower(k.Name[:3])), k, sc, st)
 					})
 				}
 			}
@@ -218,34 +186,24 @@ func TestBatchReloadRules(t *testing.T) {
 }
 
 // runBatchScenario is runScenario for a batch kind.
-func (e *env) runBatchScenario(t *testing.T, p string, k batchKind, sc scenario, strategyName string) {
-	s := e.stage(t, p, sc)
-	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
-		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
-	if err := e.c.Create(t.Context(), w); err != nil {
-		t.Fatal(err)
-	}
-	if sc.baseline {
-		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
-	}
-	before := k.template(w).DeepCopy()
-	want := e.change(t, s, sc)
+func (e *env) runBatchScenario(t *testing.T, p string, k *kit.WorkloadKind, sc scenario, strategyName string) {
+	s, w, before, want := e.stageAndChange(t, p, k, sc)
 	changed := s.changed
 
 	st, _ := strategy.New(strategyName)
 	what := fmt.Sprintf("the %s strategy recording %s = %s", strategyName, changed, want)
 	switch {
-	case k.name == "Job" && sc.reload:
+	case k.Name == "Job" && sc.reload:
 		e.waitRecreated(t, w, what, shows(st, changed, want))
-	case k.name == "Job":
+	case k.Name == "Job":
 		e.expectNotRecreated(t, w)
 	case sc.reload:
 		e.waitNewJob(t, w, nil, what, shows(st, changed, want))
 		// The CronJob's own template is left as it is ("run" mode).
-		e.expectNoRollout(t, w, workloadKind{template: k.template}, before)
+		e.expectNoRollout(t, w, k, before)
 	default:
 		e.expectNoJob(t, w)
-		e.expectNoRollout(t, w, workloadKind{template: k.template}, before)
+		e.expectNoRollout(t, w, k, before)
 	}
 }
 
@@ -257,7 +215,7 @@ func TestCronJobStartsJobLikeKubectl(t *testing.T) {
 	e := startRipple(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
-	cj := cronJobKind.build(metav1.ObjectMeta{Name: "nightly", Namespace: e.ns, Annotations: ann(autoKey, "true")},
+	cj := kit.CronJob.New(metav1.ObjectMeta{Name: "nightly", Namespace: e.ns, Annotations: ann(autoKey, "true")},
 		corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))}).(*batchv1.CronJob)
 	cj.Spec.JobTemplate.Labels = map[string]string{"team": "a"}
 	cj.Spec.JobTemplate.Annotations = map[string]string{"owner": "ops", instantiateKey: "by-template"}
@@ -298,7 +256,7 @@ func TestSuspendedCronJobStartsNoJob(t *testing.T) {
 	e := startRipple(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
-	cj := cronJobKind.build(metav1.ObjectMeta{Name: "paused", Namespace: e.ns, Annotations: ann(autoKey, "true")},
+	cj := kit.CronJob.New(metav1.ObjectMeta{Name: "paused", Namespace: e.ns, Annotations: ann(autoKey, "true")},
 		corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))}).(*batchv1.CronJob)
 	cj.Spec.Suspend = ptr.To(true)
 	if err := e.c.Create(t.Context(), cj); err != nil {
@@ -329,16 +287,7 @@ func (e *env) waitEvent(t *testing.T, name, typ, reason string) []string {
 	t.Helper()
 	var notes []string
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := e.cs.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		notes = nil
-		for _, ev := range list.Items {
-			if ev.Regarding.Name == name && ev.Reason == reason && ev.Type == typ {
-				notes = append(notes, ev.Note)
-			}
-		}
+		notes, _ = kit.EventNotes(ctx, e.cs, e.ns, kit.EventMatch{Name: name, Reason: reason, Type: typ})
 		return len(notes) > 0, nil
 	})
 	if err != nil {
@@ -372,7 +321,7 @@ func TestCronJobTemplateMode(t *testing.T) {
 			if tc.mode != "" {
 				meta[cronJobModeKey] = tc.mode
 			}
-			cj := e.newBatch(t, cronJobKind, "report", meta, envFrom(r.Kind, r.Name))
+			cj := e.newBatch(t, kit.CronJob, "report", meta, envFrom(r.Kind, r.Name))
 			e.waitFor(t, cj, "the baseline record", hasBaseline)
 			sum := e.setConfig(t, r, "v2")
 			if !tc.template {
@@ -380,7 +329,7 @@ func TestCronJobTemplateMode(t *testing.T) {
 				return
 			}
 			e.waitFor(t, cj, "the new digest on the job template", func(o client.Object) bool {
-				return shows(strategy.EnvVars{}, r, sum)(cronJobKind.template(o))
+				return shows(strategy.EnvVars{}, r, sum)(kit.CronJob.Template(o))
 			})
 			e.expectNoJob(t, cj)
 			if tc.warning {
@@ -401,9 +350,9 @@ func TestJobOfCronJobIsLeftToTheCronJob(t *testing.T) {
 	e := startRipple(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
-	cj := e.newBatch(t, cronJobKind, "hourly", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	cj := e.newBatch(t, kit.CronJob, "hourly", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	e.waitFor(t, cj, "the baseline record", hasBaseline)
-	child := jobKind.build(metav1.ObjectMeta{
+	child := kit.Job.New(metav1.ObjectMeta{
 		Name: "hourly-1", Namespace: e.ns, Annotations: ann(autoKey, "true"),
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))},
 	}, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann(autoKey, "true")}, Spec: podSpec(envFrom(r.Kind, r.Name))})
@@ -435,9 +384,9 @@ func TestIgnoredWorkloadTypes(t *testing.T) {
 			e := startRipple(t, "--ignored-workload-types="+tc.flag)
 			r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 			e.newConfig(t, r, nil)
-			cj := e.newBatch(t, cronJobKind, "cj", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
-			job := e.newBatch(t, jobKind, "job", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
-			deploy := workloadKinds()[0]
+			cj := e.newBatch(t, kit.CronJob, "cj", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+			job := e.newBatch(t, kit.Job, "job", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+			deploy := kit.Deployment
 			d := e.newWorkload(t, deploy, "d", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 			e.waitFor(t, d, "the baseline record", hasBaseline)
 			if tc.cronJobs {
@@ -535,7 +484,7 @@ func (e *env) waitJobCreate(t *testing.T, allowed bool) {
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		probe := jobKind.build(metav1.ObjectMeta{Name: "probe", Namespace: e.ns}, corev1.PodTemplateSpec{Spec: podSpec()})
+		probe := kit.Job.New(metav1.ObjectMeta{Name: "probe", Namespace: e.ns}, corev1.PodTemplateSpec{Spec: podSpec()})
 		last = e.c.Create(ctx, probe, client.DryRunAll)
 		if allowed {
 			return last == nil, nil
@@ -558,8 +507,8 @@ func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
 	stop := e.run(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
-	job := e.newBatch(t, jobKind, "victim", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
-	cj := e.newBatch(t, cronJobKind, "sched", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	job := e.newBatch(t, kit.Job, "victim", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	cj := e.newBatch(t, kit.CronJob, "sched", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	e.waitFor(t, job, "the baseline record", hasBaseline)
 	e.waitFor(t, cj, "the baseline record", hasBaseline)
 
@@ -617,7 +566,7 @@ func TestJobRecreateWaitsForTerminatingJob(t *testing.T) {
 	stop := e.run(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
-	job := jobKind.build(metav1.ObjectMeta{Name: "held", Namespace: e.ns, Annotations: ann(autoKey, "true"), Finalizers: []string{"example.com/hold"}},
+	job := kit.Job.New(metav1.ObjectMeta{Name: "held", Namespace: e.ns, Annotations: ann(autoKey, "true"), Finalizers: []string{"example.com/hold"}},
 		corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))})
 	if err := e.c.Create(t.Context(), job); err != nil {
 		t.Fatal(err)
@@ -662,7 +611,7 @@ func TestJobRecreatedOnDataChangeOnly(t *testing.T) {
 	stop := e.run(t, args...)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
-	job := e.newBatch(t, jobKind, "done", ann(autoKey, "true"), envFrom(r.Kind, r.Name)).(*batchv1.Job)
+	job := e.newBatch(t, kit.Job, "done", ann(autoKey, "true"), envFrom(r.Kind, r.Name)).(*batchv1.Job)
 	e.waitFor(t, job, "the baseline record", hasBaseline)
 	e.complete(t, job)
 

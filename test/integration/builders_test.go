@@ -1,51 +1,12 @@
 package integration
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
 )
-
-// workloadKind builds and reads one workload kind, so a scenario runs
-// unchanged for Deployments, StatefulSets and DaemonSets.
-type workloadKind struct {
-	name     string
-	build    func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object
-	template func(client.Object) *corev1.PodTemplateSpec
-}
-
-func workloadKinds() []workloadKind {
-	selector := func(tpl *corev1.PodTemplateSpec, name string) *metav1.LabelSelector {
-		tpl.Labels = map[string]string{"app": name}
-		return &metav1.LabelSelector{MatchLabels: tpl.Labels}
-	}
-	return []workloadKind{
-		{
-			name: "Deployment",
-			build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
-				return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: selector(&tpl, meta.Name), Template: tpl}}
-			},
-			template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.Deployment).Spec.Template },
-		},
-		{
-			name: "StatefulSet",
-			build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
-				return &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: selector(&tpl, meta.Name), Template: tpl}}
-			},
-			template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.StatefulSet).Spec.Template },
-		},
-		{
-			name: "DaemonSet",
-			build: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
-				return &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: selector(&tpl, meta.Name), Template: tpl}}
-			},
-			template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.DaemonSet).Spec.Template },
-		},
-	}
-}
 
 // use is one way a pod spec references a config.
 type use struct {

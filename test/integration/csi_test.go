@@ -25,6 +25,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // Annotation keys of the Secrets Store CSI integration; Reloader has no
@@ -200,7 +201,7 @@ func TestCSIRotationRollsOncePerRotation(t *testing.T) {
 			t.Parallel()
 			e := startCSIRipple(t, "--reload-strategy="+name)
 			st, _ := strategy.New(name)
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			spc := refs.Ref{Kind: refs.SecretProviderClass, Name: "vault"}
 			pods := []string{"pod-1", "pod-2", "pod-3"}
 			e.newSPC(t, spc.Name, nil)
@@ -215,7 +216,7 @@ func TestCSIRotationRollsOncePerRotation(t *testing.T) {
 					sum = e.setPodStatuses(t, spc.Name, v, pod)
 				}
 				e.waitFor(t, d, "rotation "+v, func(o client.Object) bool {
-					got, ok := st.Applied(deploy.template(o), spc)
+					got, ok := st.Applied(deploy.Template(o), spc)
 					return ok && got == sum
 				})
 				if i == 0 {
@@ -276,7 +277,7 @@ func TestCSIReloadRules(t *testing.T) {
 }
 
 func (e *env) runCSIScenario(t *testing.T, p string, sc csiScenario, st strategy.Strategy) {
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	spc := refs.Ref{Kind: refs.SecretProviderClass, Name: p + "spc"}
 	meta := map[string]string{}
 	for k, v := range sc.meta {
@@ -288,14 +289,14 @@ func (e *env) runCSIScenario(t *testing.T, p string, sc csiScenario, st strategy
 	if sc.reload {
 		e.waitFor(t, d, "the baseline record", hasBaseline)
 	}
-	before := deploy.template(d).DeepCopy()
+	before := deploy.Template(d).DeepCopy()
 	sum := e.setPodStatuses(t, spc.Name, "2", "pod-1", "pod-2")
 	if !sc.reload {
 		e.expectNoRollout(t, d, deploy, before)
 		return
 	}
 	e.waitFor(t, d, fmt.Sprintf("the %s strategy to record %s = %s", st.Name(), spc, sum), func(o client.Object) bool {
-		got, ok := st.Applied(deploy.template(o), spc)
+		got, ok := st.Applied(deploy.Template(o), spc)
 		return ok && got == sum
 	})
 }
@@ -305,7 +306,7 @@ func (e *env) runCSIScenario(t *testing.T, p string, sc csiScenario, st strategy
 // reloads on both.
 func TestCSITypedAutoIgnoresConfigMaps(t *testing.T) {
 	e := startCSIRipple(t)
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "settings"}
 	spc := refs.Ref{Kind: refs.SecretProviderClass, Name: "vault"}
 	e.newConfig(t, cm, nil)
@@ -315,7 +316,7 @@ func TestCSITypedAutoIgnoresConfigMaps(t *testing.T) {
 	both := e.csiWorkload(t, "both", ann(autoKey, "true"), nil, spc.Name, envFrom(cm.Kind, cm.Name))
 	e.waitFor(t, typed, "the baseline record", hasBaseline)
 	e.waitFor(t, both, "the baseline record", hasBaseline)
-	before := deploy.template(typed).DeepCopy()
+	before := deploy.Template(typed).DeepCopy()
 
 	e.waitApplied(t, deploy, both, cm, e.setConfig(t, cm, "v2"))
 	e.expectNoRollout(t, typed, deploy, before)
@@ -323,7 +324,7 @@ func TestCSITypedAutoIgnoresConfigMaps(t *testing.T) {
 	sum := e.setPodStatuses(t, spc.Name, "2", "pod-1")
 	e.waitApplied(t, deploy, typed, spc, sum)
 	e.waitApplied(t, deploy, both, spc, sum)
-	if _, ok := (strategy.EnvVars{}).Applied(deploy.template(typed), cm); ok {
+	if _, ok := (strategy.EnvVars{}).Applied(deploy.Template(typed), cm); ok {
 		t.Fatal("the typed SecretProviderClass workload carries the ConfigMap's env var")
 	}
 }
@@ -333,7 +334,7 @@ func TestCSITypedAutoIgnoresConfigMaps(t *testing.T) {
 // applies the selector to ConfigMaps and Secrets only.
 func TestCSIResourceLabelSelectorKeepsPodStatuses(t *testing.T) {
 	e := startCSIRipple(t, "--resource-label-selector=team=payments")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "unlabelled"}
 	spc := refs.Ref{Kind: refs.SecretProviderClass, Name: "vault"}
 	e.newConfig(t, cm, nil)
@@ -343,7 +344,7 @@ func TestCSIResourceLabelSelectorKeepsPodStatuses(t *testing.T) {
 	e.waitFor(t, d, "the baseline record", hasBaseline)
 
 	// The selector is in force: a ConfigMap without the label is not seen.
-	before := deploy.template(d).DeepCopy()
+	before := deploy.Template(d).DeepCopy()
 	e.setConfig(t, cm, "v2")
 	e.expectNoRollout(t, d, deploy, before)
 
@@ -389,7 +390,7 @@ func TestCSIDigestIsReloaders(t *testing.T) {
 // rolls once.
 func TestCSIRestart(t *testing.T) {
 	e := newEnv(t)
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	spc := refs.Ref{Kind: refs.SecretProviderClass, Name: "vault"}
 	pods := []string{"pod-1", "pod-2", "pod-3"}
 	stop := e.run(t, "--enable-csi-integration")

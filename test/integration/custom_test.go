@@ -23,6 +23,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 const rolloutStrategyKey = "reloader.stakater.com/rollout-strategy"
@@ -395,7 +396,7 @@ func TestOptionalKindsFollowDiscovery(t *testing.T) {
 		}
 	})
 	cs := kubernetes.NewForConfigOrDie(own.Config)
-	e := &env{ns: newNamespace(t, cs), cs: cs, rc: own.Config}
+	e := &env{ns: kit.NewNamespace(t, cs, "it-", nil), cs: cs, rc: own.Config}
 	if e.c, err = client.New(own.Config, client.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestOptionalKindsFollowDiscovery(t *testing.T) {
 	for _, kind := range []string{"Rollout", "DeploymentConfig", "SecretProviderClassPodStatus"} {
 		e.waitLog(t, 5*time.Second, "enabled, but the API server does not serve it", `"kind": "`+kind+`"`)
 	}
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
 	e.newConfig(t, cm, nil)
 	d := e.newWorkload(t, deploy, "plain", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))

@@ -17,13 +17,14 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // newWorkload creates a workload of kind k named name using uses, with
 // metadata annotations meta.
-func (e *env) newWorkload(t *testing.T, k workloadKind, name string, meta map[string]string, uses ...use) client.Object {
+func (e *env) newWorkload(t *testing.T, k *kit.WorkloadKind, name string, meta map[string]string, uses ...use) client.Object {
 	t.Helper()
-	w := k.build(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
+	w := k.New(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
 	if err := e.c.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +53,11 @@ func (e *env) setConfig(t *testing.T, r refs.Ref, value string) string {
 	return configDigest(configObject(e.ns, r, nil, value))
 }
 
-func (e *env) waitApplied(t *testing.T, k workloadKind, w client.Object, r refs.Ref, sum string) {
+func (e *env) waitApplied(t *testing.T, k *kit.WorkloadKind, w client.Object, r refs.Ref, sum string) {
 	t.Helper()
 	st := strategy.EnvVars{}
 	e.waitFor(t, w, fmt.Sprintf("%s = %s on the template", r, sum), func(o client.Object) bool {
-		got, ok := st.Applied(k.template(o), r)
+		got, ok := st.Applied(k.Template(o), r)
 		return ok && got == sum
 	})
 }
@@ -84,7 +85,7 @@ func tracks(r refs.Ref) func(client.Object) bool {
 // blocks nothing: its valid items and other workloads still reload.
 func TestInvalidPatternWarnsAndBlocksNothing(t *testing.T) {
 	e := startRipple(t)
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	app := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
 	e.newConfig(t, app, nil)
 	bad := e.newWorkload(t, deploy, "bad", ann(cmReloadKey, "app, ("), envFrom(refs.ConfigMap, "app"))
@@ -115,10 +116,10 @@ func TestInvalidPatternWarnsAndBlocksNothing(t *testing.T) {
 // C16: every data change rolls again, each carrying its own digest.
 func TestSequentialChangesEachRoll(t *testing.T) {
 	e := startRipple(t)
-	for _, k := range workloadKinds() {
-		t.Run(k.name, func(t *testing.T) {
+	for _, k := range kit.TemplateKinds {
+		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
-			r := refs.Ref{Kind: refs.ConfigMap, Name: "seq-" + strings.ToLower(k.name)}
+			r := refs.Ref{Kind: refs.ConfigMap, Name: "seq-" + strings.ToLower(k.Name)}
 			e.newConfig(t, r, nil)
 			w := e.newWorkload(t, k, r.Name, ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 			e.waitFor(t, w, "the baseline record", hasBaseline)
@@ -138,7 +139,7 @@ func TestSequentialChangesEachRoll(t *testing.T) {
 // counts template changes only, so it counts rollouts here.
 func TestSettleWindowMakesOneRolloutPerChangeSet(t *testing.T) {
 	e := startRipple(t, "--settle-window=1s")
-	sts := workloadKinds()[1]
+	sts := kit.StatefulSet
 	cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
 	e.newConfig(t, cm, nil)
 	e.newConfig(t, sec, nil)
@@ -151,7 +152,7 @@ func TestSettleWindowMakesOneRolloutPerChangeSet(t *testing.T) {
 	secSum := e.setConfig(t, sec, "v2")
 
 	e.waitApplied(t, sts, w, sec, secSum)
-	if got, _ := (strategy.EnvVars{}).Applied(sts.template(w), cm); got != cmSum {
+	if got, _ := (strategy.EnvVars{}).Applied(sts.Template(w), cm); got != cmSum {
 		t.Fatalf("the rollout does not carry the ConfigMap change: %s, want %s", got, cmSum)
 	}
 	time.Sleep(1500 * time.Millisecond) // longer than the window: a late second rollout would show
@@ -167,7 +168,7 @@ func TestSettleWindowMakesOneRolloutPerChangeSet(t *testing.T) {
 // invalid value is a Warning event that falls back to the flag.
 func TestSettleWindowAnnotation(t *testing.T) {
 	e := startRipple(t, "--settle-window=1h")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "fast"}
 	e.newConfig(t, r, nil)
 	fast := e.newWorkload(t, deploy, "fast", ann(autoKey, "true", "ripple.dev/settle-window", "0s"), envFrom(r.Kind, r.Name))
@@ -189,7 +190,7 @@ func TestSettleWindowAnnotation(t *testing.T) {
 	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(bogus), bogus); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := (strategy.EnvVars{}).Applied(deploy.template(bogus), r); ok {
+	if _, ok := (strategy.EnvVars{}).Applied(deploy.Template(bogus), r); ok {
 		t.Fatal("the workload with an invalid window rolled at once; it should wait the flag's window")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // rippleRules is what Ripple needs in a namespace it watches.
@@ -51,7 +52,7 @@ func (e *env) grant(t *testing.T, ns, saNS, sa string) {
 func TestScopedModeWithNamespacedRolesOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := newNamespace(t, e.cs)
+	other := kit.NewNamespace(t, e.cs, "it-", nil)
 	e.grant(t, e.ns, e.ns, "ripple")
 	e.grant(t, other, e.ns, "ripple")
 	e.rc = api.ServiceAccountConfig(e.ns, "ripple")
@@ -59,7 +60,7 @@ func TestScopedModeWithNamespacedRolesOnly(t *testing.T) {
 	waitAuthorized(t, e, other)
 	e.run(t, "--namespaces="+e.ns+","+other)
 
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	for _, ns := range []string{e.ns, other} {
 		in := &env{ns: ns, c: e.c, cs: e.cs}
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
@@ -99,11 +100,11 @@ func TestNamespaceSelectorAtRuntime(t *testing.T) {
 	e := newEnv(t)
 	label := "ripple-test-" + rand.String(6)
 	e.run(t, "--namespace-selector="+label+":yes")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r, nil)
 	w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
-	before := deploy.template(w).DeepCopy()
+	before := deploy.Template(w).DeepCopy()
 
 	e.setConfig(t, r, "out-of-scope")
 	e.expectNoRollout(t, w, deploy, before)
@@ -116,7 +117,7 @@ func TestNamespaceSelectorAtRuntime(t *testing.T) {
 	e.waitApplied(t, deploy, w, r, e.setConfig(t, r, "in-scope"))
 
 	e.labelNamespace(t, label, "")
-	before = deploy.template(w).DeepCopy()
+	before = deploy.Template(w).DeepCopy()
 	// The cache drops the namespace asynchronously; give it a moment.
 	time.Sleep(500 * time.Millisecond)
 	e.setConfig(t, r, "out-again")
@@ -147,9 +148,9 @@ func (e *env) labelNamespace(t *testing.T, key, value string) {
 // objects are not even cached. (Global mode: not parallel.)
 func TestNamespacesToIgnoreAreNotCached(t *testing.T) {
 	e := newEnv(t)
-	watched := &env{ns: newNamespace(t, e.cs), c: e.c, cs: e.cs}
+	watched := &env{ns: kit.NewNamespace(t, e.cs, "it-", nil), c: e.c, cs: e.cs}
 	e.run(t, "--namespaces-to-ignore=kube-public,"+e.ns)
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	for _, x := range []*env{e, watched} {
 		x.newConfig(t, r, nil)
@@ -157,7 +158,7 @@ func TestNamespacesToIgnoreAreNotCached(t *testing.T) {
 	ignored := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	w := watched.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	watched.waitFor(t, w, "the baseline record", hasBaseline)
-	before := deploy.template(ignored).DeepCopy()
+	before := deploy.Template(ignored).DeepCopy()
 
 	e.setConfig(t, r, "v2")
 	watched.waitApplied(t, deploy, w, r, watched.setConfig(t, r, "v2"))
@@ -176,7 +177,7 @@ func TestResourceLabelSelector(t *testing.T) {
 		t.Run(sel, func(t *testing.T) {
 			t.Parallel()
 			e := startRipple(t, "--resource-label-selector="+sel)
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			labelled, plain := refs.Ref{Kind: refs.ConfigMap, Name: "labelled"}, refs.Ref{Kind: refs.ConfigMap, Name: "plain"}
 			cfg := configObject(e.ns, labelled, nil, "v1")
 			cfg.SetLabels(map[string]string{"reload": "yes"})
@@ -187,7 +188,7 @@ func TestResourceLabelSelector(t *testing.T) {
 			a := e.newWorkload(t, deploy, "a", ann(autoKey, "true"), envFrom(labelled.Kind, labelled.Name))
 			b := e.newWorkload(t, deploy, "b", ann(autoKey, "true"), envFrom(plain.Kind, plain.Name))
 			e.waitFor(t, a, "the baseline record", hasBaseline)
-			before := deploy.template(b).DeepCopy()
+			before := deploy.Template(b).DeepCopy()
 			e.waitApplied(t, deploy, a, labelled, e.setConfig(t, labelled, "v2"))
 			e.setConfig(t, plain, "v2")
 			e.expectNoRollout(t, b, deploy, before)
@@ -205,14 +206,14 @@ func TestResourcesToIgnore(t *testing.T) {
 		t.Run(string(tc.flag), func(t *testing.T) {
 			t.Parallel()
 			e := startRipple(t, "--resources-to-ignore="+strings.ToLower(string(tc.flag)))
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			kept, ignored := refs.Ref{Kind: tc.kept, Name: "kept"}, refs.Ref{Kind: tc.ignored, Name: "ignored"}
 			e.newConfig(t, kept, nil)
 			e.newConfig(t, ignored, nil)
 			a := e.newWorkload(t, deploy, "a", ann(autoKey, "true"), envFrom(kept.Kind, kept.Name))
 			b := e.newWorkload(t, deploy, "b", ann(autoKey, "true"), envFrom(ignored.Kind, ignored.Name))
 			e.waitFor(t, a, "the baseline record", hasBaseline)
-			before := deploy.template(b).DeepCopy()
+			before := deploy.Template(b).DeepCopy()
 			e.waitApplied(t, deploy, a, kept, e.setConfig(t, kept, "v2"))
 			e.setConfig(t, ignored, "v2")
 			e.expectNoRollout(t, b, deploy, before)
@@ -239,14 +240,14 @@ func TestReloadOnCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := startRipple(t, tc.args...)
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			r := refs.Ref{Kind: tc.kind, Name: "later"}
 			key := cmReloadKey
 			if tc.kind == refs.Secret {
 				key = secretReload
 			}
 			w := e.newWorkload(t, deploy, "app", ann(key, r.Name), envFrom(r.Kind, r.Name))
-			before := deploy.template(w).DeepCopy()
+			before := deploy.Template(w).DeepCopy()
 			time.Sleep(1100 * time.Millisecond) // creation times have one-second granularity
 			e.newConfig(t, r, nil)
 			if !tc.reload {
@@ -265,7 +266,7 @@ func TestReloadOnDelete(t *testing.T) {
 	t.Run("annotations", func(t *testing.T) {
 		t.Parallel()
 		e := startRipple(t, "--reload-on-delete=true", "--reload-strategy=annotations")
-		deploy := workloadKinds()[0]
+		deploy := kit.Deployment
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}
 		e.newConfig(t, r, nil)
 		w := e.newWorkload(t, deploy, "app", ann(cmReloadKey, r.Name), envFrom(r.Kind, r.Name))
@@ -273,14 +274,14 @@ func TestReloadOnDelete(t *testing.T) {
 		e.deleteConfig(t, r)
 		st := strategy.Annotations{}
 		e.waitFor(t, w, "the delete marker", func(o client.Object) bool {
-			got, ok := st.Applied(deploy.template(o), r)
+			got, ok := st.Applied(deploy.Template(o), r)
 			return ok && got == digest.DeleteMarker
 		})
 	})
 	t.Run("env-vars", func(t *testing.T) {
 		t.Parallel()
 		e := startRipple(t, "--reload-on-delete")
-		deploy := workloadKinds()[0]
+		deploy := kit.Deployment
 		r := refs.Ref{Kind: refs.Secret, Name: "gone"}
 		e.newConfig(t, r, nil)
 		w := e.newWorkload(t, deploy, "app", ann(secretReload, r.Name), envFrom(r.Kind, r.Name))
@@ -288,19 +289,19 @@ func TestReloadOnDelete(t *testing.T) {
 		e.waitApplied(t, deploy, w, r, e.setConfig(t, r, "v2"))
 		e.deleteConfig(t, r)
 		e.waitFor(t, w, "the env var to be removed", func(o client.Object) bool {
-			_, ok := (strategy.EnvVars{}).Applied(deploy.template(o), r)
+			_, ok := (strategy.EnvVars{}).Applied(deploy.Template(o), r)
 			return !ok
 		})
 	})
 	t.Run("without the flag", func(t *testing.T) {
 		t.Parallel()
 		e := startRipple(t)
-		deploy := workloadKinds()[0]
+		deploy := kit.Deployment
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}
 		e.newConfig(t, r, nil)
 		w := e.newWorkload(t, deploy, "app", ann(cmReloadKey, r.Name), envFrom(r.Kind, r.Name))
 		e.waitFor(t, w, "the baseline record", hasBaseline)
-		before := deploy.template(w).DeepCopy()
+		before := deploy.Template(w).DeepCopy()
 		e.deleteConfig(t, r)
 		e.expectNoRollout(t, w, deploy, before)
 	})
@@ -328,10 +329,10 @@ func TestSyncAfterRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			r := refs.Ref{Kind: refs.ConfigMap, Name: "made-while-down"}
 			w := e.newWorkload(t, deploy, "app", ann(cmReloadKey, r.Name), envFrom(r.Kind, r.Name))
-			before := deploy.template(w).DeepCopy()
+			before := deploy.Template(w).DeepCopy()
 			time.Sleep(1100 * time.Millisecond) // creation times have one-second granularity
 			e.newConfig(t, r, nil)
 			time.Sleep(1100 * time.Millisecond) // Ripple starts after the config exists
@@ -354,7 +355,7 @@ func TestMissedDeleteRollsOnlyItsDependents(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	stop := e.run(t, "--reload-on-delete=true", "--reload-strategy=annotations")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	gone, kept := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}, refs.Ref{Kind: refs.ConfigMap, Name: "kept"}
 	e.newConfig(t, gone, nil)
 	e.newConfig(t, kept, nil)
@@ -362,7 +363,7 @@ func TestMissedDeleteRollsOnlyItsDependents(t *testing.T) {
 	bystander := e.newWorkload(t, deploy, "bystander", ann(autoKey, "true"), envFrom(kept.Kind, kept.Name))
 	e.waitFor(t, dependent, "the baseline record", hasBaseline)
 	e.waitFor(t, bystander, "the baseline record", hasBaseline)
-	before := deploy.template(bystander).DeepCopy()
+	before := deploy.Template(bystander).DeepCopy()
 
 	stop()
 	e.deleteConfig(t, gone)
@@ -370,7 +371,7 @@ func TestMissedDeleteRollsOnlyItsDependents(t *testing.T) {
 
 	st := strategy.Annotations{}
 	e.waitFor(t, dependent, "the delete marker", func(o client.Object) bool {
-		got, ok := st.Applied(deploy.template(o), gone)
+		got, ok := st.Applied(deploy.Template(o), gone)
 		return ok && got == digest.DeleteMarker
 	})
 	e.expectNoRollout(t, bystander, deploy, before)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // scrape reads /metrics and returns each sample as `name{labels}` -> value.
@@ -56,7 +57,7 @@ func TestMetricsCountExactly(t *testing.T) {
 	e.globalMetrics = true
 	addr := freeAddr(t)
 	e.run(t, "--metrics-bind-address="+addr)
-	deploy, sts := workloadKinds()[0], workloadKinds()[1]
+	deploy, sts := kit.Deployment, kit.StatefulSet
 	cm1, cm2 := refs.Ref{Kind: refs.ConfigMap, Name: "cm1"}, refs.Ref{Kind: refs.ConfigMap, Name: "cm2"}
 	e.newConfig(t, cm1, nil)
 	e.newConfig(t, cm2, nil)

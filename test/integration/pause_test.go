@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 const (
@@ -39,7 +40,7 @@ func running(o client.Object) bool {
 // paused by Ripple in the same write. It returns the paused-at time.
 func (e *env) pausedReload(t *testing.T, d client.Object, r refs.Ref, value string) time.Time {
 	t.Helper()
-	e.waitApplied(t, workloadKinds()[0], d, r, e.setConfig(t, r, value))
+	e.waitApplied(t, kit.Deployment, d, r, e.setConfig(t, r, value))
 	at, ok := pausedAt(d)
 	if !ok {
 		t.Fatalf("Deployment %s shows the reload but is not paused by Ripple: paused=%v annotations %v",
@@ -65,7 +66,7 @@ func (e *env) waitResumed(t *testing.T, d client.Object, at time.Time, period ti
 // invalid period reloads without a pause.
 func TestPausePeriod(t *testing.T) {
 	e := startRipple(t)
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 
 	t.Run("changes in the period roll out once, at its end", func(t *testing.T) {
 		t.Parallel()
@@ -127,7 +128,7 @@ func TestPausePeriod(t *testing.T) {
 		if err := e.c.Delete(t.Context(), d); err != nil {
 			t.Fatal(err)
 		}
-		e.waitGone(t, deploy.build(metav1.ObjectMeta{Name: d.GetName(), Namespace: e.ns}, corev1.PodTemplateSpec{}))
+		e.waitGone(t, deploy.New(metav1.ObjectMeta{Name: d.GetName(), Namespace: e.ns}, corev1.PodTemplateSpec{}))
 		d = e.newWorkload(t, deploy, "again", meta, envFrom(r.Kind, r.Name))
 		e.waitFor(t, d, "the baseline record", hasBaseline)
 		time.Sleep(time.Until(at.Add(period + time.Second))) // past the old pause's end
@@ -164,7 +165,7 @@ func TestPausePeriod(t *testing.T) {
 		const period = 2 * time.Second
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "owned"}
 		e.newConfig(t, r, nil)
-		d := deploy.build(metav1.ObjectMeta{Name: "owned", Namespace: e.ns, Annotations: ann(autoKey, "true", pausePeriodKey, period.String())},
+		d := deploy.New(metav1.ObjectMeta{Name: "owned", Namespace: e.ns, Annotations: ann(autoKey, "true", pausePeriodKey, period.String())},
 			corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))})
 		d.(*appsv1.Deployment).Spec.Paused = true
 		if err := e.c.Create(t.Context(), d); err != nil {
@@ -200,7 +201,7 @@ func TestPausePeriodAcrossRestart(t *testing.T) {
 			const period = 4 * time.Second
 			e := newEnv(t)
 			stop := e.run(t)
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 			e.newConfig(t, r, nil)
 			d := e.newWorkload(t, deploy, "app", ann(autoKey, "true", pausePeriodKey, period.String()), envFrom(r.Kind, r.Name))

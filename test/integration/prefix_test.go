@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --annotation-prefix moves Ripple's own keys: the applied record and the
@@ -16,7 +17,7 @@ import (
 func TestAnnotationPrefix(t *testing.T) {
 	t.Parallel()
 	e := startRipple(t, "--annotation-prefix=example.org", "--settle-window=0")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, cm, nil)
 	// The override under the new prefix holds the reload for 3 s; one
@@ -41,7 +42,7 @@ func TestAnnotationPrefix(t *testing.T) {
 func TestPauseAnnotationRenames(t *testing.T) {
 	t.Parallel()
 	e := startRipple(t, "--pause-deployment-annotation=example.com/pause", "--pause-deployment-time-annotation=example.com/paused-at")
-	deploy := workloadKinds()[0]
+	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, cm, nil)
 	renamed := e.newWorkload(t, deploy, "renamed", ann(autoKey, "true", "example.com/pause", "1h"), envFrom(cm.Kind, cm.Name))

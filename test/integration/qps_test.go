@@ -7,11 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --kube-api-qps and --kube-api-burst limit, for the whole process, the
@@ -32,7 +32,7 @@ func TestKubeAPIQPS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := startRipple(t, tc.args...)
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			cm := refs.Ref{Kind: refs.ConfigMap, Name: "shared"}
 			e.newConfig(t, cm, nil)
 			var ws []client.Object
@@ -72,15 +72,6 @@ func TestKubeAPIQPS(t *testing.T) {
 
 // reloadedEvents counts the Normal Reloaded Events in e's namespace.
 func (e *env) reloadedEvents(ctx context.Context) int {
-	list, err := e.cs.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, ev := range list.Items {
-		if ev.Reason == controller.ReasonReloaded && ev.Type == corev1.EventTypeNormal {
-			n++
-		}
-	}
-	return n
+	notes, _ := kit.EventNotes(ctx, e.cs, e.ns, kit.EventMatch{Reason: controller.ReasonReloaded, Type: corev1.EventTypeNormal})
+	return len(notes)
 }

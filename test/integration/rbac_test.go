@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // TestRBACIsEnforced proves the test API server really authorizes requests,
@@ -17,7 +19,7 @@ import (
 func TestRBACIsEnforced(t *testing.T) {
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(api.Config)
-	ns := newNamespace(t, admin)
+	ns := kit.NewNamespace(t, admin, "it-", nil)
 
 	sa := kubernetes.NewForConfigOrDie(api.ServiceAccountConfig(ns, "reader"))
 	_, err := sa.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})

@@ -17,6 +17,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // Annotation keys as users write them.
@@ -194,10 +195,10 @@ func TestReloadRules(t *testing.T) {
 				st = "annotations"
 			}
 			for i, sc := range g.scenarios {
-				for _, k := range workloadKinds() {
-					t.Run(sc.name+"/"+k.name, func(t *testing.T) {
+				for _, k := range kit.TemplateKinds {
+					t.Run(sc.name+"/"+k.Name, func(t *testing.T) {
 						t.Parallel()
-						e.runScenario(t, fmt.Sprintf("s%d-%s-", i, strings.ToLower(k.name[:3])), k, sc, st)
+						e.runScenario(t, fmt.Sprintf("s%d-%s-", i, strings.ToLower(k.Name[:3])), k, sc, st)
 					})
 				}
 			}
@@ -207,9 +208,27 @@ func TestReloadRules(t *testing.T) {
 
 // runScenario creates the scenario's objects with names prefixed by p,
 // changes one config and checks whether the workload rolled.
-func (e *env) runScenario(t *testing.T, p string, k workloadKind, sc scenario, strategyName string) {
-	s := e.stage(t, p, sc)
-	w := k.build(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
+func (e *env) runScenario(t *testing.T, p string, k *kit.WorkloadKind, sc scenario, strategyName string) {
+	s, w, before, want := e.stageAndChange(t, p, k, sc)
+	if !sc.reload {
+		e.expectNoRollout(t, w, k, before)
+		return
+	}
+	st, _ := strategy.New(strategyName)
+	e.waitFor(t, w, fmt.Sprintf("the %s strategy to record %s = %s", strategyName, s.changed, want), func(o client.Object) bool {
+		got, ok := st.Applied(k.Template(o), s.changed)
+		return ok && got == want
+	})
+}
+
+// stageAndChange stages the scenario, creates its workload of kind k,
+// waits for Ripple's baseline when the scenario has one, and changes the
+// config; it returns the workload, its pod template before the change and
+// the changed config's new digest.
+func (e *env) stageAndChange(t *testing.T, p string, k *kit.WorkloadKind, sc scenario) (s staged, w client.Object, before *corev1.PodTemplateSpec, want string) {
+	t.Helper()
+	s = e.stage(t, p, sc)
+	w = k.New(metav1.ObjectMeta{Name: p + "w", Namespace: e.ns, Annotations: s.subst(sc.meta)},
 		corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: s.subst(sc.tpl)}, Spec: podSpec(s.uses...)})
 	if err := e.c.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
@@ -217,17 +236,8 @@ func (e *env) runScenario(t *testing.T, p string, k workloadKind, sc scenario, s
 	if sc.baseline {
 		e.waitFor(t, w, "the baseline record of the changed config", tracks(s.changed))
 	}
-	before := k.template(w).DeepCopy()
-	want := e.change(t, s, sc)
-	if !sc.reload {
-		e.expectNoRollout(t, w, k, before)
-		return
-	}
-	st, _ := strategy.New(strategyName)
-	e.waitFor(t, w, fmt.Sprintf("the %s strategy to record %s = %s", strategyName, s.changed, want), func(o client.Object) bool {
-		got, ok := st.Applied(k.template(o), s.changed)
-		return ok && got == want
-	})
+	before = k.Template(w).DeepCopy()
+	return s, w, before, e.change(t, s, sc)
 }
 
 // staged is a scenario made concrete for one subtest: its configs created
@@ -323,13 +333,13 @@ func (e *env) waitFor(t *testing.T, obj client.Object, what string, cond func(cl
 // expectNoRollout checks, for a while, that the pod template of obj stays
 // as it was. (Generation would not do: a Deployment's also counts metadata
 // annotation changes, such as Ripple's baseline record.)
-func (e *env) expectNoRollout(t *testing.T, obj client.Object, k workloadKind, before *corev1.PodTemplateSpec) {
+func (e *env) expectNoRollout(t *testing.T, obj client.Object, k *kit.WorkloadKind, before *corev1.PodTemplateSpec) {
 	t.Helper()
 	time.Sleep(negativeWindow)
 	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatal(err)
 	}
-	if after := k.template(obj); !equality.Semantic.DeepEqual(before, after) {
+	if after := k.Template(obj); !equality.Semantic.DeepEqual(before, after) {
 		t.Fatalf("the pod template changed; want no rollout\nbefore: %+v\nafter:  %+v", before, after)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +19,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/test/inproc"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // env is one test's namespace with a Ripple running in it.
@@ -32,7 +32,7 @@ type env struct {
 	rc *rest.Config
 	// cache reads the last started Ripple's cache; logs holds its log.
 	cache client.Reader
-	logs  *inproc.LogBuffer
+	logs  *kit.LogBuffer
 	// globalMetrics registers Ripple's metrics where /metrics serves them.
 	globalMetrics bool
 	// environ is the environment Ripple reads (ALERT_*, ...).
@@ -53,7 +53,7 @@ func startRipple(t *testing.T, args ...string) *env {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(api.Config)
-	e := &env{ns: newNamespace(t, cs), cs: cs, rc: api.Config}
+	e := &env{ns: kit.NewNamespace(t, cs, "it-", nil), cs: cs, rc: api.Config}
 	var err error
 	if e.c, err = client.New(api.Config, client.Options{}); err != nil {
 		t.Fatal(err)
@@ -147,15 +147,6 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 // warningEvents returns the messages of Warning events with reason on the
 // object named name.
 func (e *env) warningEvents(ctx context.Context, name, reason string) []string {
-	list, err := e.cs.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, ev := range list.Items {
-		if ev.Regarding.Name == name && ev.Reason == reason && ev.Type == corev1.EventTypeWarning {
-			out = append(out, ev.Note)
-		}
-	}
-	return out
+	notes, _ := kit.EventNotes(ctx, e.cs, e.ns, kit.EventMatch{Name: name, Reason: reason, Type: corev1.EventTypeWarning})
+	return notes
 }

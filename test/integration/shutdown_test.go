@@ -6,6 +6,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/test/inproc"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --graceful-shutdown-timeout bounds how long Ripple waits on SIGTERM for
@@ -42,7 +43,7 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 					t.Logf("ripple's log:\n%s", r.Log.String())
 				}
 			})
-			deploy := workloadKinds()[0]
+			deploy := kit.Deployment
 			cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 			e.newConfig(t, cm, nil)
 			w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))

@@ -1,0 +1,41 @@
+// Package kit is the test kit that Ripple's test suites (test/integration,
+// test/e2e, test/chart) and hack/demo share: running a suite around one
+// control plane and proving it left no process behind, test namespaces,
+// the workload kinds Ripple rolls, pod readiness and ownership, events,
+// child processes stopped by signal, and a log buffer safe for concurrent
+// writers. Each suite keeps its scenarios; this package holds only what
+// they would otherwise each write again.
+package kit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/ripple-dev/ripple/test/cluster"
+)
+
+// Main runs a suite's tests around what start starts (a control plane,
+// usually) and returns the exit code for os.Exit. A TestMain has no test
+// context: start gets the process's root context. The suite fails when
+// start fails, when stop fails, or when any process the test binary
+// started is still alive after stop: a suite that leaves a process behind
+// is broken, and says so loudly.
+func Main(m *testing.M, start func(context.Context) (stop func() error, err error)) int {
+	stop, err := start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		code = 1
+	}
+	if left := cluster.Descendants(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "processes left behind after Stop: %v\n", left)
+		code = 1
+	}
+	return code
+}

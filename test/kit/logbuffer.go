@@ -1,0 +1,59 @@
+package kit
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// LogBuffer is a log sink safe for concurrent writers: a child process's
+// stdout and stderr copiers, or a controller's goroutines that still log
+// after a test ends, when t.Log would panic.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Printf appends a formatted line of the test's own.
+func (b *LogBuffer) Printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(b, format, args...)
+}
+
+// Len is how much has been written; From(Len()) is what comes next.
+func (b *LogBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// From returns what was written from offset on.
+func (b *LogBuffer) From(offset int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf.Bytes()[offset:])
+}
+
+func (b *LogBuffer) String() string { return b.From(0) }
+
+// Lines returns the lines holding every one of subs, with JSON escaping of
+// quotes undone so that API error messages read as the server wrote them.
+func (b *LogBuffer) Lines(subs ...string) []string {
+	var out []string
+	for _, line := range strings.Split(strings.ReplaceAll(b.String(), `\"`, `"`), "\n") {
+		ok := line != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(line, s)
+		}
+		if ok {
+			out = append(out, line)
+		}
+	}
+	return out
+}
