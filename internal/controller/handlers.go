@@ -72,6 +72,7 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		}
 		r.remember(name, r.pendingOf(name).Notice(now))
 		q.AddAfter(req, window)
+		log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 	}
 }
 

@@ -66,7 +66,11 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), client.ObjectKeyFromObject(obj), err)
 	}
 	if p.Update.Paused != nil {
-		log.Info("pause-period", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "paused", *p.Update.Paused)
+		if *p.Update.Paused {
+			log.Info("paused", "workload", klog.KObj(obj), "kind", r.Kind.Name())
+		} else {
+			log.Info("resumed", "workload", klog.KObj(obj), "kind", r.Kind.Name())
+		}
 	}
 	if p.WouldReload {
 		r.Metrics.WouldReload(r.Kind.Name())
