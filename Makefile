@@ -107,7 +107,7 @@ $(CA_BUNDLE):
 
 .PHONY: image
 image: $(CA_BUNDLE) ## Build the multi-arch OCI image into bin/image (no container engine, nothing pulled); IMAGE=registry/name also pushes it with skopeo.
-	go run ./hack/release image --version $(RELEASE_VERSION) --repository $(or $(IMAGE),$(IMAGE_REPOSITORY)) \
+	go run ./hack/release image --version $(RELEASE_VERSION) --repository $(IMAGE_REPOSITORY) \
 	  --revision $(REVISION) --licenses $(LICENSES) --source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) \
 	  --ca-bundle $(CA_BUNDLE) --ca-version "$$(dpkg-query -W -f='$${Version}' ca-certificates)" --out $(IMAGE_DIR)
 	@if [ -n "$(IMAGE)" ]; then \

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -198,6 +200,36 @@ func TestDigestStable(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("two builds of one commit give different %s", f)
 		}
+	}
+}
+
+// TestPush: `make image IMAGE=<registry>/ripple` pushed the whole index,
+// both platforms, as <registry>/ripple:<version>, with the digest built.
+func TestPush(t *testing.T) {
+	t.Parallel()
+	rel := readRelease(t)
+	ref, err := name.ParseReference(pushed+":"+rel.version, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteIdx, err := remote.Index(ref)
+	if err != nil {
+		t.Fatalf("the pushed image: %v", err)
+	}
+	localIdx, _ := imageIndex(t, imageDirs[1])
+	got, err := remoteIdx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := localIdx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("pushed index %s, built %s", got, want)
+	}
+	if plats := slices.Sorted(maps.Keys(platformImages(t, remoteIdx))); !slices.Equal(plats, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("pushed platforms %v", plats)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package image tests Ripple's image and release as a user gets them: it
 // builds both with `make release` and the image a second time with `make
-// image`, inspects the OCI layout, compares the two builds' digests, runs
+// image IMAGE=...`, which pushes it to a registry the test serves, inspects the OCI layout, compares the two builds' digests, runs
 // the image's own amd64 binary against a local cluster and installs the
 // packaged chart there.
 //
@@ -15,12 +15,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/ripple-dev/ripple/test/chart"
 	"github.com/ripple-dev/ripple/test/cluster"
@@ -34,6 +39,9 @@ var (
 	root       string
 	imageDirs  [2]string
 	releaseDir string
+	// pushed is where the second `make image` pushed the image: a registry
+	// served by this test on 127.0.0.1.
+	pushed string
 )
 
 func TestMain(m *testing.M) {
@@ -55,11 +63,14 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	imageDirs = [2]string{filepath.Join(tmp, "image-1"), filepath.Join(tmp, "image-2")}
 	releaseDir = filepath.Join(tmp, "release")
-	// The targets a user runs, into private directories: IMAGE is empty so
-	// nothing is pushed.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	pushed = strings.TrimPrefix(reg.URL, "http://") + "/ripple"
+	// The targets a user runs, into private directories: the first pushes
+	// nothing, the second pushes to the test's registry (plain HTTP).
 	for _, args := range [][]string{
 		{"release", "IMAGE=", "IMAGE_DIR=" + imageDirs[0], "RELEASE_DIR=" + releaseDir},
-		{"image", "IMAGE=", "IMAGE_DIR=" + imageDirs[1]},
+		{"image", "IMAGE=" + pushed, "SKOPEO_FLAGS=--dest-tls-verify=false", "IMAGE_DIR=" + imageDirs[1]},
 	} {
 		if err := makeTarget(args...); err != nil {
 			fmt.Fprintln(os.Stderr, err)

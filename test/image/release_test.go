@@ -262,7 +262,7 @@ func TestPackagedChart(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	env := []string{"KUBECONFIG=" + kc.Kubeconfig}
-	if out, err := chart.HelmEnv(env, "install", "ripple", pkg, "--namespace", ns, "--kube-version", chart.KubeVersion); err != nil {
+	if out, err := chart.HelmEnv(env, "install", "ripple", pkg, "--namespace", ns); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
