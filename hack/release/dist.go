@@ -24,20 +24,17 @@ type distOptions struct {
 	epoch                                       time.Time
 }
 
-// The names of the release files, for a version.
-func releaseArchive(v string) string { return "ripple-" + v + ".oci.tar" }
-func releaseSBOM(v string) string    { return "ripple-" + v + ".sbom.cdx.json" }
-func releaseManifests(v string) string {
-	return "ripple-" + v + ".yaml"
-}
-func pluginArchive(v, goos, goarch string) string {
-	return "kubectl-ripple_" + v + "_" + goos + "_" + goarch + ".tar.gz"
-}
-
+// The release's files that do not carry the version in their name.
 const (
 	krewManifest = "kubectl-ripple.krew.yaml"
 	checksums    = "sha256sums.txt"
 )
+
+// pluginArchive names the kubectl-ripple archive of a version and platform,
+// as the krew manifest's URIs do.
+func pluginArchive(v, goos, goarch string) string {
+	return "kubectl-ripple_" + v + "_" + goos + "_" + goarch + ".tar.gz"
+}
 
 // krewPlatform is one platform of the krew manifest template.
 type krewPlatform struct{ OS, Arch, Archive, SHA256 string }
@@ -52,10 +49,11 @@ func dist(ctx context.Context, o distOptions) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	// The image archive, its SBOM and the manifests, named by version.
 	for src, dst := range map[string]string{
-		filepath.Join(o.imageDir, ociArchive): releaseArchive(o.version),
-		filepath.Join(o.imageDir, sbomFile):   releaseSBOM(o.version),
-		o.manifests:                           releaseManifests(o.version),
+		filepath.Join(o.imageDir, ociArchive): "ripple-" + o.version + ".oci.tar",
+		filepath.Join(o.imageDir, sbomFile):   "ripple-" + o.version + ".sbom.cdx.json",
+		o.manifests:                           "ripple-" + o.version + ".yaml",
 	} {
 		b, err := os.ReadFile(src)
 		if err != nil {
