@@ -123,8 +123,8 @@ release: tools image ## Build the release into bin/release: image archive, SBOM,
 	  --image-dir $(IMAGE_DIR) --helm $(TOOLS_DIR)/helm --out $(RELEASE_DIR)
 
 .PHONY: test-image
-test-image: tools ## Image and release tests: builds both (twice, for the digest), checks the image, runs its binary and installs the packaged chart on the local cluster.
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -timeout 30m ./test/image/...
+test-image: tools build ## Image and release tests: builds both (twice, for the digest), checks the image, runs its binary and installs the packaged chart on the local cluster.
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 30m ./test/image/...
 
 .PHONY: bench
 bench: tools build ## Benchmark Ripple on local control planes (~6 min on 2 cores; BENCH_ARGS=--quick for the < 3 min set); results in bench-results/<timestamp>/.
