@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&o.out, "out", "bin/release", "output directory (emptied first)")
 		fs.StringVar(&o.chart, "chart", "deploy/helm/ripple", "the Helm chart")
 		fs.StringVar(&o.manifests, "manifests", "deploy/manifests/ripple.yaml", "the rendered manifests")
-		fs.StringVar(&o.krew, "krew", "deploy/krew/ripple.yaml", "the krew plugin manifest template")
+		fs.StringVar(&o.krew, "krew", "deploy/krew/ripple.yaml.tmpl", "the krew plugin manifest template")
 		fs.StringVar(&o.helm, "helm", "helm", "the helm binary")
 		platforms := fs.String("plugin-platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64", "comma-separated os/arch list for kubectl-ripple")
 		if err := fs.Parse(args[1:]); err != nil {

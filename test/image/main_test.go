@@ -25,7 +25,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/registry"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ripple-dev/ripple/test/chart"
 	"github.com/ripple-dev/ripple/test/cluster"
@@ -78,6 +80,8 @@ func run(m *testing.M) int {
 		}
 	}
 
+	// envtest logs through controller-runtime; nothing here reads it.
+	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	kc, err = cluster.Start(ctx, cluster.Options{Nodes: 1})

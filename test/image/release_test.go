@@ -117,7 +117,9 @@ func TestKrewManifest(t *testing.T) {
 		} `json:"metadata"`
 		Spec struct {
 			Version          string `json:"version"`
+			Homepage         string `json:"homepage"`
 			ShortDescription string `json:"shortDescription"`
+			Description      string `json:"description"`
 			Platforms        []struct {
 				Selector struct {
 					MatchLabels map[string]string `json:"matchLabels"`
@@ -132,7 +134,7 @@ func TestKrewManifest(t *testing.T) {
 		t.Fatalf("the krew manifest: %v\n%s", err, b)
 	}
 	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "ripple" ||
-		m.Spec.Version != rel.version || m.Spec.ShortDescription == "" {
+		m.Spec.Version != rel.version || m.Spec.Homepage == "" || m.Spec.ShortDescription == "" || m.Spec.Description == "" {
 		t.Errorf("not the krew Plugin ripple %s:\n%s", rel.version, b)
 	}
 	var plats []string
