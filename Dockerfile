@@ -1,14 +1,17 @@
 # syntax=docker/dockerfile:1
 #
-# Ripple's image: a static binary on distroless, running as the nonroot user.
-# Multi-arch with buildx: the builder runs on the build platform and
+# Ripple's image for docker buildx users. `make image` builds the same
+# image from the same sources without a container engine or a base image
+# (hack/release; see the README's "Install"); this file is for those who
+# build with buildx instead. The builder runs on the build platform and
 # cross-compiles for each target (no emulation):
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 \
-#     --build-arg VERSION=$(git describe --tags --always --dirty) \
-#     -t ghcr.io/ripple-dev/ripple:<tag> --push .
+#     --build-arg VERSION=<the chart's appVersion> \
+#     --build-arg REVISION=$(git rev-parse HEAD) \
+#     -t <registry>/ripple:<the chart's appVersion> --push .
 
-# The Go release must satisfy go.mod's go line.
+# The Go release must satisfy go.mod's go line (test/chart checks it).
 ARG GO_VERSION=1.25
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
@@ -29,14 +32,20 @@ RUN --mount=type=cache,target=/go/pkg/mod \
       -ldflags "-s -w -X github.com/ripple-dev/ripple/internal/version.Version=${VERSION}" \
       -o /out/ripple ./cmd/ripple
 
+# The nonroot user 65532, Debian's CA certificates and /tmp: what `make
+# image` puts beside the binary.
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev
+ARG REVISION=unknown
 LABEL org.opencontainers.image.title="ripple" \
       org.opencontainers.image.description="Rolls workloads when the ConfigMaps and Secrets they use change; a drop-in replacement for Stakater Reloader." \
       org.opencontainers.image.source="https://github.com/ripple-dev/ripple" \
-      org.opencontainers.image.version="${VERSION}"
+      org.opencontainers.image.url="https://github.com/ripple-dev/ripple" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="NOASSERTION"
 COPY --from=build /out/ripple /ripple
-# distroless's nonroot user, numerically, so that runAsNonRoot can check it.
+# Numerically, so that runAsNonRoot can check it.
 USER 65532:65532
 # Metrics (/metrics) and health (/live, /healthz, /readyz).
 EXPOSE 9090

@@ -1,18 +1,25 @@
 package chart
 
 import (
+	goversion "go/version"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
-// TestDockerfile checks what can be checked of the image build without a
-// container engine: the build context that .dockerignore leaves holds every
-// package the binary needs, the version ldflag names a real variable, and
-// the Dockerfile builds static, cross-compiles from the build platform and
-// runs as the nonroot user on the chart's port.
+// TestDockerfile checks what can be checked of the buildx image build
+// without a container engine (`make image` builds the image without the
+// Dockerfile; test/image tests that one): the build context that
+// .dockerignore leaves holds every package the binary needs, the Go release
+// satisfies go.mod, the version ldflag names a real variable, and the
+// Dockerfile builds static, cross-compiles from the build platform, labels
+// the image as `make image` does and runs as the nonroot user on the
+// chart's port.
 func TestDockerfile(t *testing.T) {
 	t.Parallel()
 	root, err := RepoRoot()
@@ -30,6 +37,10 @@ func TestDockerfile(t *testing.T) {
 		"CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH}",
 		"-X github.com/ripple-dev/ripple/internal/version.Version=${VERSION}",
 		"FROM gcr.io/distroless/static-debian12:nonroot",
+		"org.opencontainers.image.source=",
+		"org.opencontainers.image.version=\"${VERSION}\"",
+		"org.opencontainers.image.revision=\"${REVISION}\"",
+		"org.opencontainers.image.licenses=",
 		"USER 65532:65532",
 		"EXPOSE 9090",
 		`ENTRYPOINT ["/ripple"]`,
@@ -41,6 +52,7 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the Dockerfile lacks %q", want)
 		}
 	}
+	checkGoVersion(t, root, dockerfile)
 	v, err := os.ReadFile(filepath.Join(root, "internal", "version", "version.go"))
 	if err != nil || !strings.Contains(string(v), "var Version = ") {
 		t.Errorf("internal/version has no Version variable for the ldflag to set (%v)", err)
@@ -76,6 +88,45 @@ func TestDockerfile(t *testing.T) {
 			if strings.HasSuffix(f, "_test.go") || strings.Contains(f, "testdata") {
 				t.Errorf("%s embeds %s, which .dockerignore leaves out", parts[0], f)
 			}
+		}
+	}
+}
+
+// checkGoVersion fails when the Dockerfile's default GO_VERSION cannot
+// build go.mod: the golang image tag "1.25" is the newest 1.25.x, so it must
+// be at least go.mod's language version, and a patch release such as
+// "1.25.3" at least go.mod's go line itself (and its toolchain line).
+func checkGoVersion(t *testing.T, root, dockerfile string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^ARG GO_VERSION=(\S+)$`).FindStringSubmatch(dockerfile)
+	if m == nil {
+		t.Error("the Dockerfile has no ARG GO_VERSION=<version> line")
+		return
+	}
+	arg := "go" + m[1]
+	if !goversion.IsValid(arg) {
+		t.Errorf("GO_VERSION=%s is not a Go release", m[1])
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := modfile.ParseLax("go.mod", b, nil)
+	if err != nil || mf.Go == nil {
+		t.Fatalf("go.mod has no go line (%v)", err)
+	}
+	need := []string{"go" + mf.Go.Version}
+	if mf.Toolchain != nil {
+		need = append(need, mf.Toolchain.Name)
+	}
+	for _, n := range need {
+		ok := goversion.Compare(goversion.Lang(arg), goversion.Lang(n)) >= 0
+		if goversion.Lang(arg) != arg { // a patch release: no newer patch is implied
+			ok = goversion.Compare(arg, n) >= 0
+		}
+		if !ok {
+			t.Errorf("the Dockerfile's GO_VERSION=%s cannot build go.mod, which needs %s", m[1], n)
 		}
 	}
 }

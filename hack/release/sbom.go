@@ -1,0 +1,137 @@
+package main
+
+import (
+	"crypto/sha256"
+	"debug/buildinfo"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/google/uuid"
+)
+
+// writeSBOM writes a CycloneDX SBOM of the image: the ripple application,
+// every Go module linked into any of the binaries (read from their build
+// info, as `go version -m` does), the Go standard library and the
+// ca-certificates package.
+func writeSBOM(path string, o imageOptions, binaries []string) error {
+	mainRef := purl(modulePath, o.version)
+	comps := map[string]cdx.Component{}
+	settings := map[string]string{}
+	ids := sha256.New()
+	for i, bin := range binaries {
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			return err
+		}
+		ids.Write(b)
+		bi, err := buildinfo.ReadFile(bin)
+		if err != nil {
+			return fmt.Errorf("reading the build info of %s: %w", bin, err)
+		}
+		std := cdx.Component{BOMRef: purl("stdlib", bi.GoVersion), Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: bi.GoVersion, PackageURL: purl("stdlib", bi.GoVersion)}
+		comps[std.BOMRef] = std
+		for _, m := range bi.Deps {
+			c := moduleComponent(m)
+			comps[c.BOMRef] = c
+		}
+		// Keep the build settings every binary shares (not GOOS, GOARCH).
+		for _, s := range bi.Settings {
+			if i == 0 {
+				settings[s.Key] = s.Value
+			}
+		}
+		for k, v := range settings {
+			if !slices.Contains(bi.Settings, debug.BuildSetting{Key: k, Value: v}) {
+				delete(settings, k)
+			}
+		}
+	}
+	if o.caVersion != "" {
+		ref := "pkg:deb/debian/ca-certificates@" + o.caVersion + "?arch=all"
+		comps[ref] = cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeData, Name: "ca-certificates", Version: o.caVersion, PackageURL: ref,
+			Description: "/" + caBundlePath + " from Debian's ca-certificates package"}
+	}
+
+	refs := make([]string, 0, len(comps))
+	for ref := range comps {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	components := make([]cdx.Component, 0, len(refs))
+	for _, ref := range refs {
+		components = append(components, comps[ref])
+	}
+	var props []cdx.Property
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range settings {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		props = append(props, cdx.Property{Name: "go.build." + k, Value: settings[k]})
+	}
+	props = append(props, cdx.Property{Name: "ripple.platforms", Value: strings.Join(o.platforms, ",")})
+
+	bom := cdx.NewBOM()
+	// Derived from the binaries, so that the same build gives the same SBOM.
+	bom.SerialNumber = "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "%s@%s#%x", sourceURL, o.version, ids.Sum(nil))).String()
+	bom.Metadata = &cdx.Metadata{
+		Timestamp: o.epoch.Format("2006-01-02T15:04:05Z"),
+		Tools: &cdx.ToolsChoice{Components: &[]cdx.Component{{
+			Type: cdx.ComponentTypeApplication, Name: "ripple hack/release", Version: o.version,
+		}}},
+		Component: &cdx.Component{
+			BOMRef: mainRef, Type: cdx.ComponentTypeApplication, Name: "ripple", Version: o.version,
+			Description: description, PackageURL: mainRef, Properties: &props,
+			ExternalReferences: &[]cdx.ExternalReference{{Type: cdx.ERTypeVCS, URL: sourceURL}},
+		},
+	}
+	bom.Components = &components
+	bom.Dependencies = &[]cdx.Dependency{{Ref: mainRef, Dependencies: &refs}}
+
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	enc := cdx.NewBOMEncoder(f, cdx.BOMFileFormatJSON)
+	enc.SetPretty(true)
+	// 1.6 is what today's scanners read.
+	if err := enc.EncodeVersion(bom, cdx.SpecVersion1_6); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// moduleComponent describes a module as linked: a replacement names the
+// module actually used.
+func moduleComponent(m *debug.Module) cdx.Component {
+	used := m
+	if m.Replace != nil {
+		used = m.Replace
+	}
+	ref := purl(used.Path, used.Version)
+	c := cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeLibrary, Name: used.Path, Version: used.Version, PackageURL: ref}
+	var props []cdx.Property
+	if used.Sum != "" {
+		props = append(props, cdx.Property{Name: "go.sum", Value: used.Sum})
+	}
+	if m.Replace != nil {
+		props = append(props, cdx.Property{Name: "go.replaces", Value: m.Path + "@" + m.Version})
+	}
+	if len(props) > 0 {
+		c.Properties = &props
+	}
+	return c
+}
+
+// purl is a Go package URL; "+" in a version (+incompatible) is escaped as
+// the purl spec requires.
+func purl(path, version string) string {
+	return "pkg:golang/" + path + "@" + strings.ReplaceAll(version, "+", "%2B")
+}

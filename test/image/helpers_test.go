@@ -1,0 +1,170 @@
+package image
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ripple-dev/ripple/test/chart"
+)
+
+// release is what the chart says the release is: the chart's version and
+// appVersion (the image tag) and the image repository.
+type release struct {
+	chartVersion, version, repository string
+}
+
+func readRelease(t *testing.T) release {
+	t.Helper()
+	dir, err := chart.ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	var v struct {
+		Image struct {
+			Repository string `json:"repository"`
+		} `json:"image"`
+	}
+	for file, into := range map[string]any{"Chart.yaml": &c, "values.yaml": &v} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.AppVersion == "" || v.Image.Repository == "" {
+		t.Fatalf("the chart names no release: appVersion %q, image.repository %q", c.AppVersion, v.Image.Repository)
+	}
+	return release{chartVersion: c.Version, version: c.AppVersion, repository: v.Image.Repository}
+}
+
+// git runs git in the repository and returns its trimmed output.
+func git(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commitTime is SOURCE_DATE_EPOCH as the Makefile takes it: from the
+// environment, else the commit's time.
+func commitTime(t *testing.T) time.Time {
+	t.Helper()
+	epoch := os.Getenv("SOURCE_DATE_EPOCH")
+	if epoch == "" {
+		epoch = git(t, "log", "-1", "--format=%ct")
+	}
+	n, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(n, 0).UTC()
+}
+
+// imageIndex opens the OCI layout of a `make image` output: the layout's
+// index.json holds one entry, the multi-arch image index.
+func imageIndex(t *testing.T, dir string) (v1.ImageIndex, v1.Descriptor) {
+	t.Helper()
+	top, err := layout.ImageIndexFromPath(filepath.Join(dir, "oci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 {
+		t.Fatalf("the OCI layout holds %d entries, want one image index", len(m.Manifests))
+	}
+	idx, err := top.ImageIndex(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, m.Manifests[0]
+}
+
+// platformImages returns the index's images by "os/arch".
+func platformImages(t *testing.T, idx v1.ImageIndex) map[string]v1.Image {
+	t.Helper()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1.Image{}
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("index entry %s has no platform", d.Digest)
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[d.Platform.OS+"/"+d.Platform.Architecture] = img
+	}
+	return out
+}
+
+// imageFile is one entry of an image's flattened filesystem.
+type imageFile struct {
+	hdr  *tar.Header
+	data []byte
+}
+
+// filesystem flattens the image's layers as a runtime would.
+func filesystem(t *testing.T, img v1.Image) map[string]imageFile {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]imageFile{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["/"+strings.Trim(h.Name, "/")] = imageFile{hdr: h, data: b}
+	}
+}
+
+// extractBinary writes the image's /ripple to a temporary executable file.
+func extractBinary(t *testing.T, img v1.Image) string {
+	t.Helper()
+	f, ok := filesystem(t, img)["/ripple"]
+	if !ok {
+		t.Fatal("the image has no /ripple")
+	}
+	path := filepath.Join(t.TempDir(), "ripple")
+	if err := os.WriteFile(path, f.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,117 @@
+// Package image tests Ripple's image and release as a user gets them: it
+// builds both with `make release` and the image a second time with `make
+// image IMAGE=...`, which pushes it to a registry the test serves, inspects the OCI layout, compares the two builds' digests, runs
+// the image's own amd64 binary against a local cluster and installs the
+// packaged chart there.
+//
+// No container engine runs here (registries are unreachable and the
+// sandbox cannot run containers cheaply), so the binary is extracted from
+// the image's layers and run as a process: the same file a container
+// runtime would start as the entrypoint.
+package image
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/registry"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ripple-dev/ripple/test/chart"
+	"github.com/ripple-dev/ripple/test/cluster"
+)
+
+var (
+	// kc is the local cluster the image's binary and the chart run on.
+	kc *cluster.Cluster
+	// root is the repository; imageDirs are two `make image` outputs of
+	// the same commit; releaseDir is the `make release` output.
+	root       string
+	imageDirs  [2]string
+	releaseDir string
+	// pushed is where the second `make image` pushed the image: a registry
+	// served by this test on 127.0.0.1.
+	pushed string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if root, err = chart.RepoRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "ripple-image-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	imageDirs = [2]string{filepath.Join(tmp, "image-1"), filepath.Join(tmp, "image-2")}
+	releaseDir = filepath.Join(tmp, "release")
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	pushed = strings.TrimPrefix(reg.URL, "http://") + "/ripple"
+	// The targets a user runs, into private directories: the first pushes
+	// nothing, the second pushes to the test's registry (plain HTTP).
+	for _, args := range [][]string{
+		{"release", "IMAGE=", "IMAGE_DIR=" + imageDirs[0], "RELEASE_DIR=" + releaseDir},
+		{"image", "IMAGE=" + pushed, "SKOPEO_FLAGS=--dest-tls-verify=false", "IMAGE_DIR=" + imageDirs[1]},
+	} {
+		if err := makeTarget(args...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+
+	// envtest logs through controller-runtime; nothing here reads it.
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc, err = cluster.Start(ctx, cluster.Options{Nodes: 1})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := kc.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
+		code = 1
+	}
+	if left := cluster.Descendants(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "processes left behind after Stop: %v\n", left)
+		code = 1
+	}
+	return code
+}
+
+// makeTarget runs make in the repository; its output is shown only when
+// it fails.
+func makeTarget(args ...string) error {
+	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	fmt.Fprintf(os.Stderr, "make %s: %s\n", args[0], time.Since(start).Round(time.Second))
+	return nil
+}
