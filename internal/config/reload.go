@@ -11,27 +11,9 @@ import (
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
 
-// ReloadOptions say when and how a workload is reloaded.
-type ReloadOptions struct {
-	ReloadStrategy    string
-	AutoReloadAll     bool
-	ResourcesToIgnore []string
-	SettleWindow      time.Duration
-	ReloadOnCreate    bool
-	ReloadOnDelete    bool
-	SyncAfterRestart  bool
-	WebhookURL        string
-	DryRun            bool
-}
-
-// Reload is the validated reload behaviour.
-type Reload struct {
-	Keys          annotation.Keys
-	Strategy      strategy.Strategy
-	AutoReloadAll bool
-	// Kinds are the source kinds Ripple watches (ConfigMap, Secret, and
-	// SecretProviderClass with --enable-csi-integration).
-	Kinds            []refs.Kind
+// ReloadFlags are the reload flags that validation keeps as they are.
+type ReloadFlags struct {
+	AutoReloadAll    bool
 	SettleWindow     time.Duration
 	ReloadOnCreate   bool
 	ReloadOnDelete   bool
@@ -42,8 +24,25 @@ type Reload struct {
 	DryRun bool
 }
 
+// ReloadOptions say when and how a workload is reloaded.
+type ReloadOptions struct {
+	ReloadStrategy    string
+	ResourcesToIgnore []string
+	ReloadFlags
+}
+
+// Reload is the validated reload behaviour.
+type Reload struct {
+	Keys     annotation.Keys
+	Strategy strategy.Strategy
+	// Kinds are the source kinds Ripple watches (ConfigMap, Secret, and
+	// SecretProviderClass with --enable-csi-integration).
+	Kinds []refs.Kind
+	ReloadFlags
+}
+
 func defaultReloadOptions() ReloadOptions {
-	return ReloadOptions{ReloadStrategy: "env-vars", SettleWindow: time.Second}
+	return ReloadOptions{ReloadStrategy: "env-vars", ReloadFlags: ReloadFlags{SettleWindow: time.Second}}
 }
 
 // BindFlags registers the reload flags.
@@ -60,16 +59,11 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 }
 
 func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
-	r := Reload{
-		Keys: keys, AutoReloadAll: o.AutoReloadAll, SettleWindow: o.SettleWindow,
-		ReloadOnCreate: o.ReloadOnCreate, ReloadOnDelete: o.ReloadOnDelete, SyncAfterRestart: o.SyncAfterRestart,
-		DryRun: o.DryRun,
-	}
+	r := Reload{Keys: keys, ReloadFlags: o.ReloadFlags}
 	if o.WebhookURL != "" {
 		if _, err := parseURL(o.WebhookURL, "http", "https"); err != nil {
 			errs.bad("webhook-url", "must be an http or https URL")
 		}
-		r.WebhookURL = o.WebhookURL
 	}
 	st, err := strategy.New(o.ReloadStrategy)
 	if err != nil {

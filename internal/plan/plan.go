@@ -113,14 +113,14 @@ type State string
 
 // The source states.
 const (
-	NotReloading State = "NotReloading"
-	Baseline     State = "Baseline"
-	Unchanged    State = "Unchanged"
-	Changed      State = "Changed"
-	Created      State = "Created"
-	Deleted      State = "Deleted"
-	Missing      State = "Missing"
-	Untracked    State = "Untracked"
+	NotReloading = State("NotReloading")
+	Baseline     = State("Baseline")
+	Unchanged    = State("Unchanged")
+	Changed      = State("Changed")
+	Created      = State("Created")
+	Deleted      = State("Deleted")
+	Missing      = State("Missing")
+	Untracked    = State("Untracked")
 )
 
 // SourcePlan is the plan for one source, with its reason.

@@ -12,12 +12,17 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 )
 
-// The Secrets Store CSI driver's kinds. A SecretProviderClass (SPC) names
-// what to mount; the driver writes one SecretProviderClassPodStatus
-// (SPCPS) per pod, with the versions it mounted.
+// csiGroupVersion is the Secrets Store CSI driver's API. A
+// SecretProviderClass (SPC) names what to mount; the driver writes one
+// SecretProviderClassPodStatus (SPCPS) per pod, with the versions it
+// mounted.
+var csiGroupVersion = schema.GroupVersion{Group: "secrets-store.csi.x-k8s.io", Version: "v1"}
+
+// SecretProviderClassGVK and SecretProviderClassPodStatusGVK are the CSI
+// driver's kinds.
 var (
-	SecretProviderClassGVK          = schema.GroupVersionKind{Group: "secrets-store.csi.x-k8s.io", Version: "v1", Kind: "SecretProviderClass"}
-	SecretProviderClassPodStatusGVK = SecretProviderClassGVK.GroupVersion().WithKind("SecretProviderClassPodStatus")
+	SecretProviderClassGVK          = csiGroupVersion.WithKind("SecretProviderClass")
+	SecretProviderClassPodStatusGVK = csiGroupVersion.WithKind("SecretProviderClassPodStatus")
 )
 
 // PodStatusObject is an SPCPS as the cache holds it: unstructured, its
@@ -31,7 +36,7 @@ func PodStatusObject() *unstructured.Unstructured {
 // PodStatusList is a list of PodStatusObject.
 func PodStatusList() *unstructured.UnstructuredList {
 	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(SecretProviderClassGVK.GroupVersion().WithKind("SecretProviderClassPodStatusList"))
+	l.SetGroupVersionKind(csiGroupVersion.WithKind("SecretProviderClassPodStatusList"))
 	return l
 }
 

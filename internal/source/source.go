@@ -72,28 +72,28 @@ func hasData(obj any) bool {
 // Object returns an empty object of a source kind. A SecretProviderClass
 // is cached as metadata: only its annotations count.
 func Object(kind refs.Kind) client.Object {
-	switch kind {
-	case refs.Secret:
-		return &corev1.Secret{}
-	case refs.SecretProviderClass:
-		spc := &metav1.PartialObjectMetadata{}
-		spc.SetGroupVersionKind(SecretProviderClassGVK)
-		return spc
-	}
-	return &corev1.ConfigMap{}
+	obj, _ := empty(kind)
+	return obj
 }
 
 // List returns an empty list of a source kind.
 func List(kind refs.Kind) client.ObjectList {
+	_, list := empty(kind)
+	return list
+}
+
+func empty(kind refs.Kind) (client.Object, client.ObjectList) {
 	switch kind {
 	case refs.Secret:
-		return &corev1.SecretList{}
+		return &corev1.Secret{}, &corev1.SecretList{}
 	case refs.SecretProviderClass:
+		spc := &metav1.PartialObjectMetadata{}
+		spc.SetGroupVersionKind(SecretProviderClassGVK)
 		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(SecretProviderClassGVK.GroupVersion().WithKind("SecretProviderClassList"))
-		return l
+		l.SetGroupVersionKind(csiGroupVersion.WithKind("SecretProviderClassList"))
+		return spc, l
 	}
-	return &corev1.ConfigMapList{}
+	return &corev1.ConfigMap{}, &corev1.ConfigMapList{}
 }
 
 // Names returns the names of the items of a list.
