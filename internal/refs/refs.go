@@ -177,10 +177,15 @@ func envRefs(c *corev1.Container) iter.Seq[Ref] {
 }
 
 func firstVolume(vols []corev1.Volume, ref Ref) (string, bool) {
-	for i := range vols {
-		for r := range volumeRefs(&vols[i]) {
+	return firstWith(vols, func(v *corev1.Volume) string { return v.Name }, volumeRefs, ref)
+}
+
+// firstWith returns the name of the first item whose sources include ref.
+func firstWith[T any](items []T, name func(*T) string, sources func(*T) iter.Seq[Ref], ref Ref) (string, bool) {
+	for i := range items {
+		for r := range sources(&items[i]) {
 			if r == ref {
-				return vols[i].Name, true
+				return name(&items[i]), true
 			}
 		}
 	}
@@ -199,12 +204,5 @@ func mounting(cs []corev1.Container, volume string) (string, bool) {
 }
 
 func envReferencing(cs []corev1.Container, ref Ref) (string, bool) {
-	for i := range cs {
-		for r := range envRefs(&cs[i]) {
-			if r == ref {
-				return cs[i].Name, true
-			}
-		}
-	}
-	return "", false
+	return firstWith(cs, func(c *corev1.Container) string { return c.Name }, envRefs, ref)
 }
