@@ -3,9 +3,6 @@ package controller
 import (
 	"context"
 
-	"time"
-
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -57,15 +54,16 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 // for when that window closes, so that its first reconcile acts instead
 // of only learning that it must wait.
 func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue) {
-	names, err := r.Finder.Of(ctx, r.Kind, ns, src)
+	objs, err := r.Finder.Of(ctx, r.Kind, ns, src)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
 	}
-	r.Metrics.Scanned(r.Kind.Name(), len(names))
+	r.Metrics.Scanned(r.Kind.Name(), len(objs))
 	now := r.Clock.Now()
-	for _, name := range names {
+	for _, obj := range objs {
+		name := client.ObjectKeyFromObject(obj)
 		req := reconcile.Request{NamespacedName: name}
-		window := r.settleWindow(ctx, name)
+		window, _ := plan.SettleWindow(obj.GetAnnotations(), r.Settings.Keys, r.Settings.SettleWindow)
 		if window <= 0 {
 			q.Add(req)
 			continue
@@ -74,16 +72,6 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		q.AddAfter(req, window)
 		log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 	}
-}
-
-// settleWindow is the settle window of a workload in the cache.
-func (r *Reconciler) settleWindow(ctx context.Context, key types.NamespacedName) time.Duration {
-	obj := r.Kind.New()
-	if err := r.Client.Get(ctx, key, obj); err != nil {
-		return 0 // gone, or not cached yet: its reconcile says
-	}
-	window, _ := plan.SettleWindow(obj.GetAnnotations(), r.Settings.Keys, r.Settings.SettleWindow)
-	return window
 }
 
 // requestsForNamespace maps a namespace that came into scope to all its

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,23 +136,46 @@ func (f *Finder) indexValues(kind workload.Kind) client.IndexerFunc {
 }
 
 // Of returns the workloads of kind in the source's namespace that may
-// depend on it.
-func (f *Finder) Of(ctx context.Context, kind workload.Kind, ns string, src refs.Ref) ([]types.NamespacedName, error) {
-	var out []types.NamespacedName
+// depend on it. They are the cache's own objects, not copies: callers only
+// read them.
+func (f *Finder) Of(ctx context.Context, kind workload.Kind, ns string, src refs.Ref) ([]client.Object, error) {
 	keys := []string{sourceKey(src.Kind, src.Name), patternKey(src.Kind)}
-	if _, ok := kind.(workload.TemplateSource); ok {
-		via, err := f.viaTemplateRef(ctx, kind, ns, keys)
-		if err != nil {
-			return nil, err
+	var out []client.Object
+	seen := map[types.NamespacedName]bool{}
+	add := func(obj client.Object) {
+		if key := client.ObjectKeyFromObject(obj); !seen[key] {
+			seen[key] = true
+			out = append(out, obj)
 		}
-		out = via
 	}
 	for _, key := range keys {
-		names, err := f.list(ctx, kind.NewList(), ns, indexSources, key)
+		list := kind.NewList()
+		err := f.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingFields{indexSources: key}, client.UnsafeDisableDeepCopy)
 		if err != nil {
 			return nil, fmt.Errorf("listing %ss from the cache by source %s: %w", kind.Name(), key, err)
 		}
-		out = append(out, names...)
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			if obj, ok := item.(client.Object); ok {
+				add(obj)
+			}
+		}
+	}
+	if _, ok := kind.(workload.TemplateSource); !ok {
+		return out, nil
+	}
+	via, err := f.viaTemplateRef(ctx, kind, ns, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range via {
+		obj := kind.New()
+		if err := f.Reader.Get(ctx, name, obj); err == nil {
+			add(obj)
+		}
 	}
 	return out, nil
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -121,18 +120,11 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 	body := Body{Webhook: "update successful", Event: event, Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName(), Workloads: []WorkloadRef{}}
 	changed := plan.Source{Ref: refs.Ref{Kind: kind, Name: src.GetName()}, Found: true, Annotations: src.GetAnnotations()}
 	for _, k := range n.Kinds {
-		names, err := n.Finder.Of(ctx, k, src.GetNamespace(), changed.Ref)
+		objs, err := n.Finder.Of(ctx, k, src.GetNamespace(), changed.Ref)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "finding the workloads of a source")
 		}
-		for _, name := range names {
-			obj := k.New()
-			if err := n.Cache.Get(ctx, name, obj); err != nil {
-				if !apierrors.IsNotFound(err) {
-					ctrl.LoggerFrom(ctx).Error(err, "reading a workload from the cache")
-				}
-				continue
-			}
+		for _, obj := range objs {
 			if n.wouldReload(ctx, k, obj, changed) {
 				body.Workloads = append(body.Workloads, WorkloadRef{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
 			}
