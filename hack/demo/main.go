@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	// canceled"; say why it was cancelled.
 	defer func() {
 		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
-			err = fmt.Errorf("%v: %w", cause, err)
+			err = fmt.Errorf("%w: %w", cause, err)
 		}
 	}()
 

@@ -221,7 +221,7 @@ func (r *rollout) verify() error {
 		problems = append(problems, `no "reloaded" line in ripple's log`)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("Ripple did not behave as expected: %s", strings.Join(problems, "; "))
+		return fmt.Errorf("ripple did not behave as expected: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		// Die with the process that started us, even if it is killed hard.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		err = cmd.Start()
-		logFile.Close() // the child holds its own descriptor
+		_ = logFile.Close() // the child holds its own descriptor
 		if err != nil {
 			return fmt.Errorf("starting %s: %w", comp.name, err)
 		}
@@ -226,7 +226,7 @@ func (c *Cluster) exited() error {
 	for _, p := range c.procs {
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited during start-up (%v); the end of its log:\n%s", p.name, p.err, tail(p.log, 20))
+			return fmt.Errorf("%s exited during start-up (%w); the end of its log:\n%s", p.name, p.err, tail(p.log, 20))
 		default:
 		}
 	}
