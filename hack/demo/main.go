@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	// canceled"; say why it was cancelled.
 	defer func() {
 		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
-			err = fmt.Errorf("%v: %w", cause, err)
+			err = fmt.Errorf("%w: %w", cause, err)
 		}
 	}()
 
@@ -146,10 +146,15 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}()
 
 	fmt.Fprintf(out, "Ripple demo: change a ConfigMap and a Secret, watch Ripple roll the Deployment that uses them, once.\n\n")
+	return runCluster(ctx, bin, tmp, out)
+}
 
+// runCluster runs the demo on a local cluster it starts, with its logs in
+// logDir, and stops the cluster.
+func runCluster(ctx context.Context, bin, logDir string, out io.Writer) (err error) {
 	fmt.Fprintf(out, "starting local cluster (kube-apiserver, etcd, controller-manager, scheduler, %d kwok nodes)...\n", nodes)
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Nodes: nodes, LogDir: tmp})
+	c, err := cluster.Start(ctx, cluster.Options{Nodes: nodes, LogDir: logDir})
 	if err != nil {
 		return fmt.Errorf("starting the local cluster: %w", err)
 	}
@@ -160,14 +165,19 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		}
 	}()
 	fmt.Fprintf(out, "  cluster ready in %s\n", since(start))
+	return runRipple(ctx, c, bin, logDir, out)
+}
+
+// runRipple runs the demo with ripple (bin) running against c, its log in
+// logDir, and stops ripple.
+func runRipple(ctx context.Context, c *cluster.Cluster, bin, logDir string, out io.Writer) (err error) {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
 	}
-
-	logPath := filepath.Join(tmp, "ripple.log")
+	logPath := filepath.Join(logDir, "ripple.log")
 	fmt.Fprintf(out, "starting ripple %s\n  log: %s\n", bin, logPath)
-	start = time.Now()
+	start := time.Now()
 	rp, err := startRipple(bin, c.Kubeconfig, logPath)
 	if err != nil {
 		return err
@@ -186,8 +196,13 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "  ripple running in %s (%s)\n", since(start), startupSummary(rp))
+	return demonstrate(ctx, cs, rp, out)
+}
 
-	start = time.Now()
+// demonstrate creates the workload, changes its configs and follows and
+// checks the rollout Ripple makes.
+func demonstrate(ctx context.Context, cs kubernetes.Interface, rp *rippleProc, out io.Writer) error {
+	start := time.Now()
 	dep, err := createWorkload(ctx, cs)
 	if err != nil {
 		return err
@@ -252,8 +267,19 @@ func createWorkload(ctx context.Context, cs kubernetes.Interface) (*appsv1.Deplo
 		return nil, err
 	}
 
+	d := demoDeployment()
+	err := create("Deployment "+deployment, func() (err error) {
+		d, err = cs.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{})
+		return err
+	})
+	return d, err
+}
+
+// demoDeployment is the Deployment the demo creates: it uses both configs
+// through envFrom and opts in to reloads on both.
+func demoDeployment() *appsv1.Deployment {
 	labels := map[string]string{"app": deployment}
-	d := &appsv1.Deployment{
+	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        deployment,
 			Namespace:   namespace,
@@ -279,11 +305,6 @@ func createWorkload(ctx context.Context, cs kubernetes.Interface) (*appsv1.Deplo
 			},
 		},
 	}
-	err := create("Deployment "+deployment, func() (err error) {
-		d, err = cs.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{})
-		return err
-	})
-	return d, err
 }
 
 // baseline is the Deployment before the config change.

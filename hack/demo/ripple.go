@@ -36,7 +36,7 @@ func startRipple(bin, kubeconfig, logPath string) (*rippleProc, error) {
 		return nil, err
 	}
 	// The child keeps its own copy of the descriptor.
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kubeconfig,

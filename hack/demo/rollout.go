@@ -39,21 +39,8 @@ type rollout struct {
 // has replicas Ready pods, every other ReplicaSet is at zero, and no pod of
 // before the change is left. It prints each step as it sees it.
 func followRollout(ctx context.Context, cs kubernetes.Interface, rp *rippleProc, base baseline, changedAt time.Time, out io.Writer) (*rollout, error) {
-	r := &rollout{changedAt: changedAt, oldPods: base.pods}
-	lastGeneration := base.generation
-	known := map[string]bool{}      // ReplicaSets already reported
-	scaledDown := map[string]bool{} // ReplicaSets already reported at zero
-	for _, name := range base.replicaSets {
-		known[name] = true
-	}
-	isOld := map[string]bool{}
-	for _, name := range base.pods {
-		isOld[name] = true
-	}
-	seenPods := map[string]bool{} // pods already reported Ready or gone
-	readyCount, goneCount := 0, 0 // pods reported so far
+	f := newFollower(base, changedAt, out)
 	pending := "Ripple to patch the Deployment"
-
 	err := poll(ctx, func() (bool, error) {
 		if err := rp.exited(); err != nil {
 			return false, err
@@ -70,102 +57,156 @@ func followRollout(ctx context.Context, cs kubernetes.Interface, rp *rippleProc,
 		if err != nil {
 			return false, err
 		}
-
-		// Only Ripple changes the Deployment's spec here, so a new
-		// generation is a pod template Ripple patched.
-		if d.Generation != lastGeneration {
-			lastGeneration = d.Generation
-			if r.patchedAt.IsZero() {
-				r.patchedAt = time.Now()
-			}
-			r.envVars = stakaterEnv(d)
-			fmt.Fprintf(out, "  %s  Ripple patched Deployment %s: %s\n", stamp(changedAt), deployment, envNames(r.envVars))
-		}
-
-		// Report new ReplicaSets in creation order; the newest revision is
-		// the one the Deployment is rolling to.
-		slices.SortFunc(rss, func(a, b appsv1.ReplicaSet) int { return revision(a) - revision(b) })
-		for _, rs := range rss {
-			if !known[rs.Name] {
-				known[rs.Name] = true
-				r.replicaSets = append(r.replicaSets, rs.Name)
-				fmt.Fprintf(out, "  %s  new ReplicaSet %s created (rollout %d)\n", stamp(changedAt), rs.Name, len(r.replicaSets))
-			}
-		}
-		var current *appsv1.ReplicaSet
-		if len(rss) > 0 {
-			current = &rss[len(rss)-1]
-		}
-		othersAtZero := true
-		for _, rs := range rss {
-			if rs.Name == current.Name {
-				continue
-			}
-			if ptr.Deref(rs.Spec.Replicas, 1) != 0 || rs.Status.Replicas != 0 {
-				othersAtZero = false
-			} else if !scaledDown[rs.Name] {
-				scaledDown[rs.Name] = true
-				fmt.Fprintf(out, "  %s  old ReplicaSet %s scaled to 0\n", stamp(changedAt), rs.Name)
-			}
-		}
-
-		var newReady []string
-		oldLeft := 0
-		present := map[string]bool{}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			present[p.Name] = true
-			switch {
-			case isOld[p.Name]:
-				oldLeft++
-			case kit.PodReady(p):
-				newReady = append(newReady, p.Name)
-			}
-		}
-		// Several pods can change between two polls; number them one by
-		// one so the lines read as a sequence.
-		slices.Sort(newReady)
-		for _, name := range newReady {
-			if !seenPods[name] {
-				seenPods[name] = true
-				readyCount++
-				fmt.Fprintf(out, "  %s  new pod %s Ready (%d/%d)\n", stamp(changedAt), name, readyCount, replicas)
-			}
-		}
-		for _, name := range base.pods {
-			if !present[name] && !seenPods[name] {
-				seenPods[name] = true
-				goneCount++
-				fmt.Fprintf(out, "  %s  old pod %s gone (%d/%d)\n", stamp(changedAt), name, goneCount, len(base.pods))
-			}
-		}
-
-		st := d.Status
-		switch {
-		case r.patchedAt.IsZero():
-			pending = "Ripple to patch the Deployment"
-		case !hasEnv(r.envVars, configMapEnv) || !hasEnv(r.envVars, secretEnv):
-			pending = fmt.Sprintf("Ripple to write %s and %s (template has %s)", configMapEnv, secretEnv, envNames(r.envVars))
-		case len(r.replicaSets) == 0:
-			pending = "the controller-manager to create a new ReplicaSet"
-		case !othersAtZero:
-			pending = "the old ReplicaSet to scale to 0"
-		case len(newReady) != replicas || oldLeft > 0 || len(pods.Items) != replicas:
-			pending = fmt.Sprintf("%d new Ready pods and no old one (have %d new Ready, %d old, %d in all)", replicas, len(newReady), oldLeft, len(pods.Items))
-		case st.ObservedGeneration != d.Generation || st.UpdatedReplicas != replicas || st.ReadyReplicas != replicas || st.Replicas != replicas:
-			pending = "the Deployment's status to show the rollout complete"
-		default:
-			r.readyAt = time.Now()
-			r.newPods = newReady
-			fmt.Fprintf(out, "  %s  rollout complete: %d new pods Ready, no old pod left\n", stamp(changedAt), replicas)
-			return true, nil
-		}
-		return false, nil
+		f.notePatch(d)
+		othersAtZero := f.noteReplicaSets(rss)
+		newReady, oldLeft := f.notePods(pods.Items)
+		var done bool
+		pending, done = f.check(d, othersAtZero, newReady, oldLeft, len(pods.Items))
+		return done, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for %s: %w", pending, err)
 	}
-	return r, nil
+	return f.r, nil
+}
+
+// follower is what followRollout has seen and reported so far.
+type follower struct {
+	out            io.Writer
+	base           baseline
+	r              *rollout
+	lastGeneration int64
+	known          map[string]bool // ReplicaSets already reported
+	scaledDown     map[string]bool // ReplicaSets already reported at zero
+	isOld          map[string]bool // pods of before the change
+	seenPods       map[string]bool // pods already reported Ready or gone
+	readyCount     int             // pods reported Ready so far
+	goneCount      int             // pods reported gone so far
+}
+
+func newFollower(base baseline, changedAt time.Time, out io.Writer) *follower {
+	f := &follower{
+		out:            out,
+		base:           base,
+		r:              &rollout{changedAt: changedAt, oldPods: base.pods},
+		lastGeneration: base.generation,
+		known:          map[string]bool{},
+		scaledDown:     map[string]bool{},
+		isOld:          map[string]bool{},
+		seenPods:       map[string]bool{},
+	}
+	for _, name := range base.replicaSets {
+		f.known[name] = true
+	}
+	for _, name := range base.pods {
+		f.isOld[name] = true
+	}
+	return f
+}
+
+// notePatch reports a new generation of d. Only Ripple changes the
+// Deployment's spec here, so a new generation is a pod template Ripple
+// patched.
+func (f *follower) notePatch(d *appsv1.Deployment) {
+	if d.Generation == f.lastGeneration {
+		return
+	}
+	f.lastGeneration = d.Generation
+	if f.r.patchedAt.IsZero() {
+		f.r.patchedAt = time.Now()
+	}
+	f.r.envVars = stakaterEnv(d)
+	fmt.Fprintf(f.out, "  %s  Ripple patched Deployment %s: %s\n", stamp(f.r.changedAt), deployment, envNames(f.r.envVars))
+}
+
+// noteReplicaSets reports new ReplicaSets and old ones scaled to zero, and
+// says whether every ReplicaSet but the newest is at zero.
+func (f *follower) noteReplicaSets(rss []appsv1.ReplicaSet) (othersAtZero bool) {
+	// Report new ReplicaSets in creation order; the newest revision is
+	// the one the Deployment is rolling to.
+	slices.SortFunc(rss, func(a, b appsv1.ReplicaSet) int { return revision(a) - revision(b) })
+	for _, rs := range rss {
+		if !f.known[rs.Name] {
+			f.known[rs.Name] = true
+			f.r.replicaSets = append(f.r.replicaSets, rs.Name)
+			fmt.Fprintf(f.out, "  %s  new ReplicaSet %s created (rollout %d)\n", stamp(f.r.changedAt), rs.Name, len(f.r.replicaSets))
+		}
+	}
+	var current *appsv1.ReplicaSet
+	if len(rss) > 0 {
+		current = &rss[len(rss)-1]
+	}
+	othersAtZero = true
+	for _, rs := range rss {
+		if rs.Name == current.Name {
+			continue
+		}
+		if ptr.Deref(rs.Spec.Replicas, 1) != 0 || rs.Status.Replicas != 0 {
+			othersAtZero = false
+		} else if !f.scaledDown[rs.Name] {
+			f.scaledDown[rs.Name] = true
+			fmt.Fprintf(f.out, "  %s  old ReplicaSet %s scaled to 0\n", stamp(f.r.changedAt), rs.Name)
+		}
+	}
+	return othersAtZero
+}
+
+// notePods reports new pods Ready and old pods gone, and returns the new
+// Ready pods, sorted, and the number of old pods left.
+func (f *follower) notePods(pods []corev1.Pod) (newReady []string, oldLeft int) {
+	present := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		present[p.Name] = true
+		switch {
+		case f.isOld[p.Name]:
+			oldLeft++
+		case kit.PodReady(p):
+			newReady = append(newReady, p.Name)
+		}
+	}
+	// Several pods can change between two polls; number them one by
+	// one so the lines read as a sequence.
+	slices.Sort(newReady)
+	for _, name := range newReady {
+		if !f.seenPods[name] {
+			f.seenPods[name] = true
+			f.readyCount++
+			fmt.Fprintf(f.out, "  %s  new pod %s Ready (%d/%d)\n", stamp(f.r.changedAt), name, f.readyCount, replicas)
+		}
+	}
+	for _, name := range f.base.pods {
+		if !present[name] && !f.seenPods[name] {
+			f.seenPods[name] = true
+			f.goneCount++
+			fmt.Fprintf(f.out, "  %s  old pod %s gone (%d/%d)\n", stamp(f.r.changedAt), name, f.goneCount, len(f.base.pods))
+		}
+	}
+	return newReady, oldLeft
+}
+
+// check says what the rollout still waits for, or that it is complete (and
+// then records and reports its end).
+func (f *follower) check(d *appsv1.Deployment, othersAtZero bool, newReady []string, oldLeft, allPods int) (pending string, done bool) {
+	r, st := f.r, d.Status
+	switch {
+	case r.patchedAt.IsZero():
+		return "Ripple to patch the Deployment", false
+	case !hasEnv(r.envVars, configMapEnv) || !hasEnv(r.envVars, secretEnv):
+		return fmt.Sprintf("Ripple to write %s and %s (template has %s)", configMapEnv, secretEnv, envNames(r.envVars)), false
+	case len(r.replicaSets) == 0:
+		return "the controller-manager to create a new ReplicaSet", false
+	case !othersAtZero:
+		return "the old ReplicaSet to scale to 0", false
+	case len(newReady) != replicas || oldLeft > 0 || allPods != replicas:
+		return fmt.Sprintf("%d new Ready pods and no old one (have %d new Ready, %d old, %d in all)", replicas, len(newReady), oldLeft, allPods), false
+	case st.ObservedGeneration != d.Generation || st.UpdatedReplicas != replicas || st.ReadyReplicas != replicas || st.Replicas != replicas:
+		return "the Deployment's status to show the rollout complete", false
+	}
+	r.readyAt = time.Now()
+	r.newPods = newReady
+	fmt.Fprintf(f.out, "  %s  rollout complete: %d new pods Ready, no old pod left\n", stamp(r.changedAt), replicas)
+	return "", true
 }
 
 // collectEvidence waits for Ripple's Reloaded event on the Deployment (event
@@ -221,7 +262,7 @@ func (r *rollout) verify() error {
 		problems = append(problems, `no "reloaded" line in ripple's log`)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("Ripple did not behave as expected: %s", strings.Join(problems, "; "))
+		return fmt.Errorf("ripple did not behave as expected: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/ripple-dev/ripple/test/chart"
 )
@@ -36,7 +36,7 @@ func run(check bool) error {
 	for p := range files {
 		paths = append(paths, p)
 	}
-	sort.Strings(paths)
+	slices.Sort(paths)
 	var stale []string
 	for _, p := range paths {
 		full := filepath.Join(root, p)

@@ -73,7 +73,8 @@ func up(state, name string, nodes int) error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	// The child keeps its own copy of the descriptor.
+	defer func() { _ = logFile.Close() }()
 	cmd := exec.Command(self, "serve", "--name", name, "--nodes", strconv.Itoa(nodes))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive this shell

@@ -55,8 +55,8 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// ChartDir is deploy/helm/ripple.
-func ChartDir() (string, error) {
+// Dir is deploy/helm/ripple.
+func Dir() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -95,7 +95,7 @@ func HelmEnv(env []string, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(home)
+	defer func() { _ = os.RemoveAll(home) }()
 	cmd := exec.Command(helm, args...)
 	cmd.Env = append(os.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
@@ -129,7 +129,7 @@ func Template(r Release) ([]byte, error) {
 	chart := r.Chart
 	if chart == "" {
 		var err error
-		if chart, err = ChartDir(); err != nil {
+		if chart, err = Dir(); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +151,7 @@ func Template(r Release) ([]byte, error) {
 		tmp = append(tmp, f.Name())
 		// JSON is YAML.
 		if err := json.NewEncoder(f).Encode(v); err != nil {
-			f.Close()
+			_ = f.Close() // the encoding error is the one to report
 			return nil, err
 		}
 		if err := f.Close(); err != nil {

@@ -166,7 +166,7 @@ func describeBits(bits int) string {
 // once per alias, each with its values, and returns its directory.
 func umbrellaChart(t *testing.T, aliases []string, values map[string]map[string]any) string {
 	t.Helper()
-	src, err := ChartDir()
+	src, err := Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,16 +208,21 @@ func chartVersion(t *testing.T, dir string) string {
 }
 
 func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	tree := root.FS()
+	return fs.WalkDir(tree, ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
+		target := filepath.Join(dst, filepath.FromSlash(rel))
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(tree, rel)
 		if err != nil {
 			return err
 		}

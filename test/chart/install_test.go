@@ -21,7 +21,7 @@ import (
 // the chart decided, and uninstalling leaves no cluster-wide object behind.
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	t.Parallel()
-	chart, err := ChartDir()
+	chart, err := Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

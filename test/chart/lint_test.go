@@ -10,7 +10,7 @@ import (
 // TestLint runs helm lint --strict (warnings fail) with the chart's
 // defaults and with Reloader's default values file.
 func TestLint(t *testing.T) {
-	chart, err := ChartDir()
+	chart, err := Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,9 @@ func TestLint(t *testing.T) {
 	if err := json.NewEncoder(production).Encode(productionValues()); err != nil {
 		t.Fatal(err)
 	}
-	production.Close()
+	if err := production.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for name, extra := range map[string][]string{
 		"chart defaults":            nil,
 		"Reloader's default values": {"-f", reloaderValues()},

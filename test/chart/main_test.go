@@ -32,7 +32,7 @@ var klogs = &kit.LogBuffer{}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(kit.Main(m, start))
+	os.Exit(kit.Main(context.Background(), m, start))
 }
 
 // start starts the API server the tests share; the returned stop also

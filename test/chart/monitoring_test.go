@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -106,7 +105,7 @@ func knownMetrics(t *testing.T) []string {
 // queue depth, leader), and queries that read only series Ripple exports.
 func TestDashboard(t *testing.T) {
 	t.Parallel()
-	chart, err := ChartDir()
+	chart, err := Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +204,7 @@ func TestAlerts(t *testing.T) {
 	for n := range alerts {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, want := range []string{"RippleReloadFailures", "RippleReloadsFlapping", "RippleLeaderFlapping", "RippleNotReady", "RippleDown", "RippleNoLeader"} {
 		if alerts[want] == nil {
 			t.Errorf("no alert %s among %v", want, names)

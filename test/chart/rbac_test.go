@@ -205,7 +205,9 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		watched = []string{relNS + "-a", relNS + "-b"}
 		for _, ns := range watched {
 			ensureNamespace(t, cs, ns, nil)
-			t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(t.Context()), ns, metav1.DeleteOptions{})
+			})
 		}
 		apps = append([]string{relNS}, watched...)
 	case mode.single:
@@ -257,7 +259,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 				sa = o.GetName()
 			}
 			if strings.HasPrefix(o.GetKind(), "Cluster") {
-				t.Cleanup(func() { _ = a.delete(context.Background(), o) })
+				t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
 			}
 		}
 	}
@@ -277,14 +279,16 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	rip := startRipple(t, user, relNS, sa, c.Args, envLookup(objs, d, c))
 	logs := rip.Log
 	defer func() {
+		// Not t.Context(): this runs even when the test stops with Fatal.
+		ctx := context.WithoutCancel(t.Context())
 		if complete != nil {
 			// controller-runtime's manager never returns from Start if it
 			// is stopped before its caches sync (it spins on the done
 			// context): give the rule back and let them sync first.
-			if err := a.apply(context.Background(), complete, false); err != nil {
+			if err := a.apply(ctx, complete, false); err != nil {
 				t.Error(err)
 			}
-			syncCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 			rip.Manager.GetCache().WaitForCacheSync(syncCtx)
 			cancel()
 		}
@@ -480,7 +484,8 @@ func startRipple(t *testing.T, user, ns, sa string, args []string, env func(stri
 		t.Fatalf("impersonating %q, want %q", rc.Impersonate.UserName, user)
 	}
 	args = append(slices.Clone(args), "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	rip, err := inproc.Start(inproc.Options{REST: rc, Args: args, Env: env})
+	// Only its caller's Stop stops it, not the end of the test's context.
+	rip, err := inproc.Start(context.WithoutCancel(t.Context()), inproc.Options{REST: rc, Args: args, Env: env})
 	if err != nil {
 		t.Fatalf("ripple rejects the rendered arguments %q: %v", args, err)
 	}
@@ -538,7 +543,7 @@ func TestLeaseWatch(t *testing.T) {
 				sa = o.GetName()
 			}
 			if strings.HasPrefix(o.GetKind(), "Cluster") {
-				t.Cleanup(func() { _ = a.delete(context.Background(), o) })
+				t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
 			}
 		}
 	}

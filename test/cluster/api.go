@@ -54,7 +54,7 @@ func StartAPI(opts APIOptions) (*API, error) {
 		apiArgs.Set(k, v)
 	}
 	// Loopback only, and etcd without fsync: data is thrown away anyway.
-	env.ControlPlane.GetAPIServer().SecureServing.Address = "127.0.0.1"
+	env.ControlPlane.GetAPIServer().Address = "127.0.0.1"
 
 	cfg, err := env.Start()
 	if err != nil {

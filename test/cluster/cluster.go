@@ -80,17 +80,46 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if logDir == "" {
 		logDir = c.dir
 	}
-	saKey := filepath.Join(c.env.ControlPlane.APIServer.CertDir, "sa-signer.key")
 	// kwok reads ~/.kwok/kwok.yaml unless told otherwise; an empty config
 	// keeps a developer's own kwok setup out of the tests.
 	kwokConfig := filepath.Join(c.dir, "kwok.yaml")
 	if err := os.WriteFile(kwokConfig, nil, 0o600); err != nil {
 		return err
 	}
-	components := []struct {
-		name string
-		args []string
-	}{
+	for _, comp := range c.components(kwokConfig) {
+		p, err := startComponent(tools, logDir, comp)
+		if err != nil {
+			return err
+		}
+		c.procs = append(c.procs, p)
+	}
+
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	for i := range opts.Nodes {
+		name := "kwok-node-" + strconv.Itoa(i)
+		if err := createNode(ctx, cs, name); err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, name)
+	}
+	return c.waitReady(ctx, cs)
+}
+
+// component is a cluster process beside the API server: its binary's name
+// in the tools directory and its arguments.
+type component struct {
+	name string
+	args []string
+}
+
+// components are the controller-manager, the scheduler and kwok, talking to
+// c's API server; kwok reads kwokConfig.
+func (c *Cluster) components(kwokConfig string) []component {
+	saKey := filepath.Join(c.env.ControlPlane.APIServer.CertDir, "sa-signer.key")
+	return []component{
 		{"kube-controller-manager", []string{
 			"--kubeconfig=" + c.Kubeconfig,
 			"--authentication-kubeconfig=" + c.Kubeconfig,
@@ -127,37 +156,26 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			"--node-lease-duration-seconds=40",
 		}},
 	}
-	for _, comp := range components {
-		logFile, err := os.Create(filepath.Join(logDir, comp.name+".log"))
-		if err != nil {
-			return err
-		}
-		cmd := exec.Command(filepath.Join(tools, comp.name), comp.args...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		// Die with the process that started us, even if it is killed hard.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		err = cmd.Start()
-		logFile.Close() // the child holds its own descriptor
-		if err != nil {
-			return fmt.Errorf("starting %s: %w", comp.name, err)
-		}
-		p := &proc{name: comp.name, log: logFile.Name(), cmd: cmd, done: make(chan struct{})}
-		go func() { p.err = cmd.Wait(); close(p.done) }()
-		c.procs = append(c.procs, p)
-	}
+}
 
-	cs, err := kubernetes.NewForConfig(c.Config)
+// startComponent starts comp, its output in logDir/<name>.log.
+func startComponent(tools, logDir string, comp component) (*proc, error) {
+	logFile, err := os.Create(filepath.Join(logDir, comp.name+".log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i := range opts.Nodes {
-		name := "kwok-node-" + strconv.Itoa(i)
-		if err := createNode(ctx, cs, name); err != nil {
-			return err
-		}
-		c.Nodes = append(c.Nodes, name)
+	cmd := exec.Command(filepath.Join(tools, comp.name), comp.args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Die with the process that started us, even if it is killed hard.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	_ = logFile.Close() // the child holds its own descriptor
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", comp.name, err)
 	}
-	return c.waitReady(ctx, cs)
+	p := &proc{name: comp.name, log: logFile.Name(), cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	return p, nil
 }
 
 func createNode(ctx context.Context, cs kubernetes.Interface, name string) error {
@@ -226,7 +244,7 @@ func (c *Cluster) exited() error {
 	for _, p := range c.procs {
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited during start-up (%v); the end of its log:\n%s", p.name, p.err, tail(p.log, 20))
+			return fmt.Errorf("%s exited during start-up (%w); the end of its log:\n%s", p.name, p.err, tail(p.log, 20))
 		default:
 		}
 	}

@@ -52,7 +52,7 @@ func CRDFile(name string) (string, error) {
 
 // InstallCRDs installs the CRDs named (see CRDFile) and waits until each
 // is Established and its versions are served by discovery.
-func (a *API) InstallCRDs(names ...string) error {
+func (a *API) InstallCRDs(ctx context.Context, names ...string) error {
 	paths, err := crdFiles(names)
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func (a *API) InstallCRDs(names ...string) error {
 	if err != nil {
 		return err
 	}
-	return a.poll(func(ctx context.Context) (bool, error) {
+	return poll(ctx, func(ctx context.Context) (bool, error) {
 		for _, crd := range crds {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
@@ -81,7 +81,7 @@ func (a *API) InstallCRDs(names ...string) error {
 
 // UninstallCRDs deletes the CRDs named and waits until they are gone and
 // discovery no longer serves their kinds.
-func (a *API) UninstallCRDs(names ...string) error {
+func (a *API) UninstallCRDs(ctx context.Context, names ...string) error {
 	paths, err := crdFiles(names)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (a *API) UninstallCRDs(names ...string) error {
 	if err != nil {
 		return err
 	}
-	return a.poll(func(ctx context.Context) (bool, error) {
+	return poll(ctx, func(ctx context.Context) (bool, error) {
 		for _, crd := range opts.CRDs {
 			err := c.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
 			if !apierrors.IsNotFound(err) {
@@ -126,8 +126,8 @@ func (a *API) UninstallCRDs(names ...string) error {
 	}, "CRDs %v to be gone", names)
 }
 
-func (a *API) poll(cond wait.ConditionWithContextFunc, what string, args ...any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), crdTimeout)
+func poll(ctx context.Context, cond wait.ConditionWithContextFunc, what string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, crdTimeout)
 	defer cancel()
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
 		return fmt.Errorf("waiting for "+what+": %w", append(args, err)...)

@@ -220,7 +220,7 @@ func watchPods(t *testing.T, cs kubernetes.Interface, ns string) *podHistory {
 					// A resourceVersion that expired: the history can no
 					// longer be complete.
 					h.mu.Lock()
-					h.err = fmt.Errorf("watching the pods of %s: %v", ns, apierrors.FromObject(ev.Object))
+					h.err = fmt.Errorf("watching the pods of %s: %w", ns, apierrors.FromObject(ev.Object))
 					h.mu.Unlock()
 					w.Stop()
 					return
@@ -330,8 +330,12 @@ func TestCronJobStartsJobOnChange(t *testing.T) {
 	cj := createCronJob(t, cs, ns, "report", configName, false)
 	waitApplied(t, "CronJob "+ns+"/report", cronJobAnnotations(cs, ns, "report"), digest.ConfigMap(cm))
 	consistently(t, "no Job before any change", quiet, func(ctx context.Context) error {
-		if jobs, err := allJobs(ctx, cs, ns); err != nil || len(jobs) > 0 {
-			return fmt.Errorf("Jobs %v (err %v)", jobs, err)
+		jobs, err := allJobs(ctx, cs, ns)
+		if err != nil {
+			return fmt.Errorf("listing Jobs: %w", err)
+		}
+		if len(jobs) > 0 {
+			return fmt.Errorf("Jobs %v", jobs)
 		}
 		return nil
 	})
@@ -422,8 +426,12 @@ func TestSuspendedCronJobStartsNoJob(t *testing.T) {
 	noJobs := func(what string) {
 		t.Helper()
 		consistently(t, what, 5*time.Second, func(ctx context.Context) error {
-			if jobs, err := allJobs(ctx, cs, ns); err != nil || len(jobs) > 0 {
-				return fmt.Errorf("Jobs %v (err %v)", jobs, err)
+			jobs, err := allJobs(ctx, cs, ns)
+			if err != nil {
+				return fmt.Errorf("listing Jobs: %w", err)
+			}
+			if len(jobs) > 0 {
+				return fmt.Errorf("Jobs %v", jobs)
 			}
 			return nil
 		})
@@ -444,8 +452,12 @@ func TestSuspendedCronJobStartsNoJob(t *testing.T) {
 		t.Errorf("Job %s: %v", job.Name, err)
 	}
 	consistently(t, "one Job of the resumed CronJob", afterRollout, func(ctx context.Context) error {
-		if jobs, err := allJobs(ctx, cs, ns); err != nil || len(jobs) != 1 {
-			return fmt.Errorf("Jobs %v, want one (err %v)", jobs, err)
+		jobs, err := allJobs(ctx, cs, ns)
+		if err != nil {
+			return fmt.Errorf("listing Jobs: %w", err)
+		}
+		if len(jobs) != 1 {
+			return fmt.Errorf("Jobs %v, want one", jobs)
 		}
 		return nil
 	})

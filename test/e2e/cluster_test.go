@@ -137,7 +137,7 @@ func TestClusterRollsDaemonSet(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		if ds.Status.UpdatedNumberScheduled != int32(nodes) || ds.Status.NumberReady != int32(nodes) {
+		if int(ds.Status.UpdatedNumberScheduled) != nodes || int(ds.Status.NumberReady) != nodes {
 			return false, nil
 		}
 		for uid := range podUIDs(t, cs, ns, "app=agent") {

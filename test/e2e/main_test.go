@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", "8")
 	}
-	os.Exit(kit.Main(m, func(ctx context.Context) (func() error, error) {
+	os.Exit(kit.Main(context.Background(), m, func(ctx context.Context) (func() error, error) {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		var err error

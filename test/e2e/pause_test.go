@@ -75,7 +75,7 @@ func watchDeployment(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment
 					}
 				case watch.Error:
 					h.mu.Lock()
-					h.err = fmt.Errorf("watching Deployment %s/%s: %v", d.Namespace, d.Name, apierrors.FromObject(ev.Object))
+					h.err = fmt.Errorf("watching Deployment %s/%s: %w", d.Namespace, d.Name, apierrors.FromObject(ev.Object))
 					h.mu.Unlock()
 					w.Stop()
 					return
@@ -183,7 +183,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("watching %s through its pause-period: %v\n%s", web, err, describe(cs, web))
+		t.Fatalf("watching %s through its pause-period: %v\n%s", web, err, describe(t.Context(), cs, web))
 	}
 	if len(sums) != 3 {
 		t.Fatalf("%s was resumed after %d of the 3 changes", web, len(sums))
@@ -306,7 +306,8 @@ func checkPauseHistory(states []deploymentState, final string) error {
 	if states[i].env == "" || states[i].pausedAt == "" {
 		return fmt.Errorf("write %s paused it without the template change and paused-at annotation in the same write", states[i])
 	}
-	for ; i < len(states) && states[i].paused; i++ {
+	for i < len(states) && states[i].paused {
+		i++
 	}
 	if i == len(states) {
 		return fmt.Errorf("never resumed")

@@ -38,7 +38,7 @@ func TestNoRolloutOnCreate(t *testing.T) {
 	startRipple(t, ns)
 
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	ws := createAllKinds(t, cs, ns)
 	before := waitRolledOut(t, cs, ws...)
 	for _, w := range ws {
@@ -57,7 +57,7 @@ func TestNoRolloutOnAdoption(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	ws := createAllKinds(t, cs, ns)
 	before := waitRolledOut(t, cs, ws...)
 
@@ -67,7 +67,7 @@ func TestNoRolloutOnAdoption(t *testing.T) {
 	}
 	before = expectNoRollout(t, cs, before)
 
-	sum := setSecretValue(t, cs, ns, secretName, "p2")
+	sum := setSecretValue(t, cs, ns, "p2")
 	expectRollouts(t, cs, oneEach(before, envIs(secretEnv, sum)))
 }
 
@@ -132,7 +132,7 @@ func TestNoRolloutOnMetadataOnlyEdits(t *testing.T) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
@@ -146,21 +146,21 @@ func TestNoRolloutOnMetadataOnlyEdits(t *testing.T) {
 			metav1.SetMetaDataAnnotation(&cm.ObjectMeta, "example.com/note", round)
 		})
 		updateConfigMap(t, cs, ns, configName, func(*corev1.ConfigMap) {}) // no-op update
-		updateSecret(t, cs, ns, secretName, func(s *corev1.Secret) {
+		updateSecret(t, cs, ns, func(s *corev1.Secret) {
 			metav1.SetMetaDataLabel(&s.ObjectMeta, "edit", round)
 		})
-		updateSecret(t, cs, ns, secretName, func(s *corev1.Secret) {
+		updateSecret(t, cs, ns, func(s *corev1.Secret) {
 			metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/note", round)
 		})
 		// The same data written through stringData is no data change.
-		updateSecret(t, cs, ns, secretName, func(s *corev1.Secret) {
+		updateSecret(t, cs, ns, func(s *corev1.Secret) {
 			s.StringData = map[string]string{"PASSWORD": string(s.Data["PASSWORD"])}
 		})
 	}
 
 	edits("running")
 	before = expectNoRollout(t, cs, before)
-	sum := setSecretValue(t, cs, ns, secretName, "p2")
+	sum := setSecretValue(t, cs, ns, "p2")
 	before = expectRollouts(t, cs, oneEach(before, envIs(secretEnv, sum)))
 
 	r.Stop()
@@ -179,7 +179,7 @@ func TestSwitchFromReloaderRestartsNothing(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{
 		configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto(),
@@ -222,7 +222,7 @@ func TestSwitchFromReloaderCatchesUp(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	old := createConfigMap(t, cs, ns, configName, "v0")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{
 		configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto(),
@@ -252,7 +252,7 @@ func testCatchUp(t *testing.T, rolledBefore bool) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
@@ -264,7 +264,7 @@ func testCatchUp(t *testing.T, rolledBefore bool) {
 
 	r.Stop()
 	cmSum := setConfigMapValue(t, cs, ns, configName, "v3")
-	secSum := setSecretValue(t, cs, ns, secretName, "p3")
+	secSum := setSecretValue(t, cs, ns, "p3")
 	if s := web.get(t, cs); s.templates != before[web].templates {
 		t.Fatalf("%s changed while Ripple was down: %d pod-template changes -> %d", web, before[web].templates, s.templates)
 	}
@@ -303,7 +303,7 @@ func TestOneRolloutPerChangeSetDeployment(t *testing.T) {
 	ns := newNamespace(t, cs)
 	startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
@@ -358,7 +358,7 @@ func testOneRolloutPerChangeSet(t *testing.T, kind *kit.WorkloadKind) {
 	ns := newNamespace(t, cs)
 	startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	w := workload{kind, ns, "app"}
 	w.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, w)
@@ -391,7 +391,7 @@ func TestAnnotationsStrategyNoRolloutOnRestart(t *testing.T) {
 	ns := newNamespace(t, cs)
 	r := startRipple(t, ns, "--reload-strategy=annotations")
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	sec := createSecret(t, cs, ns, secretName, "p1")
+	sec := createSecret(t, cs, ns)
 	web := workload{kit.Deployment, ns, "web"}
 	web.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	before := waitRolledOut(t, cs, web)
@@ -403,7 +403,7 @@ func TestAnnotationsStrategyNoRolloutOnRestart(t *testing.T) {
 	r.Restart()
 	before = expectNoRollout(t, cs, before)
 
-	sum = setSecretValue(t, cs, ns, secretName, "p2")
+	sum = setSecretValue(t, cs, ns, "p2")
 	before = expectRollouts(t, cs, oneEach(before, lastReloadedFrom("SECRET", secretName, sum), noStakaterEnv))
 
 	r.Restart()
@@ -438,7 +438,7 @@ func changeBoth(t *testing.T, cs kubernetes.Interface, ns string) (string, strin
 	t.Helper()
 	cmSum := setConfigMapValue(t, cs, ns, configName, "v2")
 	time.Sleep(100 * time.Millisecond)
-	secSum := setSecretValue(t, cs, ns, secretName, "p2")
+	secSum := setSecretValue(t, cs, ns, "p2")
 	return cmSum, secSum
 }
 

@@ -213,10 +213,10 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 			return s, err
 		}
 		obj, s.template = ds, ds.Spec.Template
-		want, st := int32(len(kc.Nodes)), ds.Status
-		s.complete = st.ObservedGeneration >= ds.Generation && st.DesiredNumberScheduled == want &&
-			st.CurrentNumberScheduled == want && st.UpdatedNumberScheduled == want &&
-			st.NumberReady == want && st.NumberAvailable == want && st.NumberUnavailable == 0
+		want, st := len(kc.Nodes), ds.Status
+		s.complete = st.ObservedGeneration >= ds.Generation && int(st.DesiredNumberScheduled) == want &&
+			int(st.CurrentNumberScheduled) == want && int(st.UpdatedNumberScheduled) == want &&
+			int(st.NumberReady) == want && int(st.NumberAvailable) == want && st.NumberUnavailable == 0
 		s.status = fmt.Sprintf("observedGeneration=%d desired=%d current=%d updated=%d ready=%d available=%d",
 			st.ObservedGeneration, st.DesiredNumberScheduled, st.CurrentNumberScheduled, st.UpdatedNumberScheduled,
 			st.NumberReady, st.NumberAvailable)
@@ -285,7 +285,7 @@ func waitRolledOut(t *testing.T, cs kubernetes.Interface, ws ...workload) map[wo
 			return s.complete, nil
 		})
 		if err != nil {
-			t.Fatalf("waiting for %s to roll out: %v (last seen: %s)\n%s", w, err, last.status, describe(cs, w))
+			t.Fatalf("waiting for %s to roll out: %v (last seen: %s)\n%s", w, err, last.status, describe(t.Context(), cs, w))
 		}
 		out[w] = last
 	}
@@ -322,7 +322,7 @@ func lastReloadedFrom(typ, name, hash string) templateCheck {
 			ContainerRefs               []string
 		}
 		if err := json.Unmarshal([]byte(raw), &src); err != nil {
-			return fmt.Errorf("%s: %v", lastReloadedFromAnnot, err)
+			return fmt.Errorf("%s: %w", lastReloadedFromAnnot, err)
 		}
 		if src.Type != typ || src.Name != name || src.Hash != hash {
 			return fmt.Errorf("%s = %s, want type %s, name %s, hash %s", lastReloadedFromAnnot, raw, typ, name, hash)
@@ -415,7 +415,7 @@ func expectRollouts(t *testing.T, cs kubernetes.Interface, want map[workload]rol
 		})
 		if err != nil {
 			t.Fatalf("waiting for %d rollout(s) of %s: %v (last seen: %v, %s)\n%s",
-				want[w].n, w, err, rolloutCounters(w, last), last.status, describe(cs, w))
+				want[w].n, w, err, rolloutCounters(w, last), last.status, describe(t.Context(), cs, w))
 		}
 		out[w] = last
 	}
@@ -432,7 +432,7 @@ func expectRollouts(t *testing.T, cs kubernetes.Interface, want map[workload]rol
 				return err
 			}
 			if was, now := rolloutCounters(w, out[w]), rolloutCounters(w, s); !maps.Equal(was, now) {
-				return fmt.Errorf("%s rolled again: %v -> %v\n%s", w, was, now, describe(cs, w))
+				return fmt.Errorf("%s rolled again: %v -> %v\n%s", w, was, now, describe(t.Context(), cs, w))
 			}
 		}
 		return nil
@@ -523,7 +523,7 @@ func watchTemplate(t *testing.T, cs kubernetes.Interface, w workload, created ru
 					// The only error that matters is a resourceVersion
 					// that expired: the count can no longer be exact.
 					tw.mu.Lock()
-					tw.err = fmt.Errorf("watching %s: %v", w, apierrors.FromObject(ev.Object))
+					tw.err = fmt.Errorf("watching %s: %w", w, apierrors.FromObject(ev.Object))
 					tw.mu.Unlock()
 					wi.Stop()
 					return
@@ -640,11 +640,13 @@ func createConfigMap(t *testing.T, cs kubernetes.Interface, ns, name, value stri
 	return cm
 }
 
-func createSecret(t *testing.T, cs kubernetes.Interface, ns, name, value string) *corev1.Secret {
+// createSecret creates the Secret every scenario uses, secretName, with
+// PASSWORD=p1.
+func createSecret(t *testing.T, cs kubernetes.Interface, ns string) *corev1.Secret {
 	t.Helper()
 	s, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Data:       map[string][]byte{"PASSWORD": []byte(value)},
+		ObjectMeta: metav1.ObjectMeta{Name: secretName},
+		Data:       map[string][]byte{"PASSWORD": []byte("p1")},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -653,8 +655,8 @@ func createSecret(t *testing.T, cs kubernetes.Interface, ns, name, value string)
 }
 
 // updateConfigMap reads a ConfigMap, changes it with mutate and writes it
-// back; it returns the stored result and its Reloader digest.
-func updateConfigMap(t *testing.T, cs kubernetes.Interface, ns, name string, mutate func(*corev1.ConfigMap)) (*corev1.ConfigMap, string) {
+// back; it returns the stored result's Reloader digest.
+func updateConfigMap(t *testing.T, cs kubernetes.Interface, ns, name string, mutate func(*corev1.ConfigMap)) string {
 	t.Helper()
 	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
@@ -665,12 +667,13 @@ func updateConfigMap(t *testing.T, cs kubernetes.Interface, ns, name string, mut
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cm, digest.ConfigMap(cm)
+	return digest.ConfigMap(cm)
 }
 
-func updateSecret(t *testing.T, cs kubernetes.Interface, ns, name string, mutate func(*corev1.Secret)) (*corev1.Secret, string) {
+// updateSecret is updateConfigMap for secretName.
+func updateSecret(t *testing.T, cs kubernetes.Interface, ns string, mutate func(*corev1.Secret)) string {
 	t.Helper()
-	s, err := cs.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
+	s, err := cs.CoreV1().Secrets(ns).Get(t.Context(), secretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,27 +682,25 @@ func updateSecret(t *testing.T, cs kubernetes.Interface, ns, name string, mutate
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, digest.Secret(s)
+	return digest.Secret(s)
 }
 
 // setConfigMapValue changes a ConfigMap's data and returns its new digest.
 func setConfigMapValue(t *testing.T, cs kubernetes.Interface, ns, name, value string) string {
 	t.Helper()
-	_, sum := updateConfigMap(t, cs, ns, name, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"VALUE": value} })
-	return sum
+	return updateConfigMap(t, cs, ns, name, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"VALUE": value} })
 }
 
-// setSecretValue changes a Secret's data and returns its new digest.
-func setSecretValue(t *testing.T, cs kubernetes.Interface, ns, name, value string) string {
+// setSecretValue changes secretName's data and returns its new digest.
+func setSecretValue(t *testing.T, cs kubernetes.Interface, ns, value string) string {
 	t.Helper()
-	_, sum := updateSecret(t, cs, ns, name, func(s *corev1.Secret) { s.Data = map[string][]byte{"PASSWORD": []byte(value)} })
-	return sum
+	return updateSecret(t, cs, ns, func(s *corev1.Secret) { s.Data = map[string][]byte{"PASSWORD": []byte(value)} })
 }
 
 // describe renders what a failure message needs to explain a workload's
 // state: who wrote it and when, its pods and the nodes.
-func describe(cs kubernetes.Interface, w workload) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func describe(ctx context.Context, cs kubernetes.Interface, w workload) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var b strings.Builder
 	var obj metav1.Object

@@ -69,8 +69,9 @@ type Ripple struct {
 	once   sync.Once
 }
 
-// Start starts a Ripple; it does not wait for its caches.
-func Start(o Options) (*Ripple, error) {
+// Start starts a Ripple under ctx; it does not wait for its caches. It runs
+// until Stop or until ctx ends.
+func Start(ctx context.Context, o Options) (*Ripple, error) {
 	_, cfg, err := ParseFlags(o.Args, o.Env)
 	if err != nil {
 		return nil, err
@@ -87,8 +88,7 @@ func Start(o Options) (*Ripple, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	var ctx context.Context
-	ctx, r.cancel = context.WithCancel(context.Background())
+	ctx, r.cancel = context.WithCancel(ctx)
 	if err := app.Setup(ctx, r.Manager, cfg, clock.RealClock{}, reg); err != nil {
 		r.cancel()
 		return nil, err

@@ -64,8 +64,8 @@ func TestAlertsPerSink(t *testing.T) {
 			e.run(t, "--settle-window=500ms")
 			deploy := kit.Deployment
 			cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
-			e.newConfig(t, cm, nil)
-			e.newConfig(t, sec, nil)
+			e.newConfig(t, cm)
+			e.newConfig(t, sec)
 			w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name), envFrom(sec.Kind, sec.Name))
 			e.waitFor(t, w, "the baseline record", hasBaseline)
 			e.setConfig(t, cm, "v2")
@@ -90,7 +90,7 @@ func TestHungAlertSinkDelaysNothing(t *testing.T) {
 	e.run(t)
 	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-	e.newConfig(t, r, nil)
+	e.newConfig(t, r)
 	w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	e.waitFor(t, w, "the baseline record", hasBaseline)
 	e.waitApplied(t, deploy, w, r, e.setConfig(t, r, "v2")) // the first alert now hangs

@@ -1,7 +1,7 @@
 package integration
 
 import (
-	"crypto/sha1"
+	"crypto/sha1" //nolint:gosec // Reloader's digest is SHA-1: the test checks compatibility, not security
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -309,7 +309,7 @@ func TestCSITypedAutoIgnoresConfigMaps(t *testing.T) {
 	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "settings"}
 	spc := refs.Ref{Kind: refs.SecretProviderClass, Name: "vault"}
-	e.newConfig(t, cm, nil)
+	e.newConfig(t, cm)
 	e.newSPC(t, spc.Name, nil)
 	e.setPodStatuses(t, spc.Name, "1", "pod-1")
 	typed := e.csiWorkload(t, "typed", ann(spcAutoKey, "true"), nil, spc.Name, envFrom(cm.Kind, cm.Name))
@@ -337,7 +337,7 @@ func TestCSIResourceLabelSelectorKeepsPodStatuses(t *testing.T) {
 	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "unlabelled"}
 	spc := refs.Ref{Kind: refs.SecretProviderClass, Name: "vault"}
-	e.newConfig(t, cm, nil)
+	e.newConfig(t, cm)
 	e.newSPC(t, spc.Name, nil)
 	e.setPodStatuses(t, spc.Name, "1", "pod-1")
 	d := e.csiWorkload(t, "app", ann(autoKey, "true"), nil, spc.Name, envFrom(cm.Kind, cm.Name))
@@ -369,7 +369,7 @@ func TestCSIDigestIsReloaders(t *testing.T) {
 		entries = append(entries, o.ID+"="+o.Version)
 	}
 	slices.Sort(entries)
-	h := sha1.Sum([]byte(strings.Join(entries, ";")))
+	h := sha1.Sum([]byte(strings.Join(entries, ";"))) //nolint:gosec // as Reloader computes it, see the import
 	want := hex.EncodeToString(h[:])
 	if sum != want {
 		t.Fatalf("digest.SecretProviderClassPodStatus = %s, want Reloader's %s", sum, want)

@@ -304,7 +304,7 @@ func TestRolloutRestartOncePerChange(t *testing.T) {
 	e.waitWatching(t, "Rollout")
 	k := customKinds()[1]
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
-	e.newConfig(t, cm, nil)
+	e.newConfig(t, cm)
 	w := k.create(t, e, "restarted", ann(autoKey, "true"), corev1.PodTemplateSpec{Spec: podSpec(envFrom(cm.Kind, cm.Name))})
 	before := k.waitCustom(t, e, w, "the baseline record", func(s customState) bool { return hasBaseline(s.obj) })
 	if before.restartAt != "" {
@@ -341,17 +341,17 @@ func TestRolloutWorkloadRefPatchesTheDeployment(t *testing.T) {
 	e.waitWatching(t, "Rollout")
 	k := customKinds()[2]
 	cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "app"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
-	e.newConfig(t, cm, nil)
-	e.newConfig(t, sec, nil)
+	e.newConfig(t, cm)
+	e.newConfig(t, sec)
 	w := k.create(t, e, "ref", ann(cmReloadKey, "app", secretAutoKey, "true"),
 		corev1.PodTemplateSpec{Spec: podSpec(envFrom(cm.Kind, cm.Name), volume(sec.Kind, sec.Name))})
 	before := k.waitCustom(t, e, w, "the baseline record", func(s customState) bool { return hasBaseline(s.obj) })
 
 	st := strategy.EnvVars{}
 	sum := e.setConfig(t, sec, "v2")
-	s := k.waitCustom(t, e, w, "the Secret on the Deployment", func(s customState) bool { return k.reloaded(st, before, s, sec, sum) })
+	k.waitCustom(t, e, w, "the Secret on the Deployment", func(s customState) bool { return k.reloaded(st, before, s, sec, sum) })
 	sum = e.setConfig(t, cm, "v2")
-	s = k.waitCustom(t, e, w, "the ConfigMap on the Deployment", func(s customState) bool { return k.reloaded(st, before, s, cm, sum) })
+	s := k.waitCustom(t, e, w, "the ConfigMap on the Deployment", func(s customState) bool { return k.reloaded(st, before, s, cm, sum) })
 	if _, found, _ := unstructured.NestedFieldNoCopy(s.obj.Object, "spec", "template"); found {
 		t.Fatal("the Rollout was given a template of its own")
 	}
@@ -365,8 +365,8 @@ func TestRolloutWorkloadRefBeforeItsDeployment(t *testing.T) {
 	e.waitWatching(t, "Rollout")
 	k := customKinds()[2]
 	cm, other := refs.Ref{Kind: refs.ConfigMap, Name: "app"}, refs.Ref{Kind: refs.ConfigMap, Name: "other"}
-	e.newConfig(t, cm, nil)
-	e.newConfig(t, other, nil)
+	e.newConfig(t, cm)
+	e.newConfig(t, other)
 	tpl := corev1.PodTemplateSpec{Spec: podSpec(envFrom(cm.Kind, cm.Name))}
 	w := k.createWorkload(t, e, "early", ann(autoKey, "true", cmReloadKey, "other"), tpl)
 	time.Sleep(time.Second) // Ripple sees a Rollout without a template
@@ -407,13 +407,13 @@ func TestOptionalKindsFollowDiscovery(t *testing.T) {
 	}
 	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
-	e.newConfig(t, cm, nil)
+	e.newConfig(t, cm)
 	d := e.newWorkload(t, deploy, "plain", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))
 	e.waitFor(t, d, "the baseline record", hasBaseline)
 	e.waitApplied(t, deploy, d, cm, e.setConfig(t, cm, "v2"))
 
 	// Installed while Ripple runs: picked up at its next discovery poll.
-	if err := own.InstallCRDs(cluster.DeploymentConfigCRD, cluster.RolloutCRD,
+	if err := own.InstallCRDs(t.Context(), cluster.DeploymentConfigCRD, cluster.RolloutCRD,
 		cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestOptionalKindsFollowDiscovery(t *testing.T) {
 	e.waitApplied(t, deploy, spcw, spc, e.setPodStatuses(t, "spc", "v2", "pod-1"))
 
 	// Removed while Ripple runs: it says so and goes on with the rest.
-	if err := own.UninstallCRDs(cluster.DeploymentConfigCRD, cluster.RolloutCRD,
+	if err := own.UninstallCRDs(t.Context(), cluster.DeploymentConfigCRD, cluster.RolloutCRD,
 		cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD); err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestOptionalKindsFollowDiscovery(t *testing.T) {
 	e.waitApplied(t, deploy, d, cm, e.setConfig(t, cm, "v5"))
 
 	// Back again: the same watches resume.
-	if err := own.InstallCRDs(cluster.DeploymentConfigCRD); err != nil {
+	if err := own.InstallCRDs(t.Context(), cluster.DeploymentConfigCRD); err != nil {
 		t.Fatal(err)
 	}
 	e.waitLog(t, 25*time.Second, "the API is served again", `"kind": "DeploymentConfig"`)

@@ -31,9 +31,9 @@ func (e *env) newWorkload(t *testing.T, k *kit.WorkloadKind, name string, meta m
 	return w
 }
 
-func (e *env) newConfig(t *testing.T, r refs.Ref, annotations map[string]string) {
+func (e *env) newConfig(t *testing.T, r refs.Ref) {
 	t.Helper()
-	if err := e.c.Create(t.Context(), configObject(e.ns, r, annotations, "v1")); err != nil {
+	if err := e.c.Create(t.Context(), configObject(e.ns, r, nil, "v1")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -87,7 +87,7 @@ func TestInvalidPatternWarnsAndBlocksNothing(t *testing.T) {
 	e := startRipple(t)
 	deploy := kit.Deployment
 	app := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
-	e.newConfig(t, app, nil)
+	e.newConfig(t, app)
 	bad := e.newWorkload(t, deploy, "bad", ann(cmReloadKey, "app, ("), envFrom(refs.ConfigMap, "app"))
 	good := e.newWorkload(t, deploy, "good", ann(autoKey, "true"), envFrom(refs.ConfigMap, "app"))
 	e.waitFor(t, bad, "the baseline record", hasBaseline)
@@ -120,7 +120,7 @@ func TestSequentialChangesEachRoll(t *testing.T) {
 		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			r := refs.Ref{Kind: refs.ConfigMap, Name: "seq-" + strings.ToLower(k.Name)}
-			e.newConfig(t, r, nil)
+			e.newConfig(t, r)
 			w := e.newWorkload(t, k, r.Name, ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 			e.waitFor(t, w, "the baseline record", hasBaseline)
 			first := e.setConfig(t, r, "v2")
@@ -141,8 +141,8 @@ func TestSettleWindowMakesOneRolloutPerChangeSet(t *testing.T) {
 	e := startRipple(t, "--settle-window=1s")
 	sts := kit.StatefulSet
 	cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
-	e.newConfig(t, cm, nil)
-	e.newConfig(t, sec, nil)
+	e.newConfig(t, cm)
+	e.newConfig(t, sec)
 	w := e.newWorkload(t, sts, "db", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name), envFrom(sec.Kind, sec.Name))
 	e.waitFor(t, w, "the baseline record", hasBaseline)
 	generation := w.GetGeneration()
@@ -170,7 +170,7 @@ func TestSettleWindowAnnotation(t *testing.T) {
 	e := startRipple(t, "--settle-window=1h")
 	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "fast"}
-	e.newConfig(t, r, nil)
+	e.newConfig(t, r)
 	fast := e.newWorkload(t, deploy, "fast", ann(autoKey, "true", "ripple.dev/settle-window", "0s"), envFrom(r.Kind, r.Name))
 	bogus := e.newWorkload(t, deploy, "bogus", ann(autoKey, "true", "ripple.dev/settle-window", "soon"), envFrom(r.Kind, r.Name))
 	e.waitFor(t, fast, "the baseline record", hasBaseline)

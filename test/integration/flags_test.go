@@ -64,7 +64,7 @@ func TestScopedModeWithNamespacedRolesOnly(t *testing.T) {
 	for _, ns := range []string{e.ns, other} {
 		in := &env{ns: ns, c: e.c, cs: e.cs}
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-		in.newConfig(t, r, nil)
+		in.newConfig(t, r)
 		w := in.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 		in.waitFor(t, w, "the baseline record", hasBaseline)
 		in.waitApplied(t, deploy, w, r, in.setConfig(t, r, "v2"))
@@ -102,7 +102,7 @@ func TestNamespaceSelectorAtRuntime(t *testing.T) {
 	e.run(t, "--namespace-selector="+label+":yes")
 	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-	e.newConfig(t, r, nil)
+	e.newConfig(t, r)
 	w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	before := deploy.Template(w).DeepCopy()
 
@@ -153,7 +153,7 @@ func TestNamespacesToIgnoreAreNotCached(t *testing.T) {
 	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	for _, x := range []*env{e, watched} {
-		x.newConfig(t, r, nil)
+		x.newConfig(t, r)
 	}
 	ignored := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	w := watched.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
@@ -184,7 +184,7 @@ func TestResourceLabelSelector(t *testing.T) {
 			if err := e.c.Create(t.Context(), cfg); err != nil {
 				t.Fatal(err)
 			}
-			e.newConfig(t, plain, nil)
+			e.newConfig(t, plain)
 			a := e.newWorkload(t, deploy, "a", ann(autoKey, "true"), envFrom(labelled.Kind, labelled.Name))
 			b := e.newWorkload(t, deploy, "b", ann(autoKey, "true"), envFrom(plain.Kind, plain.Name))
 			e.waitFor(t, a, "the baseline record", hasBaseline)
@@ -208,8 +208,8 @@ func TestResourcesToIgnore(t *testing.T) {
 			e := startRipple(t, "--resources-to-ignore="+strings.ToLower(string(tc.flag)))
 			deploy := kit.Deployment
 			kept, ignored := refs.Ref{Kind: tc.kept, Name: "kept"}, refs.Ref{Kind: tc.ignored, Name: "ignored"}
-			e.newConfig(t, kept, nil)
-			e.newConfig(t, ignored, nil)
+			e.newConfig(t, kept)
+			e.newConfig(t, ignored)
 			a := e.newWorkload(t, deploy, "a", ann(autoKey, "true"), envFrom(kept.Kind, kept.Name))
 			b := e.newWorkload(t, deploy, "b", ann(autoKey, "true"), envFrom(ignored.Kind, ignored.Name))
 			e.waitFor(t, a, "the baseline record", hasBaseline)
@@ -249,7 +249,7 @@ func TestReloadOnCreate(t *testing.T) {
 			w := e.newWorkload(t, deploy, "app", ann(key, r.Name), envFrom(r.Kind, r.Name))
 			before := deploy.Template(w).DeepCopy()
 			time.Sleep(1100 * time.Millisecond) // creation times have one-second granularity
-			e.newConfig(t, r, nil)
+			e.newConfig(t, r)
 			if !tc.reload {
 				e.expectNoRollout(t, w, deploy, before)
 				return
@@ -268,7 +268,7 @@ func TestReloadOnDelete(t *testing.T) {
 		e := startRipple(t, "--reload-on-delete=true", "--reload-strategy=annotations")
 		deploy := kit.Deployment
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		w := e.newWorkload(t, deploy, "app", ann(cmReloadKey, r.Name), envFrom(r.Kind, r.Name))
 		e.waitFor(t, w, "the baseline record", hasBaseline)
 		e.deleteConfig(t, r)
@@ -283,7 +283,7 @@ func TestReloadOnDelete(t *testing.T) {
 		e := startRipple(t, "--reload-on-delete")
 		deploy := kit.Deployment
 		r := refs.Ref{Kind: refs.Secret, Name: "gone"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		w := e.newWorkload(t, deploy, "app", ann(secretReload, r.Name), envFrom(r.Kind, r.Name))
 		e.waitFor(t, w, "the baseline record", hasBaseline)
 		e.waitApplied(t, deploy, w, r, e.setConfig(t, r, "v2"))
@@ -298,7 +298,7 @@ func TestReloadOnDelete(t *testing.T) {
 		e := startRipple(t)
 		deploy := kit.Deployment
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		w := e.newWorkload(t, deploy, "app", ann(cmReloadKey, r.Name), envFrom(r.Kind, r.Name))
 		e.waitFor(t, w, "the baseline record", hasBaseline)
 		before := deploy.Template(w).DeepCopy()
@@ -334,7 +334,7 @@ func TestSyncAfterRestart(t *testing.T) {
 			w := e.newWorkload(t, deploy, "app", ann(cmReloadKey, r.Name), envFrom(r.Kind, r.Name))
 			before := deploy.Template(w).DeepCopy()
 			time.Sleep(1100 * time.Millisecond) // creation times have one-second granularity
-			e.newConfig(t, r, nil)
+			e.newConfig(t, r)
 			time.Sleep(1100 * time.Millisecond) // Ripple starts after the config exists
 			e.run(t, tc.args...)
 			if !tc.reload {
@@ -357,8 +357,8 @@ func TestMissedDeleteRollsOnlyItsDependents(t *testing.T) {
 	stop := e.run(t, "--reload-on-delete=true", "--reload-strategy=annotations")
 	deploy := kit.Deployment
 	gone, kept := refs.Ref{Kind: refs.ConfigMap, Name: "gone"}, refs.Ref{Kind: refs.ConfigMap, Name: "kept"}
-	e.newConfig(t, gone, nil)
-	e.newConfig(t, kept, nil)
+	e.newConfig(t, gone)
+	e.newConfig(t, kept)
 	dependent := e.newWorkload(t, deploy, "dependent", ann(cmReloadKey, "gone"), envFrom(gone.Kind, gone.Name))
 	bystander := e.newWorkload(t, deploy, "bystander", ann(autoKey, "true"), envFrom(kept.Kind, kept.Name))
 	e.waitFor(t, dependent, "the baseline record", hasBaseline)

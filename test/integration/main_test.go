@@ -18,7 +18,7 @@ import (
 var api *cluster.API
 
 func TestMain(m *testing.M) {
-	os.Exit(kit.Main(m, func(context.Context) (func() error, error) {
+	os.Exit(kit.Main(context.Background(), m, func(ctx context.Context) (func() error, error) {
 		var err error
 		api, err = cluster.StartAPI(cluster.APIOptions{})
 		if err != nil {
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 		// The optional kinds' APIs are served to every test; a test that
 		// needs them absent, or installs and removes them, starts an API of
 		// its own.
-		if err := api.InstallCRDs(cluster.RolloutCRD, cluster.DeploymentConfigCRD,
+		if err := api.InstallCRDs(ctx, cluster.RolloutCRD, cluster.DeploymentConfigCRD,
 			cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD); err != nil {
 			_ = api.Stop()
 			return nil, err

@@ -22,7 +22,7 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
@@ -59,8 +59,8 @@ func TestMetricsCountExactly(t *testing.T) {
 	e.run(t, "--metrics-bind-address="+addr)
 	deploy, sts := kit.Deployment, kit.StatefulSet
 	cm1, cm2 := refs.Ref{Kind: refs.ConfigMap, Name: "cm1"}, refs.Ref{Kind: refs.ConfigMap, Name: "cm2"}
-	e.newConfig(t, cm1, nil)
-	e.newConfig(t, cm2, nil)
+	e.newConfig(t, cm1)
+	e.newConfig(t, cm2)
 	a := e.newWorkload(t, deploy, "a", ann(autoKey, "true"), envFrom(cm1.Kind, cm1.Name), envFrom(cm2.Kind, cm2.Name))
 	b := e.newWorkload(t, deploy, "b", ann(cmReloadKey, "cm1"), envFrom(cm1.Kind, cm1.Name))
 	e.newWorkload(t, sts, "c", nil, envFrom(cm1.Kind, cm1.Name))

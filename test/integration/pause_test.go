@@ -73,7 +73,7 @@ func TestPausePeriod(t *testing.T) {
 		// Long enough for three reloads on a busy machine.
 		const period = 6 * time.Second
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "burst"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		d := e.newWorkload(t, deploy, "burst", ann(autoKey, "true", pausePeriodKey, period.String()), envFrom(r.Kind, r.Name))
 		e.waitFor(t, d, "the baseline record", hasBaseline)
 		at := e.pausedReload(t, d, r, "v2")
@@ -92,7 +92,7 @@ func TestPausePeriod(t *testing.T) {
 		t.Parallel()
 		const period = 3 * time.Second
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "manual"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		d := e.newWorkload(t, deploy, "manual", ann(autoKey, "true", pausePeriodKey, period.String()), envFrom(r.Kind, r.Name))
 		e.waitFor(t, d, "the baseline record", hasBaseline)
 		e.pausedReload(t, d, r, "v2")
@@ -119,7 +119,7 @@ func TestPausePeriod(t *testing.T) {
 		t.Parallel()
 		const period = 3 * time.Second
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "again"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		meta := ann(autoKey, "true", pausePeriodKey, period.String())
 		d := e.newWorkload(t, deploy, "again", meta, envFrom(r.Kind, r.Name))
 		e.waitFor(t, d, "the baseline record", hasBaseline)
@@ -147,7 +147,7 @@ func TestPausePeriod(t *testing.T) {
 	t.Run("an invalid period reloads without a pause", func(t *testing.T) {
 		t.Parallel()
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "bogus"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		d := e.newWorkload(t, deploy, "bogus", ann(autoKey, "true", pausePeriodKey, "a while"), envFrom(r.Kind, r.Name))
 		e.waitFor(t, d, "the baseline record", hasBaseline)
 		e.waitApplied(t, deploy, d, r, e.setConfig(t, r, "v2"))
@@ -164,7 +164,7 @@ func TestPausePeriod(t *testing.T) {
 		t.Parallel()
 		const period = 2 * time.Second
 		r := refs.Ref{Kind: refs.ConfigMap, Name: "owned"}
-		e.newConfig(t, r, nil)
+		e.newConfig(t, r)
 		d := deploy.New(metav1.ObjectMeta{Name: "owned", Namespace: e.ns, Annotations: ann(autoKey, "true", pausePeriodKey, period.String())},
 			corev1.PodTemplateSpec{Spec: podSpec(envFrom(r.Kind, r.Name))})
 		d.(*appsv1.Deployment).Spec.Paused = true
@@ -203,7 +203,7 @@ func TestPausePeriodAcrossRestart(t *testing.T) {
 			stop := e.run(t)
 			deploy := kit.Deployment
 			r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-			e.newConfig(t, r, nil)
+			e.newConfig(t, r)
 			d := e.newWorkload(t, deploy, "app", ann(autoKey, "true", pausePeriodKey, period.String()), envFrom(r.Kind, r.Name))
 			e.waitFor(t, d, "the baseline record", hasBaseline)
 			at := e.pausedReload(t, d, r, "v2")

@@ -19,7 +19,7 @@ func TestAnnotationPrefix(t *testing.T) {
 	e := startRipple(t, "--annotation-prefix=example.org", "--settle-window=0")
 	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-	e.newConfig(t, cm, nil)
+	e.newConfig(t, cm)
 	// The override under the new prefix holds the reload for 3 s; one
 	// under the default prefix would be ignored.
 	w := e.newWorkload(t, deploy, "app", ann(autoKey, "true", "example.org/settle-window", "3s", "ripple.dev/settle-window", "0s"), envFrom(cm.Kind, cm.Name))
@@ -44,7 +44,7 @@ func TestPauseAnnotationRenames(t *testing.T) {
 	e := startRipple(t, "--pause-deployment-annotation=example.com/pause", "--pause-deployment-time-annotation=example.com/paused-at")
 	deploy := kit.Deployment
 	cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-	e.newConfig(t, cm, nil)
+	e.newConfig(t, cm)
 	renamed := e.newWorkload(t, deploy, "renamed", ann(autoKey, "true", "example.com/pause", "1h"), envFrom(cm.Kind, cm.Name))
 	dflt := e.newWorkload(t, deploy, "default", ann(autoKey, "true", "deployment.reloader.stakater.com/pause-period", "1h"), envFrom(cm.Kind, cm.Name))
 	e.waitFor(t, renamed, "the baseline record", hasBaseline)

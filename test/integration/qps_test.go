@@ -34,7 +34,7 @@ func TestKubeAPIQPS(t *testing.T) {
 			e := startRipple(t, tc.args...)
 			deploy := kit.Deployment
 			cm := refs.Ref{Kind: refs.ConfigMap, Name: "shared"}
-			e.newConfig(t, cm, nil)
+			e.newConfig(t, cm)
 			var ws []client.Object
 			for i := range 10 {
 				ws = append(ws, e.newWorkload(t, deploy, fmt.Sprintf("w%d", i), ann(autoKey, "true"), envFrom(cm.Kind, cm.Name)))

@@ -68,10 +68,11 @@ func (e *env) run(t *testing.T, args ...string) (stop func()) {
 	return e.launch(t, true, args...)
 }
 
-// start starts a Ripple without waiting for its caches.
-func (e *env) start(t *testing.T, args ...string) (stop func()) {
+// start starts a Ripple without waiting for its caches; it stops when the
+// test ends.
+func (e *env) start(t *testing.T, args ...string) {
 	t.Helper()
-	return e.launch(t, false, args...)
+	e.launch(t, false, args...)
 }
 
 func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()) {
@@ -86,7 +87,9 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 	if e.globalMetrics { // the one test that scrapes /metrics
 		o.Registry = ctrlmetrics.Registry
 	}
-	r, err := inproc.Start(o)
+	// Stop, in the cleanup, stops it; it outlives the test's context so
+	// that the cleanups registered before it still see it running.
+	r, err := inproc.Start(context.WithoutCancel(t.Context()), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 			e := newEnv(t)
 			env := map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "raw", "ALERT_WEBHOOK_URL": srv.URL}
 			args := append([]string{"--namespaces=" + e.ns, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}, tc.args...)
-			r, err := inproc.Start(inproc.Options{REST: e.rc, Args: args, Env: func(k string) string { return env[k] }})
+			// Only Stop stops it: the test times Stop.
+			r, err := inproc.Start(context.WithoutCancel(t.Context()), inproc.Options{REST: e.rc, Args: args, Env: func(k string) string { return env[k] }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +47,7 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 			})
 			deploy := kit.Deployment
 			cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-			e.newConfig(t, cm, nil)
+			e.newConfig(t, cm)
 			w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))
 			e.waitFor(t, w, "the baseline record", hasBaseline)
 			e.waitApplied(t, deploy, w, cm, e.setConfig(t, cm, "v2"))

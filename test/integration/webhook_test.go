@@ -56,7 +56,7 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	e := startRipple(t, "--webhook-url="+hook.URL+"/hook", "--reload-on-create=true", "--reload-on-delete=true")
 	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-	e.newConfig(t, r, nil)
+	e.newConfig(t, r)
 	opted := e.newWorkload(t, deploy, "opted-in", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	plain := e.newWorkload(t, deploy, "plain", nil, envFrom(r.Kind, r.Name))
 	time.Sleep(time.Second) // let the workloads reach Ripple's cache
@@ -72,7 +72,7 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := refs.Ref{Kind: refs.Secret, Name: "later"}
-	e.newConfig(t, later, nil)
+	e.newConfig(t, later)
 	e.deleteConfig(t, r)
 
 	e.waitFor(t, opted, "four webhook calls", func(client.Object) bool { return len(hook.received()) >= 4 })

@@ -18,12 +18,12 @@ import (
 
 // Main runs a suite's tests around what start starts (a control plane,
 // usually) and returns the exit code for os.Exit. A TestMain has no test
-// context: start gets the process's root context. The suite fails when
-// start fails, when stop fails, or when any process the test binary
-// started is still alive after stop: a suite that leaves a process behind
-// is broken, and says so loudly.
-func Main(m *testing.M, start func(context.Context) (stop func() error, err error)) int {
-	stop, err := start(context.Background())
+// context: it creates the root context, ctx, and start gets it. The suite
+// fails when start fails, when stop fails, or when any process the test
+// binary started is still alive after stop: a suite that leaves a process
+// behind is broken, and says so loudly.
+func Main(ctx context.Context, m *testing.M, start func(context.Context) (stop func() error, err error)) int {
+	stop, err := start(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

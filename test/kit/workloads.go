@@ -1,6 +1,8 @@
 package kit
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,21 +31,21 @@ var (
 		New: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
 			return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: selectApp(&tpl, meta.Name), Template: tpl}}
 		},
-		Template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.Deployment).Spec.Template },
+		Template: func(o client.Object) *corev1.PodTemplateSpec { return &as[*appsv1.Deployment](o).Spec.Template },
 	}
 	StatefulSet = &WorkloadKind{
 		Name: "StatefulSet",
 		New: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
 			return &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: selectApp(&tpl, meta.Name), Template: tpl}}
 		},
-		Template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.StatefulSet).Spec.Template },
+		Template: func(o client.Object) *corev1.PodTemplateSpec { return &as[*appsv1.StatefulSet](o).Spec.Template },
 	}
 	DaemonSet = &WorkloadKind{
 		Name: "DaemonSet",
 		New: func(meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) client.Object {
 			return &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: selectApp(&tpl, meta.Name), Template: tpl}}
 		},
-		Template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.DaemonSet).Spec.Template },
+		Template: func(o client.Object) *corev1.PodTemplateSpec { return &as[*appsv1.DaemonSet](o).Spec.Template },
 	}
 )
 
@@ -64,7 +66,7 @@ var (
 			}}
 		},
 		Template: func(o client.Object) *corev1.PodTemplateSpec {
-			return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
+			return &as[*batchv1.CronJob](o).Spec.JobTemplate.Spec.Template
 		},
 	}
 	Job = &WorkloadKind{
@@ -73,9 +75,19 @@ var (
 			tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 			return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tpl}}
 		},
-		Template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*batchv1.Job).Spec.Template },
+		Template: func(o client.Object) *corev1.PodTemplateSpec { return &as[*batchv1.Job](o).Spec.Template },
 	}
 )
+
+// as is o as a T; a kind's Template given another kind's object is a bug in
+// the test, so it panics, naming both.
+func as[T client.Object](o client.Object) T {
+	v, ok := o.(T)
+	if !ok {
+		panic(fmt.Sprintf("kit: %T is not a %T", o, v))
+	}
+	return v
+}
 
 // NeverSchedule is a CronJob schedule that does not fire while a test runs
 // (midnight on January 1st), so every Job of a test CronJob is Ripple's.
