@@ -16,7 +16,7 @@ import (
 // place it is written) and the default image repository from the chart.
 func releaseImage(t *testing.T) (repository, version string) {
 	t.Helper()
-	dir, err := ChartDir()
+	dir, err := Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type release struct {
 
 func readRelease(t *testing.T) release {
 	t.Helper()
-	dir, err := chart.ChartDir()
+	dir, err := chart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
