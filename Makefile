@@ -135,7 +135,7 @@ image: $(CA_BUNDLE) ## Build the multi-arch OCI image into bin/image (no contain
 
 .PHONY: release
 release: tools image ## Build the release into bin/release: image archive, SBOM, kubectl-ripple archives, krew manifest, chart package, manifests, sha256sums.txt.
-	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./test/chart/genmanifests -check
+	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/genmanifests -check
 	go run ./hack/release dist --version $(RELEASE_VERSION) --source-date-epoch $(SOURCE_DATE_EPOCH) \
 	  --image-dir $(IMAGE_DIR) --helm $(TOOLS_DIR)/helm --out $(RELEASE_DIR)
 

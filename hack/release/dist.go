@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +43,7 @@ type krewPlatform struct{ OS, Arch, Archive, SHA256 string }
 // dist fills o.out with the release: the image archive and SBOM of
 // `release image`, the kubectl-ripple archives and their krew manifest,
 // the packaged chart, the manifests, and sha256sums.txt of all of them.
-func dist(ctx context.Context, o distOptions) error {
+func dist(ctx context.Context, o distOptions) (err error) {
 	if err := os.RemoveAll(o.out); err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func dist(ctx context.Context, o distOptions) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }()
 	var plats []krewPlatform
 	for _, p := range o.platforms {
 		goos, goarch, err := platform(p)

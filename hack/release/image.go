@@ -62,46 +62,12 @@ func buildImage(ctx context.Context, o imageOptions) error {
 		"org.opencontainers.image.licenses":    o.licenses,
 		"org.opencontainers.image.created":     o.epoch.Format(time.RFC3339),
 	}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	var binaries []string
-	for _, p := range o.platforms {
-		goos, goarch, err := platform(p)
-		if err != nil {
-			return err
-		}
-		bin := filepath.Join(o.out, goos+"_"+goarch, "ripple")
-		if err := goBuild(ctx, goos, goarch, o.version, bin); err != nil {
-			return err
-		}
-		binaries = append(binaries, bin)
-		img, plat, err := platformImage(o, base, bin, goos, goarch, labels)
-		if err != nil {
-			return err
-		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
-	}
-	idx = mutate.Annotations(idx, labels).(v1.ImageIndex)
-
-	dir := filepath.Join(o.out, ociLayoutDir)
-	lp, err := layout.Write(dir, empty.Index)
+	idx, binaries, err := imageIndex(ctx, o, base, labels)
 	if err != nil {
 		return err
 	}
-	// skopeo and podman name the image after this annotation when they
-	// load the archive.
-	ref := o.repository + ":" + o.version
-	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref})); err != nil {
-		return err
-	}
-	entries, err := dirEntries(dir)
+	ref, err := writeOCI(o, idx)
 	if err != nil {
-		return err
-	}
-	var archive bytes.Buffer
-	if err := writeTar(&archive, entries, o.epoch); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(o.out, ociArchive), archive.Bytes(), 0o644); err != nil {
 		return err
 	}
 	if err := writeSBOM(filepath.Join(o.out, sbomFile), o, binaries); err != nil {
@@ -113,6 +79,63 @@ func buildImage(ctx context.Context, o imageOptions) error {
 	}
 	fmt.Printf("%s@%s\n", ref, digest)
 	return nil
+}
+
+// imageIndex builds the binary of each platform and the image index holding
+// one image per platform; it returns the index and the binaries' paths.
+func imageIndex(ctx context.Context, o imageOptions, base v1.Layer, labels map[string]string) (v1.ImageIndex, []string, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var binaries []string
+	for _, p := range o.platforms {
+		goos, goarch, err := platform(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		bin := filepath.Join(o.out, goos+"_"+goarch, "ripple")
+		if err := goBuild(ctx, goos, goarch, o.version, bin); err != nil {
+			return nil, nil, err
+		}
+		binaries = append(binaries, bin)
+		img, plat, err := platformImage(o, base, bin, goos, goarch, labels)
+		if err != nil {
+			return nil, nil, err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+	}
+	a := mutate.Annotations(idx, labels)
+	annotated, ok := a.(v1.ImageIndex)
+	if !ok {
+		return nil, nil, fmt.Errorf("annotating the image index gave a %T", a)
+	}
+	return annotated, binaries, nil
+}
+
+// writeOCI writes the index as an OCI layout and as an archive of that
+// layout; it returns the reference the layout names the image by.
+func writeOCI(o imageOptions, idx v1.ImageIndex) (string, error) {
+	dir := filepath.Join(o.out, ociLayoutDir)
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	// skopeo and podman name the image after this annotation when they
+	// load the archive.
+	ref := o.repository + ":" + o.version
+	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref})); err != nil {
+		return "", err
+	}
+	entries, err := dirEntries(dir)
+	if err != nil {
+		return "", err
+	}
+	var archive bytes.Buffer
+	if err := writeTar(&archive, entries, o.epoch); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, ociArchive), archive.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	return ref, nil
 }
 
 // baseLayer holds what every platform shares: the nonroot user, the CA
@@ -194,7 +217,12 @@ func platformImage(o imageOptions, base v1.Layer, bin, goos, goarch string, labe
 	if err != nil {
 		return nil, nil, err
 	}
-	return mutate.Annotations(img, labels).(v1.Image), plat, nil
+	a := mutate.Annotations(img, labels)
+	annotated, ok := a.(v1.Image)
+	if !ok {
+		return nil, nil, fmt.Errorf("annotating the %s/%s image gave a %T", goos, goarch, a)
+	}
+	return annotated, plat, nil
 }
 
 // layer makes a gzip-compressed OCI layer of entries, owned by root unless

@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/sha256"
 	"debug/buildinfo"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -18,68 +20,83 @@ import (
 // info, as `go version -m` does), the Go standard library and the
 // ca-certificates package.
 func writeSBOM(path string, o imageOptions, binaries []string) error {
-	mainRef := purl(modulePath, o.version)
-	comps := map[string]cdx.Component{}
-	settings := map[string]string{}
+	l, err := readBinaries(binaries)
+	if err != nil {
+		return err
+	}
+	if o.caVersion != "" {
+		ref := "pkg:deb/debian/ca-certificates@" + o.caVersion + "?arch=all"
+		l.comps[ref] = cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeData, Name: "ca-certificates", Version: o.caVersion, PackageURL: ref,
+			Description: "/" + caBundlePath + " from Debian's ca-certificates package"}
+	}
+	return encodeBOM(path, newBOM(o, l))
+}
+
+// linked is what the binaries are made of.
+type linked struct {
+	// comps holds the components by BOM reference.
+	comps map[string]cdx.Component
+	// settings are the build settings every binary shares.
+	settings map[string]string
+	// digest is the SHA-256 of the binaries' bytes, in order.
+	digest []byte
+}
+
+// readBinaries reads the modules and build settings of each binary from
+// its build info.
+func readBinaries(binaries []string) (linked, error) {
+	l := linked{comps: map[string]cdx.Component{}, settings: map[string]string{}}
 	ids := sha256.New()
 	for i, bin := range binaries {
 		b, err := os.ReadFile(bin)
 		if err != nil {
-			return err
+			return linked{}, err
 		}
 		ids.Write(b)
 		bi, err := buildinfo.ReadFile(bin)
 		if err != nil {
-			return fmt.Errorf("reading the build info of %s: %w", bin, err)
+			return linked{}, fmt.Errorf("reading the build info of %s: %w", bin, err)
 		}
 		std := cdx.Component{BOMRef: purl("stdlib", bi.GoVersion), Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: bi.GoVersion, PackageURL: purl("stdlib", bi.GoVersion)}
-		comps[std.BOMRef] = std
+		l.comps[std.BOMRef] = std
 		for _, m := range bi.Deps {
 			c := moduleComponent(m)
-			comps[c.BOMRef] = c
+			l.comps[c.BOMRef] = c
 		}
 		// Keep the build settings every binary shares (not GOOS, GOARCH).
 		for _, s := range bi.Settings {
 			if i == 0 {
-				settings[s.Key] = s.Value
+				l.settings[s.Key] = s.Value
 			}
 		}
-		for k, v := range settings {
+		for k, v := range l.settings {
 			if !slices.Contains(bi.Settings, debug.BuildSetting{Key: k, Value: v}) {
-				delete(settings, k)
+				delete(l.settings, k)
 			}
 		}
 	}
-	if o.caVersion != "" {
-		ref := "pkg:deb/debian/ca-certificates@" + o.caVersion + "?arch=all"
-		comps[ref] = cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeData, Name: "ca-certificates", Version: o.caVersion, PackageURL: ref,
-			Description: "/" + caBundlePath + " from Debian's ca-certificates package"}
-	}
+	l.digest = ids.Sum(nil)
+	return l, nil
+}
 
-	refs := make([]string, 0, len(comps))
-	for ref := range comps {
-		refs = append(refs, ref)
-	}
-	slices.Sort(refs)
+// newBOM describes ripple o.version made of l, every list sorted so that
+// the same build gives the same SBOM.
+func newBOM(o imageOptions, l linked) *cdx.BOM {
+	mainRef := purl(modulePath, o.version)
+	refs := slices.Sorted(maps.Keys(l.comps))
 	components := make([]cdx.Component, 0, len(refs))
 	for _, ref := range refs {
-		components = append(components, comps[ref])
+		components = append(components, l.comps[ref])
 	}
 	var props []cdx.Property
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range settings {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		props = append(props, cdx.Property{Name: "go.build." + k, Value: settings[k]})
+	for _, k := range slices.Sorted(maps.Keys(l.settings)) {
+		props = append(props, cdx.Property{Name: "go.build." + k, Value: l.settings[k]})
 	}
 	props = append(props, cdx.Property{Name: "ripple.platforms", Value: strings.Join(o.platforms, ",")})
 
 	bom := cdx.NewBOM()
 	// Derived from the binaries, so that the same build gives the same SBOM.
-	bom.SerialNumber = "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "%s@%s#%x", sourceURL, o.version, ids.Sum(nil))).String()
+	bom.SerialNumber = "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "%s@%s#%x", sourceURL, o.version, l.digest)).String()
 	bom.Metadata = &cdx.Metadata{
 		Timestamp: o.epoch.Format("2006-01-02T15:04:05Z"),
 		Tools: &cdx.ToolsChoice{Components: &[]cdx.Component{{
@@ -93,19 +110,21 @@ func writeSBOM(path string, o imageOptions, binaries []string) error {
 	}
 	bom.Components = &components
 	bom.Dependencies = &[]cdx.Dependency{{Ref: mainRef, Dependencies: &refs}}
+	return bom
+}
 
+// encodeBOM writes bom to path as CycloneDX 1.6 JSON.
+func encodeBOM(path string, bom *cdx.BOM) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// A failed Close can lose written bytes: its error is the function's.
+	defer func() { err = errors.Join(err, f.Close()) }()
 	enc := cdx.NewBOMEncoder(f, cdx.BOMFileFormatJSON)
 	enc.SetPretty(true)
 	// 1.6 is what today's scanners read.
-	if err := enc.EncodeVersion(bom, cdx.SpecVersion1_6); err != nil {
-		return err
-	}
-	return f.Close()
+	return enc.EncodeVersion(bom, cdx.SpecVersion1_6)
 }
 
 // moduleComponent describes a module as linked: a replacement names the

@@ -3,9 +3,10 @@ package main
 import (
 	"archive/tar"
 	"compress/gzip"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -53,12 +54,13 @@ func writeTar(w io.Writer, entries []entry, mtime time.Time) error {
 
 // writeTarGz writes entries as a gzip-compressed tar to path; the gzip
 // header carries no name and no time.
-func writeTarGz(path string, entries []entry, mtime time.Time) error {
+func writeTarGz(path string, entries []entry, mtime time.Time) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// A failed Close can lose written bytes: its error is the function's.
+	defer func() { err = errors.Join(err, f.Close()) }()
 	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
 	if err != nil {
 		return err
@@ -66,35 +68,34 @@ func writeTarGz(path string, entries []entry, mtime time.Time) error {
 	if err := writeTar(zw, entries, mtime); err != nil {
 		return err
 	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
+	return zw.Close()
 }
 
 // dirEntries reads a directory tree into tar entries named relative to
-// root, with fixed modes and owner: what is archived is the content, not
-// the machine's umask.
-func dirEntries(root string) ([]entry, error) {
-	var out []entry
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || path == root {
+// dir, with fixed modes and owner: what is archived is the content, not
+// the machine's umask. It reads through an os.Root, so nothing outside dir
+// is archived.
+func dirEntries(dir string) (out []entry, err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Only read: a Close error loses nothing.
+	defer func() { _ = root.Close() }()
+	fsys := root.FS()
+	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || name == "." {
 			return err
 		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			out = append(out, entry{name: rel + "/", mode: 0o755})
+			out = append(out, entry{name: name + "/", mode: 0o755})
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return err
 		}
-		out = append(out, entry{name: rel, mode: 0o644, data: b})
+		out = append(out, entry{name: name, mode: 0o644, data: b})
 		return nil
 	})
 	return out, err

@@ -62,7 +62,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
 	imageDirs = [2]string{filepath.Join(tmp, "image-1"), filepath.Join(tmp, "image-2")}
 	releaseDir = filepath.Join(tmp, "release")
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))

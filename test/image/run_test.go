@@ -151,7 +151,8 @@ func newNamespace(t *testing.T, cs kubernetes.Interface) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		// Best effort: TestMain stops the whole cluster after the tests.
+		_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(t.Context()), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
 }
