@@ -13,6 +13,7 @@ package image
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/ripple-dev/ripple/test/chart"
 	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 var (
@@ -48,29 +50,27 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
+	os.Exit(kit.Main(context.Background(), m, start))
 }
 
-func run(m *testing.M) int {
-	var err error
+// start builds the release and the image, the second pushed to a registry
+// the test serves, then starts the local cluster. stop stops the cluster
+// and removes what start made.
+func start(ctx context.Context) (stop func() error, err error) {
 	if root, err = chart.RepoRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "ripple-image-test-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() {
-		if err := os.RemoveAll(tmp); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	cleanup := func() error {
+		reg.Close()
+		return os.RemoveAll(tmp)
+	}
 	imageDirs = [2]string{filepath.Join(tmp, "image-1"), filepath.Join(tmp, "image-2")}
 	releaseDir = filepath.Join(tmp, "release")
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer reg.Close()
 	pushed = strings.TrimPrefix(reg.URL, "http://") + "/ripple"
 	// The targets a user runs, into private directories: the first pushes
 	// nothing, the second pushes to the test's registry (plain HTTP).
@@ -79,30 +79,17 @@ func run(m *testing.M) int {
 		{"image", "IMAGE=" + pushed, "SKOPEO_FLAGS=--dest-tls-verify=false", "IMAGE_DIR=" + imageDirs[1]},
 	} {
 		if err := makeTarget(args...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return nil, errors.Join(err, cleanup())
 		}
 	}
-
 	// envtest logs through controller-runtime; nothing here reads it.
 	ctrl.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	kc, err = cluster.Start(ctx, cluster.Options{Nodes: 1})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
-		return 1
+	if kc, err = cluster.Start(startCtx, cluster.Options{Nodes: 1}); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting the local cluster: %w", err), cleanup())
 	}
-	code := m.Run()
-	if err := kc.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
-		code = 1
-	}
-	if left := cluster.Descendants(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "processes left behind after Stop: %v\n", left)
-		code = 1
-	}
-	return code
+	return func() error { return errors.Join(kc.Stop(), cleanup()) }, nil
 }
 
 // makeTarget runs make in the repository; its output is shown only when

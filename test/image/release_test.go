@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ripple-dev/ripple/test/chart"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // releaseFiles are the files `make release` writes.
@@ -263,7 +264,7 @@ func TestPackagedChart(t *testing.T) {
 	}
 
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
-	ns := newNamespace(t, cs)
+	ns := kit.NewNamespace(t, cs, "image-", nil)
 	env := []string{"KUBECONFIG=" + kc.Kubeconfig}
 	if out, err := chart.HelmEnv(env, "install", "ripple", pkg, "--namespace", ns); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)

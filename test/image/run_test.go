@@ -1,12 +1,9 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // Reloader's names: the auto annotation, and the env var the env-vars
@@ -43,7 +42,7 @@ func TestImageBinaryReloadsDeployment(t *testing.T) {
 	}
 
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
-	ns := newNamespace(t, cs)
+	ns := kit.NewNamespace(t, cs, "image-", nil)
 	cm, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
 		Data:       map[string]string{"key": "v1"},
@@ -104,26 +103,18 @@ func TestImageBinaryReloadsDeployment(t *testing.T) {
 // run their workers (after the caches synced).
 func startRipple(t *testing.T, bin string, args ...string) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &kit.LogBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := kit.StartProcess(cmd, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Ripple did not exit cleanly on SIGTERM: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
+		if p.Stop(10 * time.Second) {
 			t.Error("Ripple did not exit within 10s of SIGTERM")
+		} else if err := p.Err(); err != nil {
+			t.Errorf("Ripple did not exit cleanly on SIGTERM: %v", err)
 		}
 		if t.Failed() {
 			t.Logf("Ripple's output:\n%s", out.String())
@@ -140,38 +131,4 @@ func waitFor(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
 	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
-}
-
-func newNamespace(t *testing.T, cs kubernetes.Interface) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "image-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Best effort: TestMain stops the whole cluster after the tests.
-		_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(t.Context()), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
-}
-
-// syncBuffer is a bytes.Buffer that the process writes while the test
-// reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
