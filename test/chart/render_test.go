@@ -128,6 +128,18 @@ func valueSets() []valueSet {
 				t.Errorf("--cronjob-reload %q, args %q: want the default, not passed", cfg.CronJobReload, c.Args)
 			}
 		}},
+		{name: "dryRun", values: map[string]any{"ripple": map[string]any{"dryRun": true}}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			_, c := rippleDeployment(t, objs)
+			if !cfg.DryRun || !slices.Contains(c.Args, "--dry-run=true") {
+				t.Errorf("dry run %v, args %q: want --dry-run=true", cfg.DryRun, c.Args)
+			}
+		}},
+		{name: "dryRun off renders nothing", values: map[string]any{"ripple": map[string]any{"dryRun": false}}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			_, c := rippleDeployment(t, objs)
+			if cfg.DryRun || slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--dry-run") }) {
+				t.Errorf("dry run %v, args %q: want the default, not passed", cfg.DryRun, c.Args)
+			}
+		}},
 		{name: "reloadOnCreate and syncAfterRestart", reloader: true, values: r(map[string]any{"reloadOnCreate": true, "syncAfterRestart": true}), check: func(t *testing.T, _ []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
 			if !cfg.ReloadOnCreate || !cfg.SyncAfterRestart {
 				t.Errorf("reloadOnCreate %v, syncAfterRestart %v: want both", cfg.ReloadOnCreate, cfg.SyncAfterRestart)

@@ -350,6 +350,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
 {{- $cj := toString ($rp.cronJobReload | default "") -}}
 {{- if and $cj (ne $cj "run") -}}{{- $args = append $args (printf "--cronjob-reload=%s" $cj) -}}{{- end -}}
+{{- if $rp.dryRun -}}{{- $args = append $args "--dry-run=true" -}}{{- end -}}
 {{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiQps) -}}{{- $args = append $args (printf "--kube-api-qps=%v" $rp.kubeApiQps) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiBurst) -}}{{- $args = append $args (printf "--kube-api-burst=%d" (int $rp.kubeApiBurst)) -}}{{- end -}}
