@@ -38,22 +38,24 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // sourceHandler enqueues the workloads of r.Kind that may depend on the
 // source of an event.
 func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
-	enqueue := func(ctx context.Context, src client.Object, q queue) {
-		r.enqueueDependents(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, q)
+	enqueue := func(ctx context.Context, src client.Object, q queue, change bool) {
+		r.enqueueDependents(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, q, change)
 	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q) },
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q) },
+		// The initial list at start is no change: its reconciles catch up
+		// at once, as the workloads' own events do.
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q, !e.IsInInitialList) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q, true) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, true) },
 	}
 }
 
 // enqueueDependents enqueues the workloads of r.Kind in ns that may depend
-// on src, found through the index. The event is when a change is first
-// seen: it starts the workload's settle window, and the workload is queued
-// for when that window closes, so that its first reconcile acts instead
-// of only learning that it must wait.
-func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue) {
+// on src, found through the index. An event that may be a change is when
+// the change is first seen: it starts the workload's settle window, and the
+// workload is queued for when that window closes, so that its first
+// reconcile acts instead of only learning that it must wait.
+func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue, change bool) {
 	objs, err := r.Finder.Of(ctx, r.Kind, ns, src)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
@@ -64,7 +66,7 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		name := client.ObjectKeyFromObject(obj)
 		req := reconcile.Request{NamespacedName: name}
 		window, _ := plan.SettleWindow(obj.GetAnnotations(), r.Settings.Keys, r.Settings.SettleWindow)
-		if window <= 0 {
+		if !change || window <= 0 {
 			q.Add(req)
 			continue
 		}
@@ -99,9 +101,9 @@ func (r *Reconciler) requestsForTemplateRef(ctx context.Context, dep client.Obje
 // changes are changes of the class; it records them before enqueueing, so a
 // reconcile never sees the request before the digest.
 func (r *Reconciler) podStatusHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, obj client.Object, q queue) {
+	enqueue := func(ctx context.Context, obj client.Object, q queue, change bool) {
 		if name, _ := source.ClassOf(obj); name != "" {
-			r.enqueueDependents(ctx, obj.GetNamespace(), refs.Ref{Kind: refs.SecretProviderClass, Name: name}, q)
+			r.enqueueDependents(ctx, obj.GetNamespace(), refs.Ref{Kind: refs.SecretProviderClass, Name: name}, q, change)
 		}
 	}
 	return handler.Funcs{
@@ -109,13 +111,13 @@ func (r *Reconciler) podStatusHandler() handler.EventHandler {
 			if !e.IsInInitialList {
 				r.Rotations.Observe(e.Object)
 			}
-			enqueue(ctx, e.Object, q)
+			enqueue(ctx, e.Object, q, !e.IsInInitialList)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			_, old := source.ClassOf(e.ObjectOld)
 			if _, cur := source.ClassOf(e.ObjectNew); cur != old {
 				r.Rotations.Observe(e.ObjectNew)
-				enqueue(ctx, e.ObjectNew, q)
+				enqueue(ctx, e.ObjectNew, q, true)
 			}
 		},
 	}
