@@ -61,13 +61,8 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&o.caCopyright, "ca-copyright", "/usr/share/doc/ca-certificates/copyright", "the ca-certificates package's copyright file, shipped beside the bundle")
 		fs.StringVar(&o.caVersion, "ca-version", "", "the ca-certificates package version, for the SBOM")
 		platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		o.version = *version
-		o.platforms = strings.Split(*platforms, ",")
 		var err error
-		if o.epoch, err = parseEpoch(*epoch); err != nil {
+		if o.version, o.platforms, o.epoch, err = parse(fs, args[1:], version, platforms, epoch); err != nil {
 			return err
 		}
 		for name, v := range map[string]string{"version": o.version, "repository": o.repository, "revision": o.revision, "licenses": o.licenses} {
@@ -85,13 +80,8 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&o.krew, "krew", "deploy/krew/ripple.yaml.tmpl", "the krew plugin manifest template")
 		fs.StringVar(&o.helm, "helm", "helm", "the helm binary")
 		platforms := fs.String("plugin-platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64", "comma-separated os/arch list for kubectl-ripple")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		o.version = *version
-		o.platforms = strings.Split(*platforms, ",")
 		var err error
-		if o.epoch, err = parseEpoch(*epoch); err != nil {
+		if o.version, o.platforms, o.epoch, err = parse(fs, args[1:], version, platforms, epoch); err != nil {
 			return err
 		}
 		if o.version == "" {
@@ -101,6 +91,15 @@ func run(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("unknown command %q: image or dist", args[0])
 	}
+}
+
+// parse parses a command's flags and returns the flags both commands have.
+func parse(fs *flag.FlagSet, args []string, version, platforms, epoch *string) (string, []string, time.Time, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	at, err := parseEpoch(*epoch)
+	return *version, strings.Split(*platforms, ","), at, err
 }
 
 func parseEpoch(s string) (time.Time, error) {

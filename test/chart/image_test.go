@@ -9,51 +9,31 @@ import (
 	"testing"
 
 	"golang.org/x/mod/semver"
-	"sigs.k8s.io/yaml"
 )
 
 // releaseImage reads the release version (the chart's appVersion, the one
 // place it is written) and the default image repository from the chart.
 func releaseImage(t *testing.T) (repository, version string) {
 	t.Helper()
-	dir, err := Dir()
+	v, err := ReadVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var chart struct {
-		Version    string `json:"version"`
-		AppVersion string `json:"appVersion"`
+	if !semver.IsValid(v.App) || semver.Canonical(v.App) != v.App {
+		t.Fatalf("Chart.yaml appVersion %q is not a release version vMAJOR.MINOR.PATCH", v.App)
 	}
-	var values struct {
-		Image struct {
-			Repository string `json:"repository"`
-			Tag        any    `json:"tag"`
-		} `json:"image"`
-	}
-	for file, into := range map[string]any{"Chart.yaml": &chart, "values.yaml": &values} {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, into); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-	}
-	if !semver.IsValid(chart.AppVersion) || semver.Canonical(chart.AppVersion) != chart.AppVersion {
-		t.Fatalf("Chart.yaml appVersion %q is not a release version vMAJOR.MINOR.PATCH", chart.AppVersion)
-	}
-	if !semver.IsValid("v" + chart.Version) {
-		t.Fatalf("Chart.yaml version %q is not semver", chart.Version)
+	if !semver.IsValid("v" + v.Chart) {
+		t.Fatalf("Chart.yaml version %q is not semver", v.Chart)
 	}
 	// An empty tag means the appVersion; anything else is a second place
 	// the version is written, and must agree.
-	if tag := values.Image.Tag; tag != "" && tag != chart.AppVersion {
-		t.Errorf("values.yaml image.tag %v disagrees with Chart.yaml appVersion %s; leave it empty", tag, chart.AppVersion)
+	if tag := v.Tag; tag != "" && tag != v.App {
+		t.Errorf("values.yaml image.tag %v disagrees with Chart.yaml appVersion %s; leave it empty", tag, v.App)
 	}
-	if values.Image.Repository == "" {
+	if v.Repository == "" {
 		t.Fatal("values.yaml has no image.repository")
 	}
-	return values.Image.Repository, chart.AppVersion
+	return v.Repository, v.App
 }
 
 // TestReleaseVersionAgrees: the chart, the plain manifests, Kustomize, the

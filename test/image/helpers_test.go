@@ -15,7 +15,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ripple-dev/ripple/test/chart"
 )
@@ -28,32 +27,14 @@ type release struct {
 
 func readRelease(t *testing.T) release {
 	t.Helper()
-	dir, err := chart.Dir()
+	v, err := chart.ReadVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c struct {
-		Version    string `json:"version"`
-		AppVersion string `json:"appVersion"`
+	if v.App == "" || v.Repository == "" {
+		t.Fatalf("the chart names no release: appVersion %q, image.repository %q", v.App, v.Repository)
 	}
-	var v struct {
-		Image struct {
-			Repository string `json:"repository"`
-		} `json:"image"`
-	}
-	for file, into := range map[string]any{"Chart.yaml": &c, "values.yaml": &v} {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, into); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c.AppVersion == "" || v.Image.Repository == "" {
-		t.Fatalf("the chart names no release: appVersion %q, image.repository %q", c.AppVersion, v.Image.Repository)
-	}
-	return release{chartVersion: c.Version, version: c.AppVersion, repository: v.Image.Repository}
+	return release{chartVersion: v.Chart, version: v.App, repository: v.Repository}
 }
 
 // git runs git in the repository and returns its trimmed output.
