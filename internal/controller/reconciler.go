@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -73,10 +74,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj == nil {
 		return ctrl.Result{}, out, err
 	}
-	in, err := r.gather(ctx, obj, tpl)
+	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations}
+	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	if err != nil {
 		return ctrl.Result{}, outcome{}, err
 	}
+	in.Pending, in.Now = r.pendingOf(req.NamespacedName), r.Clock.Now()
 	p := plan.For(in)
 	r.remember(req.NamespacedName, p.Pending)
 	r.warn(obj, p.Warnings)

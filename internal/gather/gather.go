@@ -1,0 +1,155 @@
+// Package gather reads what a plan looks at: the workload as the planner
+// sees it and every source that may reload it. It decides nothing. The
+// controller gathers from its caches; `ripple explain` from the API server
+// or from manifest files, through the same code, so that it explains what
+// the controller does.
+package gather
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Gatherer reads plan inputs through a reader.
+type Gatherer struct {
+	// Reader reads sources. Sources read whole are digested and their
+	// data dropped, as the controller's cache transform does.
+	Reader   client.Reader
+	Settings plan.Settings
+	// Rotations is what was seen of SecretProviderClass rotations; nil,
+	// or not served, leaves SecretProviderClasses out.
+	Rotations *source.Rotations
+}
+
+// Input reads everything the plan of obj, of kind, looks at, but for the
+// settle state and the clock, which are the caller's: the workload as the
+// planner sees it, and every source that may reload it.
+func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec) (plan.Input, error) {
+	in := plan.Input{Settings: g.Settings}
+	in.SourceKinds = slices.DeleteFunc(slices.Clone(g.Settings.SourceKinds), func(k refs.Kind) bool {
+		return k == refs.SecretProviderClass && !g.Rotations.Served() // the CSI driver's API is not served (yet)
+	})
+	in.Workload = Workload(kind, obj, tpl)
+	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
+	for _, kind := range in.SourceKinds {
+		names, err := g.candidates(ctx, kind, obj, tpl, record)
+		if err != nil {
+			return in, err
+		}
+		for _, name := range names {
+			src, err := g.source(ctx, obj.GetNamespace(), refs.Ref{Kind: kind, Name: name})
+			if err != nil {
+				return in, err
+			}
+			in.Sources = append(in.Sources, src)
+		}
+	}
+	return in, nil
+}
+
+// Workload is obj, of kind, with its pod template tpl, as the planner
+// sees it.
+func Workload(kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec) plan.Workload {
+	w := plan.Workload{
+		Namespace:     obj.GetNamespace(),
+		Annotations:   obj.GetAnnotations(),
+		Created:       obj.GetCreationTimestamp().Time,
+		Template:      tpl,
+		KeepsTemplate: kind.KeepsTemplate(obj),
+	}
+	if pz, ok := kind.(workload.Pauser); ok {
+		w.Pausable, w.Paused = true, pz.Paused(obj)
+	}
+	if c, ok := kind.(workload.Checker); ok {
+		w.Invalid = c.Check(obj)
+	}
+	return w
+}
+
+// candidates lists the names of sources of kind that may reload the
+// workload: those it references, those its named-reload annotation names,
+// and those in its applied record (a deleted source matched by a pattern
+// can no longer be listed).
+func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Object, tpl *corev1.PodTemplateSpec, record map[string]string) ([]string, error) {
+	var names []string
+	for _, ref := range refs.All(&tpl.Spec) {
+		if ref.Kind == kind {
+			names = append(names, ref.Name)
+		}
+	}
+	for key := range record {
+		if name, ok := strings.CutPrefix(key, string(kind)+"/"); ok {
+			names = append(names, name)
+		}
+	}
+	named := annotation.Parse(g.Settings.Keys, kind, obj.GetAnnotations(), tpl.Annotations).Named
+	patterns := false
+	for _, m := range named {
+		if m.Literal() {
+			names = append(names, m.String())
+		} else {
+			patterns = true
+		}
+	}
+	if patterns {
+		list := source.List(kind)
+		if err := g.Reader.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil, err
+		}
+		for _, name := range source.Names(list) {
+			if slices.ContainsFunc(named, func(m annotation.Matcher) bool { return m.Match(name) }) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// source reads one source; for a SecretProviderClass, also what its pods
+// mounted when no change was seen since start.
+func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Source, error) {
+	src := plan.Source{Ref: ref}
+	obj := source.Object(ref.Kind)
+	err := g.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return src, err
+	}
+	if err == nil {
+		// A no-op on a cached source, which is already digested.
+		_, _ = source.Transform(obj)
+	}
+	if err == nil {
+		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
+		src.Digest = source.Digest(obj)
+	}
+	if ref.Kind != refs.SecretProviderClass || !src.Found {
+		return src, nil
+	}
+	if src.Digest = g.Rotations.Latest(ns, ref.Name); src.Digest != "" {
+		return src, nil
+	}
+	list := source.PodStatusList()
+	if err := g.Reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return src, err
+	}
+	src.Mounts = map[string]int{}
+	for i := range list.Items {
+		if spc, sum := source.ClassOf(&list.Items[i]); spc == ref.Name && sum != "" {
+			src.Mounts[sum]++
+		}
+	}
+	return src, nil
+}
