@@ -183,7 +183,8 @@ func For(in Input) Plan {
 		}
 	}
 	if in.DryRun {
-		p.Update, p.WouldReload = dryRun(in, p), len(p.Changes) > 0
+		p.Update, p.Requeue = dryRun(in, p, period)
+		p.WouldReload = len(p.Changes) > 0
 		return p
 	}
 	p.Update, p.Requeue = update(in, p, period)

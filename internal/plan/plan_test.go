@@ -587,4 +587,23 @@ func TestDryRun(t *testing.T) {
 			t.Fatalf("paused %v, requeue %v", p.Update.Paused, p.Requeue)
 		}
 	})
+	t.Run("a pause taken before dry-run still ends", func(t *testing.T) {
+		paused := func(at time.Time) func(*Input) {
+			return func(i *Input) {
+				i.Workload.Pausable, i.Workload.Paused = true, true
+				annotate(keys.PausedAt, at.Format(time.RFC3339))(i)
+			}
+		}
+		p := For(in(dry, both, annotate(keys.PausePeriod, "30s"), paused(now.Add(-10*time.Second))))
+		if p.Update.Paused != nil || p.Requeue != 20*time.Second {
+			t.Fatalf("within the period: paused %v, requeue %v; want untouched, look again in 20s", p.Update.Paused, p.Requeue)
+		}
+		p = For(in(dry, both, digestOf(cmApp, "cm2"), annotate(keys.PausePeriod, "30s"), paused(now.Add(-31*time.Second))))
+		if p.Update.Paused == nil || *p.Update.Paused || p.Reloads() || !p.WouldReload {
+			t.Fatalf("after the period: paused %v, reloads %v, would %v; want resumed, no rollout", p.Update.Paused, p.Reloads(), p.WouldReload)
+		}
+		if v, ok := p.Update.Annotations[keys.PausedAt]; !ok || v != nil {
+			t.Errorf("paused-at %v (present %v), want removed", v, ok)
+		}
+	})
 }

@@ -33,8 +33,11 @@ func update(in Input, p Plan, period time.Duration) (workload.Update, time.Durat
 // dryRun is the write of a dry-run plan: only the record of what the
 // workload shows, as if the changes had not happened (a changed source keeps
 // its applied digest, a created one is left out), so that turning dry-run
-// off rolls each held-back change once.
-func dryRun(in Input, p Plan) workload.Update {
+// off rolls each held-back change once. A workload Ripple paused before
+// dry-run was switched on is still resumed when its period ends: that
+// finishes an earlier rollout rather than starting one, and leaving it
+// paused would hold back every later rollout of its owner too.
+func dryRun(in Input, p Plan, period time.Duration) (workload.Update, time.Duration) {
 	sources := make([]SourcePlan, 0, len(p.Sources))
 	for _, sp := range p.Sources {
 		switch sp.State {
@@ -49,7 +52,7 @@ func dryRun(in Input, p Plan) workload.Update {
 	if rec := record(in, sources, in.Workload.Template); rec != nil {
 		u.Annotations = map[string]*string{in.Keys.Applied: rec}
 	}
-	return u
+	return u, pause(in, &u, period) // with no template write, pause only resumes
 }
 
 // pausePeriod returns the pause period of a workload that can be paused;
