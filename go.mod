@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/CycloneDX/cyclonedx-go v0.11.0
+	github.com/agnivade/levenshtein v1.2.1
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-containerregistry v0.20.3
