@@ -237,6 +237,22 @@ metadata: {name: elsewhere, namespace: other}
 			},
 		},
 		{
+			name: "trigger keys on the template that the metadata shadows, per kind",
+			manifests: configs + web(`{secret.reloader.stakater.com/reload: db-creds}`,
+				`{reloader.stakater.com/auto: "true", configmap.reloader.stakater.com/auto: "true", secret.reloader.stakater.com/auto: "true"}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "reloader.stakater.com/auto", `pod template annotation "reloader.stakater.com/auto" is ignored for Secrets: the workload's metadata has reload annotations for them, and then only those count`},
+				{Warning, "Deployment shop/web", "secret.reloader.stakater.com/auto", `pod template annotation "secret.reloader.stakater.com/auto" is ignored for Secrets: the workload's metadata has reload annotations for them, and then only those count`},
+			},
+		},
+		{
+			name:      "auto on the metadata shadows auto on the template for every kind",
+			manifests: configs + web(`{reloader.stakater.com/auto: "false"}`, `{reloader.stakater.com/auto: "true"}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "reloader.stakater.com/auto", `pod template annotation "reloader.stakater.com/auto" is ignored for ConfigMaps, Secrets and SecretProviderClasses: the workload's metadata has reload annotations for them, and then only those count`},
+			},
+		},
+		{
 			name: "auto on a template that references nothing",
 			manifests: `---
 apiVersion: apps/v1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,22 +58,22 @@ func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	used := refs.All(spec)
 	var out []Finding
 	var auto, search bool
+	shadowed := map[string][]string{} // template key -> kinds it is ignored for
 	for _, kind := range sourceKinds {
 		p := annotation.Parse(c.keys, kind, meta, tplAnn)
 		out = append(out, c.named(o, kind, p)...)
 		auto = auto || p.AutoKey == c.keys.Auto
 		search = search || p.Search
-		if tpl == nil {
-			continue // what it references is unknown
+		for _, key := range c.shadowed(kind, meta, tplAnn) {
+			shadowed[key] = append(shadowed[key], plural(kind))
 		}
-		src := meta
-		if p.FromTemplate {
-			src = tplAnn
+		if tpl != nil { // else what it references is unknown
+			out = append(out, c.typedAuto(o, kind, p, meta, tplAnn, used)...)
 		}
-		key := c.keys.TypedAutoKey(kind)
-		if isTrue(src[key]) && !slices.ContainsFunc(used, func(r refs.Ref) bool { return r.Kind == kind }) {
-			out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q is true but the pod template references no %s", key, kind)))
-		}
+	}
+	for key, kinds := range shadowed {
+		out = append(out, o.finding(Warning, key, fmt.Sprintf(
+			"pod template annotation %q is ignored for %s: the workload's metadata has reload annotations for them, and then only those count", key, enumerate(kinds))))
 	}
 	if tpl == nil {
 		return out
@@ -84,6 +85,35 @@ func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 		out = append(out, o.finding(Warning, c.keys.Search, fmt.Sprintf("annotation %q is true but no config the pod template references in the files has %q set to \"true\"", c.keys.Search, c.keys.Match)))
 	}
 	return out
+}
+
+// shadowed returns the trigger keys for kind on the pod template that
+// Ripple ignores because the metadata has one: like Reloader, it reads a
+// kind's triggers from the metadata if any is there, else from the
+// template, never from both.
+func (c *checker) shadowed(kind refs.Kind, meta, tpl map[string]string) []string {
+	triggers := []string{c.keys.ReloadKey(kind), c.keys.Auto, c.keys.TypedAutoKey(kind), c.keys.Search}
+	has := func(m map[string]string) func(string) bool {
+		return func(k string) bool { _, ok := m[k]; return ok }
+	}
+	if !slices.ContainsFunc(triggers, has(meta)) {
+		return nil
+	}
+	return slices.DeleteFunc(triggers, func(k string) bool { return !has(tpl)(k) })
+}
+
+// typedAuto warns about a typed-auto key that is true when the template
+// references no config of its kind.
+func (c *checker) typedAuto(o *target, kind refs.Kind, p annotation.Policy, meta, tpl map[string]string, used []refs.Ref) []Finding {
+	src := meta
+	if p.FromTemplate {
+		src = tpl
+	}
+	key := c.keys.TypedAutoKey(kind)
+	if !isTrue(src[key]) || slices.ContainsFunc(used, func(r refs.Ref) bool { return r.Kind == kind }) {
+		return nil
+	}
+	return []Finding{o.finding(Warning, key, fmt.Sprintf("annotation %q is true but the pod template references no %s", key, kind))}
 }
 
 // named checks the named-reload items of policy p for configs of kind.
@@ -131,4 +161,20 @@ func (c *checker) anyMatched(ns string, used []refs.Ref) bool {
 func isTrue(v string) bool {
 	b, err := strconv.ParseBool(v)
 	return err == nil && b
+}
+
+// plural is the plural of a config kind, for messages.
+func plural(kind refs.Kind) string {
+	if strings.HasSuffix(string(kind), "s") {
+		return string(kind) + "es"
+	}
+	return string(kind) + "s"
+}
+
+// enumerate joins items as "a, b and c".
+func enumerate(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
