@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -141,37 +143,33 @@ func newChecker(keys annotation.Keys, objs []client.Object) *checker {
 	return c
 }
 
-var deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+// deploymentGVK is the Deployment Ripple reads; a Rollout may take its pod
+// template from one.
+var deploymentGVK = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
 // workloadKinds returns the kinds Ripple rolls. Only their pure
 // PodTemplate is used, so the options that serve writes stay empty.
 func workloadKinds(keys annotation.Keys) map[schema.GroupVersionKind]workload.Kind {
-	batch := func(kind string) schema.GroupVersionKind {
-		return schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: kind}
-	}
-	apps := func(kind string) schema.GroupVersionKind {
-		return schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: kind}
-	}
 	return map[schema.GroupVersionKind]workload.Kind{
-		apps("Deployment"):           workload.Deployment,
-		apps("StatefulSet"):          workload.StatefulSet,
-		apps("DaemonSet"):            workload.DaemonSet,
-		batch("CronJob"):             workload.NewCronJob(workload.CronJobOptions{ModeKey: keys.CronJobReload}),
-		batch("Job"):                 workload.NewJob(workload.JobOptions{}),
-		workload.RolloutGVK:          workload.NewRollout(workload.RolloutOptions{StrategyKey: keys.RolloutStrategy}),
-		workload.DeploymentConfigGVK: workload.DeploymentConfig,
+		deploymentGVK: workload.Deployment,
+		appsv1.SchemeGroupVersion.WithKind("StatefulSet"): workload.StatefulSet,
+		appsv1.SchemeGroupVersion.WithKind("DaemonSet"):   workload.DaemonSet,
+		batchv1.SchemeGroupVersion.WithKind("CronJob"):    workload.NewCronJob(workload.CronJobOptions{ModeKey: keys.CronJobReload}),
+		batchv1.SchemeGroupVersion.WithKind("Job"):        workload.NewJob(workload.JobOptions{}),
+		workload.RolloutGVK:                               workload.NewRollout(workload.RolloutOptions{StrategyKey: keys.RolloutStrategy}),
+		workload.DeploymentConfigGVK:                      workload.DeploymentConfig,
 	}
 }
 
 // configKind returns the kind of config gvk is, if it is one.
 func configKind(gvk schema.GroupVersionKind) (refs.Kind, bool) {
 	switch {
-	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == string(refs.ConfigMap):
+	case gvk == corev1.SchemeGroupVersion.WithKind(string(refs.ConfigMap)):
 		return refs.ConfigMap, true
-	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == string(refs.Secret):
+	case gvk == corev1.SchemeGroupVersion.WithKind(string(refs.Secret)):
 		return refs.Secret, true
 	case gvk.Group == "secrets-store.csi.x-k8s.io" && gvk.Kind == string(refs.SecretProviderClass):
-		return refs.SecretProviderClass, true
+		return refs.SecretProviderClass, true // any version
 	}
 	return "", false
 }
