@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,13 +92,7 @@ func loadPath(path string, stdin io.Reader, namespace string) ([]client.Object, 
 
 // hasExtension reports whether a directory walk loads the file at p.
 func hasExtension(p string) bool {
-	ext := strings.ToLower(filepath.Ext(p))
-	for _, e := range extensions {
-		if ext == e {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(extensions, strings.ToLower(filepath.Ext(p)))
 }
 
 // loadFile loads the objects of one file.
