@@ -91,6 +91,20 @@ func DefaultKeys(prefix string) Keys {
 	}
 }
 
+// All returns every key in k, in field order: the keys Ripple reads and
+// the ones it writes. [LastReloadedFrom] is not a field and not listed.
+func (k Keys) All() []string {
+	return []string{
+		k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto,
+		k.ConfigMapReload, k.SecretReload, k.SecretProviderClassReload,
+		k.Search, k.Match, k.Ignore,
+		k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude,
+		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
+		k.SettleWindow, k.Applied, k.CronJobReload, k.PendingJob,
+		k.RecreateRecord, k.Replaces,
+	}
+}
+
 // ReloadKey returns the named-reload key (A5-A7) for kind, or "" for a kind
 // Ripple does not know.
 func (k Keys) ReloadKey(kind refs.Kind) string {

@@ -1,6 +1,8 @@
 package annotation
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -90,5 +92,27 @@ func TestKeysForKind(t *testing.T) {
 				t.Errorf("ExcludeKey = %q, want %q", got, tt.exclude)
 			}
 		})
+	}
+}
+
+func TestKeysAll(t *testing.T) {
+	// Reflection is here only, so that a field added to Keys and forgotten
+	// in All fails this test instead of going unlinted.
+	keys := DefaultKeys("")
+	all := keys.All()
+	v := reflect.ValueOf(keys)
+	var fields int
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.String {
+			continue
+		}
+		fields++
+		if !slices.Contains(all, f.String()) {
+			t.Errorf("All() misses Keys.%s (%q)", v.Type().Field(i).Name, f.String())
+		}
+	}
+	if len(all) != fields {
+		t.Errorf("All() has %d keys, Keys has %d string fields: %q", len(all), fields, all)
 	}
 }

@@ -1,0 +1,156 @@
+package lint
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agnivade/levenshtein"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// reloaderDomain marks the keys of Reloader's family: a key containing it
+// anywhere (reloader.stakater.com/auto, configmap.reloader.stakater.com/...)
+// is meant for Reloader or Ripple, so an unknown one is a typo.
+const reloaderDomain = "reloader.stakater.com"
+
+// home is where a key Ripple reads belongs. Keys Ripple writes have none:
+// they may turn up anywhere a previous run left them.
+type home struct {
+	// config is set for keys that go on a config; the others go on a
+	// workload.
+	config bool
+	// kind is the one workload kind the key is read from, if only one.
+	kind string
+	// metadataOnly is set for keys read from the workload's metadata only,
+	// never from its pod template.
+	metadataOnly bool
+	// valid checks the value; nil accepts anything.
+	valid func(string) string
+}
+
+// homes returns the home of every key Ripple reads.
+func homes(k annotation.Keys) map[string]home {
+	h := map[string]home{
+		k.Search:          {valid: onlyTrue},
+		k.Match:           {config: true, valid: onlyTrue},
+		k.Ignore:          {config: true, valid: onlyTrue},
+		k.SettleWindow:    {metadataOnly: true, valid: duration},
+		k.PausePeriod:     {kind: "Deployment", metadataOnly: true, valid: duration},
+		k.RolloutStrategy: {kind: workload.RolloutGVK.Kind, metadataOnly: true},
+		k.CronJobReload:   {kind: "CronJob", metadataOnly: true, valid: cronJobMode},
+	}
+	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
+		h[key] = home{valid: boolean}
+	}
+	for _, key := range []string{k.ConfigMapReload, k.SecretReload, k.SecretProviderClassReload} {
+		h[key] = home{}
+	}
+	for _, key := range []string{k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude} {
+		h[key] = home{metadataOnly: true}
+	}
+	return h
+}
+
+// annotations checks the annotations ann of o; template says they are its
+// pod template's.
+func (c *checker) annotations(o *target, ann map[string]string, template bool) []Finding {
+	var out []Finding
+	for key, v := range ann {
+		if !c.known[key] {
+			if (o.workload || o.config) && c.family(key) {
+				out = append(out, o.finding(Error, key, c.unknown(key, template)))
+			}
+			continue
+		}
+		h, reads := c.homes[key]
+		if !reads {
+			continue
+		}
+		if msg := misplaced(o, h, template); msg != "" {
+			out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q %s", key, msg)))
+		} else if h.valid != nil {
+			if msg := h.valid(v); msg != "" {
+				out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q: %q %s", key, v, msg)))
+			}
+		}
+	}
+	return out
+}
+
+// family reports whether key is meant for Reloader or Ripple.
+func (c *checker) family(key string) bool {
+	prefix, _, _ := strings.Cut(key, "/")
+	return strings.Contains(key, reloaderDomain) || prefix == c.prefix
+}
+
+// unknown is the message for a key of the family Ripple does not know,
+// with the known key closest to it.
+func (c *checker) unknown(key string, template bool) string {
+	best, dist := "", -1
+	for _, k := range c.suggest {
+		if d := levenshtein.ComputeDistance(key, k); dist < 0 || d < dist {
+			best, dist = k, d
+		}
+	}
+	where := "annotation"
+	if template {
+		where = "pod template annotation"
+	}
+	return fmt.Sprintf("unknown %s %q; did you mean %q?", where, key, best)
+}
+
+// misplaced says why a key with home h has no effect on o, or "".
+func misplaced(o *target, h home, template bool) string {
+	switch {
+	case h.config && !o.config:
+		return fmt.Sprintf("goes on a ConfigMap or Secret, not on a %s", o.kind)
+	case !h.config && o.config:
+		return fmt.Sprintf("goes on the workload that uses the config, not on a %s", o.kind)
+	case !h.config && !o.workload:
+		return fmt.Sprintf("has no effect: Ripple does not reload a %s of %s", o.kind, o.apiVersion)
+	case h.kind != "" && h.kind != o.kind:
+		return fmt.Sprintf("has no effect on a %s, only on a %s", o.kind, h.kind)
+	case h.metadataOnly && template:
+		return "is read from the workload's metadata, not from its pod template"
+	}
+	return ""
+}
+
+// boolean checks an auto value: Ripple, like Reloader, reads anything
+// strconv.ParseBool rejects as false.
+func boolean(v string) string {
+	if _, err := strconv.ParseBool(v); err != nil {
+		return "is not true or false, so it means false"
+	}
+	return ""
+}
+
+// onlyTrue checks a search, match or ignore value: only "true" turns them
+// on, as in Reloader ("True" and "1" do not).
+func onlyTrue(v string) string {
+	if v != "true" && v != "false" {
+		return `is not "true", so it means false`
+	}
+	return ""
+}
+
+// duration checks a settle window or pause period.
+func duration(v string) string {
+	if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
+		return "is not a duration such as 30s or 5m, so Ripple ignores it"
+	}
+	return ""
+}
+
+// cronJobMode checks a CronJob's reload mode.
+func cronJobMode(v string) string {
+	switch strings.TrimSpace(v) {
+	case workload.CronJobRun, workload.CronJobTemplate:
+		return ""
+	}
+	return fmt.Sprintf("is not %q or %q, so Ripple ignores it", workload.CronJobRun, workload.CronJobTemplate)
+}
