@@ -37,7 +37,7 @@ func TestInvalidValuesExit2(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(tc.args, &stdout, &stderr); code != 2 {
+			if code := run("ripple", tc.args, &stdout, &stderr); code != 2 {
 				t.Fatalf("exit code %d, want 2; stderr: %s", code, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
@@ -49,14 +49,14 @@ func TestInvalidValuesExit2(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "ripple ") {
+	if code := run("ripple", []string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "ripple ") {
 		t.Fatalf("exit %d, stdout %q", code, stdout.String())
 	}
 }
 
 func TestHelpListsFlagsWithDefaults(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 {
+	if code := run("ripple", []string{"--help"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"--settle-window duration", `(default 1s)`, "--kube-api-qps", "(default 20)", "--reload-strategy", `(default "env-vars")`} {
