@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"time"
@@ -141,7 +139,7 @@ func (o *explainOptions) target(args []string) error {
 }
 
 // runExplain runs `explain`.
-func runExplain(name string, args []string, stdout, stderr io.Writer) int {
+func runExplain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	f := newExplainFlags(name)
 	f.all.SetOutput(io.Discard)
 	help, err := f.parse(args)
@@ -150,8 +148,6 @@ func runExplain(name string, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		defer stop()
 		err = f.explain(ctx, stdout)
 	}
 	if err == nil {

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ func main() {
 		// steady state, for a little CPU at start. $GOGC overrides it.
 		debug.SetGCPercent(defaultGOGC)
 	}
-	os.Exit(run(filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(ctrl.SetupSignalHandler(), filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // pluginName is the binary's name as a kubectl plugin.
@@ -45,10 +46,11 @@ const pluginName = "kubectl-ripple"
 // defaultGOGC is Ripple's GC target when $GOGC is not set (Go's is 100).
 const defaultGOGC = 50
 
-// run runs the command named by args, the binary being called prog, and
-// returns the exit code: 0 on success or a clean stop, 1 when Ripple fails
-// while running or cannot read the cluster, 2 for invalid arguments.
-func run(prog string, args []string, stdout, stderr io.Writer) int {
+// run runs the command named by args, the binary being called prog, until
+// it is done or ctx is cancelled, and returns the exit code: 0 on success
+// or a clean stop, 1 when Ripple fails while running or cannot read the
+// cluster, 2 for invalid arguments.
+func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	plugin := strings.TrimSuffix(prog, ".exe") == pluginName
 	name := "ripple"
 	if plugin {
@@ -65,13 +67,13 @@ func run(prog string, args []string, stdout, stderr io.Writer) int {
 		case "version":
 			return runVersion(name, args[1:], stdout, stderr)
 		case "explain":
-			return runExplain(name, args[1:], stdout, stderr)
+			return runExplain(ctx, name, args[1:], stdout, stderr)
 		case "help":
 			commandsUsage(stdout, name)
 			return 0
 		}
 	}
-	return runController(name, args, stderr)
+	return runController(ctx, name, args, stderr)
 }
 
 // commandsUsage lists the commands.
@@ -109,7 +111,7 @@ func runVersion(name string, args []string, stdout, stderr io.Writer) int {
 }
 
 // runController runs the controller until it is stopped.
-func runController(name string, args []string, stderr io.Writer) int {
+func runController(ctx context.Context, name string, args []string, stderr io.Writer) int {
 	opts := config.NewOptions()
 	opts.ReadEnv(os.Getenv)
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
@@ -156,7 +158,7 @@ func runController(name string, args []string, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		logger.Info("setting has no effect", "warning", w)
 	}
-	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), logger)
+	ctx = ctrl.LoggerInto(ctx, logger)
 	if err := app.Run(ctx, cfg); err != nil {
 		logger.Error(err, "ripple stopped")
 		return 1

@@ -52,7 +52,7 @@ func Build(f Facts) Report {
 	r := Report{
 		Workload: WorkloadRef{Kind: f.Kind.Name(), Namespace: f.Object.GetNamespace(), Name: f.Object.GetName()},
 		Sources:  sources(f), Policy: policy(f), Waiting: waiting(f), Warnings: f.Plan.Warnings,
-		Settings: f.Settings.Shown, Events: ages(f.Events, f.Now), Findings: f.Findings,
+		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now), Findings: f.Findings,
 	}
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r
@@ -177,13 +177,8 @@ func ages(events []Event, now time.Time) []Event {
 
 // verdict is the state of the workload, its reason and one line saying it.
 func verdict(f Facts, r Report) (State, string, string) {
-	switch {
-	case f.Kind.Off != "":
-		return NotReloading, "KindIgnored", fmt.Sprintf("not reloading: Ripple does not reload %ss: %s", f.Kind.Name(), f.Kind.Off)
-	case f.OutOfScope != "":
-		return NotReloading, "NamespaceOutOfScope", "not reloading: " + f.OutOfScope
-	case f.Template == nil:
-		return NotReloading, "NoTemplate", "not reloading: " + f.NoTemplate
+	if reason, why := outOfReach(f); reason != "" {
+		return NotReloading, reason, "not reloading: " + why
 	}
 	for _, w := range r.Waiting {
 		switch {
@@ -220,6 +215,20 @@ func verdict(f Facts, r Report) (State, string, string) {
 		msg += "; " + s.Hint
 	}
 	return NotReloading, s.Reason, msg
+}
+
+// outOfReach says why Ripple does not look at the workload at all: its
+// kind is ignored, its namespace is out of scope, or it has no template.
+func outOfReach(f Facts) (reason, why string) {
+	switch {
+	case f.Kind.Off != "":
+		return "KindIgnored", fmt.Sprintf("Ripple does not reload %ss: %s", f.Kind.Name(), f.Kind.Off)
+	case f.OutOfScope != "":
+		return "NamespaceOutOfScope", f.OutOfScope
+	case f.Template == nil:
+		return "NoTemplate", f.NoTemplate
+	}
+	return "", ""
 }
 
 func changeNames(p plan.Plan) string {

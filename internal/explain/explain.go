@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,13 +51,13 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 	for _, kind := range kinds {
 		list := kind.NewList()
 		err := e.Reader.List(ctx, list, client.InNamespace(ns))
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			continue // an optional kind whose API is not served
 		}
 		if err != nil {
 			return out, fmt.Errorf("listing %ss: %w", kind.Name(), err)
 		}
-		items, err := meta.ExtractList(list)
+		items, err := apimeta.ExtractList(list)
 		if err != nil {
 			return out, err
 		}

@@ -34,12 +34,12 @@ func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 	if format != FormatTable {
 		return encode(w, format, l)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var b strings.Builder
 	head := "KIND\tNAME\tSTATE\tSOURCES\tREASON"
 	if withNamespace {
 		head = "NAMESPACE\t" + head
 	}
-	fmt.Fprintln(tw, head)
+	fmt.Fprintln(&b, head)
 	for _, r := range l.Items {
 		var names []string
 		for _, s := range r.Sources {
@@ -49,7 +49,17 @@ func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 		if withNamespace {
 			row = r.Workload.Namespace + "\t" + row
 		}
-		fmt.Fprintln(tw, row)
+		fmt.Fprintln(&b, row)
+	}
+	return aligned(w, b.String())
+}
+
+// aligned writes text with its tab-separated cells aligned in columns;
+// a line without tabs ends a table.
+func aligned(w io.Writer, text string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if _, err := io.WriteString(tw, text); err != nil {
+		return err
 	}
 	return tw.Flush()
 }
@@ -73,7 +83,8 @@ func encode(w io.Writer, format string, v any) error {
 // printReport writes the report for people: a header, then one aligned
 // table per section that has rows.
 func printReport(w io.Writer, r Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var b strings.Builder
+	tw := &b
 	fmt.Fprintf(tw, "Workload:\t%s %s/%s\n", r.Workload.Kind, r.Workload.Namespace, r.Workload.Name)
 	fmt.Fprintf(tw, "State:\t%s (%s)\n", r.State.Text(), r.Reason)
 	fmt.Fprintf(tw, "Verdict:\t%s\n", r.Verdict)
@@ -91,7 +102,7 @@ func printReport(w io.Writer, r Report) error {
 		return fmt.Sprintf("%s\t%s\t%s\t%s", wt.For, until, wt.Setting, wt.Message)
 	})
 	section(tw, "WARNINGS", "MESSAGE", len(r.Warnings), func(i int) string { return r.Warnings[i] })
-	section(tw, "SETTINGS", "FLAG\tVALUE\tFROM", len(r.Settings), func(i int) string {
+	section(tw, "SETTINGS (from "+r.SettingsFrom+")", "FLAG\tVALUE\tFROM", len(r.Settings), func(i int) string {
 		s := r.Settings[i]
 		return fmt.Sprintf("%s\t%s\t%s", s.Flag, dash(s.Value), s.From)
 	})
@@ -103,11 +114,11 @@ func printReport(w io.Writer, r Report) error {
 		f := r.Findings[i]
 		return fmt.Sprintf("%s\t%s\t%s\t%s", f.Severity, f.Object, dash(f.Key), f.Message)
 	})
-	return tw.Flush()
+	return aligned(w, b.String())
 }
 
 // printSources writes the sources table, then each decision in full.
-func printSources(tw *tabwriter.Writer, sources []Source) {
+func printSources(tw *strings.Builder, sources []Source) {
 	section(tw, "SOURCES", "SOURCE\tUSED BY\tSTATE\tDIGEST\tAPPLIED\tRELOAD\tREASON", len(sources), func(i int) string {
 		s := sources[i]
 		reload := "no"
@@ -130,7 +141,7 @@ func printSources(tw *tabwriter.Writer, sources []Source) {
 }
 
 // section writes a titled table of n rows, if any.
-func section(tw *tabwriter.Writer, title, head string, n int, row func(int) string) {
+func section(tw *strings.Builder, title, head string, n int, row func(int) string) {
 	if n == 0 {
 		return
 	}

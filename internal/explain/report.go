@@ -33,8 +33,10 @@ type Report struct {
 	// Warnings are the invalid annotations Ripple reports as
 	// InvalidAnnotation events.
 	Warnings []string `json:"warnings,omitempty"`
-	// Settings are the settings of Ripple that matter, with their origin.
-	Settings []Setting `json:"settings"`
+	// Settings are the settings of Ripple that matter, with their origin;
+	// SettingsFrom says where those not given as flags were read.
+	Settings     []Setting `json:"settings"`
+	SettingsFrom string    `json:"settingsFrom"`
 	// Events are Ripple's last events on the workload, newest first.
 	Events []Event `json:"events,omitempty"`
 	// Findings are problems found in the objects themselves (lint), for

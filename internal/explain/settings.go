@@ -31,6 +31,8 @@ type Settings struct {
 	Plan   plan.Settings
 	// Shown are the settings that matter, with their origin.
 	Shown []Setting
+	// From says where the settings not given as flags come from.
+	From string
 }
 
 // MetaInfo is what a reloader-meta-info ConfigMap says of its Ripple.
@@ -42,6 +44,8 @@ type MetaInfo struct {
 	Options map[string]any
 	// Published is when it was last written: when its Ripple started.
 	Published time.Time
+	// Searched is where it was looked for, when none was found.
+	Searched string
 }
 
 // metaFlags map the reloaderOptions keys to the flags they show, in the
@@ -124,6 +128,10 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
 		SettleWindow: cfg.SettleWindow, Started: meta.Published, DryRun: cfg.DryRun,
 	}}
+	s.From = meta.Origin
+	if s.From == "" {
+		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)
+	}
 	for _, m := range metaFlags {
 		if m.rename && origin[m.flag] == "default" {
 			continue
@@ -188,7 +196,7 @@ func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, er
 	if ns != "" {
 		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: metaInfoName}, cm)
 		if apierrors.IsNotFound(err) {
-			return MetaInfo{}, nil
+			return MetaInfo{Searched: "namespace " + ns}, nil
 		}
 		if err != nil {
 			return MetaInfo{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, metaInfoName, err)
@@ -208,7 +216,7 @@ func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, er
 	}
 	switch len(found) {
 	case 0:
-		return MetaInfo{}, nil
+		return MetaInfo{Searched: "the cluster"}, nil
 	case 1:
 		return parseMetaInfo(cm)
 	}
