@@ -99,12 +99,12 @@ func settleWait(f Facts) Wait {
 	window, _ := plan.SettleWindow(ann, keys, f.Settings.Plan.SettleWindow)
 	w := Wait{For: waitSettle, Setting: "--settle-window"}
 	by := f.Settings.setting("settle-window")
-	if _, ok := ann[keys.SettleWindow]; ok {
-		w.Setting, by = keys.SettleWindow, fmt.Sprintf("annotation %q", keys.SettleWindow)
+	if v, ok := ann[keys.SettleWindow]; ok {
+		w.Setting, by = keys.SettleWindow, fmt.Sprintf("annotation %q: %q", keys.SettleWindow, v)
 	}
 	until := f.Now.Add(f.Plan.Wait)
 	w.Until = &until
-	w.Message = fmt.Sprintf("changes in %s, last written at %s, wait for a settle window of %s (%s); Ripple reloads at %s unless another change comes",
+	w.Message = fmt.Sprintf("changes in %s, last written at %s, wait for the settle window of %s, set by %s; Ripple reloads at %s unless another change comes",
 		changeNames(f.Plan), stamp(f.Input.Pending.Last), window, by, stamp(until))
 	return w
 }

@@ -86,7 +86,8 @@ func printReport(w io.Writer, r Report) error {
 	var b strings.Builder
 	tw := &b
 	fmt.Fprintf(tw, "Workload:\t%s %s/%s\n", r.Workload.Kind, r.Workload.Namespace, r.Workload.Name)
-	fmt.Fprintf(tw, "State:\t%s (%s)\n", r.State.Text(), r.Reason)
+	fmt.Fprintf(tw, "State:\t%s\n", r.State.Text())
+	fmt.Fprintf(tw, "Reason:\t%s\n", r.Reason)
 	fmt.Fprintf(tw, "Verdict:\t%s\n", r.Verdict)
 	printSources(tw, r.Sources)
 	section(tw, "POLICY", "KEY\tVALUE\tFROM\tNOTE", len(r.Policy), func(i int) string {

@@ -49,8 +49,8 @@ type MetaInfo struct {
 }
 
 // metaFlags map the reloaderOptions keys to the flags they show, in the
-// order the settings are shown. renamed keys are shown only when not the
-// default.
+// order the settings are shown. The key renames are shown only when they
+// rename.
 var metaFlags = []struct {
 	key, flag string
 	rename    bool
@@ -133,10 +133,11 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)
 	}
 	for _, m := range metaFlags {
-		if m.rename && origin[m.flag] == "default" {
-			continue
+		fl := f.fs.Lookup(m.flag)
+		if m.rename && fl.Value.String() == fl.DefValue {
+			continue // a key not renamed
 		}
-		s.Shown = append(s.Shown, Setting{Flag: "--" + m.flag, Value: flagValue(f.fs.Lookup(m.flag)), From: origin[m.flag]})
+		s.Shown = append(s.Shown, Setting{Flag: "--" + m.flag, Value: flagValue(fl), From: origin[m.flag]})
 	}
 	return s, nil
 }

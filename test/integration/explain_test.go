@@ -352,7 +352,7 @@ func TestExplainOutputFormats(t *testing.T) {
 		t.Fatalf("exit code %d: %s", run.code, run.stderr)
 	}
 	for _, want := range []string{
-		"Workload:  Deployment " + e.ns + "/w", "State:     not reloading (NotOptedIn)",
+		"Workload:  Deployment " + e.ns + "/w", "State:     not reloading", "Reason:    NotOptedIn",
 		"SOURCES", "ConfigMap/app", "init (init) envFrom", "hint: the workload has \"reloader.stakater.com/search\"",
 		"POLICY", searchKey + "  true", "SETTINGS", "--settle-window",
 	} {
