@@ -55,10 +55,8 @@ func newExplainFlags(name string) *explainFlags {
 
 	f.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	f.ripple = explain.BindFlags(f.rippleFlags)
-	// Bound with their groups, they change no decision.
-	for _, flag := range []string{"webhook-url", "cronjob-reload"} {
-		_ = f.rippleFlags.MarkHidden(flag)
-	}
+	// Bound with its group, it changes no decision.
+	_ = f.rippleFlags.MarkHidden("cronjob-reload")
 
 	f.all = pflag.NewFlagSet(name+" explain", pflag.ContinueOnError)
 	f.all.SortFlags = false

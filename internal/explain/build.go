@@ -29,6 +29,9 @@ type Facts struct {
 	Plan  plan.Plan
 	// Written is when each source was last written.
 	Written map[refs.Ref]time.Time
+	// Unselected are the sources, with their labels, that exist but are
+	// outside --resource-label-selector: the controller does not see them.
+	Unselected map[refs.Ref]string
 	// OutOfScope says why the namespace is out of scope; empty when in.
 	OutOfScope string
 	Settings   Settings
@@ -76,8 +79,11 @@ func sources(f Facts) []Source {
 			Reload: sp.Decision.Reload, Reason: string(sp.Decision.Reason), Message: sp.Decision.Message,
 			Hint: hint(f, src, sp.Decision),
 		}
-		if t, ok := f.Written[sp.Ref]; ok && src.Found {
+		if t, ok := f.Written[sp.Ref]; ok {
 			s.LastWrite = &t
+		}
+		if l, ok := f.Unselected[sp.Ref]; ok {
+			unselected(&s, l, f.Settings)
 		}
 		out = append(out, s)
 	}
@@ -127,6 +133,16 @@ func notWatched(s Settings, ref refs.Ref, uses []Use) Source {
 		src.Message = fmt.Sprintf("%ss are not watched: %s", ref.Kind, s.setting("resources-to-ignore"))
 	}
 	return src
+}
+
+// unselected turns the decision of a source outside
+// --resource-label-selector, with labels l, into the reason it is not seen.
+func unselected(s *Source, l string, settings Settings) {
+	if s.Reload {
+		s.Hint = "with its labels selected, the decision would be: " + s.Message
+	}
+	s.Found, s.Reload, s.Reason = true, false, "NotSelected"
+	s.Message = fmt.Sprintf("%s %q (labels %s) is not selected by %s: Ripple does not watch it", s.Kind, s.Name, l, settings.setting("resource-label-selector"))
 }
 
 // hint names the likely mistake behind a NotOptedIn decision: search
@@ -217,10 +233,13 @@ func verdict(f Facts, r Report) (State, string, string) {
 	return NotReloading, s.Reason, msg
 }
 
-// outOfReach says why Ripple does not look at the workload at all: its
-// kind is ignored, its namespace is out of scope, or it has no template.
+// outOfReach says why Ripple does not reload the workload at all: it runs
+// in webhook mode, the kind is ignored, the namespace is out of scope, or
+// the workload has no template.
 func outOfReach(f Facts) (reason, why string) {
 	switch {
+	case f.Settings.Webhook != "":
+		return "WebhookMode", fmt.Sprintf("Ripple runs in webhook mode (%s): it posts each change to the webhook and reloads nothing", f.Settings.Webhook)
 	case f.Kind.Off != "":
 		return "KindIgnored", fmt.Sprintf("Ripple does not reload %ss: %s", f.Kind.Name(), f.Kind.Off)
 	case f.OutOfScope != "":

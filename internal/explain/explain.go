@@ -139,8 +139,9 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 // controller keeps the settle state in memory; here it is rebuilt from
 // when the changed sources were last written.
 func (e Explainer) plan(ctx context.Context, f *Facts) error {
-	writes := &writeTimes{Reader: e.Reader, at: map[refs.Ref]time.Time{}}
-	g := gather.Gatherer{Reader: writes, Settings: e.Settings.Plan}
+	view := &cacheView{Reader: e.Reader, selector: e.Settings.Config.ResourceSelector,
+		written: map[refs.Ref]time.Time{}, unselected: map[refs.Ref]string{}}
+	g := gather.Gatherer{Reader: view, Settings: e.Settings.Plan}
 	in, err := g.Input(ctx, f.Kind.Kind, f.Object, f.Template)
 	if err != nil {
 		return fmt.Errorf("reading the sources of %s %s/%s: %w", f.Kind.Name(), f.Object.GetNamespace(), f.Object.GetName(), err)
@@ -150,7 +151,7 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 	if len(p.Changes) > 0 {
 		var first, last time.Time
 		for _, c := range p.Changes {
-			t := writes.at[c.Ref]
+			t := view.written[c.Ref]
 			if first.IsZero() || t.Before(first) {
 				first = t
 			}
@@ -161,28 +162,56 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 		in.Pending = plan.Pending{}.Notice(first).Notice(last)
 		p = plan.For(in)
 	}
-	f.Input, f.Plan, f.Written = in, p, writes.at
+	f.Input, f.Plan, f.Written, f.Unselected = in, p, view.written, view.unselected
 	return nil
 }
 
-// writeTimes notes when each source read through it was last written:
-// reading the source drops its managedFields with its data.
-type writeTimes struct {
+// cacheView reads sources as the controller's cache holds them: one
+// outside --resource-label-selector is not found. It notes when each
+// source was last written, which the source's transform drops with its
+// data, and the labels of those the selector leaves out.
+type cacheView struct {
 	client.Reader
-	at map[refs.Ref]time.Time
+	selector   labels.Selector
+	written    map[refs.Ref]time.Time
+	unselected map[refs.Ref]string
 }
 
-func (w *writeTimes) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := w.Reader.Get(ctx, key, obj, opts...); err != nil {
+func (v *cacheView) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := v.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	switch obj.(type) {
-	case *corev1.ConfigMap:
-		w.at[refs.Ref{Kind: refs.ConfigMap, Name: key.Name}] = lastWrite(obj)
-	case *corev1.Secret:
-		w.at[refs.Ref{Kind: refs.Secret, Name: key.Name}] = lastWrite(obj)
+	ref, ok := sourceRef(obj, key.Name)
+	if !ok {
+		return nil
+	}
+	v.written[ref] = lastWrite(obj)
+	if v.selector != nil && !v.selector.Matches(labels.Set(obj.GetLabels())) {
+		v.unselected[ref] = showLabels(obj.GetLabels())
+		return apierrors.NewNotFound(corev1.Resource(strings.ToLower(string(ref.Kind))+"s"), key.Name)
 	}
 	return nil
+}
+
+func (v *cacheView) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch list.(type) {
+	case *corev1.ConfigMapList, *corev1.SecretList:
+		if v.selector != nil {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: v.selector})
+		}
+	}
+	return v.Reader.List(ctx, list, opts...)
+}
+
+// sourceRef is the ref of obj when it is a ConfigMap or a Secret.
+func sourceRef(obj client.Object, name string) (refs.Ref, bool) {
+	switch obj.(type) {
+	case *corev1.ConfigMap:
+		return refs.Ref{Kind: refs.ConfigMap, Name: name}, true
+	case *corev1.Secret:
+		return refs.Ref{Kind: refs.Secret, Name: name}, true
+	}
+	return refs.Ref{}, false
 }
 
 // outOfScope says why namespace ns is out of the Ripple's scope; empty

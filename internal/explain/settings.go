@@ -33,6 +33,9 @@ type Settings struct {
 	Shown []Setting
 	// From says where the settings not given as flags come from.
 	From string
+	// Webhook, when set, says where webhook mode was set: Ripple then
+	// posts changes and reloads nothing.
+	Webhook string
 }
 
 // MetaInfo is what a reloader-meta-info ConfigMap says of its Ripple.
@@ -128,7 +131,7 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
 		SettleWindow: cfg.SettleWindow, Started: meta.Published, DryRun: cfg.DryRun,
 	}}
-	s.From = meta.Origin
+	s.From, s.Webhook = meta.Origin, webhook(f.fs, meta)
 	if s.From == "" {
 		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)
 	}
@@ -140,6 +143,18 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 		s.Shown = append(s.Shown, Setting{Flag: "--" + m.flag, Value: flagValue(fl), From: origin[m.flag]})
 	}
 	return s, nil
+}
+
+// webhook says where webhook mode was set, if it was. The meta-info
+// shows the URL only as set or not: it may hold a token.
+func webhook(fs *pflag.FlagSet, meta MetaInfo) string {
+	if fs.Changed("webhook-url") {
+		return "--webhook-url given as a flag"
+	}
+	if _, ok := metaValue(meta.Options, "webhookUrl"); ok {
+		return "webhookUrl " + from(meta.Origin)
+	}
+	return ""
 }
 
 // metaValue is the value of key in the reloaderOptions, as a flag value;

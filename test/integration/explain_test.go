@@ -161,6 +161,14 @@ func TestExplainReasons(t *testing.T) {
 			uses: []use{},
 			want: want{state: explain.NotReloading, reason: "NotReferenced", names: autoKey, source: appConfig, sourceReason: "NotReferenced"},
 		},
+		"config outside the resource label selector": {
+			meta: auto, args: []string{"--resource-label-selector=team=a"},
+			want: want{state: explain.NotReloading, reason: "NotSelected", names: "--resource-label-selector=team=a (given as a flag)", source: appConfig, sourceReason: "NotSelected"},
+		},
+		"webhook mode": {
+			meta: auto, args: []string{"--webhook-url=https://hooks.example/x"},
+			want: want{state: explain.NotReloading, reason: "WebhookMode", names: "--webhook-url", source: appConfig, sourceReason: "AutoMatch"},
+		},
 		"invalid pattern": {
 			meta: map[string]string{cmReloadKey: "app-["},
 			want: want{state: explain.Invalid, reason: "InvalidAnnotation", names: cmReloadKey},
@@ -337,6 +345,17 @@ func TestExplainAll(t *testing.T) {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("--all table lacks %q:\n%s", want, run.stdout)
 		}
+	}
+
+	// In every namespace, the table says which.
+	run = e.explain(t, "--all", "-A")
+	found := false
+	for _, line := range strings.Split(run.stdout, "\n") {
+		f := strings.Fields(line)
+		found = found || len(f) > 2 && f[0] == e.ns && f[1] == "Deployment" && f[2] == "auto"
+	}
+	if run.code != 0 || !strings.HasPrefix(run.stdout, "NAMESPACE") || !found {
+		t.Errorf("--all -A (exit %d), want a line %s Deployment auto:\n%s", run.code, e.ns, run.stdout)
 	}
 }
 
