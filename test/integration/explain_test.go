@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,9 +87,10 @@ type want struct {
 	reason string
 	// names must appear in the verdict.
 	names string
-	// source, when set, must have decision reason sourceReason.
-	source       refs.Ref
-	sourceReason string
+	// source, when set, must have decision reason sourceReason, and a
+	// decision message with sourceMessage.
+	source                      refs.Ref
+	sourceReason, sourceMessage string
 }
 
 func (w want) check(t *testing.T, r explain.Report) {
@@ -100,8 +102,8 @@ func (w want) check(t *testing.T, r explain.Report) {
 		t.Errorf("verdict %q does not name %q", r.Verdict, w.names)
 	}
 	if w.source.Name != "" {
-		if s := reportSource(t, r, w.source); s.Reason != w.sourceReason {
-			t.Errorf("%s: decision %s (%s), want %s", w.source, s.Reason, s.Message, w.sourceReason)
+		if s := reportSource(t, r, w.source); s.Reason != w.sourceReason || !strings.Contains(s.Message, w.sourceMessage) {
+			t.Errorf("%s: decision %s (%s), want %s (%s)", w.source, s.Reason, s.Message, w.sourceReason, w.sourceMessage)
 		}
 	}
 }
@@ -116,6 +118,7 @@ func TestExplainReasons(t *testing.T) {
 	auto := map[string]string{autoKey: "true"}
 	tests := map[string]struct {
 		meta       map[string]string
+		tplMeta    map[string]string
 		configMeta map[string]string
 		kind       *kit.WorkloadKind
 		target     string
@@ -169,6 +172,11 @@ func TestExplainReasons(t *testing.T) {
 			meta: auto, args: []string{"--webhook-url=https://hooks.example/x"},
 			want: want{state: explain.NotReloading, reason: "WebhookMode", names: "--webhook-url", source: appConfig, sourceReason: "AutoMatch"},
 		},
+		"renamed key on the pod template": {
+			tplMeta: map[string]string{"example.com/auto": "true"}, args: []string{"--auto-annotation=example.com/auto"},
+			want: want{state: explain.UpToDate, reason: "Applied", names: `ConfigMap "app" (AutoMatch)`,
+				source: appConfig, sourceReason: "AutoMatch", sourceMessage: `"example.com/auto" set to true on the pod template`},
+		},
 		"invalid pattern": {
 			meta: map[string]string{cmReloadKey: "app-["},
 			want: want{state: explain.Invalid, reason: "InvalidAnnotation", names: cmReloadKey},
@@ -192,8 +200,18 @@ func TestExplainReasons(t *testing.T) {
 			if tc.uses != nil {
 				uses = tc.uses
 			}
-			e.newWorkload(t, kind, "w", tc.meta, uses...)
-			tc.want.check(t, e.explainJSON(t, target, tc.args...))
+			w := kind.New(metav1.ObjectMeta{Name: "w", Namespace: e.ns, Annotations: tc.meta},
+				corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: tc.tplMeta}, Spec: podSpec(uses...)})
+			if err := e.c.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			r := e.explainJSON(t, target, tc.args...)
+			tc.want.check(t, r)
+			for key := range tc.tplMeta {
+				if !slices.Contains(r.Policy, explain.PolicyEntry{Key: key, Value: tc.tplMeta[key], From: "podTemplate"}) {
+					t.Errorf("policy %+v lacks %s from the pod template", r.Policy, key)
+				}
+			}
 		})
 	}
 }
