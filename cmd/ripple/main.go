@@ -2,15 +2,20 @@
 // ConfigMaps and Secrets they use change, as a drop-in replacement for
 // Stakater Reloader.
 //
-//	ripple [flags]     run the controller
-//	ripple version     print the version
+//	ripple [flags]                 run the controller
+//	ripple explain <kind>/<name>   say why a workload reloads or not
+//	ripple version                 print the version
+//
+// Installed as kubectl-ripple, it is the kubectl plugin `kubectl ripple`.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -32,25 +37,87 @@ func main() {
 		// steady state, for a little CPU at start. $GOGC overrides it.
 		debug.SetGCPercent(defaultGOGC)
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(ctrl.SetupSignalHandler(), filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// pluginName is the binary's name as a kubectl plugin.
+const pluginName = "kubectl-ripple"
 
 // defaultGOGC is Ripple's GC target when $GOGC is not set (Go's is 100).
 const defaultGOGC = 50
 
-// run returns the exit code: 0 on a clean stop, 1 when Ripple fails while
-// running, 2 for invalid arguments.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintln(stdout, "ripple", version.Version)
+// run runs the command named by args, the binary being called prog, until
+// it is done or ctx is cancelled, and returns the exit code: 0 on success
+// or a clean stop, 1 when Ripple fails while running or cannot read the
+// cluster, 2 for invalid arguments.
+func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	plugin := strings.TrimSuffix(prog, ".exe") == pluginName
+	name := "ripple"
+	if plugin {
+		name = "kubectl ripple"
+	}
+	if len(args) == 0 && plugin {
+		// kubectl runs a plugin without arguments for `kubectl ripple`:
+		// that is a question, not a request to start the controller.
+		commandsUsage(stdout, name)
 		return 0
 	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			return runVersion(name, args[1:], stdout, stderr)
+		case "explain":
+			return runExplain(ctx, name, args[1:], stdout, stderr)
+		case "help":
+			commandsUsage(stdout, name)
+			return 0
+		}
+	}
+	return runController(ctx, name, args, stderr)
+}
+
+// commandsUsage lists the commands.
+func commandsUsage(w io.Writer, name string) {
+	fmt.Fprintf(w, `Ripple rolls workloads when the ConfigMaps and Secrets they use change.
+
+Usage:
+  %[1]s [flags]                    run the controller (%[1]s --help lists its flags)
+  %[1]s explain <kind>/<name>      say why a workload reloads or not
+  %[1]s explain --all              the state of every opted-in workload
+  %[1]s version                    print the version
+
+Run '%[1]s <command> --help' for a command's flags.
+`, name)
+}
+
+// runVersion prints the version.
+func runVersion(name string, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(name+" version", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stdout, "Print Ripple's version.\n\nUsage:\n  %s version\n", name) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "%s version: %v\n", name, err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s version: unexpected argument %q\n", name, fs.Arg(0))
+		return 2
+	}
+	fmt.Fprintln(stdout, "ripple", version.Version)
+	return 0
+}
+
+// runController runs the controller until it is stopped.
+func runController(ctx context.Context, name string, args []string, stderr io.Writer) int {
 	opts := config.NewOptions()
 	opts.ReadEnv(os.Getenv)
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ripple [flags]\n       ripple version\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: %[1]s [flags]\n       %[1]s explain <kind>/<name> | --all\n       %[1]s version\n\nRun '%[1]s <command> --help' for a command's flags.\n\nFlags:\n%[2]s", name, fs.FlagUsages())
 	}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -61,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ripple: unknown command %q; commands: version\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: unknown command %q; commands: explain, version\n", name, fs.Arg(0))
 		return 2
 	}
 	cfg, err := opts.Config()
@@ -91,7 +158,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		logger.Info("setting has no effect", "warning", w)
 	}
-	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), logger)
+	ctx = ctrl.LoggerInto(ctx, logger)
 	if err := app.Run(ctx, cfg); err != nil {
 		logger.Error(err, "ripple stopped")
 		return 1

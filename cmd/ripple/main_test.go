@@ -37,7 +37,7 @@ func TestInvalidValuesExit2(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(tc.args, &stdout, &stderr); code != 2 {
+			if code := run(t.Context(), "ripple", tc.args, &stdout, &stderr); code != 2 {
 				t.Fatalf("exit code %d, want 2; stderr: %s", code, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
@@ -49,19 +49,88 @@ func TestInvalidValuesExit2(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "ripple ") {
+	if code := run(t.Context(), "ripple", []string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "ripple ") {
 		t.Fatalf("exit %d, stdout %q", code, stdout.String())
 	}
 }
 
 func TestHelpListsFlagsWithDefaults(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 {
+	if code := run(t.Context(), "ripple", []string{"--help"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"--settle-window duration", `(default 1s)`, "--kube-api-qps", "(default 20)", "--reload-strategy", `(default "env-vars")`} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+// Installed as a kubectl plugin and run without arguments (`kubectl
+// ripple`), the binary prints its commands and exits 0 instead of starting
+// the controller.
+func TestKubectlPluginWithoutArgumentsPrintsUsage(t *testing.T) {
+	for _, prog := range []string{"kubectl-ripple", "kubectl-ripple.exe"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), prog, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d; stderr: %s", prog, code, stderr.String())
+		}
+		for _, want := range []string{"kubectl ripple explain <kind>/<name>", "kubectl ripple version"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%s: usage lacks %q:\n%s", prog, want, stdout.String())
+			}
+		}
+	}
+}
+
+// Every command has --help, on stdout, exit 0.
+func TestHelpOfEveryCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help"}, []string{"ripple explain <kind>/<name>", "ripple version", "ripple [flags]"}},
+		{[]string{"version", "--help"}, []string{"ripple version"}},
+		{[]string{"explain", "--help"}, []string{
+			"ripple explain <kind>/<name>", "--all", "-o, --output", "--ripple-namespace",
+			"--kubeconfig", "--context", "-n, --namespace", "--namespace-selector", "--settle-window", "--dry-run",
+		}},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), "ripple", tc.args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d; stderr: %s", tc.args, code, stderr.String())
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%v lacks %q:\n%s", tc.args, want, stdout.String())
+			}
+		}
+	}
+}
+
+// Bad explain arguments exit 2, naming the argument or flag, before any
+// connection to a cluster.
+func TestExplainBadArgumentsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain"}, "name a workload as <kind>/<name>, or use --all"},
+		{[]string{"explain", "pods/web"}, `argument "pods/web": unknown workload kind "pods"`},
+		{[]string{"explain", "deployment/"}, `argument "deployment/": the workload name is empty`},
+		{[]string{"explain", "a/b/c"}, `arguments "a/b/c": name one workload as <kind>/<name>`},
+		{[]string{"explain", "--all", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
+		{[]string{"explain", "-A", "deploy/web"}, "--all-namespaces: only with --all"},
+		{[]string{"explain", "deploy/web", "-o", "wide"}, `--output: "wide" is not a format; use table, json, yaml`},
+		{[]string{"explain", "deploy/web", "--settle-window=soon"}, `invalid argument "soon" for "--settle-window" flag`},
+		{[]string{"version", "now"}, `unexpected argument "now"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), "ripple", tc.args, &stdout, &stderr); code != 2 {
+			t.Fatalf("%v: exit %d, want 2; stderr: %s", tc.args, code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: stderr %q does not contain %q", tc.args, stderr.String(), tc.want)
 		}
 	}
 }

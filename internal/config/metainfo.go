@@ -40,6 +40,16 @@ type ReloaderOptions struct {
 	NamespaceSelectors                 []string `json:"namespaceSelectors"`
 	ResourceSelectors                  []string `json:"resourceSelectors"`
 	NamespacesToIgnore                 []string `json:"namespacesToIgnore"`
+
+	// Ripple's own, which Reloader does not show: `ripple explain` reads
+	// them to decide as this Ripple does.
+	Namespaces           []string `json:"namespaces"`
+	IgnoredWorkloadTypes []string `json:"ignoredWorkloadTypes"`
+	IsOpenShift          bool     `json:"isOpenshift"`
+	EnableCSIIntegration bool     `json:"enableCsiIntegration"`
+	AnnotationPrefix     string   `json:"annotationPrefix"`
+	SettleWindow         string   `json:"settleWindow"`
+	DryRun               bool     `json:"dryRun"`
 }
 
 func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
@@ -75,6 +85,13 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		NamespaceSelectors:                 nonNil(trimmed(o.NamespaceSelector)),
 		ResourceSelectors:                  nonNil(trimmed(o.ResourceLabelSelector)),
 		NamespacesToIgnore:                 nonNil(trimmed(o.NamespacesToIgnore)),
+		Namespaces:                         nonNil(trimmed(append(o.Namespaces, o.scopeNamespaceFromEnv()...))),
+		IgnoredWorkloadTypes:               nonNil(trimmed(o.IgnoredWorkloadTypes)),
+		IsOpenShift:                        o.OpenShift,
+		EnableCSIIntegration:               o.CSIIntegration,
+		AnnotationPrefix:                   o.AnnotationPrefix,
+		SettleWindow:                       o.SettleWindow.String(),
+		DryRun:                             o.DryRun,
 	}
 }
 
@@ -84,4 +101,13 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// scopeNamespaceFromEnv is $KUBERNETES_NAMESPACE when it sets the scope:
+// --namespaces is not set.
+func (o *Options) scopeNamespaceFromEnv() []string {
+	if len(trimmed(o.Namespaces)) > 0 {
+		return nil
+	}
+	return []string{o.KubernetesNamespace}
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/explain"
+)
+
+// explainOptions are explain's own flags and arguments.
+type explainOptions struct {
+	all, allNamespaces bool
+	output             string
+	rippleNamespace    string
+	// kind (as Kind.Name() names it) and name of the workload, without --all.
+	kind, name string
+}
+
+// eventCount is how many of Ripple's events on the workload are shown.
+const eventCount = 5
+
+// usageError is an error in the arguments: exit code 2.
+type usageError struct{ error }
+
+// explainFlags are the flags of `explain`, in three groups for --help.
+type explainFlags struct {
+	all                          *pflag.FlagSet
+	own, connection, rippleFlags *pflag.FlagSet
+	opts                         explainOptions
+	loading                      *clientcmd.ClientConfigLoadingRules
+	overrides                    clientcmd.ConfigOverrides
+	ripple                       *explain.Flags
+}
+
+func newExplainFlags(name string) *explainFlags {
+	f := &explainFlags{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
+	f.own = pflag.NewFlagSet("explain", pflag.ContinueOnError)
+	f.own.BoolVar(&f.opts.all, "all", false, "Explain every opted-in workload (a Ripple or Reloader trigger annotation, or every workload with --auto-reload-all), one line each.")
+	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all: in every namespace.")
+	f.own.StringVarP(&f.opts.output, "output", "o", explain.FormatTable, "Output format: "+strings.Join(explain.Formats, ", ")+". docs/explain.md documents the json and yaml schema.")
+	f.own.StringVar(&f.opts.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple to explain; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
+
+	f.connection = pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	f.connection.StringVar(&f.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file; default: $KUBECONFIG, then $HOME/.kube/config.")
+	clientcmd.BindOverrideFlags(&f.overrides, f.connection, clientcmd.RecommendedConfigOverrideFlags(""))
+
+	f.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	f.ripple = explain.BindFlags(f.rippleFlags)
+	// Bound with its group, it changes no decision.
+	_ = f.rippleFlags.MarkHidden("cronjob-reload")
+
+	f.all = pflag.NewFlagSet(name+" explain", pflag.ContinueOnError)
+	f.all.SortFlags = false
+	for _, fs := range []*pflag.FlagSet{f.own, f.connection, f.rippleFlags} {
+		f.all.AddFlagSet(fs)
+	}
+	return f
+}
+
+func (f *explainFlags) usage(w io.Writer, name string) {
+	fmt.Fprintf(w, `Say why Ripple reloads a workload or not: the sources it uses and where, the
+policy its annotations set, each source's digest and decision, what Ripple
+waits for, the settings in play and Ripple's last events on it.
+
+Usage:
+  %[1]s explain <kind>/<name> [-n namespace] [flags]
+  %[1]s explain --all [-n namespace | -A] [flags]
+
+Kinds: deployment (deploy), statefulset (sts), daemonset (ds), cronjob (cj),
+job, rollout (ro), deploymentconfig (dc).
+
+Flags:
+%[2]s
+Connection flags, as kubectl's (-n/--namespace is the workload's namespace;
+--namespaces is Ripple's watched namespaces):
+%[3]s
+Ripple's settings: read from its reloader-meta-info ConfigMap, else the
+defaults; a flag given here overrides them:
+%[4]s`, name, f.own.FlagUsages(), f.connection.FlagUsages(), f.rippleFlags.FlagUsages())
+}
+
+// parse parses args; help is true for --help.
+func (f *explainFlags) parse(args []string) (help bool, err error) {
+	if err := f.all.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err}
+	}
+	o := &f.opts
+	if !slices.Contains(explain.Formats, o.output) {
+		return false, usageError{fmt.Errorf("--output: %q is not a format; use %s", o.output, strings.Join(explain.Formats, ", "))}
+	}
+	if o.allNamespaces && !o.all {
+		return false, usageError{errors.New("--all-namespaces: only with --all")}
+	}
+	return false, o.target(f.all.Args())
+}
+
+// target reads the workload argument: <kind>/<name> or <kind> <name>.
+func (o *explainOptions) target(args []string) error {
+	if o.all {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("argument %q: --all explains every opted-in workload and takes no workload", args[0])}
+		}
+		return nil
+	}
+	var kind, name string
+	switch {
+	case len(args) == 1 && strings.Count(args[0], "/") == 1:
+		kind, name, _ = strings.Cut(args[0], "/")
+	case len(args) == 2:
+		kind, name = args[0], args[1]
+	case len(args) == 0:
+		return usageError{errors.New("name a workload as <kind>/<name>, or use --all")}
+	default:
+		return usageError{fmt.Errorf("arguments %q: name one workload as <kind>/<name>", strings.Join(args, " "))}
+	}
+	if name == "" {
+		return usageError{fmt.Errorf("argument %q: the workload name is empty", strings.Join(args, " "))}
+	}
+	k, err := explain.ParseKind(kind)
+	if err != nil {
+		return usageError{fmt.Errorf("argument %q: %w", strings.Join(args, " "), err)}
+	}
+	o.kind, o.name = k, name
+	return nil
+}
+
+// runExplain runs `explain`.
+func runExplain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	f := newExplainFlags(name)
+	f.all.SetOutput(io.Discard)
+	help, err := f.parse(args)
+	if help {
+		f.usage(stdout, name)
+		return 0
+	}
+	if err == nil {
+		err = f.explain(ctx, stdout)
+	}
+	if err == nil {
+		return 0
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "%s explain: %s\n", name, line)
+	}
+	if errors.As(err, &usageError{}) {
+		return 2
+	}
+	return 1
+}
+
+// explain connects, reads Ripple's settings and prints the report.
+func (f *explainFlags) explain(ctx context.Context, stdout io.Writer) error {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loading, &f.overrides)
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return err
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return err
+	}
+	rc.UserAgent = "ripple-explain"
+	c, err := client.New(rc, client.Options{})
+	if err != nil {
+		return err
+	}
+	meta, err := explain.ReadMetaInfo(ctx, c, f.opts.rippleNamespace)
+	if err != nil {
+		return err
+	}
+	settings, err := f.ripple.Resolve(meta)
+	if err != nil {
+		return usageError{err}
+	}
+	kinds := explain.Kinds(settings, c)
+	e := explain.Explainer{Reader: c, Settings: settings, Events: explain.ClusterEvents(c, eventCount), Now: time.Now}
+	if f.opts.all {
+		if f.opts.allNamespaces {
+			ns = ""
+		}
+		list, err := e.All(ctx, kinds, ns)
+		if err != nil {
+			return err
+		}
+		return explain.PrintList(stdout, f.opts.output, list, f.opts.allNamespaces)
+	}
+	kind, _ := explain.Find(kinds, f.opts.kind)
+	r, err := e.Explain(ctx, kind, ns, f.opts.name)
+	if err != nil {
+		return err
+	}
+	return explain.Print(stdout, f.opts.output, r)
+}

@@ -1,0 +1,263 @@
+package explain
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// Facts are what a report is built from.
+type Facts struct {
+	Kind   Kind
+	Object client.Object
+	// Template is the pod template reloads are written on; when it is nil,
+	// NoTemplate says why.
+	Template   *corev1.PodTemplateSpec
+	NoTemplate string
+	// Input and Plan are the planner's, as the controller would have them.
+	Input plan.Input
+	Plan  plan.Plan
+	// Written is when each source was last written.
+	Written map[refs.Ref]time.Time
+	// Unselected are the sources, with their labels, that exist but are
+	// outside --resource-label-selector: the controller does not see them.
+	Unselected map[refs.Ref]string
+	// OutOfScope says why the namespace is out of scope; empty when in.
+	OutOfScope string
+	Settings   Settings
+	Events     []Event
+	Findings   []Finding
+	Now        time.Time
+}
+
+// The waits of a workload.
+const (
+	waitSettle = "settleWindow"
+	waitPause  = "pausePeriod"
+	waitOwner  = "owner"
+)
+
+// digestLen is how much of a digest is shown: enough to compare.
+const digestLen = 12
+
+// Build builds the report of a workload from its facts. It reads nothing.
+func Build(f Facts) Report {
+	r := Report{
+		Workload: WorkloadRef{Kind: f.Kind.Name(), Namespace: f.Object.GetNamespace(), Name: f.Object.GetName()},
+		Sources:  sources(f), Policy: policy(f), Waiting: waiting(f), Warnings: f.Plan.Warnings,
+		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now), Findings: f.Findings,
+	}
+	r.State, r.Reason, r.Verdict = verdict(f, r)
+	return r
+}
+
+// sources are the planned sources, then those the template uses that
+// were not planned (a kind this Ripple does not watch).
+func sources(f Facts) []Source {
+	out := []Source{}
+	var uses []refs.Use
+	if f.Template != nil {
+		uses = refs.Uses(&f.Template.Spec)
+	}
+	seen := map[refs.Ref]bool{}
+	for i, sp := range f.Plan.Sources {
+		src := f.Input.Sources[i]
+		seen[sp.Ref] = true
+		s := Source{
+			Kind: string(sp.Ref.Kind), Name: sp.Ref.Name, Found: src.Found, Uses: usesOf(uses, sp.Ref),
+			Digest: short(cmpOr(sp.Digest, src.Digest)), Applied: short(sp.Applied), State: string(sp.State),
+			Reload: sp.Decision.Reload, Reason: string(sp.Decision.Reason), Message: sp.Decision.Message,
+			Hint: hint(f, src, sp.Decision),
+		}
+		if t, ok := f.Written[sp.Ref]; ok {
+			s.LastWrite = &t
+		}
+		if l, ok := f.Unselected[sp.Ref]; ok {
+			unselected(&s, l, f.Settings)
+		}
+		out = append(out, s)
+	}
+	for _, u := range uses {
+		if !seen[u.Ref] {
+			seen[u.Ref] = true
+			out = append(out, notWatched(f.Settings, u.Ref, usesOf(uses, u.Ref)))
+		}
+	}
+	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func short(sum string) string {
+	if len(sum) > digestLen {
+		return sum[:digestLen]
+	}
+	return sum
+}
+
+func usesOf(uses []refs.Use, ref refs.Ref) []Use {
+	out := []Use{}
+	for _, u := range uses {
+		if u.Ref == ref {
+			out = append(out, Use{Container: u.Container, Init: u.Init, Via: string(u.Via), Volume: u.Volume, Keys: u.Keys})
+		}
+	}
+	return out
+}
+
+// notWatched is a source of a kind the Ripple explained does not watch.
+func notWatched(s Settings, ref refs.Ref, uses []Use) Source {
+	src := Source{Kind: string(ref.Kind), Name: ref.Name, Uses: uses, State: "NotWatched", Reason: "NotWatched"}
+	switch {
+	case ref.Kind == refs.SecretProviderClass && !s.Config.CSI:
+		src.Message = fmt.Sprintf("SecretProviderClasses reload workloads only with --enable-csi-integration; %s", s.setting("enable-csi-integration"))
+	case ref.Kind == refs.SecretProviderClass:
+		src.Reason = "Unknown"
+		src.Message = "explain cannot tell a SecretProviderClass rotation: the controller sees it in SecretProviderClassPodStatus changes and keeps it in memory"
+	default:
+		src.Message = fmt.Sprintf("%ss are not watched: %s", ref.Kind, s.setting("resources-to-ignore"))
+	}
+	return src
+}
+
+// unselected turns the decision of a source outside
+// --resource-label-selector, with labels l, into the reason it is not seen.
+func unselected(s *Source, l string, settings Settings) {
+	if s.Reload {
+		s.Hint = "with its labels selected, the decision would be: " + s.Message
+	}
+	s.Found, s.Reload, s.Reason = true, false, "NotSelected"
+	s.Message = fmt.Sprintf("%s %q (labels %s) is not selected by %s: Ripple does not watch it", s.Kind, s.Name, l, settings.setting("resource-label-selector"))
+}
+
+// hint names the likely mistake behind a NotOptedIn decision: search
+// without match, auto set to something not true, typed auto of the
+// other kind.
+func hint(f Facts, src plan.Source, d decide.Decision) string {
+	if d.Reason != decide.NotOptedIn {
+		return ""
+	}
+	keys := f.Settings.Plan.Keys
+	kind := src.Ref.Kind
+	meta, tpl := f.Object.GetAnnotations(), tplAnnotations(f.Template)
+	p := annotation.Parse(keys, kind, meta, tpl)
+	ann := meta
+	if p.FromTemplate {
+		ann = tpl
+	}
+	what := fmt.Sprintf("%s %q", kind, src.Ref.Name)
+	if p.Search {
+		return fmt.Sprintf("the workload has %q set to \"true\", but %s does not have %q set to \"true\"", keys.Search, what, keys.Match)
+	}
+	if p.AutoSet {
+		key := keys.Auto
+		if _, ok := ann[key]; !ok {
+			key = keys.TypedAutoKey(kind)
+		}
+		h := fmt.Sprintf("%q is %q, which is not true", key, ann[key])
+		if f.Settings.Plan.AutoReloadAll {
+			h += "; any value also opts the workload out of --auto-reload-all"
+		}
+		return h
+	}
+	for _, other := range []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass} {
+		if b, err := strconv.ParseBool(ann[keys.TypedAutoKey(other)]); other != kind && err == nil && b {
+			return fmt.Sprintf("%q applies to %ss only; %s needs %q or %q", keys.TypedAutoKey(other), other, what, keys.TypedAutoKey(kind), keys.Auto)
+		}
+	}
+	return ""
+}
+
+// ages sets the age of each event.
+func ages(events []Event, now time.Time) []Event {
+	for i := range events {
+		events[i].Age = duration.HumanDuration(now.Sub(events[i].Time))
+	}
+	return events
+}
+
+// verdict is the state of the workload, its reason and one line saying it.
+func verdict(f Facts, r Report) (State, string, string) {
+	if reason, why := outOfReach(f); reason != "" {
+		return NotReloading, reason, "not reloading: " + why
+	}
+	for _, w := range r.Waiting {
+		switch {
+		case w.For == waitPause && w.Until.After(f.Now):
+			return Paused, "Paused", "paused: " + w.Message
+		case w.For == waitSettle:
+			return Waiting, "SettleWindow", "waiting: " + w.Message
+		}
+	}
+	if changes := changeNames(f.Plan); changes != "" {
+		if f.Settings.Plan.DryRun {
+			return WouldReload, "DryRun", fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.setting("dry-run"))
+		}
+		return WouldReload, "Changed", fmt.Sprintf("reloads now for changes in %s, not yet applied on the workload", changes)
+	}
+	if len(f.Plan.Warnings) > 0 {
+		return Invalid, "InvalidAnnotation", "invalid annotation: " + f.Plan.Warnings[0]
+	}
+	var reloading []string
+	for _, s := range r.Sources {
+		if s.Reload {
+			reloading = append(reloading, fmt.Sprintf("%s %q (%s)", s.Kind, s.Name, s.Reason))
+		}
+	}
+	switch {
+	case len(reloading) > 0:
+		return UpToDate, "Applied", fmt.Sprintf("up to date: reloads on %s and already has what it holds", strings.Join(reloading, ", "))
+	case len(r.Sources) == 0:
+		return NotReloading, "NoSources", "not reloading: the pod template uses no ConfigMap or Secret and no annotation names one"
+	}
+	s := r.Sources[0]
+	msg := "not reloading: " + s.Message
+	if s.Hint != "" {
+		msg += "; " + s.Hint
+	}
+	return NotReloading, s.Reason, msg
+}
+
+// outOfReach says why Ripple does not reload the workload at all: it runs
+// in webhook mode, the kind is ignored, the namespace is out of scope, or
+// the workload has no template.
+func outOfReach(f Facts) (reason, why string) {
+	switch {
+	case f.Settings.Webhook != "":
+		return "WebhookMode", fmt.Sprintf("Ripple runs in webhook mode (%s): it posts each change to the webhook and reloads nothing", f.Settings.Webhook)
+	case f.Kind.Off != "":
+		return "KindIgnored", fmt.Sprintf("Ripple does not reload %ss: %s", f.Kind.Name(), f.Kind.Off)
+	case f.OutOfScope != "":
+		return "NamespaceOutOfScope", f.OutOfScope
+	case f.Template == nil:
+		return "NoTemplate", f.NoTemplate
+	}
+	return "", ""
+}
+
+func changeNames(p plan.Plan) string {
+	names := make([]string, 0, len(p.Changes))
+	for _, c := range p.Changes {
+		n := fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
+		if c.Deleted {
+			n += " (deleted)"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,148 @@
+package explain
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+func TestParseKindAcceptsKubectlNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"deployment": "Deployment", "Deployments": "Deployment", "deploy": "Deployment",
+		"sts": "StatefulSet", "DS": "DaemonSet", "cj": "CronJob", "jobs": "Job",
+		"rollout": "Rollout", "ro": "Rollout", "dc": "DeploymentConfig", "DeploymentConfig": "DeploymentConfig",
+	} {
+		if got, err := ParseKind(name); err != nil || got != want {
+			t.Errorf("ParseKind(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := ParseKind("pod"); err == nil || !strings.Contains(err.Error(), `unknown workload kind "pod"`) {
+		t.Errorf("ParseKind(pod): %v", err)
+	}
+}
+
+// A flag given to explain beats the meta-info ConfigMap, which beats the
+// default; each setting says where it came from.
+func TestResolveOrder(t *testing.T) {
+	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
+	f := BindFlags(fs)
+	if err := fs.Parse([]string{"--settle-window=5s"}); err != nil {
+		t.Fatal(err)
+	}
+	meta := MetaInfo{Origin: "ConfigMap ops/reloader-meta-info", Options: map[string]any{
+		"settleWindow": "1m0s", "dryRun": true, "namespaceSelectors": []any{"team=a"}, "reloaderAutoAnnotation": "example.com/auto",
+	}}
+	s, err := f.Resolve(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plan.SettleWindow != 5*time.Second || !s.Plan.DryRun || s.Plan.Keys.Auto != "example.com/auto" || s.Config.NamespaceSelector.String() != "team=a" {
+		t.Errorf("settings %+v", s.Plan)
+	}
+	for flag, want := range map[string]string{
+		"settle-window": "--settle-window=5s (given as a flag)", "dry-run": "--dry-run=true (from ConfigMap ops/reloader-meta-info)",
+		"reload-strategy": "--reload-strategy=env-vars (the default)", "auto-annotation": "--auto-annotation=example.com/auto (from ConfigMap ops/reloader-meta-info)",
+	} {
+		if got := s.setting(flag); got != want {
+			t.Errorf("setting %s = %q, want %q", flag, got, want)
+		}
+	}
+	if s.From != meta.Origin {
+		t.Errorf("From = %q", s.From)
+	}
+}
+
+// facts plans a Deployment using ConfigMap "app" as the controller would.
+func facts(t *testing.T, meta map[string]string, applied, now string, written time.Time, settings Settings) Facts {
+	t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: meta}}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
+	}}}
+	if applied != "" {
+		d.Annotations[settings.Plan.Keys.Applied] = `{"ConfigMap/app":"` + applied + `"}`
+	}
+	tpl := &d.Spec.Template
+	ref := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	in := plan.Input{Settings: settings.Plan, Workload: gather.Workload(workload.Deployment, d, tpl),
+		Sources: []plan.Source{{Ref: ref, Found: true, Digest: now}}, Now: written.Add(10 * time.Second)}
+	in.Pending = plan.Pending{}.Notice(written)
+	return Facts{Kind: Kind{Kind: workload.Deployment}, Object: d, Template: tpl, Input: in, Plan: plan.For(in),
+		Written: map[refs.Ref]time.Time{ref: written}, Settings: settings, Now: in.Now}
+}
+
+func defaults(t *testing.T) Settings {
+	t.Helper()
+	s, err := BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(MetaInfo{Searched: "the cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBuildStates(t *testing.T) {
+	written := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	tests := map[string]struct {
+		meta            map[string]string
+		applied         string
+		state           State
+		reason, verdict string
+	}{
+		"applied":      {map[string]string{"reloader.stakater.com/auto": "true"}, current, UpToDate, "Applied", `ConfigMap "app" (AutoMatch)`},
+		"changed":      {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}, old, WouldReload, "Changed", `changes in ConfigMap "app"`},
+		"settle":       {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1m"}, old, Waiting, "SettleWindow", `annotation "ripple.dev/settle-window"`},
+		"not opted in": {map[string]string{}, "", NotReloading, "NotOptedIn", `"reloader.stakater.com/auto"`},
+		"bad window":   {map[string]string{"configmap.reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "soon"}, current, Invalid, "InvalidAnnotation", `"ripple.dev/settle-window"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := Build(facts(t, tc.meta, tc.applied, current, written, defaults(t)))
+			if r.State != tc.state || r.Reason != tc.reason || !strings.Contains(r.Verdict, tc.verdict) {
+				t.Errorf("%s (%s): %s; want %s (%s) naming %s", r.State, r.Reason, r.Verdict, tc.state, tc.reason, tc.verdict)
+			}
+			if s := r.Sources[0]; s.Digest != current[:digestLen] || (tc.applied != "" && s.Applied != tc.applied[:digestLen]) {
+				t.Errorf("digests %s applied %s, want short prefixes", s.Digest, s.Applied)
+			}
+		})
+	}
+	r := Build(facts(t, tests["settle"].meta, old, current, written, defaults(t)))
+	if until := r.Waiting[0].Until; until == nil || !until.Equal(written.Add(time.Minute)) {
+		t.Errorf("settle until %v, want %s", until, written.Add(time.Minute))
+	}
+}
+
+// Every printer prints the report; none prints more than digests of data.
+func TestPrinters(t *testing.T) {
+	current := strings.Repeat("c", 40)
+	r := Build(facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Now(), defaults(t)))
+	for _, format := range Formats {
+		var b bytes.Buffer
+		if err := Print(&b, format, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), current[:digestLen]) || strings.Contains(b.String(), current) {
+			t.Errorf("%s: want the short digest only:\n%s", format, b.String())
+		}
+	}
+	var b bytes.Buffer
+	if err := PrintList(&b, FormatJSON, List{Items: []Report{r}}, false); err != nil {
+		t.Fatal(err)
+	}
+	var l List
+	if err := json.Unmarshal(b.Bytes(), &l); err != nil || len(l.Items) != 1 || l.Items[0].State != UpToDate {
+		t.Errorf("list: %v %s", err, b.String())
+	}
+}

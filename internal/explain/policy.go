@@ -1,0 +1,137 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+const (
+	fromMetadata = "metadata"
+	fromTemplate = "podTemplate"
+)
+
+// policyKey is an annotation key Ripple reads on a workload, and the
+// source kinds whose triggers it is one of (none: read from the metadata
+// only).
+type policyKey struct {
+	key      string
+	triggers []refs.Kind
+}
+
+var sourceKinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
+
+func policyKeys(k annotation.Keys) []policyKey {
+	keys := []policyKey{{k.Auto, sourceKinds}}
+	for _, kind := range sourceKinds {
+		keys = append(keys, policyKey{k.TypedAutoKey(kind), []refs.Kind{kind}})
+	}
+	for _, kind := range sourceKinds {
+		keys = append(keys, policyKey{k.ReloadKey(kind), []refs.Kind{kind}})
+	}
+	keys = append(keys, policyKey{k.Search, sourceKinds})
+	for _, kind := range sourceKinds {
+		keys = append(keys, policyKey{key: k.ExcludeKey(kind)})
+	}
+	for _, key := range []string{k.SettleWindow, k.PausePeriod, k.PausedAt, k.RolloutStrategy, k.CronJobReload} {
+		keys = append(keys, policyKey{key: key})
+	}
+	return keys
+}
+
+// policy lists the workload's annotations Ripple reads, where each is,
+// and why one does not count.
+func policy(f Facts) []PolicyEntry {
+	keys := f.Settings.Plan.Keys
+	meta, tpl := f.Object.GetAnnotations(), tplAnnotations(f.Template)
+	out := []PolicyEntry{}
+	for _, pk := range policyKeys(keys) {
+		if v, ok := meta[pk.key]; ok {
+			out = append(out, PolicyEntry{Key: pk.key, Value: v, From: fromMetadata})
+		}
+		v, ok := tpl[pk.key]
+		if !ok {
+			continue
+		}
+		e := PolicyEntry{Key: pk.key, Value: v, From: fromTemplate}
+		switch {
+		case len(pk.triggers) == 0:
+			e.Note = "not read: Ripple reads this key on the workload metadata only"
+		case !readFromTemplate(keys, pk.triggers, meta, tpl):
+			e.Note = "not read: the workload metadata has trigger annotations, and then (as in Reloader) none are read from the pod template"
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// readFromTemplate reports whether the triggers of any of kinds are read
+// from the pod template.
+func readFromTemplate(keys annotation.Keys, kinds []refs.Kind, meta, tpl map[string]string) bool {
+	for _, kind := range kinds {
+		if annotation.Parse(keys, kind, meta, tpl).FromTemplate {
+			return true
+		}
+	}
+	return false
+}
+
+// waiting says what Ripple waits for: the settle window of a change, the
+// end of its pause period, or an owner's resume.
+func waiting(f Facts) []Wait {
+	var out []Wait
+	if f.Plan.Wait > 0 {
+		out = append(out, settleWait(f))
+	}
+	if w, ok := pauseWait(f); ok {
+		out = append(out, w)
+	}
+	return out
+}
+
+func settleWait(f Facts) Wait {
+	keys := f.Settings.Plan.Keys
+	ann := f.Object.GetAnnotations()
+	window, _ := plan.SettleWindow(ann, keys, f.Settings.Plan.SettleWindow)
+	w := Wait{For: waitSettle, Setting: "--settle-window"}
+	by := f.Settings.setting("settle-window")
+	if v, ok := ann[keys.SettleWindow]; ok {
+		w.Setting, by = keys.SettleWindow, fmt.Sprintf("annotation %q: %q", keys.SettleWindow, v)
+	}
+	until := f.Now.Add(f.Plan.Wait)
+	w.Until = &until
+	w.Message = fmt.Sprintf("changes in %s, last written at %s, wait for the settle window of %s, set by %s; Ripple reloads at %s unless another change comes",
+		changeNames(f.Plan), stamp(f.Input.Pending.Last), window, by, stamp(until))
+	return w
+}
+
+// pauseWait is the wait of a paused workload: for the end of Ripple's
+// pause period, or for its owner to resume it.
+func pauseWait(f Facts) (Wait, bool) {
+	w := f.Input.Workload
+	if f.Template == nil || !w.Pausable || !w.Paused {
+		return Wait{}, false
+	}
+	keys := f.Settings.Plan.Keys
+	at, marked := w.Annotations[keys.PausedAt]
+	if !marked {
+		return Wait{For: waitOwner, Setting: "spec.paused", Message: fmt.Sprintf(
+			"spec.paused is set, not by Ripple (no %q): reloads are written on the pod template and roll out when its owner resumes it", keys.PausedAt)}, true
+	}
+	start, err := time.Parse(time.RFC3339, at)
+	period, perr := time.ParseDuration(strings.TrimSpace(w.Annotations[keys.PausePeriod]))
+	if err != nil || perr != nil {
+		return Wait{For: waitPause, Setting: keys.PausePeriod, Until: &f.Now, Message: fmt.Sprintf(
+			"paused by Ripple (%q is %q), without a valid %q: Ripple resumes it now", keys.PausedAt, at, keys.PausePeriod)}, true
+	}
+	until := start.Add(period)
+	return Wait{For: waitPause, Setting: keys.PausePeriod, Until: &until, Message: fmt.Sprintf(
+		"paused by Ripple at %s for %s (%q): the reloads of the period roll out once when Ripple resumes it at %s",
+		stamp(start), period, keys.PausePeriod, stamp(until))}, true
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,185 @@
+// Package explain says why Ripple reloads a workload or not. A Report is
+// built from the very inputs and planner the controller uses (gather,
+// plan.For), so it explains what the controller does rather than a second
+// reading of the rules. It is recomputed from cluster state each time; the
+// history comes from the Events Ripple records on the workload. Nothing
+// about decisions is stored on workloads: that would be one more write per
+// reconcile on every workload.
+//
+// The objects come through a client.Reader: the API server for a live
+// cluster, or any other reader (manifest files) with Findings of its own.
+package explain
+
+import "time"
+
+// Report explains one workload. It is the schema of `ripple explain -o
+// json|yaml`; docs/explain.md documents every field.
+type Report struct {
+	Workload WorkloadRef `json:"workload"`
+	// State sums the verdict up: one of the State constants.
+	State State `json:"state"`
+	// Reason is the CamelCase cause of the verdict: a decide reason of a
+	// source (NotOptedIn, Excluded, ...) or one of explain's own
+	// (KindIgnored, NamespaceOutOfScope, SettleWindow, Paused, ...).
+	Reason string `json:"reason"`
+	// Verdict is one line for people, naming the annotation or flag at play.
+	Verdict string `json:"verdict"`
+	// Sources are every source the workload uses or names.
+	Sources []Source `json:"sources"`
+	// Policy are the workload's Ripple and Reloader annotations.
+	Policy []PolicyEntry `json:"policy"`
+	// Waiting says what Ripple waits for before acting, and until when.
+	Waiting []Wait `json:"waiting,omitempty"`
+	// Warnings are the invalid annotations Ripple reports as
+	// InvalidAnnotation events.
+	Warnings []string `json:"warnings,omitempty"`
+	// Settings are the settings of Ripple that matter, with their origin;
+	// SettingsFrom says where those not given as flags were read.
+	Settings     []Setting `json:"settings"`
+	SettingsFrom string    `json:"settingsFrom"`
+	// Events are Ripple's last events on the workload, newest first.
+	Events []Event `json:"events,omitempty"`
+	// Findings are problems found in the objects themselves (lint), for
+	// readers that look for them (manifest files).
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// WorkloadRef names the workload.
+type WorkloadRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// State is what Ripple does with the workload now.
+type State string
+
+// The states of a workload.
+const (
+	// UpToDate: it reloads on some source, and has what they hold.
+	UpToDate = State("UpToDate")
+	// WouldReload: a source changed and the settle window is over: Ripple
+	// reloads it now, or with --dry-run records a WouldReload event.
+	WouldReload = State("WouldReload")
+	// Waiting: a change waits for the settle window to close.
+	Waiting = State("Waiting")
+	// Paused: Ripple paused it (pause-period) and resumes it later.
+	Paused = State("Paused")
+	// NotReloading: nothing reloads it.
+	NotReloading = State("NotReloading")
+	// Invalid: an annotation is invalid (see Warnings).
+	Invalid = State("Invalid")
+)
+
+// Text is the state for people, as the table shows it.
+func (s State) Text() string {
+	switch s {
+	case UpToDate:
+		return "up to date"
+	case WouldReload:
+		return "would reload"
+	case Waiting:
+		return "waiting (settle)"
+	case Paused:
+		return "paused"
+	case Invalid:
+		return "invalid"
+	}
+	return "not reloading"
+}
+
+// Source is one source and what it means for the workload.
+type Source struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Found is false when it does not exist.
+	Found bool `json:"found"`
+	// Uses are where the pod template uses it; none for a source only
+	// named by an annotation or the applied record.
+	Uses []Use `json:"uses"`
+	// Digest is the short digest of its data now; Applied the one the
+	// workload shows. Digests are SHA1s, never data.
+	Digest  string `json:"digest,omitempty"`
+	Applied string `json:"applied,omitempty"`
+	// State is the planner's state (Baseline, Unchanged, Changed, ...), or
+	// NotWatched for a kind this Ripple does not watch.
+	State string `json:"state"`
+	// Reload, Reason and Message are the decision.
+	Reload  bool   `json:"reload"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Hint is a likely mistake behind a NotOptedIn decision.
+	Hint string `json:"hint,omitempty"`
+	// LastWrite is when the source was last written (its managedFields).
+	LastWrite *time.Time `json:"lastWrite,omitempty"`
+}
+
+// Use is one place the pod template uses a source.
+type Use struct {
+	// Container reads it; empty for a volume no container mounts.
+	Container string `json:"container,omitempty"`
+	// Init is set for an init container.
+	Init bool `json:"init,omitempty"`
+	// Via is env, envFrom, volume, projected or csi.
+	Via    string `json:"via"`
+	Volume string `json:"volume,omitempty"`
+	// Keys are the keys read; empty means all.
+	Keys []string `json:"keys,omitempty"`
+}
+
+// PolicyEntry is one annotation of the workload that Ripple reads.
+type PolicyEntry struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// From is "metadata" or "podTemplate".
+	From string `json:"from"`
+	// Note says when the annotation does not count, and why.
+	Note string `json:"note,omitempty"`
+}
+
+// Wait is something Ripple waits for.
+type Wait struct {
+	// For is "settleWindow", "pausePeriod" or "owner" (paused by its owner).
+	For string `json:"for"`
+	// Until is when the wait ends, if known.
+	Until *time.Time `json:"until,omitempty"`
+	// Setting is the annotation key or flag that sets it.
+	Setting string `json:"setting"`
+	Message string `json:"message"`
+}
+
+// Setting is one setting of the Ripple explained.
+type Setting struct {
+	Flag  string `json:"flag"`
+	Value string `json:"value"`
+	// From is "flag", "default", or the reloader-meta-info ConfigMap as
+	// "ConfigMap <namespace>/<name>".
+	From string `json:"from"`
+}
+
+// Event is one of Ripple's events on the workload.
+type Event struct {
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Time    time.Time `json:"time"`
+	// Age is how long ago, as kubectl shows it.
+	Age   string `json:"age"`
+	Count int32  `json:"count,omitempty"`
+}
+
+// Finding is a problem found in an object.
+type Finding struct {
+	// Severity is "error" or "warning".
+	Severity string `json:"severity"`
+	// Object is "Kind namespace/name".
+	Object string `json:"object"`
+	// Key is the annotation key at fault, if any.
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+}
+
+// List is the report of --all: one Report per opted-in workload.
+type List struct {
+	Items []Report `json:"items"`
+}

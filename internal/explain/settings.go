@@ -1,0 +1,260 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/plan"
+)
+
+// The reloader-meta-info ConfigMap in which a Ripple (or Reloader)
+// publishes its options.
+const (
+	metaInfoName  = "reloader-meta-info"
+	metaInfoLabel = "reloader.stakater.com/meta-info"
+)
+
+// Settings are the settings of the Ripple explained.
+type Settings struct {
+	Config config.Config
+	Plan   plan.Settings
+	// Shown are the settings that matter, with their origin.
+	Shown []Setting
+	// From says where the settings not given as flags come from.
+	From string
+	// Webhook, when set, says where webhook mode was set: Ripple then
+	// posts changes and reloads nothing.
+	Webhook string
+}
+
+// MetaInfo is what a reloader-meta-info ConfigMap says of its Ripple.
+type MetaInfo struct {
+	// Origin names the ConfigMap, "ConfigMap <ns>/<name>"; empty when none
+	// was found.
+	Origin string
+	// Options are its reloaderOptions document.
+	Options map[string]any
+	// Published is when it was last written: when its Ripple started.
+	Published time.Time
+	// Searched is where it was looked for, when none was found.
+	Searched string
+}
+
+// metaFlags map the reloaderOptions keys to the flags they show, in the
+// order the settings are shown. The key renames are shown only when they
+// rename.
+var metaFlags = []struct {
+	key, flag string
+	rename    bool
+}{
+	{"namespaces", "namespaces", false},
+	{"namespacesToIgnore", "namespaces-to-ignore", false},
+	{"namespaceSelectors", "namespace-selector", false},
+	{"resourceSelectors", "resource-label-selector", false},
+	{"ignoredWorkloadTypes", "ignored-workload-types", false},
+	{"isArgoRollouts", "is-Argo-Rollouts", false},
+	{"isOpenshift", "is-openshift", false},
+	{"enableCsiIntegration", "enable-csi-integration", false},
+	{"resourcesToIgnore", "resources-to-ignore", false},
+	{"reloadStrategy", "reload-strategy", false},
+	{"autoReloadAll", "auto-reload-all", false},
+	{"reloadOnCreate", "reload-on-create", false},
+	{"reloadOnDelete", "reload-on-delete", false},
+	{"syncAfterRestart", "sync-after-restart", false},
+	{"dryRun", "dry-run", false},
+	{"settleWindow", "settle-window", false},
+	{"annotationPrefix", "annotation-prefix", false},
+	{"reloaderAutoAnnotation", "auto-annotation", true},
+	{"configmapReloaderAutoAnnotation", "configmap-auto-annotation", true},
+	{"secretReloaderAutoAnnotation", "secret-auto-annotation", true},
+	{"configmapUpdateOnChangeAnnotation", "configmap-annotation", true},
+	{"secretUpdateOnChangeAnnotation", "secret-annotation", true},
+	{"autoSearchAnnotation", "auto-search-annotation", true},
+	{"searchMatchAnnotation", "search-match-annotation", true},
+	{"ignoreResourceAnnotation", "ignore-annotation", true},
+	{"pauseDeploymentAnnotation", "pause-deployment-annotation", true},
+	{"pauseDeploymentTimeAnnotation", "pause-deployment-time-annotation", true},
+}
+
+// Flags are the flags of Ripple that change a decision, given to explain
+// to override what the meta-info ConfigMap says. They are the controller's
+// own flag groups, bound and validated by package config.
+type Flags struct {
+	opts *config.Options
+	fs   *pflag.FlagSet
+}
+
+// BindFlags registers the scope, workload, reload and key flags on fs.
+func BindFlags(fs *pflag.FlagSet) *Flags {
+	o := config.NewOptions()
+	o.ScopeOptions.BindFlags(fs)
+	o.WorkloadOptions.BindFlags(fs)
+	o.ReloadOptions.BindFlags(fs)
+	o.KeyOptions.BindFlags(fs)
+	return &Flags{opts: o, fs: fs}
+}
+
+// Resolve returns the settings: each flag given on the command line, else
+// its value in meta, else its default. Errors name the flag at fault.
+func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
+	origin := map[string]string{}
+	for _, m := range metaFlags {
+		switch v, ok := metaValue(meta.Options, m.key); {
+		case f.fs.Changed(m.flag):
+			origin[m.flag] = "flag"
+		case ok:
+			if err := f.fs.Set(m.flag, v); err != nil {
+				return Settings{}, fmt.Errorf("%s, reloaderOptions.%s: %w", meta.Origin, m.key, err)
+			}
+			origin[m.flag] = meta.Origin
+		default:
+			origin[m.flag] = "default"
+		}
+	}
+	cfg, err := f.opts.Config()
+	if err != nil {
+		return Settings{}, err
+	}
+	s := Settings{Config: cfg, Plan: plan.Settings{
+		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
+		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
+		SettleWindow: cfg.SettleWindow, Started: meta.Published, DryRun: cfg.DryRun,
+	}}
+	s.From, s.Webhook = meta.Origin, webhook(f.fs, meta)
+	if s.From == "" {
+		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)
+	}
+	for _, m := range metaFlags {
+		fl := f.fs.Lookup(m.flag)
+		if m.rename && fl.Value.String() == fl.DefValue {
+			continue // a key not renamed
+		}
+		s.Shown = append(s.Shown, Setting{Flag: "--" + m.flag, Value: flagValue(fl), From: origin[m.flag]})
+	}
+	return s, nil
+}
+
+// webhook says where webhook mode was set, if it was. The meta-info
+// shows the URL only as set or not: it may hold a token.
+func webhook(fs *pflag.FlagSet, meta MetaInfo) string {
+	if fs.Changed("webhook-url") {
+		return "--webhook-url given as a flag"
+	}
+	if _, ok := metaValue(meta.Options, "webhookUrl"); ok {
+		return "webhookUrl " + from(meta.Origin)
+	}
+	return ""
+}
+
+// metaValue is the value of key in the reloaderOptions, as a flag value;
+// ok is false when it is absent or empty.
+func metaValue(opts map[string]any, key string) (string, bool) {
+	switch v := opts[key].(type) {
+	case bool:
+		return strconv.FormatBool(v), true
+	case string:
+		return v, v != ""
+	case []any:
+		items := make([]string, 0, len(v))
+		for _, it := range v {
+			items = append(items, fmt.Sprint(it))
+		}
+		return strings.Join(items, ","), len(items) > 0
+	}
+	return "", false
+}
+
+// flagValue shows a flag's value; lists as a comma list.
+func flagValue(f *pflag.Flag) string {
+	if s, ok := f.Value.(pflag.SliceValue); ok {
+		return strings.Join(s.GetSlice(), ",")
+	}
+	return f.Value.String()
+}
+
+// setting shows the setting of flag (without its dashes) for a message:
+// `--flag=value (from X)`.
+func (s Settings) setting(flag string) string {
+	for _, sh := range s.Shown {
+		if sh.Flag == "--"+flag {
+			return fmt.Sprintf("%s=%s (%s)", sh.Flag, sh.Value, from(sh.From))
+		}
+	}
+	return "--" + flag
+}
+
+func from(origin string) string {
+	switch origin {
+	case "flag":
+		return "given as a flag"
+	case "default":
+		return "the default"
+	}
+	return "from " + origin
+}
+
+// ReadMetaInfo reads the reloader-meta-info ConfigMap: in namespace ns
+// when it is set, else the only one labelled as such in the cluster. None
+// found is no error: the defaults then apply.
+func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, error) {
+	cm := &corev1.ConfigMap{}
+	if ns != "" {
+		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: metaInfoName}, cm)
+		if apierrors.IsNotFound(err) {
+			return MetaInfo{Searched: "namespace " + ns}, nil
+		}
+		if err != nil {
+			return MetaInfo{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, metaInfoName, err)
+		}
+		return parseMetaInfo(cm)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := r.List(ctx, list, client.HasLabels{metaInfoLabel}); err != nil {
+		return MetaInfo{}, fmt.Errorf("finding the %s ConfigMap by its label %s (name its namespace with --ripple-namespace): %w", metaInfoName, metaInfoLabel, err)
+	}
+	var found []string
+	for i := range list.Items {
+		if list.Items[i].Name == metaInfoName {
+			found = append(found, list.Items[i].Namespace)
+			cm = &list.Items[i]
+		}
+	}
+	switch len(found) {
+	case 0:
+		return MetaInfo{Searched: "the cluster"}, nil
+	case 1:
+		return parseMetaInfo(cm)
+	}
+	return MetaInfo{}, fmt.Errorf("%s ConfigMaps in namespaces %s: choose one with --ripple-namespace", metaInfoName, strings.Join(found, ", "))
+}
+
+func parseMetaInfo(cm *corev1.ConfigMap) (MetaInfo, error) {
+	m := MetaInfo{Origin: fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name), Published: lastWrite(cm)}
+	if err := json.Unmarshal([]byte(cm.Data["reloaderOptions"]), &m.Options); err != nil {
+		return MetaInfo{}, fmt.Errorf("%s: reloaderOptions: %w", m.Origin, err)
+	}
+	return m, nil
+}
+
+// lastWrite is when obj was last written: its latest managedFields time,
+// else its creation.
+func lastWrite(obj client.Object) time.Time {
+	t := obj.GetCreationTimestamp().Time
+	for _, f := range obj.GetManagedFields() {
+		if f.Time != nil && f.Time.After(t) {
+			t = f.Time.Time
+		}
+	}
+	return t
+}
