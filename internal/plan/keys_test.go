@@ -77,13 +77,12 @@ func (w *world) reconcile() Plan {
 }
 
 // expect reconciles and checks the source's state and the rollouts so far.
-func (w *world) expect(state State, rolls int) Plan {
+func (w *world) expect(state State, rolls int) {
 	w.t.Helper()
 	p := w.reconcile()
 	if got := p.Sources[0].State; got != state || w.rolls != rolls {
 		w.t.Fatalf("state %s after %d rollouts, want %s after %d", got, w.rolls, state, rolls)
 	}
-	return p
 }
 
 // shown is the digest of app the template shows.

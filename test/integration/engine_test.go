@@ -199,7 +199,7 @@ func TestSettleWindowAnnotation(t *testing.T) {
 // Secrets of 500 KiB its heap stays within a few MiB of the heap with 100
 // empty Secrets.
 func TestCacheMemoryDoesNotFollowSecretSize(t *testing.T) {
-	const count, size = 100, 500 << 10
+	const size = 500 << 10
 	secret := func(payload int) func(ns string, i int) *corev1.Secret {
 		buf := make([]byte, payload)
 		return func(ns string, i int) *corev1.Secret {
@@ -211,22 +211,25 @@ func TestCacheMemoryDoesNotFollowSecretSize(t *testing.T) {
 			return s
 		}
 	}
-	empty := cacheGrowth(t, count, secret(0), nil)
-	full := cacheGrowth(t, count, secret(size), nil)
-	t.Logf("heap growth of a Ripple caching %d Secrets: %.1f MiB when empty, %.1f MiB at %d KiB each", count, mib(empty), mib(full), size>>10)
+	empty := cacheGrowth(t, secret(0), nil)
+	full := cacheGrowth(t, secret(size), nil)
+	t.Logf("heap growth of a Ripple caching %d Secrets: %.1f MiB when empty, %.1f MiB at %d KiB each", cachedSecrets, mib(empty), mib(full), size>>10)
 	if full > empty+4<<20 {
 		t.Fatalf("caching %d Secrets of %d KiB grew the heap by %.1f MiB, vs %.1f MiB for empty ones: the cache keeps secret data",
-			count, size>>10, mib(full), mib(empty))
+			cachedSecrets, size>>10, mib(full), mib(empty))
 	}
 }
 
-// cacheGrowth creates count Secrets made by secret in a new namespace and
-// returns how much a Ripple caching them grows the heap in the steady
-// state; inspect, if set, looks at that Ripple before it stops.
-func cacheGrowth(t *testing.T, count int, secret func(ns string, i int) *corev1.Secret, inspect func(*env)) uint64 {
+// cachedSecrets is how many Secrets the memory tests cache.
+const cachedSecrets = 100
+
+// cacheGrowth creates cachedSecrets Secrets made by secret in a new
+// namespace and returns how much a Ripple caching them grows the heap in
+// the steady state; inspect, if set, looks at that Ripple before it stops.
+func cacheGrowth(t *testing.T, secret func(ns string, i int) *corev1.Secret, inspect func(*env)) uint64 {
 	t.Helper()
 	e := newEnv(t)
-	for i := range count {
+	for i := range cachedSecrets {
 		if err := e.c.Create(t.Context(), secret(e.ns, i)); err != nil {
 			t.Fatal(err)
 		}

@@ -158,7 +158,7 @@ func (e *env) setAnnotation(t *testing.T, w client.Object, key, v string) {
 // with 64 KiB values grow Ripple's heap within a few MiB of 100 with 1-byte
 // values, and each cached Secret keeps a table of the same size and no data.
 func TestCacheMemoryDoesNotFollowKeyValueSize(t *testing.T) {
-	const count, keys, size = 100, 8, 64 << 10
+	const keys, size = 8, 64 << 10
 	secret := func(ns string, i, size int) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i), Namespace: ns}, Data: map[string][]byte{}}
 		for k := range keys {
@@ -167,20 +167,20 @@ func TestCacheMemoryDoesNotFollowKeyValueSize(t *testing.T) {
 		return s
 	}
 	tables := map[int]int{}
-	small := cacheGrowth(t, count, func(ns string, i int) *corev1.Secret { return secret(ns, i, 1) }, func(e *env) {
+	small := cacheGrowth(t, func(ns string, i int) *corev1.Secret { return secret(ns, i, 1) }, func(e *env) {
 		tables[1] = e.cachedTableSize(t, "s000")
 	})
-	large := cacheGrowth(t, count, func(ns string, i int) *corev1.Secret { return secret(ns, i, size) }, func(e *env) {
+	large := cacheGrowth(t, func(ns string, i int) *corev1.Secret { return secret(ns, i, size) }, func(e *env) {
 		tables[size] = e.cachedTableSize(t, "s000")
 	})
 	t.Logf("heap growth of a Ripple caching %d Secrets of %d keys: %.1f MiB with 1-byte values, %.1f MiB at %d KiB each; per-key table %d bytes",
-		count, keys, mib(small), mib(large), size>>10, tables[size])
+		cachedSecrets, keys, mib(small), mib(large), size>>10, tables[size])
 	if tables[1] != tables[size] || tables[1] == 0 {
 		t.Fatalf("the cached per-key table is %d bytes with 1-byte values and %d with %d KiB ones", tables[1], tables[size], size>>10)
 	}
 	if large > small+4<<20 {
 		t.Fatalf("caching %d Secrets of %d keys of %d KiB grew the heap by %.1f MiB, vs %.1f MiB with 1-byte values: the cache follows value size",
-			count, keys, size>>10, mib(large), mib(small))
+			cachedSecrets, keys, size>>10, mib(large), mib(small))
 	}
 }
 
