@@ -156,6 +156,9 @@ func TestPerKeyReload(t *testing.T) {
 				t.Errorf("warnings %q, want %d naming %s", p.Warnings, tc.warnings, on)
 			}
 			want := 0
+			if !tc.bRolls && p.Sources[0].State != Unchanged {
+				t.Errorf("a change of b: %s, want %s", p.Sources[0].State, Unchanged)
+			}
 			if tc.bRolls {
 				want = 1
 				if w.shown() != p.Sources[0].Digest {

@@ -2,13 +2,16 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/digest"
@@ -48,7 +51,8 @@ func (e *env) updateConfigMap(t *testing.T, r refs.Ref, data map[string]string) 
 
 // A workload that reads key a of a ConfigMap with keys a and b, opted in to
 // per-key reloads, rolls once when a changes and not when b does; without
-// the opt-in it rolls on b, as with Reloader.
+// the opt-in it rolls on b, as with Reloader, and so it does with an
+// invalid opt-in, which is a Warning event naming the annotation.
 func TestPerKeyReloadRollsOnTheKeysUsed(t *testing.T) {
 	e := startRipple(t)
 	app := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
@@ -58,16 +62,29 @@ func TestPerKeyReloadRollsOnTheKeysUsed(t *testing.T) {
 	}
 	opted := e.valueFromKey(t, "opted", ann(autoKey, "true", reloadOnKeysKey, "true"), app.Name, "a")
 	plain := e.valueFromKey(t, "plain", ann(autoKey, "true"), app.Name, "a")
-	e.waitFor(t, opted, "the baseline record", tracks(app))
-	e.waitFor(t, plain, "the baseline record", tracks(app))
+	invalid := e.valueFromKey(t, "invalid", ann(autoKey, "true", reloadOnKeysKey, "app[a"), app.Name, "a")
+	for _, w := range []client.Object{opted, plain, invalid} {
+		e.waitFor(t, w, "the baseline record", tracks(app))
+	}
 
-	// b changes: only the workload without the opt-in rolls.
-	optedRolls, plainRolls := e.templateChanges(t, opted), e.templateChanges(t, plain)
+	// b changes: only the workloads without a valid opt-in roll.
+	optedRolls, plainRolls, invalidRolls := e.templateChanges(t, opted), e.templateChanges(t, plain), e.templateChanges(t, invalid)
 	data["b"] = "2"
 	e.updateConfigMap(t, app, data)
 	e.waitApplied(t, kit.Deployment, plain, app, digest.ConfigMap(&corev1.ConfigMap{Data: data}))
-	if o, p := optedRolls(), plainRolls(); o != 0 || p != 1 {
-		t.Fatalf("a change of b: %d rollouts of the opted-in workload (want 0), %d of the other (want 1)", o, p)
+	e.waitApplied(t, kit.Deployment, invalid, app, digest.ConfigMap(&corev1.ConfigMap{Data: data}))
+	if o, p, i := optedRolls(), plainRolls(), invalidRolls(); o != 0 || p != 1 || i != 1 {
+		t.Fatalf("a change of b: %d rollouts of the opted-in workload (want 0), %d of the other (want 1), %d with an invalid opt-in (want 1)", o, p, i)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		w := e.warningEvents(ctx, "invalid", "InvalidAnnotation")
+		return len(w) > 0 && strings.Contains(w[0], reloadOnKeysKey), nil
+	})
+	if err != nil {
+		t.Fatalf("no InvalidAnnotation Warning naming %s on the workload with an invalid value", reloadOnKeysKey)
+	}
+	if w := e.warningEvents(t.Context(), "opted", "InvalidAnnotation"); len(w) > 0 {
+		t.Errorf("warnings on the valid workload: %q", w)
 	}
 
 	// a changes: both roll once; the opted-in one carries the digest of a.
