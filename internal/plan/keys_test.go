@@ -253,3 +253,19 @@ func mustSpec(t *testing.T, v string) annotation.KeySpec {
 	}
 	return spec
 }
+
+// The annotations strategy records the per-key digest the same way.
+func TestPerKeyAnnotationsStrategy(t *testing.T) {
+	w := newWorld(t, envKey("a"), ab("1", "1"), keys.ReloadOnKeys, "true")
+	w.in.Strategy = strategy.Annotations{}
+	w.set(ab("1", "2"))
+	w.expect(Unchanged, 0)
+	w.set(ab("2", "2"))
+	w.expect(Changed, 1)
+	want := digest.ConfigMapKeys(&corev1.ConfigMap{Data: ab("2", "2")}).Of(func(k string) bool { return k == "a" })
+	if got, _ := (strategy.Annotations{}).Applied(w.in.Workload.Template, cmApp); got != want {
+		t.Fatalf("recorded %q, want the digest of a %q", got, want)
+	}
+	w.set(ab("2", "3"))
+	w.expect(Unchanged, 1)
+}

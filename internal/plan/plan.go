@@ -133,8 +133,8 @@ type SourcePlan struct {
 	State    State
 	// Digest is the current digest; Applied the one the workload shows.
 	// Digest is per-key (digest.KeyTable.Of the keys that count) when Keys
-	// is set, Reloader's otherwise; when the workload shows the other form
-	// of the current data, Digest is that form (see keys.go).
+	// is set, else Reloader's; when what the workload shows stands for the
+	// current data in the other form, Digest is what it shows (keys.go).
 	Digest, Applied string
 	// Keys are the keys that count for the workload, or the patterns its
 	// reload-on-keys annotation lists, when it reloads on some keys of the

@@ -50,14 +50,15 @@ func dryRun(in Input, p Plan) workload.Update {
 // records returns the writes of the applied record and the aliases, nil
 // when there are none.
 func records(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) map[string]*string {
-	var out map[string]*string
-	for key, v := range map[string]*string{in.Keys.Applied: record(in, sources, tpl), in.Keys.AppliedAlias: aliasWrite(in, sources)} {
-		if v != nil {
-			if out == nil {
-				out = map[string]*string{}
-			}
-			out[key] = v
-		}
+	out := map[string]*string{}
+	if v := record(in, sources, tpl); v != nil {
+		out[in.Keys.Applied] = v
+	}
+	if v := aliasWrite(in, sources); v != nil {
+		out[in.Keys.AppliedAlias] = v
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
