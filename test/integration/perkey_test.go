@@ -21,13 +21,13 @@ import (
 
 const reloadOnKeysKey = "ripple.dev/reload-on-keys"
 
-// valueFromKey is a Deployment whose container reads key of ConfigMap cm
+// valueFromKey is a Deployment whose container reads key a of ConfigMap cm
 // through an env var's valueFrom.
-func (e *env) valueFromKey(t *testing.T, name string, meta map[string]string, cm, key string) client.Object {
+func (e *env) valueFromKey(t *testing.T, name string, meta map[string]string, cm string) client.Object {
 	t.Helper()
 	spec := podSpec()
 	spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
-		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: key},
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: "a"},
 	}}}
 	w := kit.Deployment.New(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: spec})
 	if err := e.c.Create(t.Context(), w); err != nil {
@@ -60,9 +60,9 @@ func TestPerKeyReloadRollsOnTheKeysUsed(t *testing.T) {
 	if err := e.c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: e.ns}, Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	opted := e.valueFromKey(t, "opted", ann(autoKey, "true", reloadOnKeysKey, "true"), app.Name, "a")
-	plain := e.valueFromKey(t, "plain", ann(autoKey, "true"), app.Name, "a")
-	invalid := e.valueFromKey(t, "invalid", ann(autoKey, "true", reloadOnKeysKey, "app[a"), app.Name, "a")
+	opted := e.valueFromKey(t, "opted", ann(autoKey, "true", reloadOnKeysKey, "true"), app.Name)
+	plain := e.valueFromKey(t, "plain", ann(autoKey, "true"), app.Name)
+	invalid := e.valueFromKey(t, "invalid", ann(autoKey, "true", reloadOnKeysKey, "app[a"), app.Name)
 	for _, w := range []client.Object{opted, plain, invalid} {
 		e.waitFor(t, w, "the baseline record", tracks(app))
 	}
@@ -77,13 +77,13 @@ func TestPerKeyReloadRollsOnTheKeysUsed(t *testing.T) {
 		t.Fatalf("a change of b: %d rollouts of the opted-in workload (want 0), %d of the other (want 1), %d with an invalid opt-in (want 1)", o, p, i)
 	}
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		w := e.warningEvents(ctx, "invalid", "InvalidAnnotation")
+		w, _ := kit.EventNotes(ctx, e.cs, e.ns, kit.EventMatch{Name: "invalid", Reason: "InvalidAnnotation", Type: corev1.EventTypeWarning})
 		return len(w) > 0 && strings.Contains(w[0], reloadOnKeysKey), nil
 	})
 	if err != nil {
 		t.Fatalf("no InvalidAnnotation Warning naming %s on the workload with an invalid value", reloadOnKeysKey)
 	}
-	if w := e.warningEvents(t.Context(), "opted", "InvalidAnnotation"); len(w) > 0 {
+	if w, _ := kit.EventNotes(t.Context(), e.cs, e.ns, kit.EventMatch{Name: "opted", Reason: "InvalidAnnotation", Type: corev1.EventTypeWarning}); len(w) > 0 {
 		t.Errorf("warnings on the valid workload: %q", w)
 	}
 
@@ -108,7 +108,7 @@ func TestPerKeyOptInSwitchRollsNothing(t *testing.T) {
 	if err := e.c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: e.ns}, Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	w := e.valueFromKey(t, "web", ann(autoKey, "true"), app.Name, "a")
+	w := e.valueFromKey(t, "web", ann(autoKey, "true"), app.Name)
 	e.waitFor(t, w, "the baseline record", tracks(app))
 	data["b"] = "2"
 	e.updateConfigMap(t, app, data)
