@@ -41,6 +41,11 @@ type Keys struct {
 	// Applied is Ripple's own: the workload-metadata record of the config
 	// digests that have already been applied.
 	Applied string
+	// ReloadOnKeys is Ripple's own: the workload reloads only when the keys
+	// it uses change (KeySpec). AppliedAlias is written by Ripple with it:
+	// which digest a value shown on the pod template stands for, so that
+	// turning it on or off rolls nothing by itself.
+	ReloadOnKeys, AppliedAlias string
 	// CronJobReload is Ripple's own: "run" or "template", how a CronJob
 	// takes a reload (overrides --cronjob-reload).
 	CronJobReload string
@@ -83,6 +88,8 @@ func DefaultKeys(prefix string) Keys {
 
 		SettleWindow: prefix + "/settle-window",
 		Applied:      prefix + "/applied",
+		ReloadOnKeys: prefix + "/reload-on-keys",
+		AppliedAlias: prefix + "/applied-alias",
 
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",

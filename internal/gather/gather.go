@@ -133,7 +133,7 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	}
 	if err == nil {
 		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
-		src.Digest = source.Digest(obj)
+		src.Digest, src.Keys = source.Digest(obj), source.Keys(obj)
 	}
 	if ref.Kind != refs.SecretProviderClass || !src.Found {
 		return src, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -69,7 +70,9 @@ type Source struct {
 	Found       bool
 	Annotations map[string]string
 	// Digest is the Reloader digest of its data.
-	Digest  string
+	Digest string
+	// Keys are the per-key digests of a ConfigMap's or Secret's data.
+	Keys    digest.KeyTable
 	Created time.Time
 	// Mounts are, for a SecretProviderClass, the digests of what its pods
 	// mounted; Digest is then the latest change seen, if any.
@@ -129,7 +132,16 @@ type SourcePlan struct {
 	Decision decide.Decision
 	State    State
 	// Digest is the current digest; Applied the one the workload shows.
+	// Digest is per-key (digest.KeyTable.Of the keys that count) when Keys
+	// is set, else Reloader's; when what the workload shows stands for the
+	// current data in the other form, Digest is what it shows (keys.go).
 	Digest, Applied string
+	// Keys are the keys that count for the workload, or the patterns its
+	// reload-on-keys annotation lists, when it reloads on some keys of the
+	// source only; nil means every key (Reloader's behaviour).
+	Keys []string
+	// means is the current digest that Digest stands for when they differ.
+	means string
 }
 
 // Plan is what a reconcile does.

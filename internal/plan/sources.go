@@ -20,26 +20,44 @@ import (
 // whether it changed, and returns the invalid annotations found.
 func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 	var warnings []string
-	policies := map[refs.Kind]annotation.Policy{}
+	wv := view{
+		policies:  map[refs.Kind]annotation.Policy{},
+		ambiguous: ambiguousRefs(in),
+		record:    AppliedRecord(in.Workload.Annotations, in.Keys),
+		aliases:   appliedAliases(in.Workload.Annotations, in.Keys),
+		uses:      refs.Uses(&in.Workload.Template.Spec),
+	}
 	for _, kind := range in.SourceKinds {
 		p := annotation.Parse(in.Keys, kind, in.Workload.Annotations, in.Workload.Template.Annotations)
 		for _, err := range p.Invalid {
 			warnings = append(warnings, err.Error())
 		}
-		policies[kind] = p
+		wv.policies[kind] = p
 	}
-	ambiguous := ambiguousRefs(in)
-	record := AppliedRecord(in.Workload.Annotations, in.Keys)
+	var err error
+	if wv.spec, err = annotation.ParseKeySpec(in.Keys, in.Workload.Annotations, in.Workload.Template.Annotations); err != nil {
+		warnings = append(warnings, err.Error())
+	}
 	var plans []SourcePlan
 	var changes []strategy.Change
 	for _, src := range in.Sources {
-		sp, change := source(in, src, policies[src.Ref.Kind], ambiguous[src.Ref], record)
+		sp, change := source(in, src, wv)
 		plans = append(plans, sp)
 		if change != nil {
 			changes = append(changes, *change)
 		}
 	}
 	return plans, changes, warnings
+}
+
+// view is what the plan of every source reads from the workload.
+type view struct {
+	policies  map[refs.Kind]annotation.Policy
+	ambiguous map[refs.Ref]bool
+	record    map[string]string
+	aliases   map[string]alias
+	spec      annotation.KeySpec
+	uses      []refs.Use
 }
 
 // Reloads reports whether a change of src reloads the workload under its
@@ -64,18 +82,18 @@ func decision(s Settings, w Workload, src Source, policy annotation.Policy) (dec
 }
 
 // source plans one source; the change is nil when it does not roll.
-func source(in Input, src Source, policy annotation.Policy, ambiguous bool, record map[string]string) (SourcePlan, *strategy.Change) {
-	d, container := decision(in.Settings, in.Workload, src, policy)
+func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
+	d, container := decision(in.Settings, in.Workload, src, wv.policies[src.Ref.Kind])
 	sp := SourcePlan{Ref: src.Ref, State: NotReloading, Decision: d}
 	if !sp.Decision.Reload || container == "" {
 		return sp, nil
 	}
 	last, ok := "", false
-	if !ambiguous {
+	if !wv.ambiguous[src.Ref] {
 		last, ok = in.Strategy.Applied(in.Workload.Template, src.Ref)
 	}
 	if !ok {
-		last, ok = record[src.Ref.String()]
+		last, ok = wv.record[src.Ref.String()]
 	}
 	// A delete already rolled leaves no state to compare with.
 	ok = ok && last != digest.DeleteMarker
@@ -83,7 +101,7 @@ func source(in Input, src Source, policy annotation.Policy, ambiguous bool, reco
 		sp.Applied = last
 	}
 	if src.Found {
-		sp.State, sp.Digest = found(in, src, last, ok)
+		found(in, src, wv, &sp, last, ok)
 	} else {
 		sp.State, sp.Digest = gone(in, src, ok)
 	}
@@ -96,25 +114,34 @@ func source(in Input, src Source, policy annotation.Policy, ambiguous bool, reco
 	}
 }
 
-// found is the state and digest of a source that exists; last is the
+// found sets the state and digest of a source that exists; last is the
 // applied digest if ok.
-func found(in Input, src Source, last string, ok bool) (State, string) {
-	sum, mounted := src.Digest, true
+func found(in Input, src Source, wv view, sp *SourcePlan, last string, ok bool) {
+	sel := selection{}
+	if wv.spec.On {
+		sel = keySelection(wv.spec, wv.uses, src.Ref)
+	}
+	sp.Keys = sel.names
+	sum, mounted := sel.sum(src), true
 	if src.Ref.Kind == refs.SecretProviderClass {
 		sum, mounted = mountedDigest(src, last)
 	}
+	sp.Digest = sum
 	switch {
 	case !mounted:
-		return Untracked, sum
+		sp.State = Untracked
 	case ok && last == sum:
-		return Unchanged, sum
+		sp.State = Unchanged
+	case ok && wv.equivalent(src, sel, last, sum):
+		sp.State, sp.Digest, sp.means = Unchanged, last, sum
 	case ok:
-		return Changed, sum
+		sp.State = Changed
 	case created(in, src):
-		return Created, sum
+		sp.State = Created
+	default:
+		// A source seen for the first time is a baseline, not a change.
+		sp.State = Baseline
 	}
-	// A source seen for the first time is a baseline, not a change.
-	return Baseline, sum
 }
 
 // gone is the state and digest of a source that does not exist; ok tells

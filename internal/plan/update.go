@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -20,9 +21,7 @@ func update(in Input, p Plan, period time.Duration) (workload.Update, time.Durat
 		in.Strategy.Apply(tpl, p.Changes, in.Now)
 		u.Template = tpl
 	}
-	if rec := record(in, p.Sources, tpl); rec != nil {
-		u.Annotations = map[string]*string{in.Keys.Applied: rec}
-	}
+	u.Annotations = records(in, p.Sources, tpl)
 	if u.Template != nil && equality.Semantic.DeepEqual(in.Workload.Template, u.Template) {
 		// e.g. the delete of a source whose env var was never written
 		u.Template = nil
@@ -48,11 +47,24 @@ func dryRun(in Input, p Plan, period time.Duration) (workload.Update, time.Durat
 		}
 		sources = append(sources, sp)
 	}
-	var u workload.Update
-	if rec := record(in, sources, in.Workload.Template); rec != nil {
-		u.Annotations = map[string]*string{in.Keys.Applied: rec}
-	}
+	u := workload.Update{Annotations: records(in, sources, in.Workload.Template)}
 	return u, pause(in, &u, period) // with no template write, pause only resumes
+}
+
+// records returns the writes of the applied record and the aliases, nil
+// when there are none.
+func records(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) map[string]*string {
+	out := map[string]*string{}
+	if v := record(in, sources, tpl); v != nil {
+		out[in.Keys.Applied] = v
+	}
+	if v := aliasWrite(in, sources); v != nil {
+		out[in.Keys.AppliedAlias] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // pausePeriod returns the pause period of a workload that can be paused;

@@ -21,11 +21,22 @@ import (
 // never reaches the API server: Ripple does not write sources.
 const digestAnnotation = "internal.ripple.dev/sha1"
 
+// keysAnnotation holds, on cached ConfigMaps and Secrets only, their
+// digest.KeyTable: each key's name and a short digest of its value, for
+// workloads that reload on the keys they use. Like digestAnnotation it
+// never reaches the API server; it is left out when there are no keys.
+const keysAnnotation = "internal.ripple.dev/keys"
+
 // Digest returns the digest of a cached source.
 func Digest(obj client.Object) string { return obj.GetAnnotations()[digestAnnotation] }
 
+// Keys returns the per-key digests of a cached ConfigMap or Secret.
+func Keys(obj client.Object) digest.KeyTable {
+	return digest.KeyTable(obj.GetAnnotations()[keysAnnotation])
+}
+
 // Transform is the cache transform for ConfigMaps and Secrets: it records
-// the digest of the data and drops the data.
+// the digest of the data and the per-key digests, and drops the data.
 func Transform(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok { // e.g. a tombstone: nothing to strip
@@ -34,26 +45,33 @@ func Transform(obj any) (any, error) {
 	if _, done := o.GetAnnotations()[digestAnnotation]; done && !hasData(obj) {
 		return obj, nil // already transformed; with data, a user-set value is recomputed
 	}
-	var sum string
+	var (
+		sum  string
+		keys digest.KeyTable
+	)
 	switch c := obj.(type) {
 	case *corev1.ConfigMap:
-		sum = digest.ConfigMap(c)
+		sum, keys = digest.ConfigMap(c), digest.ConfigMapKeys(c)
 		c.Data, c.BinaryData = nil, nil
 	case *corev1.Secret:
-		sum = digest.Secret(c)
+		sum, keys = digest.Secret(c), digest.SecretKeys(c)
 		c.Data, c.StringData = nil, nil
 	default:
 		return obj, nil
 	}
-	ann := make(map[string]string, len(o.GetAnnotations())+1)
+	ann := make(map[string]string, len(o.GetAnnotations())+2)
 	for k, v := range o.GetAnnotations() {
 		// The last-applied annotation of kubectl holds a full copy of the
 		// data; it is not needed and would undo the point of the transform.
-		if k != corev1.LastAppliedConfigAnnotation {
+		// A keys annotation set by a user is not ours: it is recomputed.
+		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation {
 			ann[k] = v
 		}
 	}
 	ann[digestAnnotation] = sum
+	if keys != "" {
+		ann[keysAnnotation] = string(keys)
+	}
 	o.SetAnnotations(ann)
 	o.SetManagedFields(nil)
 	return obj, nil

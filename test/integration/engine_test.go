@@ -199,40 +199,56 @@ func TestSettleWindowAnnotation(t *testing.T) {
 // Secrets of 500 KiB its heap stays within a few MiB of the heap with 100
 // empty Secrets.
 func TestCacheMemoryDoesNotFollowSecretSize(t *testing.T) {
-	const count, size = 100, 500 << 10
-	growth := func(payload int) uint64 {
-		e := newEnv(t)
+	const size = 500 << 10
+	secret := func(payload int) func(ns string, i int) *corev1.Secret {
 		buf := make([]byte, payload)
-		for i := range count {
+		return func(ns string, i int) *corev1.Secret {
 			_, _ = rand.Read(buf)
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i), Namespace: e.ns}}
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i), Namespace: ns}}
 			if payload > 0 {
 				s.Data = map[string][]byte{"k": buf}
 			}
-			if err := e.c.Create(t.Context(), s); err != nil {
-				t.Fatal(err)
-			}
+			return s
 		}
-		before := heapInUse()
-		stop := e.run(t) // returns once the cache holds every Secret
-		defer stop()
-		// The steady state, not the initial list still being decoded: the
-		// least growth seen over a few seconds. A cache that kept the data
-		// would keep it the whole time.
-		least := heapInUse() - min(before, heapInUse())
-		for range 10 {
-			time.Sleep(500 * time.Millisecond)
-			least = min(least, heapInUse()-min(before, heapInUse()))
-		}
-		return least
 	}
-	empty := growth(0)
-	full := growth(size)
-	t.Logf("heap growth of a Ripple caching %d Secrets: %.1f MiB when empty, %.1f MiB at %d KiB each", count, mib(empty), mib(full), size>>10)
+	empty := cacheGrowth(t, secret(0), nil)
+	full := cacheGrowth(t, secret(size), nil)
+	t.Logf("heap growth of a Ripple caching %d Secrets: %.1f MiB when empty, %.1f MiB at %d KiB each", cachedSecrets, mib(empty), mib(full), size>>10)
 	if full > empty+4<<20 {
 		t.Fatalf("caching %d Secrets of %d KiB grew the heap by %.1f MiB, vs %.1f MiB for empty ones: the cache keeps secret data",
-			count, size>>10, mib(full), mib(empty))
+			cachedSecrets, size>>10, mib(full), mib(empty))
 	}
+}
+
+// cachedSecrets is how many Secrets the memory tests cache.
+const cachedSecrets = 100
+
+// cacheGrowth creates cachedSecrets Secrets made by secret in a new
+// namespace and returns how much a Ripple caching them grows the heap in
+// the steady state; inspect, if set, looks at that Ripple before it stops.
+func cacheGrowth(t *testing.T, secret func(ns string, i int) *corev1.Secret, inspect func(*env)) uint64 {
+	t.Helper()
+	e := newEnv(t)
+	for i := range cachedSecrets {
+		if err := e.c.Create(t.Context(), secret(e.ns, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := heapInUse()
+	stop := e.run(t) // returns once the cache holds every Secret
+	defer stop()
+	// The steady state, not the initial list still being decoded: the
+	// least growth seen over a few seconds. A cache that kept the data
+	// would keep it the whole time.
+	least := heapInUse() - min(before, heapInUse())
+	for range 10 {
+		time.Sleep(500 * time.Millisecond)
+		least = min(least, heapInUse()-min(before, heapInUse()))
+	}
+	if inspect != nil {
+		inspect(e)
+	}
+	return least
 }
 
 func heapInUse() uint64 {

@@ -1,0 +1,81 @@
+package source
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+)
+
+func secret(values map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: map[string]string{"team": "a"}}, Data: values}
+}
+
+// The transform keeps the digest and the per-key table, and no data.
+func TestTransformKeepsKeysNotData(t *testing.T) {
+	s := secret(map[string][]byte{"tls.crt": []byte("certificate-bytes"), "tls.key": {0xff, 0x00, 0x10}})
+	want, wantKeys := digest.Secret(s), digest.SecretKeys(s)
+	if _, err := Transform(s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Data != nil || Digest(s) != want || Keys(s) != wantKeys || s.Annotations["team"] != "a" {
+		t.Fatalf("data %v, digest %q, keys %q, annotations %v", s.Data, Digest(s), Keys(s), s.Annotations)
+	}
+	for k, v := range s.Annotations {
+		if strings.Contains(v, "certificate-bytes") {
+			t.Errorf("annotation %s holds data", k)
+		}
+	}
+	// Once transformed, again is a no-op.
+	if _, _ = Transform(s); Keys(s) != wantKeys {
+		t.Fatalf("keys %q after a second transform", Keys(s))
+	}
+}
+
+func TestTransformConfigMapBinaryData(t *testing.T) {
+	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {0, 1, 2}}}
+	wantKeys := digest.ConfigMapKeys(cm)
+	if _, err := Transform(cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data != nil || cm.BinaryData != nil || Keys(cm) != wantKeys || !strings.Contains(string(wantKeys), "b=") {
+		t.Fatalf("data %v %v, keys %q", cm.Data, cm.BinaryData, Keys(cm))
+	}
+}
+
+// A keys annotation set by a user is replaced; no keys, no annotation.
+func TestTransformOwnsTheKeysAnnotation(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{keysAnnotation: "a=forged"}}, Data: map[string]string{}}
+	if _, err := Transform(cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Annotations[keysAnnotation]; ok {
+		t.Fatalf("keys %q on a ConfigMap without keys", Keys(cm))
+	}
+}
+
+// What the cache keeps per object does not follow the size of the values.
+func TestTransformSizeIgnoresValueSize(t *testing.T) {
+	kept := func(size int) int {
+		data := map[string][]byte{}
+		for _, k := range []string{"a", "b", "c", "d"} {
+			data[k] = bytes.Repeat([]byte{'x'}, size)
+		}
+		s := secret(data)
+		if _, err := Transform(s); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for k, v := range s.Annotations {
+			n += len(k) + len(v)
+		}
+		return n
+	}
+	if small, large := kept(1), kept(1<<20); small != large {
+		t.Fatalf("%d annotation bytes for 1-byte values, %d for 1 MiB ones", small, large)
+	}
+}
