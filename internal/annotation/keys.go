@@ -107,7 +107,7 @@ func (k Keys) All() []string {
 		k.Search, k.Match, k.Ignore,
 		k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude,
 		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
-		k.SettleWindow, k.Applied, k.CronJobReload, k.PendingJob,
+		k.SettleWindow, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
 		k.RecreateRecord, k.Replaces,
 	}
 }
