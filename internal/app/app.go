@@ -60,7 +60,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if cfg.WebhookURL != "" {
 		log.Info("starting Ripple in webhook mode: changes are posted, nothing is reloaded")
 	} else {
-		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String(), "dryRun", cfg.DryRun)
+		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String(), "dryRun", cfg.DryRun,
+			"namespace", cfg.Namespace)
 	}
 	return mgr.Start(ctx)
 }
@@ -131,7 +132,7 @@ func Kinds(cfg config.Config, reader client.Reader) []workload.Kind {
 	}
 	if !cfg.IgnoreJobs {
 		kinds = append(kinds, workload.NewJob(workload.JobOptions{
-			Reader: reader, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces,
+			Reader: reader, Namespace: cfg.Namespace, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces,
 		}))
 	}
 	return kinds
