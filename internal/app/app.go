@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -173,8 +174,9 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 
 // NewManager builds the controller-runtime manager with Ripple's caches:
 // ConfigMaps and Secrets are cached as metadata plus a digest of their data,
-// and no cached object keeps its managedFields. Tests tune the manager
-// options through opts.
+// and no cached object keeps its managedFields. The wait for the caches at
+// start is bounded by --cache-sync-timeout. Tests tune the manager options
+// through opts.
 func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
 	rc = rest.CopyConfig(rc)
 	// One token bucket for the whole process: each client made from the
@@ -185,9 +187,48 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	health := &healthChecks{}
+	health := &healthChecks{watched: watchedObjects(cfg)}
+	o := managerOptions(cfg, scheme, health)
+	var bound *syncBound
+	o.NewCache = newSyncBound(cfg.CacheSyncTimeout, health.watched, &bound)
 	var err error
-	o := ctrl.Options{
+	if cfg.LeaderElection {
+		if o.LeaderElectionResourceLockInterface, err = newLeaseLock(rc, cfg); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	mgr, err := ctrl.NewManager(rc, o)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	// Every informer Ripple uses starts with the cache, so that the
+	// bounded wait at start covers them all.
+	for _, obj := range health.watched {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", obj, err)
+		}
+	}
+	if cfg.PprofAddr != "" {
+		if err := mgr.Add(pprofServer(cfg.PprofAddr)); err != nil {
+			return nil, err
+		}
+	}
+	if err := health.register(mgr); err != nil {
+		return nil, err
+	}
+	if bound == nil { // a test's own cache
+		return mgr, nil
+	}
+	return &boundedManager{Manager: mgr, bound: bound}, nil
+}
+
+// managerOptions are the manager's options under cfg, but for the cache
+// constructor and the leader election lock.
+func managerOptions(cfg config.Config, scheme *runtime.Scheme, health *healthChecks) ctrl.Options {
+	return ctrl.Options{
 		Scheme: scheme,
 		// Reload writes are not held by the client-side rate limit.
 		NewClient: writeClient,
@@ -197,6 +238,9 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		// SPCPS transform do not exist.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache:  cacheOptions(cfg.Scope),
+		// Each controller also waits for its own sources at most this long
+		// (an optional kind's, found later).
+		Controller: ctrlconfig.Controller{CacheSyncTimeout: cfg.CacheSyncTimeout},
 		// Reloader serves health beside the metrics, on :9090.
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: health.handlers()},
 		HealthProbeBindAddress:  healthAddr(cfg.HealthAddr),
@@ -211,24 +255,23 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout,
 	}
-	if cfg.LeaderElection {
-		if o.LeaderElectionResourceLockInterface, err = newLeaseLock(rc, cfg); err != nil {
-			return nil, err
-		}
+}
+
+// watchedObjects are the kinds whose informers Ripple uses from the
+// start: the sources, the workload kinds and, with --namespace-selector,
+// the namespaces.
+func watchedObjects(cfg config.Config) []client.Object {
+	var out []client.Object
+	for _, k := range source.Watched(cfg.Kinds) {
+		out = append(out, source.Object(k))
 	}
-	for _, f := range opts {
-		f(&o)
+	for _, k := range Kinds(cfg, nil) {
+		out = append(out, k.New())
 	}
-	mgr, err := ctrl.NewManager(rc, o)
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
+	if cfg.NamespaceSelector != nil {
+		out = append(out, dependents.NamespaceObject())
 	}
-	if cfg.PprofAddr != "" {
-		if err := mgr.Add(pprofServer(cfg.PprofAddr)); err != nil {
-			return nil, err
-		}
-	}
-	return mgr, health.register(mgr, cfg)
+	return out
 }
 
 // cacheOptions are Ripple's caches: ConfigMaps and Secrets as metadata
@@ -301,15 +344,9 @@ type healthChecks struct {
 }
 
 // register adds the checks to mgr: ready once the informers of every
-// source and workload kind of cfg have synced.
-func (h *healthChecks) register(mgr ctrl.Manager, cfg config.Config) error {
+// watched kind have synced.
+func (h *healthChecks) register(mgr ctrl.Manager) error {
 	h.cache = mgr.GetCache()
-	for _, k := range source.Watched(cfg.Kinds) {
-		h.watched = append(h.watched, source.Object(k))
-	}
-	for _, k := range Kinds(cfg, nil) {
-		h.watched = append(h.watched, k.New())
-	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
