@@ -77,6 +77,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err := metainfo.Add(mgr, cfg.MetaInfo); err != nil {
 		return err
 	}
+	// Every informer Ripple uses starts with the cache, so that the
+	// bounded wait at start covers them all.
+	for _, obj := range watchedObjects(cfg) {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("informer for %T: %w", obj, err)
+		}
+	}
 	settings := plan.Settings{
 		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
 		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
@@ -203,13 +210,6 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	mgr, err := ctrl.NewManager(rc, o)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	// Every informer Ripple uses starts with the cache, so that the
-	// bounded wait at start covers them all.
-	for _, obj := range health.watched {
-		if _, err := mgr.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
-			return nil, fmt.Errorf("informer for %T: %w", obj, err)
-		}
 	}
 	if cfg.PprofAddr != "" {
 		if err := mgr.Add(pprofServer(cfg.PprofAddr)); err != nil {

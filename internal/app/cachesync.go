@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,12 +26,13 @@ type syncBound struct {
 	cache.Cache
 	timeout time.Duration
 	scheme  *runtime.Scheme
-	mapper  meta.RESTMapper
+	mapper  apimeta.RESTMapper
 	// watched are the kinds whose informers Ripple starts with the cache.
 	watched []client.Object
-	// over ends the wait: the bound passed, or the manager stops.
-	over   context.Context
-	giveUp context.CancelFunc
+	// over is closed to end the wait: the bound passed, or the manager
+	// stops.
+	over chan struct{}
+	once sync.Once
 }
 
 // newSyncBound returns the manager's NewCache: controller-runtime's cache,
@@ -41,8 +43,7 @@ func newSyncBound(timeout time.Duration, watched []client.Object, bound **syncBo
 		if err != nil {
 			return nil, err
 		}
-		b := &syncBound{Cache: c, timeout: timeout, scheme: o.Scheme, mapper: o.Mapper, watched: watched}
-		b.over, b.giveUp = context.WithCancel(context.Background())
+		b := &syncBound{Cache: c, timeout: timeout, scheme: o.Scheme, mapper: o.Mapper, watched: watched, over: make(chan struct{})}
 		*bound = b
 		return b, nil
 	}
@@ -53,10 +54,11 @@ func newSyncBound(timeout time.Duration, watched []client.Object, bound **syncBo
 func (c *syncBound) Start(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- c.Cache.Start(ctx) }()
-	syncCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	syncCtx, cancel := c.until(ctx)
 	defer cancel()
-	defer context.AfterFunc(c.over, cancel)()
-	if c.Cache.WaitForCacheSync(syncCtx) || ctx.Err() != nil || c.over.Err() != nil {
+	syncCtx, cancelTimeout := context.WithTimeout(syncCtx, c.timeout)
+	defer cancelTimeout()
+	if c.Cache.WaitForCacheSync(syncCtx) || ctx.Err() != nil || c.gaveUp() {
 		return <-errc
 	}
 	err := c.unsynced(ctx)
@@ -68,17 +70,41 @@ func (c *syncBound) Start(ctx context.Context) error {
 // up waiting: it then reports true, so that the manager (which waits for
 // the cache before anything else) goes on, to stop.
 func (c *syncBound) WaitForCacheSync(ctx context.Context) bool {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := c.until(ctx)
 	defer cancel()
-	defer context.AfterFunc(c.over, cancel)()
-	return c.Cache.WaitForCacheSync(ctx) || c.over.Err() != nil
+	return c.Cache.WaitForCacheSync(ctx) || c.gaveUp()
+}
+
+// until returns ctx, ended too when Ripple gives up waiting.
+func (c *syncBound) until(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-c.over:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// giveUp ends the wait for the cache.
+func (c *syncBound) giveUp() { c.once.Do(func() { close(c.over) }) }
+
+func (c *syncBound) gaveUp() bool {
+	select {
+	case <-c.over:
+		return true
+	default:
+		return false
+	}
 }
 
 // unsynced is the error naming the watched resources that have not synced.
 func (c *syncBound) unsynced(ctx context.Context) error {
 	var names []string
 	for _, obj := range c.watched {
-		inf, err := c.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil || !inf.HasSynced() {
 			names = append(names, c.resource(obj))
 		}
