@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -106,6 +107,9 @@ func (o *Options) Config() (Config, error) {
 	cfg.Operations = o.OperationsOptions.validate(&errs)
 	cfg.Election = o.ElectionOptions.validate(&errs)
 	cfg.Namespace = ownNamespace(o.PodNamespace)
+	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))
+	}
 	cfg.Alert = o.AlertOptions.validate(&errs)
 	if o.MetaInfoNamespace != "" {
 		cfg.MetaInfo = MetaInfo{Namespace: o.MetaInfoNamespace, Deployment: o.MetaInfoDeployment, Options: o.reloaderOptions(keys)}
