@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -60,7 +61,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if cfg.WebhookURL != "" {
 		log.Info("starting Ripple in webhook mode: changes are posted, nothing is reloaded")
 	} else {
-		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String(), "dryRun", cfg.DryRun)
+		log.Info("starting Ripple", "strategy", cfg.Strategy.Name(), "settleWindow", cfg.SettleWindow.String(), "dryRun", cfg.DryRun,
+			"namespace", cfg.Namespace)
 	}
 	return mgr.Start(ctx)
 }
@@ -74,6 +76,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	}
 	if err := metainfo.Add(mgr, cfg.MetaInfo); err != nil {
 		return err
+	}
+	// Every informer Ripple uses starts with the cache, so that the
+	// bounded wait at start covers them all.
+	for _, obj := range watchedObjects(cfg) {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("informer for %T: %w", obj, err)
+		}
 	}
 	settings := plan.Settings{
 		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
@@ -131,7 +140,7 @@ func Kinds(cfg config.Config, reader client.Reader) []workload.Kind {
 	}
 	if !cfg.IgnoreJobs {
 		kinds = append(kinds, workload.NewJob(workload.JobOptions{
-			Reader: reader, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces,
+			Reader: reader, Namespace: cfg.Namespace, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces,
 		}))
 	}
 	return kinds
@@ -172,8 +181,9 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 
 // NewManager builds the controller-runtime manager with Ripple's caches:
 // ConfigMaps and Secrets are cached as metadata plus a digest of their data,
-// and no cached object keeps its managedFields. Tests tune the manager
-// options through opts.
+// and no cached object keeps its managedFields. The wait for the caches at
+// start is bounded by --cache-sync-timeout. Tests tune the manager options
+// through opts.
 func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
 	rc = rest.CopyConfig(rc)
 	// One token bucket for the whole process: each client made from the
@@ -184,32 +194,11 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	health := &healthChecks{}
+	health := &healthChecks{watched: watchedObjects(cfg)}
+	o := managerOptions(cfg, scheme, health)
+	var bound *syncBound
+	o.NewCache = newSyncBound(cfg.CacheSyncTimeout, health.watched, &bound)
 	var err error
-	o := ctrl.Options{
-		Scheme: scheme,
-		// Reload writes are not held by the client-side rate limit.
-		NewClient: writeClient,
-		// The optional kinds (Rollouts, DeploymentConfigs, the CSI pod
-		// statuses) are unstructured: without this the manager's client
-		// reads them from the API server, where the field indexes and the
-		// SPCPS transform do not exist.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache:  cacheOptions(cfg.Scope),
-		// Reloader serves health beside the metrics, on :9090.
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: health.handlers()},
-		HealthProbeBindAddress:  healthAddr(cfg.HealthAddr),
-		LeaderElection:          cfg.LeaderElection,
-		LeaderElectionID:        cfg.LeaderElectionID,
-		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
-		LeaseDuration:           &cfg.LeaseDuration,
-		RenewDeadline:           &cfg.RenewDeadline,
-		RetryPeriod:             &cfg.RetryPeriod,
-		// On SIGTERM the Lease is released at once, so a standby takes
-		// over without waiting for it to expire.
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout,
-	}
 	if cfg.LeaderElection {
 		if o.LeaderElectionResourceLockInterface, err = newLeaseLock(rc, cfg); err != nil {
 			return nil, err
@@ -227,7 +216,62 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 			return nil, err
 		}
 	}
-	return mgr, health.register(mgr, cfg)
+	if err := health.register(mgr); err != nil {
+		return nil, err
+	}
+	if bound == nil { // a test's own cache
+		return mgr, nil
+	}
+	return &boundedManager{Manager: mgr, bound: bound}, nil
+}
+
+// managerOptions are the manager's options under cfg, but for the cache
+// constructor and the leader election lock.
+func managerOptions(cfg config.Config, scheme *runtime.Scheme, health *healthChecks) ctrl.Options {
+	return ctrl.Options{
+		Scheme: scheme,
+		// Reload writes are not held by the client-side rate limit.
+		NewClient: writeClient,
+		// The optional kinds (Rollouts, DeploymentConfigs, the CSI pod
+		// statuses) are unstructured: without this the manager's client
+		// reads them from the API server, where the field indexes and the
+		// SPCPS transform do not exist.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache:  cacheOptions(cfg.Scope),
+		// Each controller also waits for its own sources at most this long
+		// (an optional kind's, found later).
+		Controller: ctrlconfig.Controller{CacheSyncTimeout: cfg.CacheSyncTimeout},
+		// Reloader serves health beside the metrics, on :9090.
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: health.handlers()},
+		HealthProbeBindAddress:  healthAddr(cfg.HealthAddr),
+		LeaderElection:          cfg.LeaderElection,
+		LeaderElectionID:        cfg.LeaderElectionID,
+		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		LeaseDuration:           &cfg.LeaseDuration,
+		RenewDeadline:           &cfg.RenewDeadline,
+		RetryPeriod:             &cfg.RetryPeriod,
+		// On SIGTERM the Lease is released at once, so a standby takes
+		// over without waiting for it to expire.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout,
+	}
+}
+
+// watchedObjects are the kinds whose informers Ripple uses from the
+// start: the sources, the workload kinds and, with --namespace-selector,
+// the namespaces.
+func watchedObjects(cfg config.Config) []client.Object {
+	var out []client.Object
+	for _, k := range source.Watched(cfg.Kinds) {
+		out = append(out, source.Object(k))
+	}
+	for _, k := range Kinds(cfg, nil) {
+		out = append(out, k.New())
+	}
+	if cfg.NamespaceSelector != nil {
+		out = append(out, dependents.NamespaceObject())
+	}
+	return out
 }
 
 // cacheOptions are Ripple's caches: ConfigMaps and Secrets as metadata
@@ -300,15 +344,9 @@ type healthChecks struct {
 }
 
 // register adds the checks to mgr: ready once the informers of every
-// source and workload kind of cfg have synced.
-func (h *healthChecks) register(mgr ctrl.Manager, cfg config.Config) error {
+// watched kind have synced.
+func (h *healthChecks) register(mgr ctrl.Manager) error {
 	h.cache = mgr.GetCache()
-	for _, k := range source.Watched(cfg.Kinds) {
-		h.watched = append(h.watched, source.Object(k))
-	}
-	for _, k := range Kinds(cfg, nil) {
-		h.watched = append(h.watched, k.New())
-	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}

@@ -20,9 +20,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/config"
 )
 
-// inClusterNamespace is where a pod finds its own namespace.
-const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 // newLeaseLock returns client-go's Lease lock, made to notice a release at
 // once: a standby that finds the Lease held waits on a watch of it (for up
 // to a retry period) instead of only sleeping, so when a leader that shuts
@@ -31,7 +28,7 @@ const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namesp
 func newLeaseLock(rc *rest.Config, cfg config.Config) (resourcelock.Interface, error) {
 	ns := cfg.LeaderElectionNamespace
 	if ns == "" {
-		b, err := os.ReadFile(inClusterNamespace)
+		b, err := os.ReadFile(config.InClusterNamespace)
 		if err != nil {
 			return nil, fmt.Errorf("--leader-election-namespace: not set, and not running in a pod (%w)", err)
 		}

@@ -13,8 +13,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -75,6 +78,10 @@ type Config struct {
 	// MetaInfo, when Namespace is set, is published in Reloader's
 	// reloader-meta-info ConfigMap.
 	MetaInfo MetaInfo
+	// Namespace is Ripple's own namespace, where it keeps the records of
+	// the Jobs it re-creates: $POD_NAMESPACE, else the pod's namespace,
+	// else "default" (out of a cluster).
+	Namespace string
 	// Warnings are accepted but ineffective settings, logged at start.
 	Warnings []string
 }
@@ -99,9 +106,28 @@ func (o *Options) Config() (Config, error) {
 	}
 	cfg.Operations = o.OperationsOptions.validate(&errs)
 	cfg.Election = o.ElectionOptions.validate(&errs)
+	cfg.Namespace = ownNamespace(o.PodNamespace)
+	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))
+	}
 	cfg.Alert = o.AlertOptions.validate(&errs)
 	if o.MetaInfoNamespace != "" {
 		cfg.MetaInfo = MetaInfo{Namespace: o.MetaInfoNamespace, Deployment: o.MetaInfoDeployment, Options: o.reloaderOptions(keys)}
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// InClusterNamespace is where a pod finds its own namespace.
+const InClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is Ripple's own namespace: env ($POD_NAMESPACE), else the
+// namespace of the pod it runs in, else "default".
+func ownNamespace(env string) string {
+	if ns := strings.TrimSpace(env); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(InClusterNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -161,5 +162,27 @@ func TestEnableHANeedsPodIdentity(t *testing.T) {
 	cfg, err := parse(t, map[string]string{"POD_NAME": "ripple-0", "POD_NAMESPACE": "ops"}, "--enable-ha")
 	if err != nil || cfg.LeaderElectionNamespace != "ops" {
 		t.Fatalf("got %q, %v", cfg.LeaderElectionNamespace, err)
+	}
+}
+
+// Ripple's own namespace, where it keeps the Job re-create records, is
+// $POD_NAMESPACE, else the pod's, else "default"; a bad value is refused.
+func TestOwnNamespace(t *testing.T) {
+	cfg, err := parse(t, map[string]string{"POD_NAMESPACE": "ripple-system"})
+	if err != nil || cfg.Namespace != "ripple-system" {
+		t.Errorf("with $POD_NAMESPACE: namespace %q, error %v", cfg.Namespace, err)
+	}
+	want := "default"
+	if b, err := os.ReadFile(InClusterNamespace); err == nil { // the tests run in a pod
+		want = strings.TrimSpace(string(b))
+	}
+	if cfg, err := parse(t, nil); err != nil || cfg.Namespace != want {
+		t.Errorf("without $POD_NAMESPACE: namespace %q, error %v; want %q", cfg.Namespace, err, want)
+	}
+	if _, err := parse(t, map[string]string{"POD_NAMESPACE": "Not_A_Namespace"}); err == nil || !strings.Contains(err.Error(), "$POD_NAMESPACE") {
+		t.Errorf("a bad $POD_NAMESPACE: error %v, want one naming it", err)
+	}
+	if _, err := parse(t, nil, "--cache-sync-timeout=0s"); err == nil || !strings.Contains(err.Error(), "--cache-sync-timeout") {
+		t.Errorf("--cache-sync-timeout=0s: error %v, want one naming it", err)
 	}
 }

@@ -19,6 +19,7 @@ type OperationsOptions struct {
 	LogFormat               string
 	LogLevel                string
 	GracefulShutdownTimeout time.Duration
+	CacheSyncTimeout        time.Duration
 	// MetricsByNamespace is $METRICS_COUNT_BY_NAMESPACE == "enabled".
 	MetricsByNamespace bool
 	// MetaInfoNamespace and MetaInfoDeployment are $RELOADER_NAMESPACE and
@@ -39,6 +40,9 @@ type Operations struct {
 	// MetricsByNamespace registers the namespace-labelled reload counter.
 	MetricsByNamespace      bool
 	GracefulShutdownTimeout time.Duration
+	// CacheSyncTimeout bounds the wait for the caches at start: Ripple
+	// exits with an error naming the resources it could not list.
+	CacheSyncTimeout time.Duration
 }
 
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
@@ -48,7 +52,7 @@ type LogLevel int8
 func defaultOperationsOptions() OperationsOptions {
 	return OperationsOptions{
 		KubeAPIQPS: 20, KubeAPIBurst: 30, MetricsAddr: ":9090", PprofAddr: ":6060", LogLevel: "info",
-		GracefulShutdownTimeout: 30 * time.Second,
+		GracefulShutdownTimeout: 30 * time.Second, CacheSyncTimeout: 2 * time.Minute,
 	}
 }
 
@@ -67,6 +71,7 @@ func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "On SIGTERM, how long in-flight reloads may take before Ripple exits; the Lease is released at once.")
+	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "How long Ripple waits at start for its caches to sync; then it exits with an error naming the resources it could not list and watch (usually missing RBAC).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "json", or "" / "text" for human-readable lines.`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: trace, debug, info, warning, error, fatal or panic.")
 }
@@ -74,7 +79,10 @@ func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 func (o *OperationsOptions) validate(errs *problems) Operations {
 	op := Operations{
 		KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst, MetricsAddr: o.MetricsAddr, HealthAddr: o.HealthAddr,
-		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout,
+		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout, CacheSyncTimeout: o.CacheSyncTimeout,
+	}
+	if o.CacheSyncTimeout <= 0 {
+		errs.bad("cache-sync-timeout", "%s must be positive", o.CacheSyncTimeout)
 	}
 	if o.GracefulShutdownTimeout < 0 {
 		errs.bad("graceful-shutdown-timeout", "%s is negative", o.GracefulShutdownTimeout)

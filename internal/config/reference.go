@@ -18,7 +18,7 @@ func EnvVars() []EnvVar {
 	return []EnvVar{
 		{"KUBERNETES_NAMESPACE", "Single-namespace mode: watch only this namespace, unless --namespaces is set."},
 		{"POD_NAME", "With --enable-ha: this replica's identity (set it from metadata.name)."},
-		{"POD_NAMESPACE", "With --enable-ha: the namespace of the Lease (set it from metadata.namespace)."},
+		{"POD_NAMESPACE", "Ripple's own namespace (set it from metadata.namespace): the Job re-create records are kept there, and with --enable-ha the Lease. Unset: the pod's namespace, or \"default\" out of a cluster."},
 		{"RELOADER_NAMESPACE", "Publish Reloader's reloader-meta-info ConfigMap (build info, options, deployment) in this namespace; written by the leader."},
 		{"RELOADER_DEPLOYMENT_NAME", "The Deployment name shown in reloader-meta-info."},
 		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
@@ -56,7 +56,7 @@ func annotationDocs(k annotation.Keys) [][3]string {
 		{k.AppliedAlias, "workload, written by Ripple", "With the reload-on-keys annotation switched on or off: JSON of which current digest the value shown on the pod template stands for, so that switching rolls nothing by itself. Metadata only."},
 		{k.CronJobReload, "CronJob", `"run" or "template": overrides --cronjob-reload for this CronJob. An invalid value is a Warning event and the flag's value applies.`},
 		{k.PendingJob, "CronJob, written by Ripple", "The pod template of a Job decided but not yet created; Ripple creates it (also after a restart) and removes the annotation."},
-		{k.RecreateRecord, "ConfigMap, written by Ripple", "Labels the ConfigMap <job>.ripple-recreate that holds a Job being re-created for a reload, until the new Job exists; it survives errors and restarts."},
+		{k.RecreateRecord, "ConfigMap, written by Ripple", "Labels the ConfigMap <namespace>.<job>.ripple-recreate, in Ripple's own namespace ($POD_NAMESPACE), that holds a Job being re-created for a reload, until the new Job exists; it survives errors and restarts."},
 		{k.Replaces, "ConfigMap, written by Ripple", "On that ConfigMap: the UID of the Job being replaced, to tell whether the delete happened."},
 		{k.Applied, "workload, written by Ripple", "JSON of the digests of configs that reload the workload but are not shown on its pod template: the baseline that makes first sight and restarts roll nothing. Metadata only, so writing it rolls nothing."},
 	}

@@ -74,6 +74,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj == nil {
 		return ctrl.Result{}, out, err
 	}
+	if out == outOfScope {
+		return r.resume(ctx, obj, tpl)
+	}
 	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	if err != nil {
@@ -100,8 +103,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // load reads the workload and its pod template from the cache. It returns
 // a nil object when there is nothing to plan: an interrupted multi-step
 // reload was finished first (its own write brings the next reconcile), or
-// the workload is gone or being deleted, has no template (yet), or is out
-// of scope, and then its settle state is forgotten.
+// the workload is gone or being deleted, or has no template (yet), and then
+// its settle state is forgotten. A workload out of scope is returned with
+// the outOfScope outcome, its settle state forgotten: only a pause of
+// Ripple's is ended on it.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
 	fin, finishes := r.Kind.(workload.Finisher)
@@ -124,14 +129,37 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 		if err == nil && tpl != nil {
 			var in bool
 			in, err = r.Finder.InScope(ctx, key.Namespace)
-			out = outOfScope
 			if err == nil && in {
 				return obj, tpl, outcome{}, nil
+			}
+			if err == nil {
+				r.forget(key)
+				return obj, tpl, outOfScope, nil
 			}
 		}
 	}
 	r.forget(key)
 	return nil, nil, out, err
+}
+
+// resume ends a pause of Ripple's on a workload whose namespace left the
+// --namespace-selector scope during it, when its period is over: the pause
+// is Ripple's to end, and nothing else is planned out of scope (no sources,
+// so no reload and no record).
+func (r *Reconciler) resume(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
+	pz, ok := r.Kind.(workload.Pauser)
+	if _, marked := obj.GetAnnotations()[r.Settings.Keys.PausedAt]; !ok || !marked || !pz.Paused(obj) {
+		return ctrl.Result{}, outOfScope, nil
+	}
+	p := plan.For(plan.Input{Settings: r.Settings, Now: r.Clock.Now(), Workload: plan.Workload{
+		Namespace: obj.GetNamespace(), Annotations: obj.GetAnnotations(), Created: obj.GetCreationTimestamp().Time,
+		Template: tpl, Pausable: true, Paused: true,
+	}})
+	if !p.Writes() {
+		return ctrl.Result{RequeueAfter: p.Requeue}, outOfScope, nil
+	}
+	res, err := r.Kind.Write(ctx, r.Client, obj, p.Update)
+	return r.report(ctx, obj, p, res, err)
 }
 
 // remember keeps the settle state of a plan; a zero state forgets it.

@@ -2,10 +2,13 @@ package workload
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,6 +25,9 @@ type JobOptions struct {
 	// Reader reads around the cache, for the re-create records (ConfigMaps
 	// outside the config cache's label selector and transform).
 	Reader client.Reader
+	// Namespace is Ripple's own namespace, where the re-create records are
+	// kept: Ripple needs no write access to ConfigMaps anywhere else.
+	Namespace string
 	// RecordLabel marks the ConfigMaps that record a Job being re-created.
 	RecordLabel string
 	// ReplacesKey is the record annotation naming the UID of the Job that
@@ -28,7 +35,8 @@ type JobOptions struct {
 	ReplacesKey string
 }
 
-// recordSuffix names a Job's re-create record: "<job>.ripple-recreate".
+// recordSuffix ends a re-create record's name:
+// "<namespace>.<job>.ripple-recreate".
 const recordSuffix = ".ripple-recreate"
 
 // recordKey is the record's data key holding the new Job as JSON.
@@ -41,8 +49,9 @@ var jobControllerLabels = []string{"controller-uid", "batch.kubernetes.io/contro
 // NewJob returns the batch/v1 Job kind. A Job's template cannot change,
 // so a reload deletes it and creates it again under the same name, as
 // Reloader does. Unlike Reloader, the new Job is first recorded in a
-// ConfigMap, and created from there until it exists: an error or a restart
-// between the delete and the create never loses the Job.
+// ConfigMap in Ripple's own namespace, and created from there until it
+// exists: an error or a restart between the delete and the create never
+// loses the Job.
 func NewJob(o JobOptions) Kind { return job{o} }
 
 type job struct{ o JobOptions }
@@ -83,7 +92,8 @@ func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Up
 		err = c.Update(ctx, record, client.FieldOwner(FieldManager)) // a leftover of an earlier attempt
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("recording the Job to re-create in ConfigMap %s: %w", record.Name, err)
+		return Result{}, fmt.Errorf("recording the Job to re-create in ConfigMap %s/%s (Ripple's own namespace, $POD_NAMESPACE): %w",
+			record.Namespace, record.Name, err)
 	}
 	uid, rv := old.UID, old.ResourceVersion
 	err = c.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
@@ -107,54 +117,65 @@ func (k job) Finish(ctx context.Context, c client.Client, key types.NamespacedNa
 		return false, nil
 	}
 	record := &corev1.ConfigMap{}
-	if err := k.o.Reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + recordSuffix}, record); err != nil {
+	if err := k.o.Reader.Get(ctx, types.NamespacedName{Namespace: k.o.Namespace, Name: recordName(key)}, record); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	next := &batchv1.Job{}
-	if err := json.Unmarshal([]byte(record.Data[recordKey]), next); err != nil {
-		return true, errors.Join(fmt.Errorf("ConfigMap %s/%s does not hold a Job: %w", record.Namespace, record.Name, err), c.Delete(ctx, record))
+	next, err := recordedJob(record)
+	if err != nil {
+		return true, errors.Join(err, c.Delete(ctx, record))
 	}
+	if client.ObjectKeyFromObject(next) != key {
+		return false, nil // a hashed name's record of another Job
+	}
+	return true, k.finish(ctx, c, record, next)
+}
+
+// finish creates the recorded Job next unless the Job it replaces is still
+// there, and drops the record once it is of no use.
+func (k job) finish(ctx context.Context, c client.Client, record *corev1.ConfigMap, next *batchv1.Job) error {
 	cur := &batchv1.Job{}
-	err := k.o.Reader.Get(ctx, key, cur)
+	err := k.o.Reader.Get(ctx, client.ObjectKeyFromObject(next), cur)
 	switch {
 	case err == nil && string(cur.UID) == record.Annotations[k.o.ReplacesKey] && cur.DeletionTimestamp != nil:
 		// Deleted but not gone yet (finalizers): its delete event brings
 		// the reconcile that creates the new one.
-		return true, nil
+		return nil
 	case err == nil && string(cur.UID) == record.Annotations[k.o.ReplacesKey]:
 		// Stopped before the delete: the old Job still runs and the reload
 		// is decided again.
-		return true, client.IgnoreNotFound(c.Delete(ctx, record))
+		return client.IgnoreNotFound(c.Delete(ctx, record))
 	case err == nil:
-		return true, client.IgnoreNotFound(c.Delete(ctx, record)) // created already
+		return client.IgnoreNotFound(c.Delete(ctx, record)) // created already
 	case !apierrors.IsNotFound(err):
-		return true, err
+		return err
 	}
-	return true, k.create(ctx, c, record, next)
+	return k.create(ctx, c, record, next)
 }
 
-// Recover finishes every recorded re-create in the namespaces (all when
-// empty), for records a restart left behind.
+// Recover finishes every recorded re-create of a Job in the namespaces
+// (all when empty), for records a restart left behind. The records are
+// listed in Ripple's namespace only.
 func (k job) Recover(ctx context.Context, c client.Client, namespaces []string) error {
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
+	list := &corev1.ConfigMapList{}
+	if err := k.o.Reader.List(ctx, list, client.InNamespace(k.o.Namespace), client.HasLabels{k.o.RecordLabel}); err != nil {
+		return fmt.Errorf("listing the Job re-create records in namespace %s: %w", k.o.Namespace, err)
 	}
 	var errs []error
-	for _, ns := range namespaces {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-		if err := k.o.Reader.List(ctx, list, client.InNamespace(ns), client.HasLabels{k.o.RecordLabel}); err != nil {
-			errs = append(errs, err)
+	for i := range list.Items {
+		record := &list.Items[i]
+		if !strings.HasSuffix(record.Name, recordSuffix) {
 			continue
 		}
-		for _, item := range list.Items {
-			name, ok := strings.CutSuffix(item.Name, recordSuffix)
-			if !ok {
-				continue
-			}
-			if _, err := k.Finish(ctx, c, types.NamespacedName{Namespace: item.Namespace, Name: name}, nil); err != nil {
-				errs = append(errs, err)
-			}
+		next, err := recordedJob(record)
+		if err != nil {
+			errs = append(errs, errors.Join(err, client.IgnoreNotFound(c.Delete(ctx, record))))
+			continue
+		}
+		if len(namespaces) > 0 && !slices.Contains(namespaces, next.Namespace) {
+			continue // another Ripple's scope
+		}
+		if err := k.finish(ctx, c, record, next); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -179,6 +200,8 @@ func (k job) create(ctx context.Context, c client.Client, record *corev1.ConfigM
 	return client.IgnoreNotFound(c.Delete(ctx, record))
 }
 
+// record is the ConfigMap, in Ripple's namespace, that holds next until it
+// is created in place of old.
 func (k job) record(old, next *batchv1.Job) (*corev1.ConfigMap, error) {
 	b, err := json.Marshal(next)
 	if err != nil {
@@ -186,13 +209,37 @@ func (k job) record(old, next *batchv1.Job) (*corev1.ConfigMap, error) {
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        old.Name + recordSuffix,
-			Namespace:   old.Namespace,
+			Name:        recordName(client.ObjectKeyFromObject(old)),
+			Namespace:   k.o.Namespace,
 			Labels:      map[string]string{k.o.RecordLabel: "true"},
 			Annotations: map[string]string{k.o.ReplacesKey: string(old.UID)},
 		},
 		Data: map[string]string{recordKey: string(b)},
 	}, nil
+}
+
+// recordName names the record of Job key, unique across namespaces:
+// "<namespace>.<job>.ripple-recreate" (namespaces hold no dots), or with a
+// hash of both when that is longer than an object name may be.
+func recordName(key types.NamespacedName) string {
+	if name := key.Namespace + "." + key.Name + recordSuffix; len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(key.String()))
+	return key.Namespace + "." + hex.EncodeToString(sum[:16]) + recordSuffix
+}
+
+// recordedJob is the Job a record holds.
+func recordedJob(record *corev1.ConfigMap) (*batchv1.Job, error) {
+	next := &batchv1.Job{}
+	err := json.Unmarshal([]byte(record.Data[recordKey]), next)
+	if err == nil && (next.Name == "" || next.Namespace == "") {
+		err = errors.New("no Job name")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s does not hold a Job: %w", record.Namespace, record.Name, err)
+	}
+	return next, nil
 }
 
 // recreated is old as a new object with u applied, as Reloader re-creates

@@ -233,6 +233,11 @@ func GeneratedFiles() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The base holds the job-records Role already.
+	scoped, err = selectDocuments(scoped, func(o *unstructured.Unstructured) bool { return !strings.HasSuffix(o.GetName(), "-job-records") })
+	if err != nil {
+		return nil, err
+	}
 	ha, err := Template(Release{Name: ManifestsRelease, Namespace: ManifestsNamespace,
 		Values: []map[string]any{OverlayValues["ha"]}, Args: []string{"--show-only", "templates/rbac.yaml", "--show-only", "templates/poddisruptionbudget.yaml"}})
 	if err != nil {

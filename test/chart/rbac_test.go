@@ -103,7 +103,8 @@ type ruleRef struct {
 // environment, and a ConfigMap change reloads every workload that uses it,
 // with no "forbidden" anywhere in its logs: the Deployments roll, each
 // CronJob starts a Job, and each Job is deleted and created again (its
-// re-create record gone). In the optional-kinds mode an Argo Rollout and a
+// re-create record, kept in the release namespace, gone): with ConfigMaps
+// and Secrets only read outside the release namespace. In the optional-kinds mode an Argo Rollout and a
 // DeploymentConfig roll on the ConfigMap too, and a Deployment mounting a
 // SecretProviderClass rolls when its SecretProviderClassPodStatus changes.
 // In webhook mode the change is posted instead. Then minimality: with any
@@ -273,7 +274,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	// using a ConfigMap, and with the optional kinds a Rollout and a
 	// DeploymentConfig using it, and a Deployment mounting a
 	// SecretProviderClass.
-	w := newRBACWorkloads(t, cs, mode, apps, autoKey)
+	w := newRBACWorkloads(t, cs, mode, relNS, apps, autoKey)
 
 	d, c := rippleDeployment(t, objs)
 	rip := startRipple(t, user, relNS, sa, c.Args, envLookup(objs, d, c))

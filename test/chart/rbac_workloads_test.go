@@ -39,9 +39,11 @@ const (
 	wlSPC        = "spc"
 	wlCSI        = "csi"
 	wlSPCPS      = "csi-pod-spc"
-	// wlJobRecord is the ConfigMap Ripple records a Job's re-create in.
-	wlJobRecord = wlJob + ".ripple-recreate"
 )
+
+// jobRecord names the ConfigMap, in Ripple's namespace, in which Ripple
+// records the re-create of the Job in ns.
+func jobRecord(ns string) string { return ns + "." + wlJob + ".ripple-recreate" }
 
 // rbacWorkloads are one RBAC case's workloads, reloaded through the case's
 // auto annotation, and what tells that each was reloaded.
@@ -54,6 +56,9 @@ type rbacWorkloads struct {
 	// secret: the config is a Secret rather than a ConfigMap.
 	secret     bool
 	namespaces []string
+	// recordNS is Ripple's own namespace, which holds the Job re-create
+	// records.
+	recordNS string
 	// The original Job's and the CronJob's UIDs, by namespace.
 	jobUID, cronUID map[string]types.UID
 }
@@ -61,12 +66,12 @@ type rbacWorkloads struct {
 // newRBACWorkloads creates the config and the workloads in each namespace.
 // In webhook mode they are created too: Ripple reads them to name the
 // workloads a change concerns.
-func newRBACWorkloads(t *testing.T, cs kubernetes.Interface, mode rbacMode, namespaces []string, autoKey string) *rbacWorkloads {
+func newRBACWorkloads(t *testing.T, cs kubernetes.Interface, mode rbacMode, relNS string, namespaces []string, autoKey string) *rbacWorkloads {
 	t.Helper()
 	ctx := t.Context()
 	w := &rbacWorkloads{
 		t: t, cs: cs, dyn: dynamic.NewForConfigOrDie(api.Config), optional: mode.optional, ignoreJobs: mode.ignoreJobs,
-		secret: mode.secretConfig, namespaces: namespaces, jobUID: map[string]types.UID{}, cronUID: map[string]types.UID{},
+		secret: mode.secretConfig, namespaces: namespaces, recordNS: relNS, jobUID: map[string]types.UID{}, cronUID: map[string]types.UID{},
 	}
 	auto := map[string]string{autoKey: "true"}
 	for _, ns := range namespaces {
@@ -254,7 +259,7 @@ func (w *rbacWorkloads) change(ctx context.Context, i int) {
 // them: a Deployment, Rollout or DeploymentConfig without Ripple's env var
 // in its pod template; a CronJob that has not started a Job carrying it;
 // a Job not replaced by a new one (another UID) carrying it, or whose
-// re-create record is left. With Jobs ignored, a Job replaced is reported
+// re-create record is left in Ripple's namespace. With Jobs ignored, a Job replaced is reported
 // (it never goes away, so the case fails).
 func (w *rbacWorkloads) pending(ctx context.Context) []string {
 	var out []string
@@ -294,8 +299,8 @@ func (w *rbacWorkloads) pending(ctx context.Context) []string {
 		if !recreated && !w.ignoreJobs {
 			out = append(out, fmt.Sprintf("Job %s/%s not re-created with the change", ns, wlJob))
 		}
-		if _, err := w.cs.CoreV1().ConfigMaps(ns).Get(ctx, wlJobRecord, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			out = append(out, fmt.Sprintf("the re-create record %s/%s is left (%v)", ns, wlJobRecord, err))
+		if _, err := w.cs.CoreV1().ConfigMaps(w.recordNS).Get(ctx, jobRecord(ns), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			out = append(out, fmt.Sprintf("the re-create record %s/%s is left (%v)", w.recordNS, jobRecord(ns), err))
 		}
 
 		if !w.optional {

@@ -45,13 +45,17 @@ func r(kv map[string]any) map[string]any { return map[string]any{"reloader": kv}
 func valueSets() []valueSet {
 	return []valueSet{
 		{name: "chart defaults", golden: "default", check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount")
+			// The Role: the Job re-create records in the release namespace.
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "ServiceAccount")
 			if len(cfg.Namespaces) != 0 || cfg.LeaderElection {
 				t.Errorf("namespaces %v, leader election %v: want global mode without HA", cfg.Namespaces, cfg.LeaderElection)
 			}
+			if cfg.Namespace != relNS {
+				t.Errorf("Ripple's own namespace %q, want the release namespace %q ($POD_NAMESPACE)", cfg.Namespace, relNS)
+			}
 		}},
 		{name: "Reloader's default values", reloader: true, golden: "reloader-defaults", check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount")
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "ServiceAccount")
 			_, c := rippleDeployment(t, objs)
 			if !strings.HasPrefix(c.Image, "ghcr.io/ripple-dev/ripple:") {
 				t.Errorf("image %q: Reloader's image must be replaced by Ripple's", c.Image)
@@ -91,7 +95,11 @@ func valueSets() []valueSet {
 			if !slices.Equal(cfg.Kinds, []refs.Kind{refs.Secret}) {
 				t.Errorf("kinds %v, want Secrets only", cfg.Kinds)
 			}
-			// Only the Job re-create records, read around the cache.
+			// The Job re-create records are read around the cache, by the
+			// job-records Role in the release namespace.
+			if hasRule(objs, "ClusterRole", "", "configmaps") {
+				t.Error("the ClusterRole grants ConfigMaps although they are ignored")
+			}
 			if hasVerb(objs, "ClusterRole", "", "configmaps", "watch") {
 				t.Error("the ClusterRole grants watching ConfigMaps although they are ignored")
 			}

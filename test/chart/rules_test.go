@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -24,8 +25,10 @@ var (
 // scoped mode for each way of choosing the workload kinds, and checks the
 // exact verbs every Ripple (Cluster)Role grants on each workload kind's
 // resources: the Job and CronJob rules come and go with ignoreJobs and
-// ignoreCronJobs (the Job re-create records' ConfigMap writes with them),
-// the optional kinds' with their values, and webhook mode reads only.
+// ignoreCronJobs, the optional kinds' with their values, and webhook mode
+// reads only. ConfigMaps are only read there: the Job re-create records
+// are written by the job-records Role in the release namespace, which
+// comes and goes with the Job rule.
 func TestWorkloadKindRules(t *testing.T) {
 	cronJobs := grant{"batch", "cronjobs", patchVerbs}
 	cronJobFinalizers := grant{"batch", "cronjobs/finalizers", []string{"update"}}
@@ -33,9 +36,12 @@ func TestWorkloadKindRules(t *testing.T) {
 	noCronJobs := grant{"batch", "cronjobs", nil}
 	noCronJobFinalizers := grant{"batch", "cronjobs/finalizers", nil}
 	noJobs := grant{"batch", "jobs", nil}
-	// ConfigMaps: watched as configs, written as Job re-create records.
-	configMaps := grant{"", "configmaps", []string{"create", "delete", "get", "list", "update", "watch"}}
 	configMapsRead := grant{"", "configmaps", readVerbs}
+	noConfigMaps := grant{"", "configmaps", nil}
+	// The job-records Role: written, and read with the config rule (read
+	// itself when ConfigMaps are ignored).
+	records := grant{"", "configmaps", []string{"create", "delete", "update"}}
+	recordsRead := grant{"", "configmaps", []string{"create", "delete", "get", "list", "update"}}
 	noOptional := []grant{
 		{"argoproj.io", "rollouts", nil},
 		{"apps.openshift.io", "deploymentconfigs", nil},
@@ -49,31 +55,33 @@ func TestWorkloadKindRules(t *testing.T) {
 		name   string
 		values map[string]any
 		want   []grant
+		// recordRules is what the job-records Role grants; nil: no Role.
+		recordRules *grant
 	}{
-		{"defaults", nil, with([]grant{cronJobs, cronJobFinalizers, jobs, configMaps}, noOptional)},
+		{"defaults", nil, with([]grant{cronJobs, cronJobFinalizers, jobs, configMapsRead}, noOptional), &records},
 		{"ignoreJobs", map[string]any{"ignoreJobs": true},
-			with([]grant{cronJobs, cronJobFinalizers, {"batch", "jobs", []string{"create"}}, configMapsRead}, noOptional)},
+			with([]grant{cronJobs, cronJobFinalizers, {"batch", "jobs", []string{"create"}}, configMapsRead}, noOptional), nil},
 		{"ignoreCronJobs", map[string]any{"ignoreCronJobs": true},
-			with([]grant{noCronJobs, noCronJobFinalizers, jobs, configMaps}, noOptional)},
+			with([]grant{noCronJobs, noCronJobFinalizers, jobs, configMapsRead}, noOptional), &records},
 		{"ignoreJobs and ignoreCronJobs", map[string]any{"ignoreJobs": true, "ignoreCronJobs": true},
-			with([]grant{noCronJobs, noCronJobFinalizers, noJobs, configMapsRead}, noOptional)},
+			with([]grant{noCronJobs, noCronJobFinalizers, noJobs, configMapsRead}, noOptional), nil},
 		// The re-create records are read around the cache: without the
-		// ConfigMap informer their rule reads them itself.
+		// ConfigMap informer their Role reads them itself.
 		{"ignoreConfigMaps", map[string]any{"ignoreConfigMaps": true},
-			with([]grant{cronJobs, jobs, {"", "configmaps", []string{"create", "delete", "get", "list", "update"}}}, noOptional)},
+			with([]grant{cronJobs, jobs, noConfigMaps}, noOptional), &recordsRead},
 		{"ignoreConfigMaps and ignoreJobs", map[string]any{"ignoreConfigMaps": true, "ignoreJobs": true},
-			[]grant{cronJobs, {"batch", "jobs", []string{"create"}}, {"", "configmaps", nil}}},
+			[]grant{cronJobs, {"batch", "jobs", []string{"create"}}, noConfigMaps}, nil},
 		{"optional kinds", optional, []grant{
-			cronJobs, jobs, configMaps,
+			cronJobs, jobs, configMapsRead,
 			{"argoproj.io", "rollouts", patchVerbs},
 			{"apps.openshift.io", "deploymentconfigs", patchVerbs},
 			{"secrets-store.csi.x-k8s.io", "secretproviderclasspodstatuses", readVerbs},
 			{"secrets-store.csi.x-k8s.io", "secretproviderclasses", readVerbs},
-		}},
+		}, &records},
 		{"webhook with the optional kinds", deepMerge(map[string]any{"webhookUrl": "https://hooks.example.com/ripple"}, optional),
-			with([]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, {"batch", "jobs", readVerbs}, configMapsRead}, noOptional)},
+			with([]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, {"batch", "jobs", readVerbs}, configMapsRead}, noOptional), nil},
 		{"webhook without Jobs", map[string]any{"webhookUrl": "https://hooks.example.com/ripple", "ignoreJobs": true},
-			[]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, noJobs, configMapsRead}},
+			[]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, noJobs, configMapsRead}, nil},
 	} {
 		for _, mode := range []struct {
 			name   string
@@ -99,6 +107,7 @@ func TestWorkloadKindRules(t *testing.T) {
 				if len(roles) != mode.roles {
 					t.Fatalf("%d Ripple Roles and ClusterRoles, want %d", len(roles), mode.roles)
 				}
+				checkRecordsRole(t, objs, tc.recordRules)
 				for _, role := range roles {
 					if role.GetKind() != mode.kind {
 						t.Errorf("%s %s rendered, want only %ss", role.GetKind(), role.GetName(), mode.kind)
@@ -111,6 +120,30 @@ func TestWorkloadKindRules(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// checkRecordsRole checks that the job-records Role, in the release
+// namespace, grants exactly want on its resource, or is not rendered when
+// want is nil.
+func checkRecordsRole(t *testing.T, objs []*unstructured.Unstructured, want *grant) {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if (o.GetKind() == "Role" || o.GetKind() == "ClusterRole") && strings.HasSuffix(o.GetName(), "-job-records") {
+			found = append(found, o)
+		}
+	}
+	switch {
+	case want == nil && len(found) > 0:
+		t.Errorf("%s %s rendered, want no job-records Role", found[0].GetKind(), found[0].GetName())
+	case want == nil:
+	case len(found) != 1 || found[0].GetKind() != "Role" || found[0].GetNamespace() != relNS:
+		t.Errorf("%d job-records (Cluster)Roles rendered, want one Role in %s", len(found), relNS)
+	default:
+		if got := grantedVerbs(found[0], want.group, want.resource); !slices.Equal(got, want.verbs) {
+			t.Errorf("Role %s: %s/%s verbs %q, want %q", found[0].GetName(), want.group, want.resource, got, want.verbs)
 		}
 	}
 }
@@ -135,4 +168,43 @@ func grantedVerbs(role *unstructured.Unstructured, group, resource string) []str
 	}
 	slices.Sort(verbs)
 	return verbs
+}
+
+// writeVerbs are the verbs that change objects.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+
+// TestNoClusterWideConfigWrites renders the chart in every mode the RBAC
+// tests run and with each option that changes the rules, and checks that
+// no ClusterRole rule grants a write on ConfigMaps or Secrets, and no Role
+// does outside the release namespace: Ripple writes ConfigMaps only in its
+// own namespace (the Job re-create records, the meta-info).
+func TestNoClusterWideConfigWrites(t *testing.T) {
+	values := []map[string]any{
+		r(map[string]any{"ignoreSecrets": true}),
+		r(map[string]any{"ignoreCronJobs": true}),
+		r(map[string]any{"ignoreConfigMaps": true, "watchGlobally": false}),
+		r(map[string]any{"enableHA": true, "watchGlobally": false, "namespaces": []any{"team-a"}}),
+		{"ripple": map[string]any{"metaInfo": map[string]any{"enabled": true}}},
+	}
+	for _, mode := range rbacModes() {
+		values = append(values, mode.values(relNS, []string{"team-a", "team-b"}, "http://127.0.0.1:1/hook"))
+	}
+	for i, v := range values {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			_, objs := render(t, Release{Name: relName, Namespace: relNS, Values: []map[string]any{v}})
+			for _, role := range roles(objs) {
+				if role.GetKind() == "Role" && role.GetNamespace() == relNS {
+					continue
+				}
+				for _, res := range []string{"configmaps", "secrets"} {
+					for _, verb := range grantedVerbs(role, "", res) {
+						if slices.Contains(writeVerbs, verb) {
+							t.Errorf("%s %s in %q grants %s on %s (values %v)", role.GetKind(), role.GetName(), role.GetNamespace(), verb, res, v)
+						}
+					}
+				}
+			}
+		})
+	}
 }

@@ -524,9 +524,11 @@ func TestJobRecreatedOnChange(t *testing.T) {
 			t.Errorf("old pod %s: %v, want NotFound", p.Name, err)
 		}
 	}
-	// The record of the re-create is dropped once the Job exists.
+	// The record of the re-create, in Ripple's own namespace (default: it
+	// runs out of the cluster without $POD_NAMESPACE), is dropped once the
+	// Job exists.
 	waitFor(t, "the re-create record to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, old.Name+recreateRecordSuffix, metav1.GetOptions{})
+		_, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, ns+"."+old.Name+recreateRecordSuffix, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}

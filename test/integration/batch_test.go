@@ -32,6 +32,38 @@ const (
 	recreateSuffix = ".ripple-recreate"
 )
 
+// withHome gives the Ripples e starts a namespace of their own
+// ($POD_NAMESPACE), where they keep the Job re-create records, and returns
+// it.
+func (e *env) withHome(t *testing.T) string {
+	t.Helper()
+	home := kit.NewNamespace(t, e.cs, "it-home-", nil)
+	if e.environ == nil {
+		e.environ = map[string]string{}
+	}
+	e.environ["POD_NAMESPACE"] = home
+	return home
+}
+
+// jobRecordKey is where Ripple records the re-create of job: in its own
+// namespace home, named after the Job's namespace and name.
+func jobRecordKey(home string, job client.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: home, Name: job.GetNamespace() + "." + job.GetName() + recreateSuffix}
+}
+
+// noRecordsIn fails unless the Job's own namespace holds no re-create
+// record: Ripple writes ConfigMaps in its own namespace only.
+func (e *env) noRecordsIn(t *testing.T, ns string) {
+	t.Helper()
+	var list corev1.ConfigMapList
+	if err := e.c.List(t.Context(), &list, client.InNamespace(ns), client.HasLabels{recreateLabel}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) > 0 {
+		t.Errorf("a re-create record %s in the Job's namespace %s", list.Items[0].Name, ns)
+	}
+}
+
 func (e *env) newBatch(t *testing.T, k *kit.WorkloadKind, name string, meta map[string]string, uses ...use) client.Object {
 	t.Helper()
 	w := k.New(metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: meta}, corev1.PodTemplateSpec{Spec: podSpec(uses...)})
@@ -502,6 +534,7 @@ func (e *env) waitJobCreate(t *testing.T, allowed bool) {
 func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	home := e.withHome(t)
 	stop := e.run(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r)
@@ -513,7 +546,7 @@ func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
 	lift := e.denyJobCreates(t)
 	sum := e.setConfig(t, r, "v2")
 	record := &corev1.ConfigMap{}
-	recordKey := types.NamespacedName{Namespace: e.ns, Name: job.GetName() + recreateSuffix}
+	recordKey := jobRecordKey(home, job)
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		gone := apierrors.IsNotFound(e.c.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))
 		return gone && e.c.Get(ctx, recordKey, record) == nil, nil
@@ -524,6 +557,7 @@ func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
 	if record.Labels[recreateLabel] != "true" || record.Annotations["ripple.dev/replaces-uid"] != string(job.GetUID()) {
 		t.Fatalf("record %s has labels %v and annotations %v", record.Name, record.Labels, record.Annotations)
 	}
+	e.noRecordsIn(t, e.ns)
 	e.waitFor(t, cj, "the pending Job", func(o client.Object) bool { return o.GetAnnotations()[pendingJobKey] != "" })
 	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFailed")
 
@@ -537,7 +571,7 @@ func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
 	st := strategy.EnvVars{}
 	e.waitRecreated(t, job, "the new digest", shows(st, r, sum))
 	e.waitNewJob(t, cj, nil, "the new digest", shows(st, r, sum))
-	e.waitGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordKey.Name, Namespace: e.ns}})
+	e.waitGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordKey.Name, Namespace: recordKey.Namespace}})
 	e.waitFor(t, cj, "the pending record cleared", func(o client.Object) bool {
 		_, ok := o.GetAnnotations()[pendingJobKey]
 		return !ok
@@ -561,6 +595,7 @@ func (e *env) waitGone(t *testing.T, obj client.Object) {
 func TestJobRecreateWaitsForTerminatingJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	home := e.withHome(t)
 	stop := e.run(t)
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r)
@@ -577,7 +612,7 @@ func TestJobRecreateWaitsForTerminatingJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor(t, old, "the delete of the old Job", func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
-	recordKey := types.NamespacedName{Namespace: e.ns, Name: job.GetName() + recreateSuffix}
+	recordKey := jobRecordKey(home, job)
 	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFailed")
 	if err := e.c.Get(t.Context(), recordKey, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("no record of Job %s while the old Job terminates: %v", job.GetName(), err)
@@ -596,7 +631,7 @@ func TestJobRecreateWaitsForTerminatingJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitRecreated(t, job, "the new digest", shows(strategy.EnvVars{}, r, sum))
-	e.waitGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordKey.Name, Namespace: e.ns}})
+	e.waitGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordKey.Name, Namespace: recordKey.Namespace}})
 }
 
 // A Job is re-created on a data change only, never on a restart (a

@@ -7,8 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -221,5 +223,33 @@ func TestPausePeriodAcrossRestart(t *testing.T) {
 			e.run(t)
 			e.waitResumed(t, d, at, period)
 		})
+	}
+}
+
+// A Deployment paused by Ripple is resumed when its period ends even if
+// its namespace left the --namespace-selector scope during the pause, and
+// nothing else happens to it there: a change out of scope is not rolled.
+// (Global mode: not parallel with other tests.)
+func TestPauseEndsOutOfScope(t *testing.T) {
+	e := newEnv(t)
+	label := "ripple-test-" + rand.String(6)
+	e.labelNamespace(t, label, "yes")
+	e.run(t, "--namespace-selector="+label+":yes")
+	deploy := kit.Deployment
+	const period = 4 * time.Second
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r)
+	d := e.newWorkload(t, deploy, "app", ann(autoKey, "true", pausePeriodKey, period.String()), envFrom(r.Kind, r.Name))
+	e.waitFor(t, d, "the baseline record", hasBaseline)
+	at := e.pausedReload(t, d, r, "v2")
+
+	e.labelNamespace(t, label, "")
+	// The cache drops the namespace asynchronously; give it a moment.
+	time.Sleep(500 * time.Millisecond)
+	before := deploy.Template(d).DeepCopy()
+	e.setConfig(t, r, "out-of-scope")
+	e.waitResumed(t, d, at, period)
+	if !equality.Semantic.DeepEqual(deploy.Template(d), before) {
+		t.Fatalf("Deployment %s was reloaded out of scope: template %v, want %v", d.GetName(), deploy.Template(d), before)
 	}
 }

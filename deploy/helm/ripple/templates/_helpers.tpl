@@ -257,19 +257,11 @@ kinds) and the optional kinds change them. */}}
   verbs: ["update"]
 {{- end }}
 {{- if not $r.ignoreJobs }}
-# Jobs: a reload deletes the Job and creates it again.
+# Jobs: a reload deletes the Job and creates it again (its record is kept
+# in the release namespace: the job-records Role).
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "patch", "create", "delete"]
-# The ConfigMap <job>.ripple-recreate records a Job being re-created until
-# the new one exists.
-- apiGroups: [""]
-  resources: ["configmaps"]
-{{- if $r.ignoreConfigMaps }}
-  verbs: ["get", "list", "create", "update", "delete"]
-{{- else }}
-  verbs: ["create", "update", "delete"]
-{{- end }}
 {{- else if not $r.ignoreCronJobs }}
 # The Jobs started from CronJobs.
 - apiGroups: ["batch"]
