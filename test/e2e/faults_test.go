@@ -71,6 +71,15 @@ func TestFaultControlPlane(t *testing.T) {
 	// reconnect backoff, which the API server's faults would.
 	t.Run("etcd", func(t *testing.T) { testControlPlaneFault(t, fc, cluster.Etcd, 2) })
 	t.Run("kube-apiserver", func(t *testing.T) { testControlPlaneFault(t, fc, cluster.APIServer, 2) })
+
+	// The restarted etcd and API server listen where they did: loopback only.
+	bad, err := cluster.NonLoopbackListeners(cluster.Descendants())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Errorf("processes listen outside loopback: %v", bad)
+	}
 }
 
 func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Component, faults int) {
@@ -98,6 +107,7 @@ func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Componen
 		if err := fc.Kill(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
+		killed := time.Now()
 		// The burst: two writes of app-config 100 ms apart, the first
 		// retried through the outage. Only the ConfigMap changes: each kind
 		// has its own informer, which reconnects on its own backoff, so a
@@ -131,8 +141,8 @@ func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Componen
 		waitFor(t, "every Deployment to carry the change written after the outage", func(ctx context.Context) (bool, error) {
 			return deploymentsPass(ctx, cs, ns, ds, checks)
 		})
-		t.Logf("%s fault %d: API server serving again -> change applied to %d Deployments: %s (first write %s, /readyz ok %s after it served; settle window 1s)",
-			c, i+1, len(ds), time.Since(serving).Round(10*time.Millisecond),
+		t.Logf("%s fault %d: down %s; API server serving again -> change applied to %d Deployments: %s (first write %s, /readyz ok %s after it served; settle window 1s)",
+			c, i+1, serving.Sub(killed).Round(10*time.Millisecond), len(ds), time.Since(serving).Round(10*time.Millisecond),
 			w.first.Sub(serving).Round(10*time.Millisecond), ready.Sub(serving).Round(10*time.Millisecond))
 		expectRevision(t, cs, r, ns, ds, 3+i, checks...)
 	}
