@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,10 @@ type API struct {
 
 	env *envtest.Environment
 	dir string
+	// killed holds the command lines of the components Kill ended, for
+	// Restart; restarted are the processes Restart started, for Stop.
+	killed    map[Component][]string
+	restarted []*proc
 }
 
 // APIOptions tunes StartAPI.
@@ -62,7 +67,7 @@ func StartAPI(opts APIOptions) (*API, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", tools, err)
 	}
-	a := &API{Config: cfg, env: env, dir: dir}
+	a := &API{Config: cfg, env: env, dir: dir, killed: map[Component][]string{}}
 	admin, err := env.AddUser(envtest.User{Name: "ripple-admin", Groups: []string{"system:masters"}}, nil)
 	if err == nil {
 		var kc []byte
@@ -78,13 +83,12 @@ func StartAPI(opts APIOptions) (*API, error) {
 	return a, nil
 }
 
-// Stop ends etcd and kube-apiserver and removes their directories.
+// Stop ends etcd and kube-apiserver, restarted ones too, and removes their
+// directories. The API server stops before etcd, which it needs to shut
+// down cleanly; envtest's Stop skips a process that was killed.
 func (a *API) Stop() error {
-	err := a.env.Stop()
-	if rmErr := os.RemoveAll(a.dir); err == nil {
-		err = rmErr
-	}
-	return err
+	errs := []error{a.stopRestarted(APIServer), a.env.Stop(), a.stopRestarted(Etcd), os.RemoveAll(a.dir)}
+	return errors.Join(errs...)
 }
 
 // Dir is a scratch directory that Stop removes.

@@ -6,7 +6,8 @@
 //
 // Everything listens on 127.0.0.1 on free ports, so several control planes
 // can run side by side; Stop ends every process and removes every directory
-// that Start made.
+// that Start made. Fault tests kill kube-apiserver or etcd with SIGKILL and
+// restart it on the same ports and data (API.Kill, API.Restart).
 package cluster
 
 import (
