@@ -90,7 +90,7 @@ func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Componen
 	impatient.Timeout = time.Second
 	writes := kubernetes.NewForConfigOrDie(impatient)
 	ns := newNamespace(t, cs)
-	r := newRipple(t, ns, nil)
+	r := newRipple(t, ns)
 	// newRipple points Ripple at the shared cluster; this one is fc's.
 	r.args[slices.Index(r.args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + fc.Kubeconfig
 	r.Start()

@@ -41,9 +41,9 @@ func TestHAFailoverDuringBurst(t *testing.T) {
 		// Short, so that a SIGKILL costs seconds rather than the default 15.
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
 	}
-	a := newRipple(t, ns, nil, flags...)
+	a := newRipple(t, ns, flags...)
 	a.Start() // the only candidate: it leads
-	b := newRipple(t, ns, nil, flags...)
+	b := newRipple(t, ns, flags...)
 	b.launch()
 	waitLog(t, b, "Attempting to acquire leader lease")
 

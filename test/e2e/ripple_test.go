@@ -28,7 +28,6 @@ const rippleStopTimeout = 10 * time.Second
 type ripple struct {
 	t    *testing.T
 	args []string
-	env  []string // added to the test's environment
 	out  *kit.LogBuffer
 	runs int
 	mark int          // offset in out where the current run's output starts
@@ -40,14 +39,13 @@ type ripple struct {
 // endpoints are off. The process is stopped when the test ends.
 func startRipple(t *testing.T, ns string, flags ...string) *ripple {
 	t.Helper()
-	r := newRipple(t, ns, nil, flags...)
+	r := newRipple(t, ns, flags...)
 	r.Start()
 	return r
 }
 
-// newRipple prepares a Ripple process with extra environment variables,
-// without starting it.
-func newRipple(t *testing.T, ns string, env []string, flags ...string) *ripple {
+// newRipple prepares a Ripple process without starting it.
+func newRipple(t *testing.T, ns string, flags ...string) *ripple {
 	t.Helper()
 	bin := os.Getenv("RIPPLE_BINARY")
 	if bin == "" {
@@ -66,7 +64,6 @@ func newRipple(t *testing.T, ns string, env []string, flags ...string) *ripple {
 			"--health-probe-bind-address=0",
 		}, flags...),
 		out: &kit.LogBuffer{},
-		env: env,
 	}
 	r.args = append([]string{bin}, r.args...)
 	t.Cleanup(func() {
@@ -96,7 +93,6 @@ func (r *ripple) launch() {
 	r.out.Printf("=== ripple run %d: %s\n", r.runs, strings.Join(r.args, " "))
 	r.mark = r.out.Len()
 	cmd := exec.Command(r.args[0], r.args[1:]...)
-	cmd.Env = append(os.Environ(), r.env...)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	p, err := kit.StartProcess(cmd, func(err error) { r.out.Printf("=== ripple run exited: %v\n", err) })
 	if err != nil {
