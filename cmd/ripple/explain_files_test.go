@@ -36,7 +36,7 @@ func compareGolden(t *testing.T, name, got string) {
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
+	want, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		t.Fatalf("%v (run with -update to write it)", err)
 	}
@@ -101,7 +101,7 @@ func TestExplainFilesChart(t *testing.T) {
 				t.Errorf("report: exit code %d, stderr %q", code, stderr)
 			}
 			compareGolden(t, "chart-"+name+".txt", report)
-			raw, err := os.ReadFile(file)
+			raw, err := os.ReadFile(filepath.Clean(file))
 			if err != nil {
 				t.Fatal(err)
 			}
