@@ -68,6 +68,11 @@ func TestExplainFilesGolden(t *testing.T) {
 		// The Namespace in the files is matched by the selector; edge,
 		// not in the files, counts as selected.
 		{"clean-unselected.txt", []string{"-f", clean, "--namespace-selector=team=payments"}, 0, ""},
+		// Argo Rollouts, read unstructured: one takes its template from a
+		// Deployment in the files. Without --is-Argo-Rollouts, ignored.
+		{"rollout.txt", []string{"-f", "testdata/explain/rollout", "--is-Argo-Rollouts"}, 0, ""},
+		{"rollout-canary.txt", []string{"-f", "testdata/explain/rollout", "--is-Argo-Rollouts", "ro/canary", "-n", "shop"}, 0, ""},
+		{"rollout-ignored.txt", []string{"-f", "testdata/explain/rollout"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
