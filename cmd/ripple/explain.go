@@ -21,6 +21,8 @@ type explainOptions struct {
 	all, allNamespaces bool
 	output             string
 	rippleNamespace    string
+	// files are the manifest files, directories or stdin given with -f.
+	files []string
 	// kind (as Kind.Name() names it) and name of the workload, without --all.
 	kind, name string
 }
@@ -44,7 +46,8 @@ type explainFlags struct {
 func newExplainFlags(name string) *explainFlags {
 	f := &explainFlags{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
 	f.own = pflag.NewFlagSet("explain", pflag.ContinueOnError)
-	f.own.BoolVar(&f.opts.all, "all", false, "Explain every opted-in workload (a Ripple or Reloader trigger annotation, or every workload with --auto-reload-all), one line each.")
+	f.own.StringArrayVarP(&f.opts.files, "filename", "f", nil, "Explain the workloads of these manifest files instead of a cluster: a file, a directory (its .yaml, .yml and .json files, recursively) or - for stdin; repeatable. No cluster is read.")
+	f.own.BoolVar(&f.opts.all, "all", false, "Explain every opted-in workload (a Ripple or Reloader trigger annotation, or every workload with --auto-reload-all), one line each; with -f, also every workload with findings.")
 	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all: in every namespace.")
 	f.own.StringVarP(&f.opts.output, "output", "o", explain.FormatTable, "Output format: "+strings.Join(explain.Formats, ", ")+". docs/explain.md documents the json and yaml schema.")
 	f.own.StringVar(&f.opts.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple to explain; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
@@ -74,6 +77,18 @@ waits for, the settings in play and Ripple's last events on it.
 Usage:
   %[1]s explain <kind>/<name> [-n namespace] [flags]
   %[1]s explain --all [-n namespace | -A] [flags]
+  %[1]s explain -f <file|dir|-> [<kind>/<name>] [flags]
+
+With -f (offline), the workloads and configs are read from manifest files
+(Helm or kustomize output, kubectl YAML or JSON) and no cluster is contacted,
+not even the kubeconfig is loaded: -n only sets the namespace of objects
+without one. Without a workload, every opted-in workload in the files is
+listed, and every workload with a finding. Ripple's settings are the
+defaults and the flags given. The report adds lint findings (misspelled
+keys, named reloads matching nothing in the files, typed auto on an unused
+kind, patterns that do not compile); the exit code is 1 when a finding
+printed is an error, so it can gate CI. Offline there are no events, no
+applied digests beyond what the objects carry and no settle times.
 
 Kinds: deployment (deploy), statefulset (sts), daemonset (ds), cronjob (cj),
 job, rollout (ro), deploymentconfig (dc).
@@ -99,6 +114,12 @@ func (f *explainFlags) parse(args []string) (help bool, err error) {
 	o := &f.opts
 	if !slices.Contains(explain.Formats, o.output) {
 		return false, usageError{fmt.Errorf("--output: %q is not a format; use %s", o.output, strings.Join(explain.Formats, ", "))}
+	}
+	if o.rippleNamespace != "" && len(o.files) > 0 {
+		return false, usageError{errors.New("--ripple-namespace: not with -f, which reads no cluster")}
+	}
+	if len(o.files) > 0 && len(f.all.Args()) == 0 {
+		o.all = true // the files' workloads
 	}
 	if o.allNamespaces && !o.all {
 		return false, usageError{errors.New("--all-namespaces: only with --all")}
@@ -136,8 +157,9 @@ func (o *explainOptions) target(args []string) error {
 	return nil
 }
 
-// runExplain runs `explain`.
-func runExplain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+// runExplain runs `explain`; stdin is read for -f -, and now is the clock
+// of the report.
+func runExplain(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) int {
 	f := newExplainFlags(name)
 	f.all.SetOutput(io.Discard)
 	help, err := f.parse(args)
@@ -145,8 +167,11 @@ func runExplain(ctx context.Context, name string, args []string, stdout, stderr 
 		f.usage(stdout, name)
 		return 0
 	}
-	if err == nil {
-		err = f.explain(ctx, stdout)
+	switch {
+	case err == nil && len(f.opts.files) > 0:
+		err = f.explainFiles(ctx, stdin, stdout, now)
+	case err == nil:
+		err = f.explain(ctx, stdout, now)
 	}
 	if err == nil {
 		return 0
@@ -161,7 +186,7 @@ func runExplain(ctx context.Context, name string, args []string, stdout, stderr 
 }
 
 // explain connects, reads Ripple's settings and prints the report.
-func (f *explainFlags) explain(ctx context.Context, stdout io.Writer) error {
+func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func() time.Time) error {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loading, &f.overrides)
 	ns, _, err := cc.Namespace()
 	if err != nil {
@@ -185,7 +210,7 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer) error {
 		return usageError{err}
 	}
 	kinds := explain.Kinds(settings, c)
-	e := explain.Explainer{Reader: c, Settings: settings, Events: explain.ClusterEvents(c, eventCount), Now: time.Now}
+	e := explain.Explainer{Reader: c, Settings: settings, Events: explain.ClusterEvents(c, eventCount), Now: now}
 	if f.opts.all {
 		if f.opts.allNamespaces {
 			ns = ""

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
@@ -67,7 +68,7 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 		case "version":
 			return runVersion(name, args[1:], stdout, stderr)
 		case "explain":
-			return runExplain(ctx, name, args[1:], stdout, stderr)
+			return runExplain(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
 		case "help":
 			commandsUsage(stdout, name)
 			return 0
@@ -84,6 +85,7 @@ Usage:
   %[1]s [flags]                    run the controller (%[1]s --help lists its flags)
   %[1]s explain <kind>/<name>      say why a workload reloads or not
   %[1]s explain --all              the state of every opted-in workload
+  %[1]s explain -f <manifests>     the same from files, offline, with lint findings
   %[1]s version                    print the version
 
 Run '%[1]s <command> --help' for a command's flags.

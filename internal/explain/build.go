@@ -36,7 +36,6 @@ type Facts struct {
 	OutOfScope string
 	Settings   Settings
 	Events     []Event
-	Findings   []Finding
 	Now        time.Time
 }
 
@@ -55,7 +54,7 @@ func Build(f Facts) Report {
 	r := Report{
 		Workload: WorkloadRef{Kind: f.Kind.Name(), Namespace: f.Object.GetNamespace(), Name: f.Object.GetName()},
 		Sources:  sources(f), Policy: policy(f), Waiting: waiting(f), Warnings: f.Plan.Warnings,
-		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now), Findings: f.Findings,
+		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now),
 	}
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r
@@ -79,7 +78,7 @@ func sources(f Facts) []Source {
 			Reload: sp.Decision.Reload, Reason: string(sp.Decision.Reason), Message: sp.Decision.Message,
 			Hint: hint(f, src, sp.Decision),
 		}
-		if t, ok := f.Written[sp.Ref]; ok {
+		if t, ok := f.Written[sp.Ref]; ok && !t.IsZero() {
 			s.LastWrite = &t
 		}
 		if l, ok := f.Unselected[sp.Ref]; ok {

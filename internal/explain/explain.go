@@ -28,9 +28,10 @@ type Explainer struct {
 	// Events lists Ripple's last events on a workload; nil when there are
 	// none to read (offline).
 	Events func(ctx context.Context, kind string, obj client.Object) ([]Event, error)
-	// Findings lists the problems found in a workload's objects; nil when
-	// nothing looks for them.
-	Findings func(obj client.Object) []Finding
+	// Findings lists the problems found in the objects of a workload's
+	// report: the workload and the sources it lists. Nil when nothing looks
+	// for them (live); when set, All lists the workloads with findings too.
+	Findings func(r Report) []Finding
 	Now      func() time.Time
 }
 
@@ -45,7 +46,8 @@ func (e Explainer) Explain(ctx context.Context, kind Kind, ns, name string) (Rep
 
 // All explains every opted-in workload of kinds in namespace ns (every
 // namespace when empty): those with a trigger annotation, or all with
-// --auto-reload-all. Kinds whose API is not served are skipped.
+// --auto-reload-all, and with Findings those with findings. Kinds whose API
+// is not served are skipped.
 func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, error) {
 	out := List{Items: []Report{}}
 	for _, kind := range kinds {
@@ -63,14 +65,17 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 		}
 		for _, item := range items {
 			obj, ok := item.(client.Object)
-			if !ok || !e.optedIn(kind, obj) {
+			optedIn := ok && e.optedIn(kind, obj)
+			if !ok || !optedIn && e.Findings == nil {
 				continue
 			}
 			r, err := e.explain(ctx, kind, obj)
 			if err != nil {
 				return out, err
 			}
-			out.Items = append(out.Items, r)
+			if optedIn || len(r.Findings) > 0 {
+				out.Items = append(out.Items, r)
+			}
 		}
 	}
 	return out, nil
@@ -129,10 +134,11 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 			return Report{}, fmt.Errorf("reading the events of %s %s/%s: %w", kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
+	r := Build(f)
 	if e.Findings != nil {
-		f.Findings = e.Findings(obj)
+		r.Findings = e.Findings(r)
 	}
-	return Build(f), nil
+	return r, nil
 }
 
 // plan gathers the plan input as the controller does and plans. The
@@ -228,7 +234,13 @@ func (e Explainer) outOfScope(ctx context.Context, ns string) (string, error) {
 		return "", nil
 	}
 	n := &corev1.Namespace{}
-	if err := e.Reader.Get(ctx, types.NamespacedName{Name: ns}, n); client.IgnoreNotFound(err) != nil {
+	err := e.Reader.Get(ctx, types.NamespacedName{Name: ns}, n)
+	if apierrors.IsNotFound(err) {
+		// Only manifest files lack the namespace of a workload: its labels
+		// are unknown, so it counts as selected.
+		return "", nil
+	}
+	if err != nil {
 		return "", fmt.Errorf("reading namespace %s: %w", ns, err)
 	}
 	if scope.NamespaceSelector.Matches(labels.Set(n.Labels)) {

@@ -29,7 +29,8 @@ func Print(w io.Writer, format string, r Report) error {
 }
 
 // PrintList writes the report of --all in format; the table shows the
-// namespaces when withNamespace is set.
+// namespaces when withNamespace is set, and the findings, if any, in a
+// column and a section of their own.
 func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 	if format != FormatTable {
 		return encode(w, format, l)
@@ -38,6 +39,9 @@ func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 	head := "KIND\tNAME\tSTATE\tSOURCES\tREASON"
 	if withNamespace {
 		head = "NAMESPACE\t" + head
+	}
+	if len(l.Findings) > 0 {
+		head += "\tFINDINGS"
 	}
 	fmt.Fprintln(&b, head)
 	for _, r := range l.Items {
@@ -49,9 +53,39 @@ func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 		if withNamespace {
 			row = r.Workload.Namespace + "\t" + row
 		}
+		if len(l.Findings) > 0 {
+			row += "\t" + dash(countFindings(r.Findings))
+		}
 		fmt.Fprintln(&b, row)
 	}
+	printFindings(&b, l.Findings)
 	return aligned(w, b.String())
+}
+
+// countFindings counts findings by severity, e.g. "1 error, 2 warnings".
+func countFindings(findings []Finding) string {
+	n := map[string]int{}
+	for _, f := range findings {
+		n[f.Severity]++
+	}
+	var parts []string
+	for _, sev := range []string{"error", "warning"} {
+		switch {
+		case n[sev] == 1:
+			parts = append(parts, "1 "+sev)
+		case n[sev] > 1:
+			parts = append(parts, fmt.Sprintf("%d %ss", n[sev], sev))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printFindings writes the findings section, if any.
+func printFindings(tw *strings.Builder, findings []Finding) {
+	section(tw, "FINDINGS", "SEVERITY\tOBJECT\tKEY\tMESSAGE", len(findings), func(i int) string {
+		f := findings[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%s", f.Severity, f.Object, dash(f.Key), f.Message)
+	})
 }
 
 // aligned writes text with its tab-separated cells aligned in columns;
@@ -111,10 +145,7 @@ func printReport(w io.Writer, r Report) error {
 		e := r.Events[i]
 		return fmt.Sprintf("%s\t%s\t%s\t%s", e.Age, e.Type, e.Reason, e.Message)
 	})
-	section(tw, "FINDINGS", "SEVERITY\tOBJECT\tKEY\tMESSAGE", len(r.Findings), func(i int) string {
-		f := r.Findings[i]
-		return fmt.Sprintf("%s\t%s\t%s\t%s", f.Severity, f.Object, dash(f.Key), f.Message)
-	})
+	printFindings(tw, r.Findings)
 	return aligned(w, b.String())
 }
 

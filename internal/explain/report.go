@@ -179,7 +179,11 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
-// List is the report of --all: one Report per opted-in workload.
+// List is the report of --all: one Report per opted-in workload (and,
+// from files, per workload with findings).
 type List struct {
 	Items []Report `json:"items"`
+	// Findings are every finding in the files, those on no listed
+	// workload included; only from files.
+	Findings []Finding `json:"findings,omitempty"`
 }

@@ -1,0 +1,139 @@
+package explain
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ripple-dev/ripple/internal/manifest"
+)
+
+const offlineManifests = `---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations: {reloader.stakater.com/auto: "true"}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: app, envFrom: [{configMapRef: {name: app-config}}]}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: quiet}
+spec:
+  selector: {matchLabels: {app: quiet}}
+  template:
+    metadata: {labels: {app: quiet}}
+    spec: {containers: [{name: app, image: app, envFrom: [{configMapRef: {name: app-config}}]}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: flagged}
+spec:
+  selector: {matchLabels: {app: flagged}}
+  template:
+    metadata: {labels: {app: flagged}}
+    spec: {containers: [{name: app, image: app}]}
+`
+
+// offline explains the manifests as `explain -f` does, with
+// settings from args.
+func offline(t *testing.T, findings []Finding, args ...string) Explainer {
+	t.Helper()
+	objs, err := manifest.Load([]string{manifest.Stdin}, strings.NewReader(offlineManifests), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
+	f := BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Resolve(MetaInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Explainer{Reader: manifest.NewReader(objs), Settings: s, Findings: FindingsFor(findings),
+		Now: func() time.Time { return time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC) }}
+}
+
+// With Findings, All lists the opted-in workloads and those with
+// findings; each report has the findings on the workload and on the
+// sources it lists, not those of other objects.
+func TestAllWithFindings(t *testing.T) {
+	findings := []Finding{
+		{Severity: "warning", Object: "ConfigMap shop/app-config", Message: "on the config"},
+		{Severity: "error", Object: "Deployment shop/flagged", Message: "on flagged"},
+		{Severity: "error", Object: "Pod shop/other", Message: "on no workload"},
+	}
+	e := offline(t, findings)
+	list, err := e.All(t.Context(), Kinds(e.Settings, e.Reader), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, r := range list.Items {
+		for _, f := range r.Findings {
+			got[r.Workload.Name] = append(got[r.Workload.Name], f.Message)
+		}
+		if r.Findings == nil {
+			got[r.Workload.Name] = nil
+		}
+	}
+	// quiet uses app-config but is neither opted in nor flagged itself:
+	// a finding on a config lists the workloads that use it.
+	want := map[string][]string{"flagged": {"on flagged"}, "quiet": {"on the config"}, "web": {"on the config"}}
+	if len(got) != len(want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	for name, w := range want {
+		if !slices.Equal(got[name], w) {
+			t.Errorf("findings of %s = %v, want %v", name, got[name], w)
+		}
+	}
+}
+
+// Without Findings (live), All lists opted-in workloads only.
+func TestAllWithoutFindingsListsOptedIn(t *testing.T) {
+	e := offline(t, nil)
+	e.Findings = nil
+	list, err := e.All(t.Context(), Kinds(e.Settings, e.Reader), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Workload.Name != "web" {
+		t.Errorf("listed %+v, want web only", list.Items)
+	}
+}
+
+// A namespace whose Namespace object is not in the files counts as
+// selected by --namespace-selector: its labels are unknown.
+func TestNamespaceNotInFilesIsSelected(t *testing.T) {
+	e := offline(t, nil, "--namespace-selector=team=a")
+	r, err := e.Explain(t.Context(), mustFind(t, e, "Deployment"), "shop", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reason == "NamespaceOutOfScope" || r.State != UpToDate {
+		t.Errorf("state %s, reason %s: %s", r.State, r.Reason, r.Verdict)
+	}
+}
+
+func mustFind(t *testing.T, e Explainer, name string) Kind {
+	t.Helper()
+	k, ok := Find(Kinds(e.Settings, e.Reader), name)
+	if !ok {
+		t.Fatalf("no kind %s", name)
+	}
+	return k
+}
