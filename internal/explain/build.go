@@ -75,7 +75,7 @@ func sources(f Facts) []Source {
 		s := Source{
 			Kind: string(sp.Ref.Kind), Name: sp.Ref.Name, Found: src.Found, Uses: usesOf(uses, sp.Ref),
 			Digest: short(cmpOr(sp.Digest, src.Digest)), Applied: short(sp.Applied), State: string(sp.State),
-			Reload: sp.Decision.Reload, Reason: string(sp.Decision.Reason), Message: sp.Decision.Message,
+			Reload: sp.Decision.Reload, Reason: string(sp.Decision.Reason), Message: sp.Decision.Message, Keys: sp.Keys,
 			Hint: hint(f, src, sp.Decision),
 		}
 		if t, ok := f.Written[sp.Ref]; ok && !t.IsZero() {

@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,26 @@ func TestPrinters(t *testing.T) {
 	var l List
 	if err := json.Unmarshal(b.Bytes(), &l); err != nil || len(l.Items) != 1 || l.Items[0].State != UpToDate {
 		t.Errorf("list: %v %s", err, b.String())
+	}
+}
+
+// With per-key reload, the report names the keys whose change counts.
+func TestBuildShowsKeysThatCount(t *testing.T) {
+	current := strings.Repeat("c", 40)
+	meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/reload-on-keys": "app[db.url,feature.*]"}
+	r := Build(facts(t, meta, current, current, time.Now(), defaults(t)))
+	if got := r.Sources[0].Keys; !slices.Equal(got, []string{"db.url", "feature.*"}) {
+		t.Fatalf("keys %q, want the listed keys", got)
+	}
+	var b bytes.Buffer
+	if err := Print(&b, FormatTable, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "only changes of db.url, feature.* count") {
+		t.Errorf("table does not name the keys:\n%s", b.String())
+	}
+	r = Build(facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Now(), defaults(t)))
+	if r.Sources[0].Keys != nil {
+		t.Errorf("keys %q without the annotation, want none (every key)", r.Sources[0].Keys)
 	}
 }

@@ -165,6 +165,9 @@ func printSources(tw *strings.Builder, sources []Source) {
 	section(tw, "DECISIONS", "SOURCE\tWHY", len(sources), func(i int) string {
 		s := sources[i]
 		why := s.Message
+		if len(s.Keys) > 0 {
+			why += "; only changes of " + strings.Join(s.Keys, ", ") + " count"
+		}
 		if s.Hint != "" {
 			why += "; hint: " + s.Hint
 		}

@@ -108,6 +108,9 @@ type Source struct {
 	Reload  bool   `json:"reload"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	// Keys are the keys (or patterns) whose change reloads the workload,
+	// with the per-key reload annotation; empty means every key.
+	Keys []string `json:"keys,omitempty"`
 	// Hint is a likely mistake behind a NotOptedIn decision.
 	Hint string `json:"hint,omitempty"`
 	// LastWrite is when the source was last written (its managedFields).
