@@ -59,6 +59,10 @@ type waiter struct {
 	seen time.Time
 	// asked is when it last asked for a slot.
 	asked time.Time
+	// granted is set once it got a slot, which it holds until its write
+	// starts the rollout (Start) or it leaves: a workload that joins the
+	// line later, ahead of it, does not take that slot.
+	granted bool
 }
 
 // Tracker follows the rollouts Ripple started, shared by the reconcilers
@@ -147,27 +151,35 @@ func (t *Tracker) Admit(kind string, key types.NamespacedName, seen time.Time) A
 // turn hands the free slots to the waiting workloads in order and reports
 // whether k gets one, else why not.
 func (t *Tracker) turn(k trackKey, now time.Time) (bool, string) {
-	line := make([]*waiter, 0, len(t.waiting))
-	for key, w := range t.waiting {
-		if now.Sub(w.asked) > waitForget {
-			delete(t.waiting, key)
-			continue
-		}
-		line = append(line, w)
-	}
-	slices.SortFunc(line, func(a, b *waiter) int {
-		return cmp.Or(a.seen.Compare(b.seen), cmp.Compare(a.key.Namespace, b.key.Namespace),
-			cmp.Compare(a.key.Name, b.key.Name), cmp.Compare(a.key.kind, b.key.kind))
-	})
 	free := t.Limits.Max - len(t.active)
 	perNS := map[string]int{}
 	for a := range t.active {
 		perNS[a.Namespace]++
 	}
+	line := make([]*waiter, 0, len(t.waiting))
+	for key, w := range t.waiting {
+		switch {
+		case now.Sub(w.asked) > waitForget:
+			delete(t.waiting, key)
+		case w.granted:
+			free--
+			perNS[key.Namespace]++
+		default:
+			line = append(line, w)
+		}
+	}
+	if t.waiting[k].granted {
+		return true, ""
+	}
+	slices.SortFunc(line, func(a, b *waiter) int {
+		return cmp.Or(a.seen.Compare(b.seen), cmp.Compare(a.key.Namespace, b.key.Namespace),
+			cmp.Compare(a.key.Name, b.key.Name), cmp.Compare(a.key.kind, b.key.kind))
+	})
 	for _, w := range line {
 		globalFull := t.Limits.Max > 0 && free <= 0
 		nsFull := t.Limits.MaxPerNamespace > 0 && perNS[w.key.Namespace] >= t.Limits.MaxPerNamespace
 		if w.key == k {
+			w.granted = !globalFull && !nsFull
 			return t.why(globalFull, nsFull, perNS[k.Namespace])
 		}
 		if !globalFull && !nsFull {
@@ -181,7 +193,7 @@ func (t *Tracker) turn(k trackKey, now time.Time) (bool, string) {
 func (t *Tracker) why(globalFull, nsFull bool, inNamespace int) (bool, string) {
 	switch {
 	case globalFull:
-		return false, fmt.Sprintf("waiting for a rollout slot: %d of %d in progress (--max-concurrent-rollouts), others first",
+		return false, fmt.Sprintf("waiting for a rollout slot: %d of %d in progress (--max-concurrent-rollouts)",
 			len(t.active), t.Limits.Max)
 	case nsFull:
 		return false, fmt.Sprintf("waiting for a rollout slot: %d of %d in progress in the namespace (--max-concurrent-rollouts-per-namespace)",
