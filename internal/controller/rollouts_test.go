@@ -27,7 +27,9 @@ func newTracker(t *testing.T, l RolloutLimits) (*Tracker, *clocktesting.FakePass
 	return &Tracker{Limits: l, Clock: clk, Metrics: m}, clk
 }
 
-func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // dep is a Deployment at resourceVersion rv whose rollout is complete or
 // in progress.

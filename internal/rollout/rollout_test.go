@@ -59,8 +59,9 @@ func TestDeployment(t *testing.T) {
 	})
 }
 
-func sts(gen, observed int64, st appsv1.StatefulSetStatus, mod ...func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
-	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}, Status: st}
+// sts is a StatefulSet at generation 2 whose controller observed generation observed.
+func sts(observed int64, st appsv1.StatefulSetStatus, mod ...func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}, Status: st}
 	s.Status.ObservedGeneration = observed
 	for _, m := range mod {
 		m(s)
@@ -74,18 +75,19 @@ func TestStatefulSet(t *testing.T) {
 		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}
 	}
 	check(t, []tcase{
-		{"complete", sts(2, 2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "b", UpdateRevision: "b"}), Complete, ""},
-		{"not observed", sts(2, 1, appsv1.StatefulSetStatus{ReadyReplicas: 3}), Progressing, "observe generation 2"},
-		{"not ready", sts(2, 2, appsv1.StatefulSetStatus{ReadyReplicas: 2, CurrentRevision: "b", UpdateRevision: "b"}), Progressing, "2 of 3 pods ready"},
-		{"revision behind", sts(2, 2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}), Progressing, "1 of 3 pods updated"},
-		{"on delete", sts(2, 2, appsv1.StatefulSetStatus{ReadyReplicas: 3, CurrentRevision: "a", UpdateRevision: "b"}, onDelete), Complete, ""},
-		{"partition done", sts(2, 2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 2, CurrentRevision: "a", UpdateRevision: "b"}, partition), Complete, ""},
-		{"partition updating", sts(2, 2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}, partition), Progressing, "1 of 2 pods above the partition"},
+		{"complete", sts(2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "b", UpdateRevision: "b"}), Complete, ""},
+		{"not observed", sts(1, appsv1.StatefulSetStatus{ReadyReplicas: 3}), Progressing, "observe generation 2"},
+		{"not ready", sts(2, appsv1.StatefulSetStatus{ReadyReplicas: 2, CurrentRevision: "b", UpdateRevision: "b"}), Progressing, "2 of 3 pods ready"},
+		{"revision behind", sts(2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}), Progressing, "1 of 3 pods updated"},
+		{"on delete", sts(2, appsv1.StatefulSetStatus{ReadyReplicas: 3, CurrentRevision: "a", UpdateRevision: "b"}, onDelete), Complete, ""},
+		{"partition done", sts(2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 2, CurrentRevision: "a", UpdateRevision: "b"}, partition), Complete, ""},
+		{"partition updating", sts(2, appsv1.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}, partition), Progressing, "1 of 2 pods above the partition"},
 	})
 }
 
-func ds(gen, observed int64, st appsv1.DaemonSetStatus, mod ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
-	d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Status: st}
+// ds is a DaemonSet at generation 2 whose controller observed generation observed.
+func ds(observed int64, st appsv1.DaemonSetStatus, mod ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
+	d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: st}
 	d.Status.ObservedGeneration = observed
 	for _, m := range mod {
 		m(d)
@@ -96,11 +98,11 @@ func ds(gen, observed int64, st appsv1.DaemonSetStatus, mod ...func(*appsv1.Daem
 func TestDaemonSet(t *testing.T) {
 	onDelete := func(d *appsv1.DaemonSet) { d.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType }
 	check(t, []tcase{
-		{"complete", ds(2, 2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberAvailable: 4}), Complete, ""},
-		{"not observed", ds(2, 1, appsv1.DaemonSetStatus{}), Progressing, "observe generation 2"},
-		{"updating", ds(2, 2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4, UpdatedNumberScheduled: 1, NumberAvailable: 4}), Progressing, "1 of 4 pods updated"},
-		{"not available", ds(2, 2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberAvailable: 3}), Progressing, "3 of 4 updated pods available"},
-		{"on delete", ds(2, 2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4}, onDelete), Complete, ""},
+		{"complete", ds(2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberAvailable: 4}), Complete, ""},
+		{"not observed", ds(1, appsv1.DaemonSetStatus{}), Progressing, "observe generation 2"},
+		{"updating", ds(2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4, UpdatedNumberScheduled: 1, NumberAvailable: 4}), Progressing, "1 of 4 pods updated"},
+		{"not available", ds(2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberAvailable: 3}), Progressing, "3 of 4 updated pods available"},
+		{"on delete", ds(2, appsv1.DaemonSetStatus{DesiredNumberScheduled: 4}, onDelete), Complete, ""},
 	})
 }
 

@@ -28,8 +28,8 @@ const (
 	waveCap       = 50
 	waveSecret    = "shared"
 	waveEnv       = "STAKATER_SHARED_SECRET"
-	// stuck is a Deployment whose pods never become Ready (they tolerate
-	// no kwok node, so they are never scheduled), with a progress deadline
+	// stuck is a Deployment whose pods never become Ready (their node
+	// selector matches no node, so they are never scheduled), with a progress deadline
 	// of a few seconds: its rollout stalls. It sorts before the w*
 	// Deployments, so it takes a slot in the first wave.
 	stuck = "stuck"
@@ -102,7 +102,7 @@ func createWaveDeployments(t *testing.T, cs kubernetes.Interface, ns string) {
 	}
 	create(stuck, func(d *appsv1.Deployment) {
 		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
-		d.Spec.Template.Spec.Tolerations = nil
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"test.ripple.dev/no-such-node": "true"}
 	})
 	for i := range waveWorkloads {
 		create(fmt.Sprintf("w%03d", i), func(*appsv1.Deployment) {})
