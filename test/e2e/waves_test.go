@@ -110,7 +110,9 @@ func createWaveDeployments(t *testing.T, cs kubernetes.Interface, ns string) {
 }
 
 // sampler counts, from the cluster, the Deployments that carry the new
-// hash and whose rollout is in progress by their status.
+// hash and whose rollout is in progress by their status: patched and not
+// yet complete. One seen complete is done: losing a pod later (kwok's
+// nodes on a loaded machine) is not a rollout in progress.
 type sampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -121,6 +123,7 @@ type sampler struct {
 func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *sampler {
 	ctx, cancel := context.WithCancel(t.Context())
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	complete := map[string]bool{}
 	go func() {
 		defer close(s.done)
 		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -131,8 +134,14 @@ func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *s
 			in := 0
 			for _, d := range ds.Items {
 				v, _ := envValue(&d.Spec.Template, waveEnv)
-				if v == want && rollout.Deployment(&d).State == rollout.Progressing {
+				if v != want || complete[d.Name] {
+					continue
+				}
+				switch rollout.Deployment(&d).State {
+				case rollout.Progressing:
 					in++
+				case rollout.Complete:
+					complete[d.Name] = true
 				}
 			}
 			s.mu.Lock()
