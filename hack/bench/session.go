@@ -197,6 +197,11 @@ func (s *session) namespaces(ctx context.Context, n int) error {
 // until the controller is ready and has written its baseline on the given
 // number of workloads, and records what that cost.
 func (s *session) startController(ctx context.Context, workloads int, flags []string) error {
+	if s.res.ControlPlane == "api" {
+		// No controller-manager runs here, so no rollout ever completes:
+		// the rollout cap would hold every reload after the first wave.
+		flags = append(slices.Clone(flags), "--max-concurrent-rollouts=0")
+	}
 	s.flags = flags
 	s.res.Flags = flags
 	if err := s.startObserver(false); err != nil {

@@ -110,6 +110,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	return controller.Setup(ctx, mgr, controller.Options{
 		Settings: settings, Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
 		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces,
+		Rollouts: controller.RolloutLimits{
+			Max: cfg.MaxConcurrentRollouts, MaxPerNamespace: cfg.MaxConcurrentRolloutsPerNamespace, Timeout: cfg.RolloutTimeout,
+		},
 	})
 }
 

@@ -22,6 +22,14 @@ type ReloadFlags struct {
 	WebhookURL string
 	// DryRun decides every reload and writes none.
 	DryRun bool
+	// MaxConcurrentRollouts caps the rollouts Ripple started that are in
+	// progress, all namespaces together; 0 is no cap.
+	MaxConcurrentRollouts int
+	// MaxConcurrentRolloutsPerNamespace caps them per namespace; 0 is no cap.
+	MaxConcurrentRolloutsPerNamespace int
+	// RolloutTimeout is how long a rollout may take before it is reported
+	// stalled and frees its slot.
+	RolloutTimeout time.Duration
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -41,8 +49,16 @@ type Reload struct {
 	ReloadFlags
 }
 
+// DefaultMaxConcurrentRollouts is the default of --max-concurrent-rollouts:
+// above what today's fan-outs on small and medium clusters reach, so they
+// see no difference, and low enough that one shared config cannot roll
+// hundreds of workloads at once (docs/safety.md has the measurement).
+const DefaultMaxConcurrentRollouts = 100
+
 func defaultReloadOptions() ReloadOptions {
-	return ReloadOptions{ReloadStrategy: "env-vars", ReloadFlags: ReloadFlags{SettleWindow: time.Second}}
+	return ReloadOptions{ReloadStrategy: "env-vars", ReloadFlags: ReloadFlags{
+		SettleWindow: time.Second, MaxConcurrentRollouts: DefaultMaxConcurrentRollouts, RolloutTimeout: 10 * time.Minute,
+	}}
 }
 
 // BindFlags registers the reload flags.
@@ -55,6 +71,9 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Decide every reload as usual but roll nothing: each rollout Ripple would start is a WouldReload Event on the workload and counts in ripple_would_reload_total. Only the baseline record (metadata, rolls nothing) is written, so the rollouts held back happen once when Ripple runs without --dry-run.")
+	fs.IntVar(&o.MaxConcurrentRollouts, "max-concurrent-rollouts", o.MaxConcurrentRollouts, "At most this many rollouts that Ripple started are in progress at once (complete by the workload's own status, e.g. a Deployment's updated and available replicas); further reloads wait their turn, in the order their changes were seen, and still roll with the latest data. 0 is no cap.")
+	fs.IntVar(&o.MaxConcurrentRolloutsPerNamespace, "max-concurrent-rollouts-per-namespace", o.MaxConcurrentRolloutsPerNamespace, "At most this many rollouts that Ripple started are in progress at once in one namespace. 0 is no cap.")
+	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "A rollout that Ripple started and that is not complete after this long is reported stalled (Warning Event RolloutStalled, ripple_rollouts_stalled_total) and frees its slot; a progress deadline exceeded reports it earlier. 0 never times out (a rollout then frees its slot only by completing or stalling by its own status).")
 	fs.DurationVar(&o.SettleWindow, "settle-window", o.SettleWindow, "Changes to one workload's configs that arrive within this window of each other become one rollout; 0 acts at once. A workload can override it with the <annotation-prefix>/settle-window annotation.")
 }
 
@@ -87,6 +106,14 @@ func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 	}
 	if !ignore["secrets"] {
 		r.Kinds = append(r.Kinds, refs.Secret)
+	}
+	for flag, n := range map[string]int{"max-concurrent-rollouts": o.MaxConcurrentRollouts, "max-concurrent-rollouts-per-namespace": o.MaxConcurrentRolloutsPerNamespace} {
+		if n < 0 {
+			errs.bad(flag, "%d is negative; use 0 for no cap", n)
+		}
+	}
+	if o.RolloutTimeout < 0 {
+		errs.bad("rollout-timeout", "%s is negative; use 0 for no timeout", o.RolloutTimeout)
 	}
 	if o.SettleWindow < 0 {
 		errs.bad("settle-window", "%s is negative; use 0 to act at once or a positive duration such as 1s", o.SettleWindow)

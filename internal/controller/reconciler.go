@@ -49,6 +49,9 @@ type Reconciler struct {
 	// Rotations is shared by the reconcilers of every kind; nil without
 	// --enable-csi-integration.
 	Rotations *source.Rotations
+	// Tracker follows the rollouts Ripple started and hands out rollout
+	// slots; shared by the reconcilers of every kind.
+	Tracker *Tracker
 
 	mu sync.Mutex
 	// pending holds, per workload, the settle state of its last plan.
@@ -74,28 +77,54 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj == nil {
 		return ctrl.Result{}, out, err
 	}
+	left := r.follow(ctx, obj) // a rollout is followed to its end, in scope or not
+	var res ctrl.Result
 	if out == outOfScope {
-		return r.resume(ctx, obj, tpl)
+		res, out, err = r.resume(ctx, obj, tpl)
+	} else {
+		res, out, err = r.converge(ctx, req.NamespacedName, obj, tpl)
 	}
+	if left > 0 && (res.RequeueAfter <= 0 || left < res.RequeueAfter) {
+		// A rollout that never reports again still times out.
+		res.RequeueAfter = left
+	}
+	return res, out, err
+}
+
+// converge plans the workload and writes the plan, once a rollout slot is
+// free for a reload.
+func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
 	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	if err != nil {
 		return ctrl.Result{}, outcome{}, err
 	}
-	in.Pending, in.Now = r.pendingOf(req.NamespacedName), r.Clock.Now()
+	in.Pending, in.Now = r.pendingOf(key), r.Clock.Now()
 	p := plan.For(in)
-	r.remember(req.NamespacedName, p.Pending)
+	r.remember(key, p.Pending)
 	r.warn(obj, p.Warnings)
 	if p.Wait > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the settle window", "configs", changeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
+	}
+	if !p.Reloads() {
+		r.Tracker.Leave(r.Kind.Name(), key)
+	} else if a := r.Tracker.Admit(r.Kind.Name(), key, p.Seen); !a.OK {
+		r.logWaiting(ctx, obj, p, a)
+		return ctrl.Result{RequeueAfter: waitPoll}, skipped, nil
 	}
 	if !p.Writes() && !p.WouldReload {
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
 	var res workload.Result
 	if p.Writes() {
+		staleVersion := obj.GetResourceVersion() // a custom kind's write updates obj
 		res, err = r.Kind.Write(ctx, r.Client, obj, p.Update)
+		if err == nil && p.Reloads() && res.Skipped == "" {
+			r.Tracker.Start(r.Kind.Name(), obj, staleVersion)
+		} else if err == nil {
+			r.Tracker.Leave(r.Kind.Name(), key)
+		}
 	}
 	return r.report(ctx, obj, p, res, err)
 }
@@ -139,6 +168,7 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 		}
 	}
 	r.forget(key)
+	r.Tracker.Forget(r.Kind.Name(), key)
 	return nil, nil, out, err
 }
 

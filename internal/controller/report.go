@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -25,6 +27,8 @@ const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	ReasonReloadSkipped     = "ReloadSkipped"
 	ReasonWouldReload       = "WouldReload"
+	ReasonRolloutComplete   = "RolloutComplete"
+	ReasonRolloutStalled    = "RolloutStalled"
 )
 
 // outcome is how a reconcile ended, for the metrics.
@@ -112,4 +116,40 @@ func changeNames(changes []strategy.Change) []string {
 		}
 	}
 	return names
+}
+
+// logWaiting logs a reload that waits for a rollout slot: at info level
+// when it joins the line, then at debug level on each poll.
+func (r *Reconciler) logWaiting(ctx context.Context, obj client.Object, p plan.Plan, a Admission) {
+	log := ctrl.LoggerFrom(ctx)
+	if !a.First {
+		log = log.V(1)
+	}
+	log.Info(a.Why, "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", changeNames(p.Changes))
+}
+
+// follow reports the end of a rollout Ripple follows on obj: a Normal
+// RolloutComplete Event with its duration, or a Warning RolloutStalled
+// Event naming why. It returns how long until a rollout still in progress
+// times out, else 0.
+func (r *Reconciler) follow(ctx context.Context, obj client.Object) time.Duration {
+	p, ok := r.Tracker.Observe(r.Kind.Name(), obj)
+	if !ok {
+		return 0
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "took", p.Took.Round(time.Millisecond).String())
+	took := p.Took.Round(100 * time.Millisecond)
+	switch p.State {
+	case rollout.Complete:
+		r.Metrics.RolloutCompleted(r.Kind.Name(), p.Took)
+		log.Info("rollout complete")
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutComplete, "Rollout", "Rollout complete after %s", took)
+	case rollout.Stalled:
+		r.Metrics.RolloutStalled(r.Kind.Name())
+		log.Info("rollout stalled", "reason", p.Reason)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Rollout", "Rollout stalled after %s: %s", took, p.Reason)
+	default:
+		log.V(1).Info("rollout in progress", "status", p.Reason)
+	}
+	return p.Left
 }

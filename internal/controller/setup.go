@@ -7,6 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,6 +55,8 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Namespaces are the watched namespaces, for recoveries; empty is all.
 	Namespaces []string
+	// Rollouts cap and time the rollouts Ripple follows.
+	Rollouts RolloutLimits
 }
 
 // Setup registers the indexes and the controller of every workload kind,
@@ -59,7 +65,12 @@ type Options struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	m := o.Metrics
 	watched := rsource.Watched(o.Settings.SourceKinds)
-	s := &setup{mgr: mgr, o: o, counter: m.NewCacheCounter(mgr.GetCache())}
+	s := &setup{mgr: mgr, o: o, counter: m.NewCacheCounter(mgr.GetCache()),
+		tracker: &Tracker{Limits: o.Rollouts, Clock: o.Clock, Metrics: m}}
+	var err error
+	if s.recorder, err = newRecorder(ctx, mgr); err != nil {
+		return err
+	}
 	if o.CSI {
 		s.rotations = &rsource.Rotations{}
 	}
@@ -101,6 +112,8 @@ type setup struct {
 	o         Options
 	rotations *rsource.Rotations
 	counter   *metrics.CacheCounter
+	tracker   *Tracker
+	recorder  events.EventRecorder
 
 	mu          sync.Mutex
 	reconcilers []*Reconciler
@@ -111,8 +124,8 @@ type setup struct {
 func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	r := &Reconciler{
 		Client: s.mgr.GetClient(), Kind: kind, Settings: s.o.Settings, Finder: s.o.Finder,
-		Recorder: s.mgr.GetEventRecorder("ripple"), Metrics: s.o.Metrics, Alert: s.o.Alert,
-		Clock: s.o.Clock, Rotations: s.rotations,
+		Recorder: s.recorder, Metrics: s.o.Metrics, Alert: s.o.Alert,
+		Clock: s.o.Clock, Rotations: s.rotations, Tracker: s.tracker,
 	}
 	if err := s.o.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
 		return err
@@ -120,7 +133,8 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	b := ctrl.NewControllerManagedBy(s.mgr).
 		Named(kind.Name()).
 		For(kind.New(), builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			s.tracker.trackedUpdates(kind.Name())))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: s.newQueue})
 	for _, sk := range rsource.Watched(s.o.Settings.SourceKinds) {
 		b = b.Watches(rsource.Object(sk), r.sourceHandler(sk),
@@ -200,4 +214,39 @@ func requests(names []types.NamespacedName) []reconcile.Request {
 		reqs[i] = reconcile.Request{NamespacedName: n}
 	}
 	return reqs
+}
+
+// Events have a client-side budget of their own, apart from
+// --kube-api-qps: a fan-out of one change to hundreds of workloads emits
+// an Event per rollout (and one per completion), and on the shared budget
+// they took it whole for many seconds (300 Events: 14 s at 20/s), holding
+// up every other request of the process, while a shutdown in that time lost
+// the Events still waiting. With this burst a fan-out of 300 is out at
+// once and larger ones at eventQPS; every Event waits for its token and
+// none is dropped by Ripple. (client-go's broadcaster only merges
+// repeats of one reason on one object into a series.)
+const (
+	eventQPS   = 50
+	eventBurst = 300
+)
+
+// newRecorder returns the recorder of Ripple's Events: events.k8s.io
+// Events through a client with a rate limit of its own, stopped with ctx.
+func newRecorder(ctx context.Context, mgr ctrl.Manager) (events.EventRecorder, error) {
+	rc := rest.CopyConfig(mgr.GetConfig())
+	rc.QPS, rc.Burst = eventQPS, eventBurst
+	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
+	cs, err := eventsv1client.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	return b.NewRecorder(mgr.GetScheme(), "ripple"), nil
 }

@@ -50,6 +50,10 @@ type Metrics struct {
 	queueLatency        prometheus.Histogram
 	controllerDepth     *prometheus.GaugeVec
 	wouldReload         *prometheus.CounterVec
+	rolloutDuration     *prometheus.HistogramVec
+	rolloutsStalled     *prometheus.CounterVec
+	rolloutsInProgress  prometheus.Gauge
+	rolloutsWaiting     prometheus.Gauge
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -89,11 +93,19 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 		controllerDepth: gaugeVec("ripple_workqueue_depth", "Workloads waiting in the work queue, by controller (workload kind).", "controller"),
 		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run decided but did not write, by workload kind.", "kind"),
+		rolloutDuration: histogramVec("ripple_rollout_duration_seconds",
+			"Time from Ripple's write to the rollout being complete by the workload's status, by workload kind.",
+			[]float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800}, "kind"),
+		rolloutsStalled: counterVec("ripple_rollouts_stalled_total",
+			"Rollouts Ripple started that stalled (progress deadline exceeded, degraded, or not complete within --rollout-timeout), by workload kind.", "kind"),
+		rolloutsInProgress: gauge("ripple_rollouts_in_progress", "Rollouts Ripple started that are in progress; --max-concurrent-rollouts caps them."),
+		rolloutsWaiting:    gauge("ripple_rollouts_waiting", "Workloads whose rollout waits for a slot under --max-concurrent-rollouts or --max-concurrent-rollouts-per-namespace."),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
-		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
+		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload,
+		m.rolloutDuration, m.rolloutsStalled, m.rolloutsInProgress, m.rolloutsWaiting}
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")
@@ -163,6 +175,21 @@ func (m *Metrics) Reloaded(kind, namespace string, err error, seen time.Duration
 // WouldReload counts a rollout of a workload of kind that --dry-run did
 // not write.
 func (m *Metrics) WouldReload(kind string) { m.wouldReload.WithLabelValues(kind).Inc() }
+
+// RolloutCompleted records a rollout of a workload of kind that completed
+// d after Ripple's write.
+func (m *Metrics) RolloutCompleted(kind string, d time.Duration) {
+	m.rolloutDuration.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+// RolloutStalled counts a rollout of a workload of kind that stalled.
+func (m *Metrics) RolloutStalled(kind string) { m.rolloutsStalled.WithLabelValues(kind).Inc() }
+
+// RolloutsInProgress sets how many rollouts Ripple follows.
+func (m *Metrics) RolloutsInProgress(n int) { m.rolloutsInProgress.Set(float64(n)) }
+
+// RolloutsWaiting sets how many workloads wait for a rollout slot.
+func (m *Metrics) RolloutsWaiting(n int) { m.rolloutsWaiting.Set(float64(n)) }
 
 // Reconciled records one reconcile: success (it reloaded), skipped
 // (nothing to do, with a skip reason) or error.

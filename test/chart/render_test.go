@@ -306,6 +306,7 @@ func productionValues() map[string]any {
 		},
 		"ripple": map[string]any{
 			"settleWindow": "5s", "cronJobReload": "template", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100,
+			"maxConcurrentRollouts": 20, "maxConcurrentRolloutsPerNamespace": 5, "rolloutTimeout": "15m",
 			"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "15s", "retryPeriod": "3s"},
 			"metaInfo":       map[string]any{"enabled": true},
 			"dashboards":     map[string]any{"enabled": true},

@@ -15,19 +15,19 @@ import (
 )
 
 // --kube-api-qps and --kube-api-burst limit, for the whole process, the
-// requests that are not reloads (watches are never limited, by client-go):
-// at 1 request per second the Reloaded Events of ten reloads trickle out
-// one a second, while with the defaults they are all out at once. The
-// reload writes themselves are not held by the limit: the ten workloads are
-// patched at once in both cases.
+// requests that are not reloads or Events (watches are never limited, by
+// client-go). The reload writes and their Events are not held by the
+// limit: at 1 request per second, as with the defaults, the ten workloads
+// are patched and their Reloaded Events created at once. (Events have a
+// budget of their own since a fan-out's Events held every other request
+// of the process on the shared one.)
 func TestKubeAPIQPS(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		args    []string
-		limited bool
+		name string
+		args []string
 	}{
-		{"1 per second", []string{"--kube-api-qps=1", "--kube-api-burst=1"}, true},
-		{"defaults", nil, false},
+		{"1 per second", []string{"--kube-api-qps=1", "--kube-api-burst=1"}},
+		{"defaults", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -61,10 +61,8 @@ func TestKubeAPIQPS(t *testing.T) {
 			switch {
 			case all == 0:
 				t.Fatalf("only %d of %d Reloaded events after 30s", e.reloadedEvents(t.Context()), len(ws))
-			case tc.limited && all < 5*time.Second:
-				t.Errorf("all %d Events were created %s after the change at 1 request/s: the limit did not apply", len(ws), all)
-			case !tc.limited && all > 4*time.Second:
-				t.Errorf("the %d Events took %s with the default limit", len(ws), all)
+			case all > 4*time.Second:
+				t.Errorf("the %d Events took %s: --kube-api-qps held them", len(ws), all)
 			}
 		})
 	}

@@ -344,6 +344,9 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if and $cj (ne $cj "run") -}}{{- $args = append $args (printf "--cronjob-reload=%s" $cj) -}}{{- end -}}
 {{- if $rp.dryRun -}}{{- $args = append $args "--dry-run=true" -}}{{- end -}}
 {{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
+{{- if not (kindIs "invalid" $rp.maxConcurrentRollouts) -}}{{- $args = append $args (printf "--max-concurrent-rollouts=%d" (int $rp.maxConcurrentRollouts)) -}}{{- end -}}
+{{- if not (kindIs "invalid" $rp.maxConcurrentRolloutsPerNamespace) -}}{{- $args = append $args (printf "--max-concurrent-rollouts-per-namespace=%d" (int $rp.maxConcurrentRolloutsPerNamespace)) -}}{{- end -}}
+{{- if $rp.rolloutTimeout -}}{{- $args = append $args (printf "--rollout-timeout=%s" (toString $rp.rolloutTimeout)) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiQps) -}}{{- $args = append $args (printf "--kube-api-qps=%v" $rp.kubeApiQps) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiBurst) -}}{{- $args = append $args (printf "--kube-api-burst=%d" (int $rp.kubeApiBurst)) -}}{{- end -}}
 {{- if include "ripple.ha" . -}}

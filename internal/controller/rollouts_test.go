@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/rollout"
+)
+
+func newTracker(t *testing.T, l RolloutLimits) (*Tracker, *clocktesting.FakePassiveClock) {
+	t.Helper()
+	m, err := metrics.New(prometheus.NewRegistry(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	return &Tracker{Limits: l, Clock: clk, Metrics: m}, clk
+}
+
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// dep is a Deployment at resourceVersion rv whose rollout is complete or
+// in progress.
+func dep(ns, name, rv string, complete bool) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Generation: 2},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 1, AvailableReplicas: 1}
+	if complete {
+		d.Status.Replicas = 1
+	}
+	return d
+}
+
+func TestTrackerTurnsInOrder(t *testing.T) {
+	tr, clk := newTracker(t, RolloutLimits{Max: 1})
+	t0 := clk.Now()
+	tr.Admit("Deployment", key("ns", "x"), t0)
+	tr.Start("Deployment", dep("ns", "x", "1", false), "1")
+	// c was seen first, then a and b together (a before b by name); they
+	// ask in another order, which does not matter.
+	seen := map[string]time.Time{"c": t0, "a": t0.Add(time.Second), "b": t0.Add(time.Second)}
+	for _, n := range []string{"b", "a", "c"} {
+		a := tr.Admit("Deployment", key("ns", n), seen[n])
+		if a.OK || !a.First || !strings.Contains(a.Why, "waiting for a rollout slot: 1 of 1 in progress") {
+			t.Fatalf("%s: %+v, want a first wait for a slot, 1 of 1 in progress", n, a)
+		}
+	}
+	for _, next := range []string{"c", "a", "b"} {
+		// The rollout in progress completes: the slot goes to next.
+		var done string
+		for k := range tr.active {
+			done = k.Name
+		}
+		if p, ok := tr.Observe("Deployment", dep("ns", done, "2", true)); !ok || p.State != rollout.Complete {
+			t.Fatalf("Observe(%s) = %+v %v, want complete", done, p, ok)
+		}
+		for _, n := range []string{"b", "a", "c"} {
+			if _, waits := tr.waiting[trackKey{"Deployment", key("ns", n)}]; !waits {
+				continue
+			}
+			if a := tr.Admit("Deployment", key("ns", n), seen[n]); a.OK != (n == next) {
+				t.Fatalf("turn of %s: %s admitted = %v", next, n, a.OK)
+			}
+		}
+		tr.Start("Deployment", dep("ns", next, "1", false), "1")
+	}
+}
+
+func TestTrackerStaleCacheAndTimeout(t *testing.T) {
+	tr, clk := newTracker(t, RolloutLimits{Max: 1, Timeout: time.Minute})
+	tr.Start("Deployment", dep("ns", "a", "5", true), "5")
+	// The cache still shows the object the write was made on: complete by
+	// its status, but not yet the rollout Ripple started.
+	if p, _ := tr.Observe("Deployment", dep("ns", "a", "5", true)); p.State != rollout.Progressing || p.Left != time.Minute {
+		t.Fatalf("Observe at the written resourceVersion = %+v, want in progress, a minute left", p)
+	}
+	if a := tr.Admit("Deployment", key("ns", "b"), clk.Now()); a.OK {
+		t.Fatal("b admitted while a holds the only slot")
+	}
+	clk.SetTime(clk.Now().Add(time.Minute))
+	p, _ := tr.Observe("Deployment", dep("ns", "a", "6", false))
+	if p.State != rollout.Stalled || !strings.Contains(p.Reason, "--rollout-timeout") {
+		t.Fatalf("Observe after the timeout = %+v, want stalled by --rollout-timeout", p)
+	}
+	if a := tr.Admit("Deployment", key("ns", "b"), clk.Now()); !a.OK {
+		t.Fatalf("b not admitted once a stalled: %s", a.Why)
+	}
+	if _, ok := tr.Observe("Deployment", dep("ns", "a", "7", false)); ok {
+		t.Fatal("a stalled rollout is still followed")
+	}
+}
+
+func TestTrackerPerNamespace(t *testing.T) {
+	tr, clk := newTracker(t, RolloutLimits{MaxPerNamespace: 1})
+	now := clk.Now()
+	tr.Admit("Deployment", key("x", "a"), now)
+	tr.Start("Deployment", dep("x", "a", "1", false), "1")
+	if a := tr.Admit("Deployment", key("x", "b"), now); a.OK || !strings.Contains(a.Why, "in the namespace") {
+		t.Fatalf("x/b: %+v, want waiting for the namespace's slot", a)
+	}
+	// Another namespace is not held up by x, even behind x/b in line.
+	if a := tr.Admit("Deployment", key("y", "c"), now.Add(time.Second)); !a.OK {
+		t.Fatalf("y/c not admitted: %s", a.Why)
+	}
+}
+
+func TestTrackerLineForgetsLeavers(t *testing.T) {
+	tr, clk := newTracker(t, RolloutLimits{Max: 1})
+	now := clk.Now()
+	tr.Admit("Deployment", key("ns", "gone"), now)
+	if a := tr.Admit("Deployment", key("ns", "next"), now.Add(time.Second)); a.OK {
+		t.Fatal("next admitted ahead of gone")
+	}
+	// gone stops asking (deleted, or no longer needs a rollout).
+	clk.SetTime(now.Add(waitForget + time.Second))
+	if a := tr.Admit("Deployment", key("ns", "next"), now.Add(time.Second)); !a.OK {
+		t.Fatalf("next still waits behind a workload that left the line: %s", a.Why)
+	}
+}
+
+func TestTrackerUnlimitedAndInstant(t *testing.T) {
+	tr, clk := newTracker(t, RolloutLimits{})
+	for i := range 100 {
+		if a := tr.Admit("Deployment", key("ns", string(rune('a'+i))), clk.Now()); !a.OK {
+			t.Fatal("a cap of 0 held a rollout")
+		}
+	}
+	tr.Start("CronJob", &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cj"}}, "1")
+	if tr.Tracked("CronJob", key("ns", "cj")) {
+		t.Fatal("a CronJob's rollout (the Job it started) is followed")
+	}
+}
+
+// A workload that joins the line after another got a slot, ahead of it by
+// order, does not take that slot before the other's write starts its
+// rollout: the cap holds.
+func TestTrackerGrantHeldUntilStart(t *testing.T) {
+	tr, clk := newTracker(t, RolloutLimits{Max: 1})
+	now := clk.Now()
+	if a := tr.Admit("Deployment", key("ns", "w010"), now); !a.OK {
+		t.Fatalf("w010 not admitted: %s", a.Why)
+	}
+	if a := tr.Admit("Deployment", key("ns", "w005"), now); a.OK {
+		t.Fatal("w005 took the slot w010 holds")
+	}
+	// w010's write met a conflict: it asks again and still holds its slot.
+	if a := tr.Admit("Deployment", key("ns", "w010"), now); !a.OK {
+		t.Fatalf("w010 lost its slot: %s", a.Why)
+	}
+	tr.Start("Deployment", dep("ns", "w010", "1", false), "1")
+	if a := tr.Admit("Deployment", key("ns", "w005"), now); a.OK {
+		t.Fatal("w005 admitted while w010's rollout is in progress")
+	}
+}

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/test/kit"
+)
+
+const (
+	// waveWorkloads Deployments share one Secret; at most waveCap of their
+	// rollouts may be in progress at once.
+	waveWorkloads = 300
+	waveCap       = 50
+	waveSecret    = "shared"
+	waveEnv       = "STAKATER_SHARED_SECRET"
+	// stuck is a Deployment whose pods never become Ready (their node
+	// selector matches no node, so they are never scheduled), with a progress deadline
+	// of a few seconds: its rollout stalls. It sorts before the w*
+	// Deployments, so it takes a slot in the first wave.
+	stuck = "stuck"
+)
+
+// Rollout waves: one Secret change rolls 300 Deployments with
+// --max-concurrent-rollouts=50. Sampled from the cluster while it runs,
+// never more than 50 of them have a rollout in progress; all 300 end with
+// the new hash, each rolled once (Deployment revision 2), each with its
+// Reloaded and RolloutComplete Events. A Deployment whose rollout stalls
+// (progress deadline exceeded) is reported by a RolloutStalled Event.
+func TestRolloutWaves(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: waveSecret}, StringData: map[string]string{"token": "v1"}}
+	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startRipple(t, ns, fmt.Sprintf("--max-concurrent-rollouts=%d", waveCap))
+	createWaveDeployments(t, cs, ns)
+	began := time.Now()
+	waitFor(t, "every Deployment available, with its baseline", func(ctx context.Context) (bool, error) {
+		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, d := range ds.Items {
+			if d.Annotations[appliedAnnotation] == "" || (d.Name != stuck && rollout.Deployment(&d).State != rollout.Complete) {
+				return false, nil
+			}
+		}
+		return len(ds.Items) == waveWorkloads+1, nil
+	})
+	t.Logf("%d Deployments available after %s", waveWorkloads, time.Since(began).Round(time.Second))
+
+	sec.StringData = map[string]string{"token": "v2"}
+	sec, err := cs.CoreV1().Secrets(ns).Update(t.Context(), sec, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := digest.Secret(sec)
+	changed := time.Now()
+	s := sampleInProgress(t, cs, ns, want)
+	waitWaveDone(t, cs, ns, want)
+	peak, samples := s.stop()
+	t.Logf("all %d rolled and complete %s after the change; peak %d in progress (%d samples)",
+		waveWorkloads, time.Since(changed).Round(time.Second), peak, samples)
+	if peak > waveCap {
+		t.Errorf("%d rollouts were in progress at once, want at most %d", peak, waveCap)
+	}
+	checkRevisions(t, cs, ns)
+	checkWaveEvents(t, cs, ns)
+}
+
+func createWaveDeployments(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	create := func(name string, mod func(*appsv1.Deployment)) {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: auto()},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: spec{secrets: []string{waveSecret}}.template(name),
+			},
+		}
+		mod(d)
+		if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(stuck, func(d *appsv1.Deployment) {
+		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"test.ripple.dev/no-such-node": "true"}
+	})
+	for i := range waveWorkloads {
+		create(fmt.Sprintf("w%03d", i), func(*appsv1.Deployment) {})
+	}
+}
+
+// sampler counts, from the cluster, the Deployments that carry the new
+// hash and whose rollout is in progress by their status: patched and not
+// yet complete. One seen complete is done: losing a pod later (kwok's
+// nodes on a loaded machine) is not a rollout in progress.
+type sampler struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	peak, n int
+}
+
+func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *sampler {
+	ctx, cancel := context.WithCancel(t.Context())
+	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	complete := map[string]bool{}
+	go func() {
+		defer close(s.done)
+		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			in := 0
+			for _, d := range ds.Items {
+				v, _ := envValue(&d.Spec.Template, waveEnv)
+				if v != want || complete[d.Name] {
+					continue
+				}
+				switch rollout.Deployment(&d).State {
+				case rollout.Progressing:
+					in++
+				case rollout.Complete:
+					complete[d.Name] = true
+				}
+			}
+			s.mu.Lock()
+			s.peak, s.n = max(s.peak, in), s.n+1
+			s.mu.Unlock()
+			return false, nil
+		})
+	}()
+	return s
+}
+
+func (s *sampler) stop() (peak, samples int) {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak, s.n
+}
+
+// waitWaveDone waits until every w* Deployment has the new hash and its
+// rollout is complete.
+func waitWaveDone(t *testing.T, cs kubernetes.Interface, ns, want string) {
+	t.Helper()
+	var done int
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		done = 0
+		for _, d := range ds.Items {
+			v, _ := envValue(&d.Spec.Template, waveEnv)
+			if d.Name != stuck && v == want && rollout.Deployment(&d).State == rollout.Complete {
+				done++
+			}
+		}
+		return done == waveWorkloads, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d Deployments rolled with %s=%s and complete: %v", done, waveWorkloads, waveEnv, want, err)
+	}
+}
+
+// checkRevisions checks each w* Deployment rolled exactly once: revision 2.
+func checkRevisions(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	ds, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds.Items {
+		if rev := d.Annotations["deployment.kubernetes.io/revision"]; d.Name != stuck && rev != "2" {
+			t.Errorf("Deployment %s is at revision %s, want 2 (one rollout)", d.Name, rev)
+		}
+	}
+}
+
+// checkWaveEvents waits for every w* Deployment's Reloaded and
+// RolloutComplete Events and the stuck one's RolloutStalled.
+func checkWaveEvents(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	var counts map[string]map[string]int
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		counts = map[string]map[string]int{}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Deployment" {
+				if counts[e.Reason] == nil {
+					counts[e.Reason] = map[string]int{}
+				}
+				counts[e.Reason][e.Regarding.Name]++
+			}
+		}
+		return len(counts[controller.ReasonReloaded]) == waveWorkloads+1 &&
+			len(counts[controller.ReasonRolloutComplete]) == waveWorkloads && counts[controller.ReasonRolloutStalled][stuck] == 1, nil
+	})
+	if err != nil {
+		t.Errorf("Events: %d Deployments Reloaded (want %d), %d RolloutComplete (want %d), %s RolloutStalled %d (want 1)",
+			len(counts[controller.ReasonReloaded]), waveWorkloads+1, len(counts[controller.ReasonRolloutComplete]), waveWorkloads,
+			stuck, counts[controller.ReasonRolloutStalled][stuck])
+	}
+	notes, _ := kit.EventNotes(t.Context(), cs, ns, kit.EventMatch{Name: stuck, Reason: controller.ReasonRolloutStalled})
+	if len(notes) != 1 || !strings.Contains(notes[0], "progress deadline exceeded") {
+		t.Errorf("RolloutStalled of %s: %q, want one naming the progress deadline", stuck, notes)
+	}
+}
