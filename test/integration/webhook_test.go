@@ -57,6 +57,12 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	deploy := kit.Deployment
 	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 	e.newConfig(t, r)
+	// The create call names the workloads Ripple knows when it handles the
+	// create: none yet, if the workloads come after it.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(hook.received()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	opted := e.newWorkload(t, deploy, "opted-in", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
 	plain := e.newWorkload(t, deploy, "plain", nil, envFrom(r.Kind, r.Name))
 	time.Sleep(time.Second) // let the workloads reach Ripple's cache
