@@ -38,6 +38,9 @@ type Keys struct {
 	// SettleWindow is Ripple's own: how long to wait for a burst of config
 	// changes to settle before rolling the workload once.
 	SettleWindow string
+	// MinRolloutInterval is Ripple's own: the least time between two
+	// rollouts of the workload (overrides --min-rollout-interval).
+	MinRolloutInterval string
 	// Applied is Ripple's own: the workload-metadata record of the config
 	// digests that have already been applied.
 	Applied string
@@ -81,8 +84,9 @@ func DefaultKeys(prefix string) Keys {
 		PausePeriod:     "deployment.reloader.stakater.com/pause-period",
 		PausedAt:        "deployment.reloader.stakater.com/paused-at",
 
-		SettleWindow: prefix + "/settle-window",
-		Applied:      prefix + "/applied",
+		SettleWindow:       prefix + "/settle-window",
+		MinRolloutInterval: prefix + "/min-rollout-interval",
+		Applied:            prefix + "/applied",
 
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",
@@ -100,7 +104,7 @@ func (k Keys) All() []string {
 		k.Search, k.Match, k.Ignore,
 		k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude,
 		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
-		k.SettleWindow, k.Applied, k.CronJobReload, k.PendingJob,
+		k.SettleWindow, k.MinRolloutInterval, k.Applied, k.CronJobReload, k.PendingJob,
 		k.RecreateRecord, k.Replaces,
 	}
 }

@@ -52,6 +52,7 @@ func annotationDocs(k annotation.Keys) [][3]string {
 		{k.PausedAt, "Deployment, written by Ripple", "RFC 3339 time the pause started; the resume is scheduled from it, so it holds across restarts. Without it a paused Deployment is the user's, and Ripple never resumes it."},
 		{annotation.LastReloadedFrom, "pod template, written by Ripple", "With --reload-strategy=annotations: the last reload, as Reloader's JSON {type,name,namespace,hash,containerRefs,observedAt}."},
 		{k.SettleWindow, "workload", "Overrides --settle-window for this workload, e.g. 0s or 30s. An invalid value is a Warning event and the flag's value applies."},
+		{k.MinRolloutInterval, "workload", "Overrides --min-rollout-interval for this workload, e.g. 0s or 10m. An invalid value is a Warning event and the flag's value applies."},
 		{k.CronJobReload, "CronJob", `"run" or "template": overrides --cronjob-reload for this CronJob. An invalid value is a Warning event and the flag's value applies.`},
 		{k.PendingJob, "CronJob, written by Ripple", "The pod template of a Job decided but not yet created; Ripple creates it (also after a restart) and removes the annotation."},
 		{k.RecreateRecord, "ConfigMap, written by Ripple", "Labels the ConfigMap <job>.ripple-recreate that holds a Job being re-created for a reload, until the new Job exists; it survives errors and restarts."},

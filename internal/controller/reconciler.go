@@ -53,6 +53,8 @@ type Reconciler struct {
 	mu sync.Mutex
 	// pending holds, per workload, the settle state of its last plan.
 	pending map[types.NamespacedName]plan.Pending
+	// storms holds, per workload, the storm-breaker state of its last plan.
+	storms map[types.NamespacedName]plan.Storm
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -80,11 +82,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, outcome{}, err
 	}
 	in.Pending, in.Now = r.pendingOf(req.NamespacedName), r.Clock.Now()
+	in.Storm = r.stormOf(req.NamespacedName)
 	p := plan.For(in)
 	r.remember(req.NamespacedName, p.Pending)
+	r.keepStorm(req.NamespacedName, p.Storm)
 	r.warn(obj, p.Warnings)
+	r.reportHold(ctx, obj, p)
 	if p.Wait > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the settle window", "configs", changeNames(p.Changes), "wait", p.Wait)
+		ctrl.LoggerFrom(ctx).V(1).Info(waitMessage(p), "configs", changeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}
 	if !p.Writes() && !p.WouldReload {
@@ -131,6 +136,7 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 		}
 	}
 	r.forget(key)
+	r.keepStorm(key, plan.Storm{})
 	return nil, nil, out, err
 }
 

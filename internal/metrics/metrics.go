@@ -50,6 +50,8 @@ type Metrics struct {
 	queueLatency        prometheus.Histogram
 	controllerDepth     *prometheus.GaugeVec
 	wouldReload         *prometheus.CounterVec
+	held                prometheus.Gauge
+	holds               *prometheus.CounterVec
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -89,11 +91,14 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 		controllerDepth: gaugeVec("ripple_workqueue_depth", "Workloads waiting in the work queue, by controller (workload kind).", "controller"),
 		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run decided but did not write, by workload kind.", "kind"),
+		held:            gauge("ripple_reloads_held", "Workloads the flap breaker holds now: their configs keep changing (ReloadHeld events name them)."),
+		holds:           counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
-		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
+		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload,
+		m.held, m.holds}
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")
@@ -163,6 +168,16 @@ func (m *Metrics) Reloaded(kind, namespace string, err error, seen time.Duration
 // WouldReload counts a rollout of a workload of kind that --dry-run did
 // not write.
 func (m *Metrics) WouldReload(kind string) { m.wouldReload.WithLabelValues(kind).Inc() }
+
+// HoldBegan counts a hold of a workload of kind by the flap breaker and
+// adds it to the workloads held.
+func (m *Metrics) HoldBegan(kind string) {
+	m.holds.WithLabelValues(kind).Inc()
+	m.held.Inc()
+}
+
+// HoldEnded removes a workload from the workloads held.
+func (m *Metrics) HoldEnded() { m.held.Dec() }
 
 // Reconciled records one reconcile: success (it reloaded), skipped
 // (nothing to do, with a skip reason) or error.
