@@ -61,7 +61,9 @@ func TestStormBreakerHoldsFlappingConfig(t *testing.T) {
 	end := waitRolledOut(t, cs, web)
 	end = expectNoRollout(t, cs, end)
 	for name, n := range rolloutCounters(web, end[web]) {
-		if d := n - rolloutCounters(web, before[web])[name]; d < 1 || d > 3 {
+		d := n - rolloutCounters(web, before[web])[name]
+		t.Logf("%d rollouts by the %s", d, name)
+		if d < 1 || d > 3 {
 			t.Errorf("%d rollouts by the %s during and after the storm, want 1 to 3", d, name)
 		}
 	}
