@@ -55,9 +55,16 @@ func (r *Reconciler) stormOf(key types.NamespacedName) plan.Storm {
 func (r *Reconciler) reportHold(ctx context.Context, obj client.Object, p plan.Plan) {
 	log := ctrl.LoggerFrom(ctx)
 	if p.Resumed {
-		log.Info("resumed after a hold", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "rolls", p.Reloads() || p.WouldReload)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadResumed, "Reload",
-			"Configs quiet for %s: the hold ends and the latest data rolls out", r.Settings.Flap.Quiet)
+		rolls := p.Reloads() || p.WouldReload
+		log.Info("resumed after a hold", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "rolls", rolls)
+		next := "the latest data rolls out"
+		switch {
+		case !rolls && len(p.Changes) > 0:
+			next = "the latest data rolls out when the minimum rollout interval has passed"
+		case !rolls:
+			next = "nothing to roll, the configs are back to what the workload runs"
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadResumed, "Reload", "The hold ends: %s", next)
 	}
 	if p.Hold == nil || !p.Hold.Began {
 		return
