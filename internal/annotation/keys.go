@@ -38,6 +38,9 @@ type Keys struct {
 	// SettleWindow is Ripple's own: how long to wait for a burst of config
 	// changes to settle before rolling the workload once.
 	SettleWindow string
+	// MinRolloutInterval is Ripple's own: the least time between two
+	// rollouts of the workload (overrides --min-rollout-interval).
+	MinRolloutInterval string
 	// Applied is Ripple's own: the workload-metadata record of the config
 	// digests that have already been applied.
 	Applied string
@@ -86,10 +89,11 @@ func DefaultKeys(prefix string) Keys {
 		PausePeriod:     "deployment.reloader.stakater.com/pause-period",
 		PausedAt:        "deployment.reloader.stakater.com/paused-at",
 
-		SettleWindow: prefix + "/settle-window",
-		Applied:      prefix + "/applied",
-		ReloadOnKeys: prefix + "/reload-on-keys",
-		AppliedAlias: prefix + "/applied-alias",
+		SettleWindow:       prefix + "/settle-window",
+		MinRolloutInterval: prefix + "/min-rollout-interval",
+		Applied:            prefix + "/applied",
+		ReloadOnKeys:       prefix + "/reload-on-keys",
+		AppliedAlias:       prefix + "/applied-alias",
 
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",
@@ -107,7 +111,7 @@ func (k Keys) All() []string {
 		k.Search, k.Match, k.Ignore,
 		k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude,
 		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
-		k.SettleWindow, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
+		k.SettleWindow, k.MinRolloutInterval, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
 		k.RecreateRecord, k.Replaces,
 	}
 }

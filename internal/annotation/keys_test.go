@@ -42,6 +42,7 @@ func TestDefaultKeys(t *testing.T) {
 			want := reloader
 			want.SettleWindow, want.Applied = tt.own+"/settle-window", tt.own+"/applied"
 			want.ReloadOnKeys, want.AppliedAlias = tt.own+"/reload-on-keys", tt.own+"/applied-alias"
+			want.MinRolloutInterval = tt.own + "/min-rollout-interval"
 			want.CronJobReload, want.PendingJob = tt.own+"/cronjob-reload", tt.own+"/pending-job"
 			want.RecreateRecord, want.Replaces = tt.own+"/recreate-job", tt.own+"/replaces-uid"
 			if got := DefaultKeys(tt.prefix); got != want {

@@ -88,6 +88,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
 		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
 		SettleWindow: cfg.SettleWindow, Started: clk.Now(), DryRun: cfg.DryRun,
+		MinRolloutInterval: cfg.MinRolloutInterval,
+		Flap:               plan.Flap{Threshold: cfg.FlapThreshold, Window: cfg.FlapWindow, Quiet: cfg.FlapQuietPeriod},
 	}
 	log := mgr.GetLogger()
 	finder := &dependents.Finder{

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -30,6 +31,13 @@ type ReloadFlags struct {
 	// RolloutTimeout is how long a rollout may take before it is reported
 	// stalled and frees its slot.
 	RolloutTimeout time.Duration
+	// MinRolloutInterval is the least time between two rollouts of one
+	// workload; 0 means none.
+	MinRolloutInterval time.Duration
+	// FlapThreshold, FlapWindow and FlapQuietPeriod are the flap
+	// breaker's limits; a threshold of 0 turns it off.
+	FlapThreshold               int
+	FlapWindow, FlapQuietPeriod time.Duration
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -58,6 +66,11 @@ const DefaultMaxConcurrentRollouts = 100
 func defaultReloadOptions() ReloadOptions {
 	return ReloadOptions{ReloadStrategy: "env-vars", ReloadFlags: ReloadFlags{
 		SettleWindow: time.Second, MaxConcurrentRollouts: DefaultMaxConcurrentRollouts, RolloutTimeout: 10 * time.Minute,
+		// Storm breaker defaults (docs/safety.md): no one editing by
+		// hand makes more than 10 changes a minute, a 300 ms storm trips it
+		// in about ten settle windows, and 10s of quiet is longer than the
+		// 6s between changes of a config flapping at just the trip rate.
+		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
 	}}
 }
 
@@ -75,6 +88,37 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentRolloutsPerNamespace, "max-concurrent-rollouts-per-namespace", o.MaxConcurrentRolloutsPerNamespace, "At most this many rollouts that Ripple started are in progress at once in one namespace. 0 is no cap.")
 	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "A rollout that Ripple started and that is not complete after this long is reported stalled (Warning Event RolloutStalled, ripple_rollouts_stalled_total) and frees its slot; a progress deadline exceeded reports it earlier. 0 never times out (a rollout then frees its slot only by completing or stalling by its own status).")
 	fs.DurationVar(&o.SettleWindow, "settle-window", o.SettleWindow, "Changes to one workload's configs that arrive within this window of each other become one rollout; 0 acts at once. A workload can override it with the <annotation-prefix>/settle-window annotation.")
+	o.bindBreakerFlags(fs)
+}
+
+// bindBreakerFlags registers the storm breaker's flags.
+func (o *ReloadOptions) bindBreakerFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.MinRolloutInterval, "min-rollout-interval", o.MinRolloutInterval, "Least time between two rollouts of one workload: a rollout due sooner waits, then carries the latest data. 0 means none. A workload can override it with the <annotation-prefix>/min-rollout-interval annotation. Kept in memory: after a restart the next rollout may come sooner.")
+	fs.IntVar(&o.FlapThreshold, "flap-threshold", o.FlapThreshold, fmt.Sprintf("Flap breaker: a workload whose configs change more than this many times within --flap-window is held (a ReloadHeld Warning event) until they have been quiet for --flap-quiet-period, then rolled once with the latest data. 0 turns the breaker off; at most %d.", maxFlapThreshold))
+	fs.DurationVar(&o.FlapWindow, "flap-window", o.FlapWindow, "Flap breaker: the window in which more than --flap-threshold config changes hold a workload.")
+	fs.DurationVar(&o.FlapQuietPeriod, "flap-quiet-period", o.FlapQuietPeriod, "Flap breaker: a held workload resumes once its configs have not changed for this long.")
+}
+
+// maxFlapThreshold bounds --flap-threshold: Ripple keeps up to
+// threshold+1 change times per workload.
+const maxFlapThreshold = 100
+
+func (o *ReloadOptions) validateBreaker(errs *problems) {
+	if o.MinRolloutInterval < 0 {
+		errs.bad("min-rollout-interval", "%s is negative; use 0 for none or a duration such as 5m", o.MinRolloutInterval)
+	}
+	if o.FlapThreshold < 0 || o.FlapThreshold > maxFlapThreshold {
+		errs.bad("flap-threshold", "%d is not between 0 (off) and %d", o.FlapThreshold, maxFlapThreshold)
+	}
+	if o.FlapThreshold == 0 {
+		return
+	}
+	if o.FlapWindow <= 0 {
+		errs.bad("flap-window", "%s is not positive; use --flap-threshold=0 to turn the breaker off", o.FlapWindow)
+	}
+	if o.FlapQuietPeriod <= 0 {
+		errs.bad("flap-quiet-period", "%s is not positive; use --flap-threshold=0 to turn the breaker off", o.FlapQuietPeriod)
+	}
 }
 
 func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
@@ -118,5 +162,6 @@ func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 	if o.SettleWindow < 0 {
 		errs.bad("settle-window", "%s is negative; use 0 to act at once or a positive duration such as 1s", o.SettleWindow)
 	}
+	o.validateBreaker(errs)
 	return r
 }

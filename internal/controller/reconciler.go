@@ -56,6 +56,8 @@ type Reconciler struct {
 	mu sync.Mutex
 	// pending holds, per workload, the settle state of its last plan.
 	pending map[types.NamespacedName]plan.Pending
+	// storms holds, per workload, the storm-breaker state of its last plan.
+	storms map[types.NamespacedName]plan.Storm
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -100,11 +102,14 @@ func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj
 		return ctrl.Result{}, outcome{}, err
 	}
 	in.Pending, in.Now = r.pendingOf(key), r.Clock.Now()
+	in.Storm = r.stormOf(key)
 	p := plan.For(in)
 	r.remember(key, p.Pending)
+	r.keepStorm(key, p.Storm)
 	r.warn(obj, p.Warnings)
+	r.reportHold(ctx, obj, p)
 	if p.Wait > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the settle window", "configs", changeNames(p.Changes), "wait", p.Wait)
+		ctrl.LoggerFrom(ctx).V(1).Info(waitMessage(p), "configs", changeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}
 	if !p.Reloads() {
@@ -169,6 +174,7 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 	}
 	r.forget(key)
 	r.Tracker.Forget(r.Kind.Name(), key)
+	r.keepStorm(key, plan.Storm{})
 	return nil, nil, out, err
 }
 

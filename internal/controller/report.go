@@ -80,6 +80,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Metrics.WouldReload(r.Kind.Name())
 		log.Info("would reload (dry run)", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (--dry-run)", list)
+		r.keepStorm(client.ObjectKeyFromObject(obj), p.Storm.AfterRollout(p, r.Clock.Now()))
 	}
 	if !p.Reloads() {
 		if p.Writes() {
@@ -93,6 +94,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload", "Changes in %s not reloaded: %s", list, res.Skipped)
 		return ctrl.Result{}, notUpdated, nil
 	}
+	r.keepStorm(client.ObjectKeyFromObject(obj), p.Storm.AfterRollout(p, r.Clock.Now()))
 	strategyName := r.Settings.Strategy.Name()
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)", list, strategyName)

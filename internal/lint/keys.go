@@ -43,6 +43,7 @@ func homes(k annotation.Keys) map[string]home {
 		k.RolloutStrategy: {kind: workload.RolloutGVK.Kind, metadataOnly: true},
 		k.CronJobReload:   {kind: "CronJob", metadataOnly: true, valid: cronJobMode},
 	}
+	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}

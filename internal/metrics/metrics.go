@@ -54,6 +54,8 @@ type Metrics struct {
 	rolloutsStalled     *prometheus.CounterVec
 	rolloutsInProgress  prometheus.Gauge
 	rolloutsWaiting     prometheus.Gauge
+	held                prometheus.Gauge
+	holds               *prometheus.CounterVec
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -100,12 +102,15 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			"Rollouts Ripple started that stalled (progress deadline exceeded, degraded, or not complete within --rollout-timeout), by workload kind.", "kind"),
 		rolloutsInProgress: gauge("ripple_rollouts_in_progress", "Rollouts Ripple started that are in progress; --max-concurrent-rollouts caps them."),
 		rolloutsWaiting:    gauge("ripple_rollouts_waiting", "Workloads whose rollout waits for a slot under --max-concurrent-rollouts or --max-concurrent-rollouts-per-namespace."),
+		held:               gauge("ripple_reloads_held", "Workloads the flap breaker holds now: their configs keep changing (ReloadHeld events name them)."),
+		holds:              counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload,
-		m.rolloutDuration, m.rolloutsStalled, m.rolloutsInProgress, m.rolloutsWaiting}
+		m.rolloutDuration, m.rolloutsStalled, m.rolloutsInProgress, m.rolloutsWaiting,
+		m.held, m.holds}
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")
@@ -190,6 +195,16 @@ func (m *Metrics) RolloutsInProgress(n int) { m.rolloutsInProgress.Set(float64(n
 
 // RolloutsWaiting sets how many workloads wait for a rollout slot.
 func (m *Metrics) RolloutsWaiting(n int) { m.rolloutsWaiting.Set(float64(n)) }
+
+// HoldBegan counts a hold of a workload of kind by the flap breaker and
+// adds it to the workloads held.
+func (m *Metrics) HoldBegan(kind string) {
+	m.holds.WithLabelValues(kind).Inc()
+	m.held.Inc()
+}
+
+// HoldEnded removes a workload from the workloads held.
+func (m *Metrics) HoldEnded() { m.held.Dec() }
 
 // Reconciled records one reconcile: success (it reloaded), skipped
 // (nothing to do, with a skip reason) or error.

@@ -40,6 +40,9 @@ type Reload struct {
 	Kind      string // e.g. Deployment
 	Workload  string
 	Sources   []Source
+	// Held, when set, makes the alert tell of a hold by the flap breaker
+	// instead of a rollout: why, and when the hold ends.
+	Held string
 }
 
 // AlertText is Reloader's alert sentence, extended to name every config of
@@ -53,6 +56,10 @@ func AlertText(r Reload, additionalInfo string) string {
 	}
 	msg := fmt.Sprintf("Reloader detected changes in %s in namespace *%s*. Hence reloaded *%s* of type *%s* in namespace *%s*",
 		strings.Join(parts, ", "), r.Namespace, r.Workload, r.Kind, r.Namespace)
+	if r.Held != "" {
+		msg = fmt.Sprintf("Ripple holds the reload of *%s* of type *%s* in namespace *%s*: %s %s",
+			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Held)
+	}
 	if additionalInfo != "" {
 		msg = additionalInfo + " : " + msg
 	}
@@ -66,7 +73,11 @@ func AlertMessage(sink Sink, r Reload, additionalInfo string) Message {
 	var body any
 	switch sink {
 	case Slack:
-		body = map[string]any{"attachments": []map[string]string{{"color": "good", "author_name": "Reloader", "text": text}}}
+		color := "good"
+		if r.Held != "" {
+			color = "warning"
+		}
+		body = map[string]any{"attachments": []map[string]string{{"color": color, "author_name": "Reloader", "text": text}}}
 	case Teams, GChat:
 		body = map[string]string{"text": text}
 	default:

@@ -5,6 +5,8 @@ import "testing"
 func TestAlertPayloads(t *testing.T) {
 	one := Reload{Namespace: "team", Kind: "Deployment", Workload: "web", Sources: []Source{{Type: "CONFIGMAP", Name: "app"}}}
 	two := Reload{Namespace: "team", Kind: "StatefulSet", Workload: "db", Sources: []Source{{Type: "CONFIGMAP", Name: "cfg"}, {Type: "SECRET", Name: "creds"}}}
+	held := one
+	held.Held = "changed 11 times within 1m0s; it rolls once when quiet"
 	tests := map[string]struct {
 		sink        Sink
 		reload      Reload
@@ -22,6 +24,8 @@ func TestAlertPayloads(t *testing.T) {
 			`Reloader detected changes in app of type CONFIGMAP in namespace team. Hence reloaded web of type Deployment in namespace team`},
 		"one message names every config of the rollout": {Teams, two, "", "application/json",
 			`{"text":"Reloader detected changes in *cfg* of type *CONFIGMAP*, *creds* of type *SECRET* in namespace *team*. Hence reloaded *db* of type *StatefulSet* in namespace *team*"}`},
+		"a hold is a warning": {Slack, held, "", "application/json",
+			`{"attachments":[{"author_name":"Reloader","color":"warning","text":"Ripple holds the reload of *web* of type *Deployment* in namespace *team*: *app* of type *CONFIGMAP* changed 11 times within 1m0s; it rolls once when quiet"}]}`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -37,6 +37,11 @@ type Settings struct {
 	SyncAfterRestart bool
 	// SettleWindow is the default settle window.
 	SettleWindow time.Duration
+	// MinRolloutInterval is the default least time between two rollouts
+	// of a workload; 0 means none.
+	MinRolloutInterval time.Duration
+	// Flap are the flap breaker's limits.
+	Flap Flap
 	// Started is when this Ripple started watching.
 	Started time.Time
 	// DryRun decides as usual but rolls nothing: the write keeps only the
@@ -96,7 +101,9 @@ type Input struct {
 	// kind order, then name.
 	Sources []Source
 	Pending Pending
-	Now     time.Time
+	// Storm is the storm-breaker state of the last plan.
+	Storm Storm
+	Now   time.Time
 }
 
 // State says what a source means for the workload:
@@ -165,6 +172,14 @@ type Plan struct {
 	WouldReload bool
 	// Requeue is when to look again to resume a paused workload.
 	Requeue time.Duration
+	// Storm is the storm-breaker state to keep; Hold is set while the
+	// flap breaker holds the workload, Resumed on the plan that ends a
+	// hold, and Spaced when Wait is the minimum rollout interval, Interval.
+	Storm    Storm
+	Hold     *Hold
+	Resumed  bool
+	Spaced   bool
+	Interval time.Duration
 }
 
 // Reloads reports whether the plan rolls the workload.
@@ -190,9 +205,9 @@ func For(in Input) Plan {
 		if !p.Pending.First.IsZero() {
 			p.Seen = p.Pending.First
 		}
-		if p.Wait > 0 {
-			return p
-		}
+	}
+	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
+		return p
 	}
 	if in.DryRun {
 		p.Update, p.Requeue = dryRun(in, p, period)

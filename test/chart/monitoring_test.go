@@ -205,7 +205,7 @@ func TestAlerts(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	for _, want := range []string{"RippleReloadFailures", "RippleReloadsFlapping", "RippleLeaderFlapping", "RippleNotReady", "RippleDown", "RippleNoLeader"} {
+	for _, want := range []string{"RippleReloadFailures", "RippleReloadsFlapping", "RippleReloadsHeld", "RippleLeaderFlapping", "RippleNotReady", "RippleDown", "RippleNoLeader"} {
 		if alerts[want] == nil {
 			t.Errorf("no alert %s among %v", want, names)
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -262,6 +263,9 @@ func valueSets() []valueSet {
 			if !cfg.OpenShift || cfg.CronJobReload != "template" {
 				t.Errorf("OpenShift %v, --cronjob-reload %q: want on and template", cfg.OpenShift, cfg.CronJobReload)
 			}
+			if cfg.MinRolloutInterval != 2*time.Minute || cfg.FlapThreshold != 0 || cfg.FlapWindow != 30*time.Second || cfg.FlapQuietPeriod != 20*time.Second {
+				t.Errorf("storm breaker: interval %v, flap %d/%v/%v; want 2m, 0, 30s, 20s", cfg.MinRolloutInterval, cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuietPeriod)
+			}
 			if cfg.Keys.Applied != "ripple.example.com/applied" {
 				t.Errorf("applied key %q: want the annotation prefix applied", cfg.Keys.Applied)
 			}
@@ -307,6 +311,7 @@ func productionValues() map[string]any {
 		"ripple": map[string]any{
 			"settleWindow": "5s", "cronJobReload": "template", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100,
 			"maxConcurrentRollouts": 20, "maxConcurrentRolloutsPerNamespace": 5, "rolloutTimeout": "15m",
+			"minRolloutInterval": "2m", "flapBreaker": map[string]any{"threshold": 0, "window": "30s", "quietPeriod": "20s"},
 			"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "15s", "retryPeriod": "3s"},
 			"metaInfo":       map[string]any{"enabled": true},
 			"dashboards":     map[string]any{"enabled": true},

@@ -340,6 +340,11 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $r.autoReloadAll -}}{{- $args = append $args "--auto-reload-all=true" -}}{{- end -}}
 {{- $rp := .Values.ripple -}}
 {{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
+{{- if $rp.minRolloutInterval -}}{{- $args = append $args (printf "--min-rollout-interval=%s" (toString $rp.minRolloutInterval)) -}}{{- end -}}
+{{- $fb := $rp.flapBreaker | default dict -}}
+{{- if not (kindIs "invalid" $fb.threshold) -}}{{- $args = append $args (printf "--flap-threshold=%d" (int $fb.threshold)) -}}{{- end -}}
+{{- if $fb.window -}}{{- $args = append $args (printf "--flap-window=%s" (toString $fb.window)) -}}{{- end -}}
+{{- if $fb.quietPeriod -}}{{- $args = append $args (printf "--flap-quiet-period=%s" (toString $fb.quietPeriod)) -}}{{- end -}}
 {{- $cj := toString ($rp.cronJobReload | default "") -}}
 {{- if and $cj (ne $cj "run") -}}{{- $args = append $args (printf "--cronjob-reload=%s" $cj) -}}{{- end -}}
 {{- if $rp.dryRun -}}{{- $args = append $args "--dry-run=true" -}}{{- end -}}
