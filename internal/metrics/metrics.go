@@ -50,12 +50,36 @@ type Metrics struct {
 	queueLatency        prometheus.Histogram
 	controllerDepth     *prometheus.GaugeVec
 	wouldReload         *prometheus.CounterVec
-	rolloutDuration     *prometheus.HistogramVec
-	rolloutsStalled     *prometheus.CounterVec
-	rolloutsInProgress  prometheus.Gauge
-	rolloutsWaiting     prometheus.Gauge
-	held                prometheus.Gauge
-	holds               *prometheus.CounterVec
+	safety
+}
+
+// safety are the metrics of the safety settings: rollout verification and
+// waves, and the storm breaker.
+type safety struct {
+	rolloutDuration    *prometheus.HistogramVec
+	rolloutsStalled    *prometheus.CounterVec
+	rolloutsInProgress prometheus.Gauge
+	rolloutsWaiting    prometheus.Gauge
+	held               prometheus.Gauge
+	holds              *prometheus.CounterVec
+}
+
+func newSafety() safety {
+	return safety{
+		rolloutDuration: histogramVec("ripple_rollout_duration_seconds",
+			"Time from Ripple's write to the rollout being complete by the workload's status, by workload kind.",
+			[]float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800}, "kind"),
+		rolloutsStalled: counterVec("ripple_rollouts_stalled_total",
+			"Rollouts Ripple started that stalled (progress deadline exceeded, degraded, or not complete within --rollout-timeout), by workload kind.", "kind"),
+		rolloutsInProgress: gauge("ripple_rollouts_in_progress", "Rollouts Ripple started that are in progress; --max-concurrent-rollouts caps them."),
+		rolloutsWaiting:    gauge("ripple_rollouts_waiting", "Workloads whose rollout waits for a slot under --max-concurrent-rollouts or --max-concurrent-rollouts-per-namespace."),
+		held:               gauge("ripple_reloads_held", "Workloads the flap breaker holds now: their configs keep changing (ReloadHeld events name them)."),
+		holds:              counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
+	}
+}
+
+func (s safety) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.holds}
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -95,22 +119,13 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 		controllerDepth: gaugeVec("ripple_workqueue_depth", "Workloads waiting in the work queue, by controller (workload kind).", "controller"),
 		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run decided but did not write, by workload kind.", "kind"),
-		rolloutDuration: histogramVec("ripple_rollout_duration_seconds",
-			"Time from Ripple's write to the rollout being complete by the workload's status, by workload kind.",
-			[]float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800}, "kind"),
-		rolloutsStalled: counterVec("ripple_rollouts_stalled_total",
-			"Rollouts Ripple started that stalled (progress deadline exceeded, degraded, or not complete within --rollout-timeout), by workload kind.", "kind"),
-		rolloutsInProgress: gauge("ripple_rollouts_in_progress", "Rollouts Ripple started that are in progress; --max-concurrent-rollouts caps them."),
-		rolloutsWaiting:    gauge("ripple_rollouts_waiting", "Workloads whose rollout waits for a slot under --max-concurrent-rollouts or --max-concurrent-rollouts-per-namespace."),
-		held:               gauge("ripple_reloads_held", "Workloads the flap breaker holds now: their configs keep changing (ReloadHeld events name them)."),
-		holds:              counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
+		safety:          newSafety(),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
-		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload,
-		m.rolloutDuration, m.rolloutsStalled, m.rolloutsInProgress, m.rolloutsWaiting,
-		m.held, m.holds}
+		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
+	collectors = append(collectors, m.collectors()...)
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")
