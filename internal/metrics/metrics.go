@@ -78,7 +78,7 @@ func newSafety() safety {
 	}
 }
 
-func (s safety) collectors() []prometheus.Collector {
+func (s safety) safetyCollectors() []prometheus.Collector {
 	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.holds}
 }
 
@@ -125,7 +125,7 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
-	collectors = append(collectors, m.collectors()...)
+	collectors = append(collectors, m.safetyCollectors()...)
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")
