@@ -44,6 +44,7 @@ const (
 	waitSettle = "settleWindow"
 	waitPause  = "pausePeriod"
 	waitOwner  = "owner"
+	waitHold   = "hold"
 )
 
 // digestLen is how much of a digest is shown: enough to compare.
@@ -201,6 +202,8 @@ func verdict(f Facts, r Report) (State, string, string) {
 			return Paused, "Paused", "paused: " + w.Message
 		case w.For == waitSettle:
 			return Waiting, "SettleWindow", "waiting: " + w.Message
+		case w.For == waitHold:
+			return Waiting, "Held", "held: " + w.Message
 		}
 	}
 	if changes := changeNames(f.Plan); changes != "" {

@@ -11,7 +11,15 @@ import (
 
 // eventReasons are the reasons of the events Ripple records on workloads
 // (package controller).
-var eventReasons = []string{"Reloaded", "ReloadFailed", "InvalidAnnotation", "ReloadSkipped", "WouldReload"}
+var eventReasons = []string{"Reloaded", "ReloadFailed", "InvalidAnnotation", "ReloadSkipped", "WouldReload",
+	reasonHeld, reasonResumed, "RolloutComplete", "RolloutStalled"}
+
+// The storm breaker's events: a hold lives only in Ripple's memory, so the
+// newest of these, or a Reloaded after them, says whether one is on.
+const (
+	reasonHeld    = "ReloadHeld"
+	reasonResumed = "ReloadResumed"
+)
 
 // ClusterEvents returns an Explainer's Events: the last n of Ripple's
 // events on a workload, newest first, read from the API server. Ripple

@@ -168,3 +168,31 @@ func TestBuildShowsKeysThatCount(t *testing.T) {
 		t.Errorf("keys %q without the annotation, want none (every key)", r.Sources[0].Keys)
 	}
 }
+
+// A hold of the storm breaker lives in Ripple's memory: explain reads it
+// from the newest of Ripple's hold, resume and reload events.
+func TestBuildHoldFromEvents(t *testing.T) {
+	current := strings.Repeat("c", 40)
+	held := Event{Type: "Warning", Reason: "ReloadHeld", Message: `ConfigMap "app" changed 11 times within 1m0s`}
+	for name, tc := range map[string]struct {
+		events []Event
+		state  State
+	}{
+		"held":             {[]Event{held}, Waiting},
+		"resumed since":    {[]Event{{Reason: "ReloadResumed"}, held}, UpToDate},
+		"reloaded since":   {[]Event{{Reason: "Reloaded"}, held}, UpToDate},
+		"no breaker event": {[]Event{{Reason: "RolloutComplete"}}, UpToDate},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Now(), defaults(t))
+			f.Events = tc.events
+			r := Build(f)
+			if r.State != tc.state {
+				t.Fatalf("state %s (%s), want %s", r.State, r.Verdict, tc.state)
+			}
+			if tc.state == Waiting && (r.Reason != "Held" || !strings.Contains(r.Verdict, "--flap-quiet-period") || r.Waiting[0].Setting != "--flap-threshold") {
+				t.Errorf("reason %s, verdict %q, waiting %+v", r.Reason, r.Verdict, r.Waiting)
+			}
+		})
+	}
+}

@@ -90,7 +90,26 @@ func waiting(f Facts) []Wait {
 	if w, ok := pauseWait(f); ok {
 		out = append(out, w)
 	}
+	if w, ok := holdWait(f); ok {
+		out = append(out, w)
+	}
 	return out
+}
+
+// holdWait is the storm breaker's hold, from Ripple's events (newest
+// first): on when the newest ReloadHeld has no ReloadResumed or Reloaded
+// after it.
+func holdWait(f Facts) (Wait, bool) {
+	for _, e := range f.Events {
+		switch e.Reason {
+		case reasonHeld:
+			return Wait{For: waitHold, Setting: "--flap-threshold", Message: e.Message +
+				"; Ripple rolls the latest data once the configs have been quiet for --flap-quiet-period"}, true
+		case reasonResumed, "Reloaded":
+			return Wait{}, false
+		}
+	}
+	return Wait{}, false
 }
 
 func settleWait(f Facts) Wait {

@@ -79,7 +79,7 @@ func (s State) Text() string {
 	case WouldReload:
 		return "would reload"
 	case Waiting:
-		return "waiting (settle)"
+		return "waiting"
 	case Paused:
 		return "paused"
 	case Invalid:
@@ -142,7 +142,8 @@ type PolicyEntry struct {
 
 // Wait is something Ripple waits for.
 type Wait struct {
-	// For is "settleWindow", "pausePeriod" or "owner" (paused by its owner).
+	// For is "settleWindow", "pausePeriod", "owner" (paused by its
+	// owner) or "hold" (the storm breaker holds it).
 	For string `json:"for"`
 	// Until is when the wait ends, if known.
 	Until *time.Time `json:"until,omitempty"`
