@@ -25,8 +25,12 @@ type Matcher struct {
 }
 
 // newMatcher builds the matcher for one trimmed, non-empty item.
-func newMatcher(item string) (Matcher, error) {
-	if isNameLiteral(item) {
+func newMatcher(item string) (Matcher, error) { return compile(item, isNameLiteral) }
+
+// compile builds the matcher of an item: exact when literal says so, else
+// an anchored regular expression.
+func compile(item string, literal func(string) bool) (Matcher, error) {
+	if literal(item) {
 		return Matcher{item: item}, nil
 	}
 	// Check the item on its own first: wrapping it could otherwise turn an

@@ -3,7 +3,6 @@ package annotation
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -147,19 +146,7 @@ func splitTop(v string) ([]string, error) {
 // item made only of characters valid in a key ([-._a-zA-Z0-9]) is exact
 // ("db.url" matches only db.url); any other is an anchored regular
 // expression ("feature.*").
-func newKeyMatcher(item string) (Matcher, error) {
-	if isKeyLiteral(item) {
-		return Matcher{item: item}, nil
-	}
-	if _, err := regexp.Compile(item); err != nil {
-		return Matcher{}, err
-	}
-	re, err := regexp.Compile("^(?:" + item + ")$")
-	if err != nil {
-		return Matcher{}, err
-	}
-	return Matcher{item: item, re: re}, nil
-}
+func newKeyMatcher(item string) (Matcher, error) { return compile(item, isKeyLiteral) }
 
 func isKeyLiteral(s string) bool {
 	for i := 0; i < len(s); i++ {
