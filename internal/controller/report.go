@@ -150,6 +150,10 @@ func (r *Reconciler) follow(ctx context.Context, obj client.Object) time.Duratio
 		r.Metrics.RolloutStalled(r.Kind.Name())
 		log.Info("rollout stalled", "reason", p.Reason)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Rollout", "Rollout stalled after %s: %s", took, p.Reason)
+		if r.Alert != nil {
+			r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(),
+				Stalled: fmt.Sprintf("after %s: %s", took, p.Reason)})
+		}
 	default:
 		log.V(1).Info("rollout in progress", "status", p.Reason)
 	}

@@ -43,6 +43,9 @@ type Reload struct {
 	// Held, when set, makes the alert tell of a hold by the flap breaker
 	// instead of a rollout: why, and when the hold ends.
 	Held string
+	// Stalled, when set, makes the alert tell that the rollout Ripple
+	// started stalled, and why.
+	Stalled string
 }
 
 // AlertText is Reloader's alert sentence, extended to name every config of
@@ -56,9 +59,13 @@ func AlertText(r Reload, additionalInfo string) string {
 	}
 	msg := fmt.Sprintf("Reloader detected changes in %s in namespace *%s*. Hence reloaded *%s* of type *%s* in namespace *%s*",
 		strings.Join(parts, ", "), r.Namespace, r.Workload, r.Kind, r.Namespace)
-	if r.Held != "" {
+	switch {
+	case r.Held != "":
 		msg = fmt.Sprintf("Ripple holds the reload of *%s* of type *%s* in namespace *%s*: %s %s",
 			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Held)
+	case r.Stalled != "":
+		msg = fmt.Sprintf("The rollout Ripple started of *%s* of type *%s* in namespace *%s* stalled %s",
+			r.Workload, r.Kind, r.Namespace, r.Stalled)
 	}
 	if additionalInfo != "" {
 		msg = additionalInfo + " : " + msg
@@ -74,8 +81,11 @@ func AlertMessage(sink Sink, r Reload, additionalInfo string) Message {
 	switch sink {
 	case Slack:
 		color := "good"
-		if r.Held != "" {
+		switch {
+		case r.Held != "":
 			color = "warning"
+		case r.Stalled != "":
+			color = "danger"
 		}
 		body = map[string]any{"attachments": []map[string]string{{"color": color, "author_name": "Reloader", "text": text}}}
 	case Teams, GChat:

@@ -7,6 +7,8 @@ func TestAlertPayloads(t *testing.T) {
 	two := Reload{Namespace: "team", Kind: "StatefulSet", Workload: "db", Sources: []Source{{Type: "CONFIGMAP", Name: "cfg"}, {Type: "SECRET", Name: "creds"}}}
 	held := one
 	held.Held = "changed 11 times within 1m0s; it rolls once when quiet"
+	stalled := one
+	stalled.Sources, stalled.Stalled = nil, "after 10m0s: 1 of 3 replicas unavailable"
 	tests := map[string]struct {
 		sink        Sink
 		reload      Reload
@@ -24,6 +26,8 @@ func TestAlertPayloads(t *testing.T) {
 			`Reloader detected changes in app of type CONFIGMAP in namespace team. Hence reloaded web of type Deployment in namespace team`},
 		"one message names every config of the rollout": {Teams, two, "", "application/json",
 			`{"text":"Reloader detected changes in *cfg* of type *CONFIGMAP*, *creds* of type *SECRET* in namespace *team*. Hence reloaded *db* of type *StatefulSet* in namespace *team*"}`},
+		"a stalled rollout is danger": {Slack, stalled, "", "application/json",
+			`{"attachments":[{"author_name":"Reloader","color":"danger","text":"The rollout Ripple started of *web* of type *Deployment* in namespace *team* stalled after 10m0s: 1 of 3 replicas unavailable"}]}`},
 		"a hold is a warning": {Slack, held, "", "application/json",
 			`{"attachments":[{"author_name":"Reloader","color":"warning","text":"Ripple holds the reload of *web* of type *Deployment* in namespace *team*: *app* of type *CONFIGMAP* changed 11 times within 1m0s; it rolls once when quiet"}]}`},
 	}

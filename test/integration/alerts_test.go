@@ -104,3 +104,28 @@ func TestHungAlertSinkDelaysNothing(t *testing.T) {
 		}
 	}
 }
+
+// A rollout Ripple started that stalls is an alert too, after the one of
+// the reload: envtest runs no Deployment controller, so the rollout never
+// completes and --rollout-timeout reports it.
+func TestStalledRolloutAlert(t *testing.T) {
+	t.Parallel()
+	srv := newAlertServer(t, 0)
+	e := newEnv(t)
+	e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": srv.URL + "/alert"}
+	e.run(t, "--rollout-timeout=2s")
+	cm := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, cm)
+	w := e.newWorkload(t, kit.Deployment, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))
+	e.waitFor(t, w, "the baseline record", hasBaseline)
+	e.waitApplied(t, kit.Deployment, w, cm, e.setConfig(t, cm, "v2"))
+	e.waitFor(t, w, "two alerts", func(client.Object) bool { return len(srv.received()) >= 2 })
+	time.Sleep(300 * time.Millisecond) // a third alert would show
+	got := srv.received()
+	want := `application/json {"attachments":[{"author_name":"Reloader","color":"danger","text":"The rollout Ripple started of *app* of type *Deployment* in namespace *` +
+		e.ns + `* stalled after `
+	if len(got) != 2 || !strings.Contains(got[0], `"color":"good"`) || !strings.HasPrefix(got[1], want) ||
+		!strings.Contains(got[1], "not complete after 2s (--rollout-timeout)") {
+		t.Fatalf("alerts:\n%q\nwant the reload's, then one starting %q and naming --rollout-timeout", got, want)
+	}
+}
