@@ -66,7 +66,7 @@ func (o *OperationsOptions) readEnv(lookup func(string) string) {
 func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address of the pprof endpoint.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists and uncached reads (client-go never limits watches). Reload writes and Events are not held by it (Events have a budget of their own, 50/s with a burst of 300): reload writes they are bounded by the workers (4 per kind) and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists and uncached reads (client-go never limits watches). Reload writes and Events are not held by it: reload writes are bounded by the workers (4 per kind) and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled, and Events have a budget of their own (50/s, burst 300).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the --kube-api-qps limit.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
