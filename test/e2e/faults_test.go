@@ -130,6 +130,7 @@ func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Componen
 		}
 		ready := time.Now()
 		w := <-written
+		cmSum = w.sum
 		// The API server serves again when it takes the first write or
 		// reports ready, whichever comes first: writes often land before
 		// /readyz turns ok.
@@ -147,11 +148,17 @@ func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Componen
 		expectRevision(t, cs, r, ns, ds, 3+i, checks...)
 	}
 
+	// The Secret informer reconnects on its own backoff, which after two
+	// outages can take longer than the ConfigMap's: a Secret change alone
+	// rolls once whenever it arrives, and shows it is back.
+	secSum = setSecretValue(t, cs, ns, "reconnected")
+	expectRevision(t, cs, r, ns, ds, 3+faults, envIs(configEnv, cmSum), envIs(secretEnv, secSum))
+
 	// After the faults: Ripple still acts on a change set at once.
 	cmSum = setConfigMapValue(t, cs, ns, configName, "after")
 	time.Sleep(100 * time.Millisecond)
 	secSum = setSecretValue(t, cs, ns, "after")
-	expectRevision(t, cs, r, ns, ds, 3+faults, envIs(configEnv, cmSum), envIs(secretEnv, secSum))
+	expectRevision(t, cs, r, ns, ds, 4+faults, envIs(configEnv, cmSum), envIs(secretEnv, secSum))
 }
 
 // writeRetrying sets a ConfigMap's VALUE to value, retrying every 20 ms

@@ -12,7 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/controller"
@@ -111,8 +114,10 @@ func createWaveDeployments(t *testing.T, cs kubernetes.Interface, ns string) {
 
 // sampler counts, from the cluster, the Deployments that carry the new
 // hash and whose rollout is in progress by their status: patched and not
-// yet complete. One seen complete is done: losing a pod later (kwok's
-// nodes on a loaded machine) is not a rollout in progress.
+// yet complete. It follows every status change through a watch, as Ripple
+// does, so a rollout that completes between two looks is never missed. One
+// seen complete is done: losing a pod later (kwok's nodes on a loaded
+// machine) is not a rollout in progress.
 type sampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -121,34 +126,53 @@ type sampler struct {
 }
 
 func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *sampler {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
+	list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cs.AppsV1().Deployments(ns).Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
-	complete := map[string]bool{}
+	in, complete := map[string]bool{}, map[string]bool{}
+	observe := func(d *appsv1.Deployment) {
+		v, _ := envValue(&d.Spec.Template, waveEnv)
+		if v != want || complete[d.Name] {
+			return
+		}
+		st := rollout.Deployment(d).State
+		complete[d.Name] = st == rollout.Complete
+		in[d.Name] = st == rollout.Progressing
+	}
+	for i := range list.Items {
+		observe(&list.Items[i])
+	}
 	go func() {
 		defer close(s.done)
-		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, nil
+		defer rw.Stop()
+		for ev := range rw.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok {
+				continue
 			}
-			in := 0
-			for _, d := range ds.Items {
-				v, _ := envValue(&d.Spec.Template, waveEnv)
-				if v != want || complete[d.Name] {
-					continue
-				}
-				switch rollout.Deployment(&d).State {
-				case rollout.Progressing:
-					in++
-				case rollout.Complete:
-					complete[d.Name] = true
+			observe(d)
+			n := 0
+			for _, p := range in {
+				if p {
+					n++
 				}
 			}
 			s.mu.Lock()
-			s.peak, s.n = max(s.peak, in), s.n+1
+			s.peak, s.n = max(s.peak, n), s.n+1
 			s.mu.Unlock()
-			return false, nil
-		})
+		}
 	}()
 	return s
 }
