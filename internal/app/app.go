@@ -94,6 +94,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	log := mgr.GetLogger()
 	finder := &dependents.Finder{
 		Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds, Selective: cfg.NamespaceSelector != nil,
+		ShardCount: cfg.Shard.Count, ShardIndex: cfg.Shard.Index,
 		Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
 	}
 	if cfg.WebhookURL != "" {
