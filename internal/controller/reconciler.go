@@ -145,6 +145,9 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 	obj := r.Kind.New()
 	fin, finishes := r.Kind.(workload.Finisher)
 	err := r.Client.Get(ctx, key, obj)
+	// Another shard's workload is its to finish: two would each start a
+	// CronJob's pending Job.
+	finishes = finishes && r.Finder.Owns(key.Namespace)
 	if err == nil && finishes && obj.GetDeletionTimestamp() == nil {
 		if did, err := fin.Finish(ctx, r.Client, key, obj); did || err != nil {
 			return nil, nil, skipped, err
@@ -181,10 +184,10 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 // resume ends a pause of Ripple's on a workload whose namespace left the
 // --namespace-selector scope during it, when its period is over: the pause
 // is Ripple's to end, and nothing else is planned out of scope (no sources,
-// so no reload and no record).
+// so no reload and no record). Another shard's pause is its own to end.
 func (r *Reconciler) resume(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
 	pz, ok := r.Kind.(workload.Pauser)
-	if _, marked := obj.GetAnnotations()[r.Settings.Keys.PausedAt]; !ok || !marked || !pz.Paused(obj) {
+	if _, marked := obj.GetAnnotations()[r.Settings.Keys.PausedAt]; !ok || !marked || !pz.Paused(obj) || !r.Finder.Owns(obj.GetNamespace()) {
 		return ctrl.Result{}, outOfScope, nil
 	}
 	p := plan.For(plan.Input{Settings: r.Settings, Now: r.Clock.Now(), Workload: plan.Workload{

@@ -58,7 +58,7 @@ type Finder struct {
 // --namespace-selector. Only selected namespaces are cached, so a cache
 // miss means "not selected".
 func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
-	if f.ShardCount > 1 && ShardOf(ns, f.ShardCount) != f.ShardIndex {
+	if !f.Owns(ns) {
 		return false, nil
 	}
 	if !f.Selective {
@@ -69,6 +69,13 @@ func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// Owns reports whether namespace ns is this shard's (always, unsharded).
+// Unlike the --namespace-selector scope, a namespace always has an owner,
+// so nothing needs doing in the others'.
+func (f *Finder) Owns(ns string) bool {
+	return f.ShardCount <= 1 || ShardOf(ns, f.ShardCount) == f.ShardIndex
 }
 
 // ShardOf is the shard, from 0 to count-1, that owns namespace ns: the

@@ -38,8 +38,8 @@ func TestInScopeByShard(t *testing.T) {
 		f := &Finder{ShardCount: 3, ShardIndex: i}
 		for _, ns := range []string{"default", "kube-system", "team-a", "team-b"} {
 			in, err := f.InScope(t.Context(), ns)
-			if err != nil || in != (ShardOf(ns, 3) == i) {
-				t.Errorf("shard %d: InScope(%q) = %v, %v", i, ns, in, err)
+			if err != nil || in != (ShardOf(ns, 3) == i) || f.Owns(ns) != in {
+				t.Errorf("shard %d: InScope(%q) = %v, %v; Owns = %v", i, ns, in, err, f.Owns(ns))
 			}
 		}
 	}
