@@ -143,11 +143,8 @@ func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj
 // Ripple's is ended on it.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
-	fin, finishes := r.Kind.(workload.Finisher)
+	fin, finishes := r.finisher(key.Namespace)
 	err := r.Client.Get(ctx, key, obj)
-	// Another shard's workload is its to finish: two would each start a
-	// CronJob's pending Job.
-	finishes = finishes && r.Finder.Owns(key.Namespace)
 	if err == nil && finishes && obj.GetDeletionTimestamp() == nil {
 		if did, err := fin.Finish(ctx, r.Client, key, obj); did || err != nil {
 			return nil, nil, skipped, err
@@ -179,6 +176,14 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 	r.Tracker.Forget(r.Kind.Name(), key)
 	r.keepStorm(key, plan.Storm{})
 	return nil, nil, out, err
+}
+
+// finisher is the kind's Finisher if it has one and this shard owns
+// namespace ns: another shard's workload is its to finish, and two would
+// each start a CronJob's pending Job.
+func (r *Reconciler) finisher(ns string) (workload.Finisher, bool) {
+	fin, ok := r.Kind.(workload.Finisher)
+	return fin, ok && r.Finder.Owns(ns)
 }
 
 // resume ends a pause of Ripple's on a workload whose namespace left the

@@ -84,8 +84,8 @@ func (f *Finder) Owns(ns string) bool {
 // must never change: shards of different versions would disagree.
 func ShardOf(ns string, count int) int {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(ns)) // a hash.Hash never fails to write
-	return int(h.Sum32() % uint32(count))
+	_, _ = h.Write([]byte(ns))    // a hash.Hash never fails to write
+	return int(h.Sum32()) % count // int holds every uint32 on Ripple's 64-bit platforms
 }
 
 // NamespaceObject is a Namespace as the metadata-only cache holds it.
