@@ -8,11 +8,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/test/inproc"
+	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // ripple.shards renders one Deployment per shard, each parsed by Ripple as
@@ -95,5 +98,50 @@ func TestShardsRejects(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Changing ripple.shards is a helm upgrade: from one Deployment to three
+// shards and then two, each upgrade leaves exactly the Deployments of the
+// new count, and the notes say how the namespaces are split.
+func TestShardsUpgrade(t *testing.T) {
+	t.Parallel()
+	chart, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(api.Config)
+	ns := kit.NewNamespace(t, cs, "shards-", nil)
+	env := []string{"KUBECONFIG=" + api.Kubeconfig}
+	for _, n := range []int{1, 3, 2} {
+		verb := map[bool]string{true: "install", false: "upgrade"}[n == 1]
+		out, err := HelmEnv(env, verb, "r", chart, "--namespace", ns, "--set", fmt.Sprintf("ripple.shards=%d", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if notes := fmt.Sprintf("Shards: %d Deployments", n); (n > 1) != strings.Contains(string(out), notes) {
+			t.Errorf("%s to %d shards: notes %q:\n%s", verb, n, notes, out)
+		}
+		want := []string{"r-ripple"}
+		if n > 1 {
+			want = nil
+			for i := range n {
+				want = append(want, fmt.Sprintf("r-ripple-shard-%d", i))
+			}
+		}
+		list, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range list.Items {
+			got = append(got, d.Name)
+		}
+		if slices.Sort(got); !slices.Equal(got, want) {
+			t.Errorf("%s to %d shards: Deployments %v, want %v", verb, n, got, want)
+		}
+	}
+	if _, err := HelmEnv(env, "uninstall", "r", "--namespace", ns); err != nil {
+		t.Error(err)
 	}
 }
