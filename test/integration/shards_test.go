@@ -40,6 +40,10 @@ func TestShards(t *testing.T) {
 			stops = append(stops, apps[0].e.run(t, "--namespace-selector="+label+"=yes",
 				fmt.Sprintf("--shard-count=%d", count), fmt.Sprintf("--shard-index=%d", i)))
 			logs[shardKey{count, i}] = apps[0].e.logs
+			lease := fmt.Sprintf("stakater-reloader-lock-shard-%d-of-%d", i, count)
+			if len(apps[0].e.logs.Lines("acting only in this shard's namespaces", lease)) != 1 {
+				t.Errorf("shard %d of %d did not log its shard and Lease %s at start", i, count, lease)
+			}
 		}
 		return stops
 	}
