@@ -92,8 +92,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		Flap:               plan.Flap{Threshold: cfg.FlapThreshold, Window: cfg.FlapWindow, Quiet: cfg.FlapQuietPeriod},
 	}
 	log := mgr.GetLogger()
+	if cfg.Shard.Sharded() {
+		log.Info("acting only in this shard's namespaces", "shard", cfg.Shard.Index, "of", cfg.Shard.Count, "lease", cfg.LeaderElectionID)
+	}
 	finder := &dependents.Finder{
 		Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds, Selective: cfg.NamespaceSelector != nil,
+		ShardCount: cfg.Shard.Count, ShardIndex: cfg.Shard.Index,
 		Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
 	}
 	if cfg.WebhookURL != "" {

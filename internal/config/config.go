@@ -37,6 +37,7 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
+		ScopeOptions:      ScopeOptions{ShardCount: 1},
 		ReloadOptions:     defaultReloadOptions(),
 		WorkloadOptions:   WorkloadOptions{CronJobReload: "run"},
 		KeyOptions:        defaultKeyOptions(),
@@ -105,7 +106,7 @@ func (o *Options) Config() (Config, error) {
 		cfg.Kinds = append(cfg.Kinds, refs.SecretProviderClass)
 	}
 	cfg.Operations = o.OperationsOptions.validate(&errs)
-	cfg.Election = o.ElectionOptions.validate(&errs)
+	cfg.Election = o.ElectionOptions.validate(&errs, cfg.Shard)
 	cfg.Namespace = ownNamespace(o.PodNamespace)
 	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))

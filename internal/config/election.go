@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -46,18 +47,25 @@ func (o *ElectionOptions) readEnv(lookup func(string) string) {
 
 // BindFlags registers the leader election flags.
 func (o *ElectionOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts. Needs $POD_NAME and $POD_NAMESPACE.")
+	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts (with --shard-count, the Lease stakater-reloader-lock-shard-<index>-of-<count>). Needs $POD_NAME and $POD_NAMESPACE.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Use leader election, as --enable-ha, without needing $POD_NAME; the Lease namespace is --leader-election-namespace, else $POD_NAMESPACE, else the pod's own.")
-	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease. Reloader's name, so Reloader and Ripple replicas never act at once.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease. Reloader's name, so Reloader and Ripple replicas never act at once. With --shard-count, each shard's Lease is this name followed by -shard-<index>-of-<count>.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease; default $POD_NAMESPACE.")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 }
 
-func (o *ElectionOptions) validate(errs *problems) Election {
+// validate resolves the election; a shard's Lease is its own, named
+// <id>-shard-<index>-of-<count>, so HA works inside each shard as without
+// shards and a changed count never waits on the old shards' Leases.
+func (o *ElectionOptions) validate(errs *problems, shard Shard) Election {
+	id := o.LeaderElectionID
+	if shard.Sharded() {
+		id = fmt.Sprintf("%s-shard-%d-of-%d", id, shard.Index, shard.Count)
+	}
 	e := Election{
-		LeaderElection: o.EnableHA || o.LeaderElect, LeaderElectionID: o.LeaderElectionID, LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaderElection: o.EnableHA || o.LeaderElect, LeaderElectionID: id, LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 	}
 	if e.LeaderElectionNamespace == "" {
@@ -69,8 +77,8 @@ func (o *ElectionOptions) validate(errs *problems) Election {
 	if !e.LeaderElection {
 		return e
 	}
-	if msgs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(msgs) > 0 {
-		errs.bad("leader-election-id", "%q is not a Lease name: %s", o.LeaderElectionID, strings.Join(msgs, "; "))
+	if msgs := validation.IsDNS1123Subdomain(id); len(msgs) > 0 {
+		errs.bad("leader-election-id", "%q is not a Lease name: %s", id, strings.Join(msgs, "; "))
 	}
 	for _, d := range []struct {
 		flag string

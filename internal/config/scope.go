@@ -16,6 +16,8 @@ type ScopeOptions struct {
 	NamespacesToIgnore    []string
 	NamespaceSelector     []string
 	ResourceLabelSelector []string
+	ShardCount            int
+	ShardIndex            int
 }
 
 // Scope is the validated scope.
@@ -28,7 +30,17 @@ type Scope struct {
 	NamespaceSelector labels.Selector
 	// ResourceSelector selects the sources to watch; nil means all.
 	ResourceSelector labels.Selector
+	// Shard is this replica's share of the namespaces in scope.
+	Shard Shard
 }
+
+// Shard is one of Count replicas that split the namespaces between them:
+// a namespace belongs to shard fnv32a(name) % Count (see
+// dependents.ShardOf). Count 1 is one replica for every namespace.
+type Shard struct{ Count, Index int }
+
+// Sharded reports whether the namespaces are split between replicas.
+func (s Shard) Sharded() bool { return s.Count > 1 }
 
 func (o *ScopeOptions) readEnv(lookup func(string) string) {
 	o.KubernetesNamespace = lookup("KUBERNETES_NAMESPACE")
@@ -40,6 +52,8 @@ func (o *ScopeOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.NamespacesToIgnore, "namespaces-to-ignore", o.NamespacesToIgnore, "Namespaces not to watch at all (global mode only).")
 	fs.StringSliceVar(&o.NamespaceSelector, "namespace-selector", o.NamespaceSelector, `Label selector of the namespaces to act in (global mode only), e.g. "team=a" or the legacy "team:a", "team:*". Labelling a namespace brings it in scope at once.`)
 	fs.StringSliceVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Label selector of the ConfigMaps and Secrets to watch; others are not cached. Same syntax as --namespace-selector.")
+	fs.IntVar(&o.ShardCount, "shard-count", o.ShardCount, "Split the namespaces between this many Ripple Deployments: each acts only in the namespaces whose FNV-1a hash modulo the count is its --shard-index, and holds a Lease of its own. 1: no sharding.")
+	fs.IntVar(&o.ShardIndex, "shard-index", o.ShardIndex, "This replica's shard, from 0 to --shard-count - 1.")
 }
 
 // validate resolves the scope as Reloader does: --namespaces, else
@@ -72,5 +86,18 @@ func (o *ScopeOptions) validate(errs *problems) (Scope, []string) {
 		errs.bad("resource-label-selector", "%v", err)
 	}
 	s.ResourceSelector = sel
+	s.Shard = o.shard(errs)
 	return s, warnings
+}
+
+func (o *ScopeOptions) shard(errs *problems) Shard {
+	if o.ShardCount < 1 {
+		errs.bad("shard-count", "%d: must be at least 1", o.ShardCount)
+		return Shard{Count: 1}
+	}
+	if o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
+		errs.bad("shard-index", "%d: must be from 0 to --shard-count - 1 (%d)", o.ShardIndex, o.ShardCount-1)
+		return Shard{Count: 1}
+	}
+	return Shard{Count: o.ShardCount, Index: o.ShardIndex}
 }

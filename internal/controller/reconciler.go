@@ -143,7 +143,7 @@ func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj
 // Ripple's is ended on it.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
-	fin, finishes := r.Kind.(workload.Finisher)
+	fin, finishes := r.finisher(key.Namespace)
 	err := r.Client.Get(ctx, key, obj)
 	if err == nil && finishes && obj.GetDeletionTimestamp() == nil {
 		if did, err := fin.Finish(ctx, r.Client, key, obj); did || err != nil {
@@ -178,13 +178,21 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 	return nil, nil, out, err
 }
 
+// finisher is the kind's Finisher if it has one and this shard owns
+// namespace ns: another shard's workload is its to finish, and two would
+// each start a CronJob's pending Job.
+func (r *Reconciler) finisher(ns string) (workload.Finisher, bool) {
+	fin, ok := r.Kind.(workload.Finisher)
+	return fin, ok && r.Finder.Owns(ns)
+}
+
 // resume ends a pause of Ripple's on a workload whose namespace left the
 // --namespace-selector scope during it, when its period is over: the pause
 // is Ripple's to end, and nothing else is planned out of scope (no sources,
-// so no reload and no record).
+// so no reload and no record). Another shard's pause is its own to end.
 func (r *Reconciler) resume(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
 	pz, ok := r.Kind.(workload.Pauser)
-	if _, marked := obj.GetAnnotations()[r.Settings.Keys.PausedAt]; !ok || !marked || !pz.Paused(obj) {
+	if _, marked := obj.GetAnnotations()[r.Settings.Keys.PausedAt]; !ok || !marked || !pz.Paused(obj) || !r.Finder.Owns(obj.GetNamespace()) {
 		return ctrl.Result{}, outOfScope, nil
 	}
 	p := plan.For(plan.Input{Settings: r.Settings, Now: r.Clock.Now(), Workload: plan.Workload{

@@ -7,6 +7,7 @@ package dependents
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,14 +47,20 @@ type Finder struct {
 	// Selective is set with --namespace-selector: only the namespaces in
 	// the (label-filtered) namespace cache are in scope.
 	Selective bool
+	// ShardCount and ShardIndex are --shard-count and --shard-index: only
+	// the namespaces ShardOf puts in shard ShardIndex are in scope.
+	ShardCount, ShardIndex int
 	// Error reports an index value that could not be computed.
 	Error func(err error, obj client.Object)
 }
 
-// InScope reports whether namespace ns is selected by
+// InScope reports whether namespace ns is this shard's and selected by
 // --namespace-selector. Only selected namespaces are cached, so a cache
 // miss means "not selected".
 func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
+	if !f.Owns(ns) {
+		return false, nil
+	}
 	if !f.Selective {
 		return true, nil
 	}
@@ -62,6 +69,23 @@ func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// Owns reports whether namespace ns is this shard's (always, unsharded).
+// Unlike the --namespace-selector scope, a namespace always has an owner,
+// so nothing needs doing in the others'.
+func (f *Finder) Owns(ns string) bool {
+	return f.ShardCount <= 1 || ShardOf(ns, f.ShardCount) == f.ShardIndex
+}
+
+// ShardOf is the shard, from 0 to count-1, that owns namespace ns: the
+// 32-bit FNV-1a hash of its name modulo count. It depends on the name
+// alone, so every replica agrees without talking to the others, and it
+// must never change: shards of different versions would disagree.
+func ShardOf(ns string, count int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns))    // a hash.Hash never fails to write
+	return int(h.Sum32()) % count // int holds every uint32 on Ripple's 64-bit platforms
 }
 
 // NamespaceObject is a Namespace as the metadata-only cache holds it.

@@ -172,6 +172,26 @@ global
 {{- (.Values.ripple.leaderElection | default dict).id | default "stakater-reloader-lock" -}}
 {{- end -}}
 
+{{/* The number of shards (ripple.shards): Deployments that split the
+namespaces between them. */}}
+{{- define "ripple.shards" -}}
+{{- int (.Values.ripple.shards | default 1) -}}
+{{- end -}}
+
+{{/* The Leases, as a JSON array: each shard's is the Lease name followed
+by -shard-<index>-of-<count>, as Ripple names it. */}}
+{{- define "ripple.leaseNames" -}}
+{{- $n := int (include "ripple.shards" .) -}}
+{{- $name := include "ripple.leaseName" . -}}
+{{- if eq $n 1 -}}
+{{- list $name | toJson -}}
+{{- else -}}
+{{- $out := list -}}
+{{- range $i := until $n -}}{{- $out = append $out (printf "%s-shard-%d-of-%d" $name $i $n) -}}{{- end -}}
+{{- $out | toJson -}}
+{{- end -}}
+{{- end -}}
+
 {{/* "true" in webhook mode: changes are posted, workloads only read. */}}
 {{- define "ripple.webhookMode" -}}
 {{- if .Values.reloader.webhookUrl -}}true{{- end -}}
@@ -194,6 +214,14 @@ says what to change. */}}
 {{- end -}}
 {{- if and .Values.reloader.enablePProf (eq (toString .Values.reloader.pprofAddr) ":9090") -}}
 {{- fail "reloader.pprofAddr is :9090, the metrics and health port: choose another address, such as :6060." -}}
+{{- end -}}
+{{- if gt (int (include "ripple.shards" .)) 1 -}}
+{{- if .Values.reloader.verticalPodAutoscaler.enabled -}}
+{{- fail "ripple.shards > 1 with reloader.verticalPodAutoscaler.enabled: the VerticalPodAutoscaler targets one Deployment; turn it off when sharding." -}}
+{{- end -}}
+{{- if .Values.ripple.metaInfo.enabled -}}
+{{- fail "ripple.shards > 1 with ripple.metaInfo.enabled: the shards would write one reloader-meta-info ConfigMap each; turn it off when sharding." -}}
+{{- end -}}
 {{- end -}}
 {{- $rel := (include "ripple.namespace" .) -}}
 {{- range (include "ripple.scopedNamespaces" . | fromJsonArray) -}}
