@@ -92,6 +92,7 @@ func newLogger(w io.Writer) *slog.Logger {
 // options are the command's flags.
 type options struct {
 	quick, proxy, failOnTarget, compare bool
+	waves1000                           bool
 	only, outDir, ripple, controllerCmd string
 	kubeconfig, baseline, render        string
 	warmup, timeout                     time.Duration
@@ -100,6 +101,7 @@ type options struct {
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
+	fs.BoolVar(&o.waves1000, "waves-1000", false, "add the waves scenario at 1,000 Deployments (several minutes per run on 2 cores)")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	fs.StringVar(&o.outDir, "out", "", "results directory (default ./bench-results/<timestamp>)")
 	fs.StringVar(&o.ripple, "ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
@@ -205,6 +207,9 @@ func (o options) plan() (string, plan, time.Duration) {
 	set, p, timeout := "default", defaultPlan(), 30*time.Minute
 	if o.quick {
 		set, p, timeout = "quick", quickPlan(), 10*time.Minute
+	}
+	if o.waves1000 {
+		p.Waves = append(p.Waves, largeWaves()...)
 	}
 	if o.timeout != 0 {
 		timeout = o.timeout

@@ -57,6 +57,20 @@ func scenarios() []scenario {
 		name:    "cold-start",
 		targets: []targetSpec{noWorkloadLists},
 		run:     func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.ColdStart, r.coldStart) },
+	}, {
+		name: "waves",
+		targets: []targetSpec{{
+			Name:    "Deployments rolling at once, one Secret shared by 300, default cap 100",
+			Measure: peakInProgress, Limit: 100, AtMost: true, At: Scale{Workloads: 300}, DefaultFlags: true,
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.Waves, r.waves) },
+	}, {
+		name: "storm",
+		targets: []targetSpec{{
+			Name:    "rollouts per workload in a storm of changes every 300 ms, defaults",
+			Measure: rolloutsPerChange, Limit: 3, AtMost: true, DefaultFlags: true,
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.Storm, r.storm) },
 	}}
 }
 
@@ -89,6 +103,8 @@ type plan struct {
 	Burst     []burstPlan
 	NoOp      []noOpPlan
 	ColdStart []coldStartPlan
+	Waves     []wavesPlan
+	Storm     []stormPlan
 }
 
 // fanOutPoint is one ConfigMap used by Workloads Deployments, changed
@@ -177,7 +193,15 @@ func defaultPlan() plan {
 		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
 		NoOp:      []noOpPlan{{Namespaces: 10, WorkloadsPerNS: 10, Duration: 10 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
 		ColdStart: []coldStartPlan{{Namespaces: 100, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
+		Waves:     []wavesPlan{{Workloads: 300, Cap: -1}, {Workloads: 300, Cap: 0}, {Workloads: 300, Cap: 50}},
+		Storm:     []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
 	}
+}
+
+// largeWaves are the waves at 1,000 Deployments (--waves-1000), kept out
+// of the default set for their time on 2 cores (docs/performance.md).
+func largeWaves() []wavesPlan {
+	return []wavesPlan{{Workloads: 1000, Cap: -1}, {Workloads: 1000, Cap: 0}}
 }
 
 // quickPlan is the reduced set: the same scenarios at smaller scales, in
@@ -197,6 +221,8 @@ func quickPlan() plan {
 		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
 		NoOp:      []noOpPlan{{Namespaces: 5, WorkloadsPerNS: 10, Duration: 5 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
 		ColdStart: []coldStartPlan{{Namespaces: 10, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
+		Waves:     []wavesPlan{{Workloads: 100, Cap: -1}, {Workloads: 100, Cap: 0}},
+		Storm:     []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 15 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 15 * time.Second}},
 	}
 }
 
