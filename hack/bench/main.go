@@ -92,7 +92,7 @@ func newLogger(w io.Writer) *slog.Logger {
 // options are the command's flags.
 type options struct {
 	quick, proxy, failOnTarget, compare bool
-	waves1000                           bool
+	waves                               int
 	only, outDir, ripple, controllerCmd string
 	kubeconfig, baseline, render        string
 	warmup, timeout                     time.Duration
@@ -101,7 +101,7 @@ type options struct {
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
-	fs.BoolVar(&o.waves1000, "waves-1000", false, "add the waves scenario at 1,000 Deployments (several minutes per run on 2 cores)")
+	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments (with the default cap and with none) instead of the set's scales, e.g. 1000")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	fs.StringVar(&o.outDir, "out", "", "results directory (default ./bench-results/<timestamp>)")
 	fs.StringVar(&o.ripple, "ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
@@ -208,8 +208,8 @@ func (o options) plan() (string, plan, time.Duration) {
 	if o.quick {
 		set, p, timeout = "quick", quickPlan(), 10*time.Minute
 	}
-	if o.waves1000 {
-		p.Waves = append(p.Waves, largeWaves()...)
+	if o.waves > 0 {
+		p.Waves = []wavesPlan{{Workloads: o.waves, Cap: -1}, {Workloads: o.waves, Cap: 0}}
 	}
 	if o.timeout != 0 {
 		timeout = o.timeout

@@ -198,12 +198,6 @@ func defaultPlan() plan {
 	}
 }
 
-// largeWaves are the waves at 1,000 Deployments (--waves-1000), kept out
-// of the default set for their time on 2 cores (docs/performance.md).
-func largeWaves() []wavesPlan {
-	return []wavesPlan{{Workloads: 1000, Cap: -1}, {Workloads: 1000, Cap: 0}}
-}
-
 // quickPlan is the reduced set: the same scenarios at smaller scales, in
 // under three minutes on 2 cores. The 300-Deployment fan-out with default
 // flags is kept at full scale because it is an acceptance target.
@@ -221,8 +215,10 @@ func quickPlan() plan {
 		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
 		NoOp:      []noOpPlan{{Namespaces: 5, WorkloadsPerNS: 10, Duration: 5 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
 		ColdStart: []coldStartPlan{{Namespaces: 10, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
-		Waves:     []wavesPlan{{Workloads: 100, Cap: -1}, {Workloads: 100, Cap: 0}},
-		Storm:     []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 15 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 15 * time.Second}},
+		// Under the default cap of 100 a wave of 100 would not be held: a
+		// lower cap shows the waves at the quick set's scale.
+		Waves: []wavesPlan{{Workloads: 100, Cap: 25}, {Workloads: 100, Cap: 0}},
+		Storm: []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
 	}
 }
 

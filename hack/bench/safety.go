@@ -134,6 +134,9 @@ func (r *runner) storm(ctx context.Context, p stormPlan) Result {
 			return err
 		}
 		s.res.Safety = &Safety{FinalS: round3(lastChange(s.obs.changesSince(set.End)).Sub(set.End).Seconds())}
+		// Rollouts during a storm come before its last change: reaction
+		// times from that change would be negative. Final is the storm's.
+		s.res.Latency, s.res.AllPatched, s.res.FirstPatch = Latency{}, Latency{}, Latency{}
 		return nil
 	})
 }
