@@ -93,6 +93,7 @@ func newLogger(w io.Writer) *slog.Logger {
 type options struct {
 	quick, proxy, failOnTarget, compare bool
 	waves                               int
+	wavesCaps                           string
 	only, outDir, ripple, controllerCmd string
 	kubeconfig, baseline, render        string
 	warmup, timeout                     time.Duration
@@ -101,7 +102,8 @@ type options struct {
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
-	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments (with the default cap and with none) instead of the set's scales, e.g. 1000")
+	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments instead of the set's scale, e.g. 1000")
+	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	fs.StringVar(&o.outDir, "out", "", "results directory (default ./bench-results/<timestamp>)")
 	fs.StringVar(&o.ripple, "ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
@@ -203,18 +205,44 @@ func (o options) controller() ([]string, map[string]string, error) {
 }
 
 // plan returns the name of the set to run, its scales and its timeout.
-func (o options) plan() (string, plan, time.Duration) {
+func (o options) plan() (string, plan, time.Duration, error) {
 	set, p, timeout := "default", defaultPlan(), 30*time.Minute
 	if o.quick {
 		set, p, timeout = "quick", quickPlan(), 10*time.Minute
 	}
-	if o.waves > 0 {
-		p.Waves = []wavesPlan{{Workloads: o.waves, Cap: -1}, {Workloads: o.waves, Cap: 0}}
-	}
 	if o.timeout != 0 {
 		timeout = o.timeout
 	}
-	return set, p, timeout
+	waves, err := wavesPoints(p.Waves, o.waves, o.wavesCaps)
+	p.Waves = waves
+	return set, p, timeout, err
+}
+
+// wavesPoints returns the waves scenario's points: those of the set, at n
+// Deployments when n > 0, with the caps in caps ("default" or a number,
+// comma-separated) when caps is not empty.
+func wavesPoints(set []wavesPlan, n int, caps string) ([]wavesPlan, error) {
+	var out []wavesPlan
+	if caps == "" {
+		out = slices.Clone(set)
+	} else {
+		for _, c := range strings.Split(caps, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(c))
+			switch {
+			case strings.TrimSpace(c) == "default":
+				v = -1
+			case err != nil || v < 0:
+				return nil, fmt.Errorf("--waves-caps: %q is neither default nor a cap", c)
+			}
+			out = append(out, wavesPlan{Workloads: set[0].Workloads, Cap: v})
+		}
+	}
+	for i := range out {
+		if n > 0 {
+			out[i].Workloads = n
+		}
+	}
+	return out, nil
 }
 
 // resultsDir creates the results directory and its logs directory.
@@ -247,7 +275,10 @@ func benchmark(ctx context.Context, o options, args []string, out io.Writer) (er
 			return err
 		}
 	}
-	set, p, timeout := o.plan()
+	set, p, timeout, err := o.plan()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("the benchmark did not finish within %s", timeout))
 	defer cancel()
 	started := time.Now()

@@ -193,8 +193,9 @@ func defaultPlan() plan {
 		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
 		NoOp:      []noOpPlan{{Namespaces: 10, WorkloadsPerNS: 10, Duration: 10 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
 		ColdStart: []coldStartPlan{{Namespaces: 100, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
-		Waves:     []wavesPlan{{Workloads: 300, Cap: -1}, {Workloads: 300, Cap: 0}, {Workloads: 300, Cap: 50}},
-		Storm:     []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
+		// Other scales and caps: --waves, --waves-caps.
+		Waves: []wavesPlan{{Workloads: 300, Cap: -1}, {Workloads: 300, Cap: 0}},
+		Storm: []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
 	}
 }
 

@@ -72,6 +72,12 @@ func (r *runner) waves(ctx context.Context, p wavesPlan) Result {
 		if err := s.startController(ctx, p.Workloads, flags); err != nil {
 			return err
 		}
+		// The baseline annotation bumps each Deployment's generation, which
+		// counts as in progress until the deployment controller has seen
+		// it; Ripple counts only the rollouts it started.
+		if _, _, err := s.sampleRollouts(ctx, keys, time.Time{}, timeout); err != nil {
+			return fmt.Errorf("waiting for the baseline's generations to be observed: %w", err)
+		}
 		s.beginMeasure(ctx)
 		set, err := s.update(ctx, ref, 1, nil, keys)
 		if err != nil {
