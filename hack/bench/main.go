@@ -2,8 +2,8 @@
 // a local Kubernetes control plane it starts itself, or on any cluster given
 // with --kubeconfig (`make bench`):
 //
-//	go run ./hack/bench --ripple bin/ripple            # the default set, ~6 min
-//	go run ./hack/bench --ripple bin/ripple --quick    # a reduced set, < 3 min
+//	go run ./hack/bench --ripple bin/ripple            # the default set, ~14 min
+//	go run ./hack/bench --ripple bin/ripple --quick    # a reduced set, ~8 min
 //	go run ./hack/bench --compare A.json B.json        # two runs side by side
 //
 // Six scenarios, each against a fresh etcd and kube-apiserver (the burst
@@ -101,7 +101,7 @@ type options struct {
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
-	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
+	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, about 8 minutes on 2 cores)")
 	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments instead of the set's scale, e.g. 1000")
 	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
@@ -114,7 +114,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.baseline, "baseline-annotation", "ripple.dev/applied", "annotation the controller writes on a workload it has taken in; the benchmark waits for it on every workload before measuring (empty: wait --warmup instead)")
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "wait after ready when --baseline-annotation is empty")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random choices (which configs change)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 10m with --quick, 30m otherwise)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 15m with --quick, 30m otherwise)")
 	fs.BoolVar(&o.failOnTarget, "fail-on-target", false, "exit 1 when a target is missed")
 	fs.BoolVar(&o.compare, "compare", false, "compare two results files: ripple-bench --compare A.json B.json")
 	fs.StringVar(&o.render, "render", "", "rewrite results.md beside this results.json, without running anything")
@@ -208,7 +208,7 @@ func (o options) controller() ([]string, map[string]string, error) {
 func (o options) plan() (string, plan, time.Duration, error) {
 	set, p, timeout := "default", defaultPlan(), 30*time.Minute
 	if o.quick {
-		set, p, timeout = "quick", quickPlan(), 10*time.Minute
+		set, p, timeout = "quick", quickPlan(), 15*time.Minute
 	}
 	if o.timeout != 0 {
 		timeout = o.timeout
