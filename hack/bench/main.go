@@ -2,8 +2,8 @@
 // a local Kubernetes control plane it starts itself, or on any cluster given
 // with --kubeconfig (`make bench`):
 //
-//	go run ./hack/bench --ripple bin/ripple            # the default set, ~6 min
-//	go run ./hack/bench --ripple bin/ripple --quick    # a reduced set, < 3 min
+//	go run ./hack/bench --ripple bin/ripple            # the default set, ~14 min
+//	go run ./hack/bench --ripple bin/ripple --quick    # a reduced set, ~8 min
 //	go run ./hack/bench --compare A.json B.json        # two runs side by side
 //
 // Six scenarios, each against a fresh etcd and kube-apiserver (the burst
@@ -92,6 +92,8 @@ func newLogger(w io.Writer) *slog.Logger {
 // options are the command's flags.
 type options struct {
 	quick, proxy, failOnTarget, compare bool
+	waves                               int
+	wavesCaps                           string
 	only, outDir, ripple, controllerCmd string
 	kubeconfig, baseline, render        string
 	warmup, timeout                     time.Duration
@@ -99,7 +101,9 @@ type options struct {
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
-	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, under 3 minutes on 2 cores)")
+	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, about 8 minutes on 2 cores)")
+	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments instead of the set's scale, e.g. 1000")
+	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	fs.StringVar(&o.outDir, "out", "", "results directory (default ./bench-results/<timestamp>)")
 	fs.StringVar(&o.ripple, "ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
@@ -110,7 +114,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.baseline, "baseline-annotation", "ripple.dev/applied", "annotation the controller writes on a workload it has taken in; the benchmark waits for it on every workload before measuring (empty: wait --warmup instead)")
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "wait after ready when --baseline-annotation is empty")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random choices (which configs change)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 10m with --quick, 30m otherwise)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 15m with --quick, 30m otherwise)")
 	fs.BoolVar(&o.failOnTarget, "fail-on-target", false, "exit 1 when a target is missed")
 	fs.BoolVar(&o.compare, "compare", false, "compare two results files: ripple-bench --compare A.json B.json")
 	fs.StringVar(&o.render, "render", "", "rewrite results.md beside this results.json, without running anything")
@@ -201,15 +205,44 @@ func (o options) controller() ([]string, map[string]string, error) {
 }
 
 // plan returns the name of the set to run, its scales and its timeout.
-func (o options) plan() (string, plan, time.Duration) {
+func (o options) plan() (string, plan, time.Duration, error) {
 	set, p, timeout := "default", defaultPlan(), 30*time.Minute
 	if o.quick {
-		set, p, timeout = "quick", quickPlan(), 10*time.Minute
+		set, p, timeout = "quick", quickPlan(), 15*time.Minute
 	}
 	if o.timeout != 0 {
 		timeout = o.timeout
 	}
-	return set, p, timeout
+	waves, err := wavesPoints(p.Waves, o.waves, o.wavesCaps)
+	p.Waves = waves
+	return set, p, timeout, err
+}
+
+// wavesPoints returns the waves scenario's points: those of the set, at n
+// Deployments when n > 0, with the caps in caps ("default" or a number,
+// comma-separated) when caps is not empty.
+func wavesPoints(set []wavesPlan, n int, caps string) ([]wavesPlan, error) {
+	var out []wavesPlan
+	if caps == "" {
+		out = slices.Clone(set)
+	} else {
+		for _, c := range strings.Split(caps, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(c))
+			switch {
+			case strings.TrimSpace(c) == "default":
+				v = -1
+			case err != nil || v < 0:
+				return nil, fmt.Errorf("--waves-caps: %q is neither default nor a cap", c)
+			}
+			out = append(out, wavesPlan{Workloads: set[0].Workloads, Cap: v})
+		}
+	}
+	for i := range out {
+		if n > 0 {
+			out[i].Workloads = n
+		}
+	}
+	return out, nil
 }
 
 // resultsDir creates the results directory and its logs directory.
@@ -242,7 +275,10 @@ func benchmark(ctx context.Context, o options, args []string, out io.Writer) (er
 			return err
 		}
 	}
-	set, p, timeout := o.plan()
+	set, p, timeout, err := o.plan()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("the benchmark did not finish within %s", timeout))
 	defer cancel()
 	started := time.Now()

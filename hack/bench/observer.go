@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ripple-dev/ripple/internal/rollout"
 )
 
 // observer follows the benchmark's Deployments (and, on a full cluster,
@@ -34,6 +36,9 @@ type observer struct {
 	// template holds a hash of each Deployment's pod template.
 	template  map[string]uint64
 	baselined map[string]bool
+	// rolling holds the Deployments whose rollout is in progress by their
+	// status, as Ripple's rollout cap reads it.
+	rolling map[string]bool
 	// changes holds, per workload, when each template change was seen.
 	changes map[string][]time.Time
 	// replicaSets holds, per Deployment, when each of its ReplicaSets was
@@ -57,6 +62,7 @@ func newObserver(cs kubernetes.Interface, baselineKey string) *observer {
 		baselineKey: baselineKey,
 		template:    map[string]uint64{},
 		baselined:   map[string]bool{},
+		rolling:     map[string]bool{},
 		changes:     map[string][]time.Time{},
 		replicaSets: map[string][]time.Time{},
 		changed:     make(chan struct{}),
@@ -196,6 +202,7 @@ func (o *observer) watchDeployments(ctx context.Context, rv string) (string, err
 			key := d.Namespace + "/" + d.Name
 			delete(o.template, key)
 			delete(o.baselined, key)
+			delete(o.rolling, key)
 		}
 		o.mu.Unlock()
 		if t != watch.Bookmark {
@@ -223,6 +230,7 @@ func (o *observer) updateDeployment(d *appsv1.Deployment, now time.Time) {
 		o.changes[key] = append(o.changes[key], now)
 	}
 	o.template[key] = h
+	o.rolling[key] = rollout.Deployment(d).State == rollout.Progressing
 	if o.baselineKey != "" {
 		_, o.baselined[key] = d.Annotations[o.baselineKey]
 	}
@@ -307,6 +315,22 @@ func (o *observer) waitReplicaSets(ctx context.Context, keys []string, since tim
 		}
 		return missing == 0, fmt.Sprintf("new ReplicaSets of %d of %d Deployments", missing, len(keys))
 	})
+}
+
+// rollingCount returns how many of keys have a rollout in progress and
+// how many have not changed at or after since.
+func (o *observer) rollingCount(keys []string, since time.Time) (rolling, unchanged int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range keys {
+		if o.rolling[k] {
+			rolling++
+		}
+		if times := o.changes[k]; len(times) == 0 || times[len(times)-1].Before(since) {
+			unchanged++
+		}
+	}
+	return rolling, unchanged
 }
 
 // changesSince returns, per workload, the template changes seen at or

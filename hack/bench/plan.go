@@ -57,6 +57,20 @@ func scenarios() []scenario {
 		name:    "cold-start",
 		targets: []targetSpec{noWorkloadLists},
 		run:     func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.ColdStart, r.coldStart) },
+	}, {
+		name: "waves",
+		targets: []targetSpec{{
+			Name:    "Deployments rolling at once, one Secret shared by 300, default cap 100",
+			Measure: peakInProgress, Limit: 100, AtMost: true, At: Scale{Workloads: 300}, DefaultFlags: true,
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.Waves, r.waves) },
+	}, {
+		name: "storm",
+		targets: []targetSpec{{
+			Name:    "rollouts per workload in a storm of changes every 300 ms, defaults",
+			Measure: rolloutsPerChange, Limit: 3, AtMost: true, DefaultFlags: true,
+		}},
+		run: func(ctx context.Context, r *runner, p plan) []Result { return each(ctx, p.Storm, r.storm) },
 	}}
 }
 
@@ -89,6 +103,8 @@ type plan struct {
 	Burst     []burstPlan
 	NoOp      []noOpPlan
 	ColdStart []coldStartPlan
+	Waves     []wavesPlan
+	Storm     []stormPlan
 }
 
 // fanOutPoint is one ConfigMap used by Workloads Deployments, changed
@@ -159,7 +175,8 @@ type coldStartPlan struct {
 }
 
 // defaultPlan is the full set, sized to the scales; it runs in
-// about six minutes on 2 cores (the budget is 15).
+// about 14 minutes on 2 cores (the budget is 15), of which the waves and
+// storm scenarios on the full cluster take about 9.
 func defaultPlan() plan {
 	return plan{
 		FanOut: []fanOutPoint{
@@ -177,11 +194,14 @@ func defaultPlan() plan {
 		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
 		NoOp:      []noOpPlan{{Namespaces: 10, WorkloadsPerNS: 10, Duration: 10 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
 		ColdStart: []coldStartPlan{{Namespaces: 100, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
+		// Other scales and caps: --waves, --waves-caps.
+		Waves: []wavesPlan{{Workloads: 300, Cap: -1}, {Workloads: 300, Cap: 0}},
+		Storm: []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
 	}
 }
 
 // quickPlan is the reduced set: the same scenarios at smaller scales, in
-// under three minutes on 2 cores. The 300-Deployment fan-out with default
+// about eight minutes on 2 cores (three without waves and storm). The 300-Deployment fan-out with default
 // flags is kept at full scale because it is an acceptance target.
 func quickPlan() plan {
 	return plan{
@@ -197,6 +217,10 @@ func quickPlan() plan {
 		Burst:     []burstPlan{{Workloads: 50, ConfigMaps: 5, Secrets: 5, Updates: 200, Over: 2 * time.Second}},
 		NoOp:      []noOpPlan{{Namespaces: 5, WorkloadsPerNS: 10, Duration: 5 * time.Second, Rate: 100, RelistEvery: 2 * time.Second}},
 		ColdStart: []coldStartPlan{{Namespaces: 10, WorkloadsPerNS: 100, ConfigsPerNS: 10}},
+		// Under the default cap of 100 a wave of 100 would not be held: a
+		// lower cap shows the waves at the quick set's scale.
+		Waves: []wavesPlan{{Workloads: 100, Cap: 25}, {Workloads: 100, Cap: 0}},
+		Storm: []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
 	}
 }
 

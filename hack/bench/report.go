@@ -97,6 +97,7 @@ func markdown(run Run) string {
 	writeHeader(&w, run)
 	writeTargets(&w, run.Targets)
 	writeMeasures(&w, run.Results)
+	writeSafety(&w, run.Results)
 	writeScaling(&w, run.Results)
 	writeMemoryModel(&w, run.MemoryModel)
 	writeStartup(&w, run.Results)
@@ -151,6 +152,36 @@ func writeMeasures(w *strings.Builder, results []Result) {
 			latencyText(r.Latency, r.Latency.P50), latencyText(r.Latency, r.Latency.P95), latencyText(r.Latency, r.Latency.P99), latencyText(r.Latency, r.Latency.Max), all,
 			patches, rollouts, mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady), mib(r.Memory.HeapSteady)+" ("+mib(r.Memory.LiveSteady)+")",
 			r.CPU.Measure, r.RequestsTotal, cell(errorsText(r.Errors)))
+	}
+}
+
+// writeSafety writes the waves and storm scenarios' own numbers, when the
+// run has them.
+func writeSafety(w *strings.Builder, results []Result) {
+	var rs []Result
+	for _, r := range results {
+		if r.Safety != nil {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Safety at scale\n\n")
+	fmt.Fprintf(w, "In progress: Deployments whose rollout is not complete by their status (sampled). Complete: from the change until every Deployment changed and finished rolling. Final: from the storm's last change to the last template change.\n\n")
+	fmt.Fprintf(w, "| scenario | controller flags | changes | peak in progress | complete | final | rollouts / workload | template changes | errors |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		peak, complete, final := "–", "–", "–"
+		if r.Scenario == "waves" {
+			peak = fmt.Sprintf("%d of %d", r.Safety.PeakInProgress, r.Scale.Workloads)
+			complete = fmt.Sprintf("%.1f s", r.Safety.CompleteS)
+		} else {
+			final = fmt.Sprintf("%.1f s", r.Safety.FinalS)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %.2f (%d ReplicaSets) | %d | %s |\n",
+			r.Name, flagsText(r.Flags), r.Updates, peak, complete, final,
+			r.RolloutsPerChangeSet, r.NewReplicaSets, r.TemplateChanges, cell(errorsText(r.Errors)))
 	}
 }
 

@@ -51,6 +51,9 @@ func TestEvaluate(t *testing.T) {
 		"controller RSS with 1,000 Secrets of 500 KiB":                     "PASS",
 		"patches caused by label/annotation edits and relists":             "PASS",
 		"one ConfigMap to 300 Deployments fully patched, default settings": "FAIL",
+		// The sample has no waves or storm results (TestSafetyTargets).
+		"Deployments rolling at once, one Secret shared by 300, default cap 100": "n/a",
+		"rollouts per workload in a storm of changes every 300 ms, defaults":     "n/a",
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d targets, want %d", len(got), len(want))
@@ -176,5 +179,42 @@ func TestReportFiles(t *testing.T) {
 	}
 	if len(back.Results) != len(run.Results) || back.Results[0].AllPatched.Max != 14500 {
 		t.Errorf("JSON round trip lost data: %+v", back.Results[0])
+	}
+}
+
+func TestSafetyTargets(t *testing.T) {
+	var peak, storm targetSpec
+	for _, s := range scenarios() {
+		switch s.name {
+		case "waves":
+			peak = s.targets[0]
+		case "storm":
+			storm = s.targets[0]
+		}
+	}
+	atCap := Result{Name: "waves/300-defaults", Scenario: "waves", Scale: Scale{Workloads: 300}, Safety: &Safety{PeakInProgress: 100, CompleteS: 20}}
+	uncapped := Result{Name: "waves/300-cap0", Scenario: "waves", Flags: []string{"--max-concurrent-rollouts=0"}, Scale: Scale{Workloads: 300}, Safety: &Safety{PeakInProgress: 300}}
+	if got := peak.check([]string{"waves"}, []Result{uncapped, atCap}, true); got.Status != "PASS" || got.Want != "≤ 100" {
+		t.Errorf("a peak at the cap must pass, and only the defaults count: %+v", got)
+	}
+	atCap.Safety.PeakInProgress = 101
+	if got := peak.check([]string{"waves"}, []Result{atCap}, true); got.Status != "FAIL" {
+		t.Errorf("a peak over the cap must fail: %+v", got)
+	}
+
+	held := Result{Name: "storm/1-defaults", Scenario: "storm", NewReplicaSets: 3, RolloutsPerChangeSet: 3, Updates: 100, Safety: &Safety{FinalS: 10.5}}
+	if got := storm.check([]string{"storm"}, []Result{held}, true); got.Status != "PASS" {
+		t.Errorf("3 rollouts in a storm must pass: %+v", got)
+	}
+	held.NewReplicaSets, held.RolloutsPerChangeSet = 4, 4
+	if got := storm.check([]string{"storm"}, []Result{held}, true); got.Status != "FAIL" {
+		t.Errorf("4 rollouts in a storm must fail: %+v", got)
+	}
+
+	md := markdown(Run{Results: []Result{atCap, held}})
+	for _, want := range []string{"## Safety at scale", "| waves/300-defaults | defaults | 0 | 101 of 300 | 20.0 s | – |", "| storm/1-defaults | defaults | 100 | – | – | 10.5 s | 4.00 (4 ReplicaSets) |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
 	}
 }

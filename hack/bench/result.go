@@ -89,6 +89,9 @@ type Result struct {
 	ForcedRelists int `json:"forced_relists,omitempty"`
 	ConfigRelists int `json:"config_relists,omitempty"`
 
+	// Safety is set by the waves and storm scenarios.
+	Safety *Safety `json:"safety,omitempty"`
+
 	Memory Memory `json:"memory"`
 	CPU    CPU    `json:"cpu"`
 	Errors Errors `json:"errors"`

@@ -19,6 +19,8 @@ type targetSpec struct {
 	// the measure's unit.
 	Limit float64
 	Exact bool
+	// AtMost lets the measure equal the limit.
+	AtMost bool
 	// At is the scale the target is stated at. A result at another scale
 	// is still checked, with its scale in a note, so that a quick run says
 	// what it can; a result whose configs are smaller than At.ConfigBytes
@@ -51,6 +53,11 @@ const (
 	// over every result the target applies to; it passes only when no
 	// pair is missing, doubled or unrelated.
 	patchesPerChange
+	// peakInProgress is the most workloads rolling at once in one result.
+	peakInProgress
+	// rolloutsPerChange is the new ReplicaSets per workload per change
+	// set (or storm) of one result.
+	rolloutsPerChange
 )
 
 // reading is a measure read from the results a target applies to.
@@ -123,6 +130,8 @@ func (m measure) read(rs []Result) (reading, bool) {
 			clean:    true,
 			measured: fmt.Sprintf("peak %s, steady %s", mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady)),
 		}, r.Memory.RSSPeak > 0
+	case peakInProgress, rolloutsPerChange:
+		return readSafety(m, r)
 	case noOpWrites:
 		return reading{
 			value: float64(r.PatchAttempts + r.TemplateChanges),
@@ -132,6 +141,25 @@ func (m measure) read(rs []Result) (reading, bool) {
 		}, r.Errors.Failure == ""
 	}
 	return reading{}, false
+}
+
+// readSafety reads a measure of the waves and storm scenarios.
+func readSafety(m measure, r Result) (reading, bool) {
+	if r.Safety == nil {
+		return reading{}, false
+	}
+	if m == peakInProgress {
+		return reading{
+			value:    float64(r.Safety.PeakInProgress),
+			clean:    r.Errors.Missed == 0 && r.Errors.Failure == "",
+			measured: fmt.Sprintf("peak %d, all %d complete after %.1f s", r.Safety.PeakInProgress, r.Scale.Workloads, r.Safety.CompleteS),
+		}, true
+	}
+	return reading{
+		value:    r.RolloutsPerChangeSet,
+		clean:    r.RolloutsPerChangeSet > 0 && r.Errors.Failure == "",
+		measured: fmt.Sprintf("%g (%d ReplicaSets, %d updates); last rollout %.1f s after the last change", r.RolloutsPerChangeSet, r.NewReplicaSets, r.Updates, r.Safety.FinalS),
+	}, r.RolloutsPerChangeSet >= 0
 }
 
 func readWorkloadLists(rs []Result) (reading, bool) {
@@ -192,6 +220,9 @@ func (t targetSpec) want() string {
 	if t.Exact {
 		return t.Measure.format(t.Limit)
 	}
+	if t.AtMost {
+		return "≤ " + t.Measure.format(t.Limit)
+	}
 	return "< " + t.Measure.format(t.Limit)
 }
 
@@ -199,6 +230,9 @@ func (t targetSpec) want() string {
 func (t targetSpec) meets(v float64) bool {
 	if t.Exact {
 		return v == t.Limit
+	}
+	if t.AtMost {
+		return v <= t.Limit
 	}
 	return v < t.Limit
 }
