@@ -29,6 +29,7 @@ const (
 	ReasonWouldReload       = "WouldReload"
 	ReasonRolloutComplete   = "RolloutComplete"
 	ReasonRolloutStalled    = "RolloutStalled"
+	ReasonRolloutQueued     = "RolloutQueued"
 )
 
 // outcome is how a reconcile ended, for the metrics.
@@ -125,9 +126,14 @@ func changeNames(changes []strategy.Change) []string {
 func (r *Reconciler) logWaiting(ctx context.Context, obj client.Object, p plan.Plan, a Admission) {
 	log := ctrl.LoggerFrom(ctx)
 	if !a.First {
-		log = log.V(1)
+		log.V(1).Info(a.Why, "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", changeNames(p.Changes))
+		return
 	}
 	log.Info(a.Why, "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", changeNames(p.Changes))
+	// Once per wait: the line is in memory, and this is how explain and
+	// kubectl describe tell it.
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutQueued, "Reload", "Changes in %s wait: %s",
+		strings.Join(changeNames(p.Changes), ", "), a.Why)
 }
 
 // follow reports the end of a rollout Ripple follows on obj: a Normal

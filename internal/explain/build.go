@@ -45,6 +45,7 @@ const (
 	waitPause  = "pausePeriod"
 	waitOwner  = "owner"
 	waitHold   = "hold"
+	waitSlot   = "rolloutSlot"
 )
 
 // digestLen is how much of a digest is shown: enough to compare.
@@ -191,19 +192,30 @@ func ages(events []Event, now time.Time) []Event {
 	return events
 }
 
+// waitVerdict is the verdict a wait gives; an empty state when it gives
+// none (a pause that has ended, an owner's pause).
+func waitVerdict(w Wait, now time.Time) (State, string, string) {
+	switch {
+	case w.For == waitPause && w.Until.After(now):
+		return Paused, "Paused", "paused: " + w.Message
+	case w.For == waitSettle:
+		return Waiting, "SettleWindow", "waiting: " + w.Message
+	case w.For == waitHold:
+		return Waiting, "Held", "held: " + w.Message
+	case w.For == waitSlot:
+		return Waiting, "RolloutSlot", "waiting: " + w.Message
+	}
+	return "", "", ""
+}
+
 // verdict is the state of the workload, its reason and one line saying it.
 func verdict(f Facts, r Report) (State, string, string) {
 	if reason, why := outOfReach(f); reason != "" {
 		return NotReloading, reason, "not reloading: " + why
 	}
 	for _, w := range r.Waiting {
-		switch {
-		case w.For == waitPause && w.Until.After(f.Now):
-			return Paused, "Paused", "paused: " + w.Message
-		case w.For == waitSettle:
-			return Waiting, "SettleWindow", "waiting: " + w.Message
-		case w.For == waitHold:
-			return Waiting, "Held", "held: " + w.Message
+		if state, reason, line := waitVerdict(w, f.Now); state != "" {
+			return state, reason, line
 		}
 	}
 	if changes := changeNames(f.Plan); changes != "" {

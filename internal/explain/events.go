@@ -12,7 +12,7 @@ import (
 // eventReasons are the reasons of the events Ripple records on workloads
 // (package controller).
 var eventReasons = []string{"Reloaded", "ReloadFailed", "InvalidAnnotation", "ReloadSkipped", "WouldReload",
-	reasonHeld, reasonResumed, "RolloutComplete", "RolloutStalled"}
+	reasonHeld, reasonResumed, reasonQueued, "RolloutComplete", "RolloutStalled"}
 
 // The storm breaker's events: a hold lives only in Ripple's memory, so the
 // newest of these, or a Reloaded after them, says whether one is on.
@@ -20,6 +20,10 @@ const (
 	reasonHeld    = "ReloadHeld"
 	reasonResumed = "ReloadResumed"
 )
+
+// reasonQueued is the event of a workload that waits for a rollout slot
+// (--max-concurrent-rollouts); the line is in Ripple's memory too.
+const reasonQueued = "RolloutQueued"
 
 // ClusterEvents returns an Explainer's Events: the last n of Ripple's
 // events on a workload, newest first, read from the API server. Ripple

@@ -196,3 +196,21 @@ func TestBuildHoldFromEvents(t *testing.T) {
 		})
 	}
 }
+
+// A wait for a rollout slot lives in Ripple's memory: explain reads it from
+// the RolloutQueued event when the plan has changes to roll.
+func TestBuildRolloutSlotFromEvents(t *testing.T) {
+	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	queued := Event{Reason: "RolloutQueued", Message: `Changes in ConfigMap "app" wait: waiting for a rollout slot: 50 of 50 in progress (--max-concurrent-rollouts)`}
+	meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}
+	f := facts(t, meta, old, current, time.Now(), defaults(t))
+	f.Events = []Event{queued}
+	if r := Build(f); r.State != Waiting || r.Reason != "RolloutSlot" || !strings.Contains(r.Verdict, "--max-concurrent-rollouts") {
+		t.Errorf("queued with a change: %s (%s) %q", r.State, r.Reason, r.Verdict)
+	}
+	f = facts(t, meta, current, current, time.Now(), defaults(t))
+	f.Events = []Event{queued}
+	if r := Build(f); r.State != UpToDate {
+		t.Errorf("queued, but nothing left to roll: %s (%s), want up to date", r.State, r.Reason)
+	}
+}

@@ -93,7 +93,28 @@ func waiting(f Facts) []Wait {
 	if w, ok := holdWait(f); ok {
 		out = append(out, w)
 	}
+	if w, ok := slotWait(f); ok {
+		out = append(out, w)
+	}
 	return out
+}
+
+// slotWait is a wait for a rollout slot: the plan has changes to roll and
+// Ripple's newest event on the workload is RolloutQueued, with no Reloaded
+// after it.
+func slotWait(f Facts) (Wait, bool) {
+	if changeNames(f.Plan) == "" || f.Plan.Wait > 0 {
+		return Wait{}, false
+	}
+	for _, e := range f.Events {
+		switch e.Reason {
+		case reasonQueued:
+			return Wait{For: waitSlot, Setting: "--max-concurrent-rollouts", Message: e.Message}, true
+		case "Reloaded":
+			return Wait{}, false
+		}
+	}
+	return Wait{}, false
 }
 
 // holdWait is the storm breaker's hold, from Ripple's events (newest

@@ -143,7 +143,8 @@ type PolicyEntry struct {
 // Wait is something Ripple waits for.
 type Wait struct {
 	// For is "settleWindow", "pausePeriod", "owner" (paused by its
-	// owner) or "hold" (the storm breaker holds it).
+	// owner), "hold" (the storm breaker holds it) or "rolloutSlot" (over
+	// --max-concurrent-rollouts).
 	For string `json:"for"`
 	// Until is when the wait ends, if known.
 	Until *time.Time `json:"until,omitempty"`

@@ -116,8 +116,8 @@ func createWaveDeployments(t *testing.T, cs kubernetes.Interface, ns string) {
 // hash and whose rollout is in progress by their status: patched and not
 // yet complete. It follows every status change through a watch, as Ripple
 // does, so a rollout that completes between two looks is never missed. One
-// seen complete is done: losing a pod later (kwok's nodes on a loaded
-// machine) is not a rollout in progress.
+// seen complete or stalled is done, as in Ripple's count: losing a pod later
+// (kwok's nodes on a loaded machine) is not a rollout in progress.
 type sampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -148,7 +148,9 @@ func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *s
 			return
 		}
 		st := rollout.Deployment(d).State
-		complete[d.Name] = st == rollout.Complete
+		// A stalled rollout has freed its slot for good, as a complete one
+		// has, even if its status later reads as progressing again.
+		complete[d.Name] = st == rollout.Complete || st == rollout.Stalled
 		in[d.Name] = st == rollout.Progressing
 	}
 	for i := range list.Items {

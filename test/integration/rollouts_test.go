@@ -64,6 +64,10 @@ func TestRolloutCapAndTimeout(t *testing.T) {
 	if got, _ := (strategy.EnvVars{}).Applied(kit.Deployment.Template(second), cm); len(rolled) > 1 || got == sum {
 		t.Fatalf("both Deployments rolled at once, over the cap of 1")
 	}
+	queued := e.waitRolloutEvent(t, second.GetName(), controller.ReasonRolloutQueued, corev1.EventTypeNormal)
+	if !strings.Contains(queued[0], "--max-concurrent-rollouts") {
+		t.Errorf("RolloutQueued of %s: %q, want one naming --max-concurrent-rollouts", second.GetName(), queued[0])
+	}
 	e.completeRollout(t, first.(*appsv1.Deployment))
 	e.waitApplied(t, kit.Deployment, second, cm, sum)
 	notes := e.waitRolloutEvent(t, first.GetName(), controller.ReasonRolloutComplete, corev1.EventTypeNormal)
