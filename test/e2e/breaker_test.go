@@ -1,16 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -78,7 +74,7 @@ func TestStormBreakerHoldsFlappingConfig(t *testing.T) {
 	} else if want := `ConfigMap "` + configName + `"`; !strings.Contains(held[0], want) {
 		t.Errorf("ReloadHeld event %q does not name %s", held[0], want)
 	}
-	m := scrapeMetrics(t, addr)
+	m := kit.Scrape(t, addr)
 	if got := m[`ripple_reload_holds_total{kind="Deployment"}`]; got != 1 {
 		t.Errorf("ripple_reload_holds_total = %v, want 1", got)
 	}
@@ -109,7 +105,7 @@ func storm(t *testing.T, cs kubernetes.Interface, cm *corev1.ConfigMap, addr str
 			t.Fatal(err)
 		}
 		last, sum = time.Now(), digest.ConfigMap(cm)
-		maxHeld = max(maxHeld, scrapeMetrics(t, addr)[`ripple_reloads_held{}`])
+		maxHeld = max(maxHeld, kit.Scrape(t, addr)[`ripple_reloads_held{}`])
 	}
 	return updates, maxHeld, sum, last
 }
@@ -143,46 +139,4 @@ func freeAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return addr
-}
-
-// scrapeMetrics reads Ripple's /metrics: each counter and gauge sample as
-// `name{labels}` -> value.
-func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, f := range families {
-		for _, m := range f.GetMetric() {
-			labels := ""
-			for i, l := range m.GetLabel() {
-				if i > 0 {
-					labels += ","
-				}
-				labels += fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
-			}
-			key := name + "{" + labels + "}"
-			switch {
-			case m.Counter != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				out[key] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out
 }

@@ -1,54 +1,15 @@
 package integration
 
 import (
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/test/kit"
 )
-
-// scrape reads /metrics and returns each sample as `name{labels}` -> value.
-func scrape(t *testing.T, addr string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, f := range families {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			key := name + "{" + strings.Join(labels, ",") + "}"
-			switch {
-			case m.Counter != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				out[key] = m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				out[strings.Replace(key, name, name+"_count", 1)] = float64(m.GetHistogram().GetSampleCount())
-				out[strings.Replace(key, name, name+"_sum", 1)] = m.GetHistogram().GetSampleSum()
-			}
-		}
-	}
-	return out
-}
 
 // After known actions, /metrics holds exact counts of Reloader's metrics
 // (each event counted once) and of Ripple's own.
@@ -81,7 +42,7 @@ func TestMetricsCountExactly(t *testing.T) {
 	}
 	time.Sleep(time.Second) // let the label-only event arrive
 
-	got := scrape(t, addr)
+	got := kit.Scrape(t, addr)
 	want := map[string]float64{
 		`reloader_reload_executed_total{success="true"}`:                                 3,
 		`reloader_reload_executed_total{success="false"}`:                                0,
