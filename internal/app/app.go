@@ -115,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	}
 	return controller.Setup(ctx, mgr, controller.Options{
 		Settings: settings, Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
-		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces,
+		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 		Rollouts: controller.RolloutLimits{
 			Max: cfg.MaxConcurrentRollouts, MaxPerNamespace: cfg.MaxConcurrentRolloutsPerNamespace, Timeout: cfg.RolloutTimeout,
 		},
@@ -324,7 +324,7 @@ func cacheOptions(scope config.Scope) cache.Options {
 // writes (reload patches, Jobs) skip the client-side rate limit of
 // --kube-api-qps, which then bounds only the requests that are not
 // reloads. A fan-out of one change to hundreds of workloads is bounded by
-// the workers (4 per kind) and by the API server's priority and fairness,
+// --max-concurrent-reconciles and by the API server's priority and fairness,
 // not throttled to a few patches per second.
 func writeClient(rc *rest.Config, o client.Options) (client.Client, error) {
 	rc = rest.CopyConfig(rc)

@@ -12,6 +12,7 @@ import (
 type OperationsOptions struct {
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
+	MaxConcurrentReconciles int
 	MetricsAddr             string
 	HealthAddr              string
 	EnablePprof             bool
@@ -31,8 +32,11 @@ type OperationsOptions struct {
 type Operations struct {
 	KubeAPIQPS   float32
 	KubeAPIBurst int
-	MetricsAddr  string
-	HealthAddr   string
+	// MaxConcurrentReconciles is how many workloads of one kind are
+	// reconciled at once, and so how many reload writes are in flight.
+	MaxConcurrentReconciles int
+	MetricsAddr             string
+	HealthAddr              string
 	// PprofAddr serves pprof when not empty.
 	PprofAddr string
 	LogJSON   bool
@@ -49,9 +53,17 @@ type Operations struct {
 // quieter, as logr's V levels.
 type LogLevel int8
 
+// DefaultMaxConcurrentReconciles is the default of
+// --max-concurrent-reconciles (docs/performance.md has the measurement).
+const DefaultMaxConcurrentReconciles = 4
+
+// maxConcurrentReconciles bounds --max-concurrent-reconciles: each is a
+// goroutine per kind and a write in flight.
+const maxConcurrentReconciles = 1000
+
 func defaultOperationsOptions() OperationsOptions {
 	return OperationsOptions{
-		KubeAPIQPS: 20, KubeAPIBurst: 30, MetricsAddr: ":9090", PprofAddr: ":6060", LogLevel: "info",
+		KubeAPIQPS: 20, KubeAPIBurst: 30, MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, MetricsAddr: ":9090", PprofAddr: ":6060", LogLevel: "info",
 		GracefulShutdownTimeout: 30 * time.Second, CacheSyncTimeout: 2 * time.Minute,
 	}
 }
@@ -66,8 +78,9 @@ func (o *OperationsOptions) readEnv(lookup func(string) string) {
 func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address of the pprof endpoint.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists and uncached reads (client-go never limits watches). Reload writes and Events are not held by it: reload writes are bounded by the workers (4 per kind) and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled, and Events have a budget of their own (50/s, burst 300).")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists and uncached reads (client-go never limits watches). Reload writes and Events are not held by it: reload writes are bounded by --max-concurrent-reconciles and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled, and Events have a budget of their own (50/s, burst 300).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the --kube-api-qps limit.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many workloads of one kind are reconciled at once: the reload writes in flight when one config is used by many workloads. The API server's priority and fairness still bounds them; --max-concurrent-rollouts bounds the rollouts they start.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "On SIGTERM, how long in-flight reloads may take before Ripple exits; the Lease is released at once.")
@@ -78,7 +91,7 @@ func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 
 func (o *OperationsOptions) validate(errs *problems) Operations {
 	op := Operations{
-		KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst, MetricsAddr: o.MetricsAddr, HealthAddr: o.HealthAddr,
+		KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst, MaxConcurrentReconciles: o.MaxConcurrentReconciles, MetricsAddr: o.MetricsAddr, HealthAddr: o.HealthAddr,
 		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout, CacheSyncTimeout: o.CacheSyncTimeout,
 	}
 	if o.CacheSyncTimeout <= 0 {
@@ -95,6 +108,9 @@ func (o *OperationsOptions) validate(errs *problems) Operations {
 	}
 	if o.KubeAPIQPS <= 0 {
 		errs.bad("kube-api-qps", "%v must be positive", o.KubeAPIQPS)
+	}
+	if o.MaxConcurrentReconciles < 1 || o.MaxConcurrentReconciles > maxConcurrentReconciles {
+		errs.bad("max-concurrent-reconciles", "%d is not between 1 and %d", o.MaxConcurrentReconciles, maxConcurrentReconciles)
 	}
 	if o.KubeAPIBurst <= 0 {
 		errs.bad("kube-api-burst", "%d must be positive", o.KubeAPIBurst)

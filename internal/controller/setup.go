@@ -33,9 +33,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// workers is how many workloads of one kind are reconciled at once.
-const workers = 4
-
 // Optional is a workload kind used only once the API server serves it.
 type Optional struct {
 	Kind workload.Kind
@@ -57,6 +54,8 @@ type Options struct {
 	Namespaces []string
 	// Rollouts cap and time the rollouts Ripple follows.
 	Rollouts RolloutLimits
+	// Workers is how many workloads of one kind are reconciled at once.
+	Workers int
 }
 
 // Setup registers the indexes and the controller of every workload kind,
@@ -135,7 +134,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		For(kind.New(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			s.tracker.trackedUpdates(kind.Name())))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: s.newQueue})
+		WithOptions(controller.Options{MaxConcurrentReconciles: s.o.Workers, NewQueue: s.newQueue})
 	for _, sk := range rsource.Watched(s.o.Settings.SourceKinds) {
 		b = b.Watches(rsource.Object(sk), r.sourceHandler(sk),
 			builder.WithPredicates(sourceChanged(s.o.Settings.Keys)))

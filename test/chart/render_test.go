@@ -309,7 +309,7 @@ func productionValues() map[string]any {
 			"webhookUrl": "",
 		},
 		"ripple": map[string]any{
-			"settleWindow": "5s", "cronJobReload": "template", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100,
+			"settleWindow": "5s", "cronJobReload": "template", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100, "maxConcurrentReconciles": 16,
 			"maxConcurrentRollouts": 20, "maxConcurrentRolloutsPerNamespace": 5, "rolloutTimeout": "15m",
 			"minRolloutInterval": "2m", "flapBreaker": map[string]any{"threshold": 0, "window": "30s", "quietPeriod": "20s"},
 			"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "15s", "retryPeriod": "3s"},

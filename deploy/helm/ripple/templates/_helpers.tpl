@@ -382,6 +382,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.rolloutTimeout -}}{{- $args = append $args (printf "--rollout-timeout=%s" (toString $rp.rolloutTimeout)) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiQps) -}}{{- $args = append $args (printf "--kube-api-qps=%v" $rp.kubeApiQps) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.kubeApiBurst) -}}{{- $args = append $args (printf "--kube-api-burst=%d" (int $rp.kubeApiBurst)) -}}{{- end -}}
+{{- if not (kindIs "invalid" $rp.maxConcurrentReconciles) -}}{{- $args = append $args (printf "--max-concurrent-reconciles=%d" (int $rp.maxConcurrentReconciles)) -}}{{- end -}}
 {{- if include "ripple.ha" . -}}
 {{- $le := $rp.leaderElection | default dict -}}
 {{- if $le.id -}}{{- $args = append $args (printf "--leader-election-id=%s" $le.id) -}}{{- end -}}
