@@ -186,3 +186,17 @@ func TestOwnNamespace(t *testing.T) {
 		t.Errorf("--cache-sync-timeout=0s: error %v, want one naming it", err)
 	}
 }
+
+func TestMaxConcurrentReconciles(t *testing.T) {
+	if cfg, err := parse(t, nil); err != nil || cfg.MaxConcurrentReconciles != DefaultMaxConcurrentReconciles {
+		t.Errorf("default: %d, error %v; want %d", cfg.MaxConcurrentReconciles, err, DefaultMaxConcurrentReconciles)
+	}
+	if cfg, err := parse(t, nil, "--max-concurrent-reconciles=32"); err != nil || cfg.MaxConcurrentReconciles != 32 {
+		t.Errorf("--max-concurrent-reconciles=32: %d, error %v", cfg.MaxConcurrentReconciles, err)
+	}
+	for _, v := range []string{"0", "-1", "1001"} {
+		if _, err := parse(t, nil, "--max-concurrent-reconciles="+v); err == nil || !strings.Contains(err.Error(), "--max-concurrent-reconciles") {
+			t.Errorf("--max-concurrent-reconciles=%s: error %v, want one naming it", v, err)
+		}
+	}
+}

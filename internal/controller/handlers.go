@@ -43,10 +43,17 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 	}
 	return handler.Funcs{
 		// The initial list at start is no change: its reconciles catch up
-		// at once, as the workloads' own events do.
+		// as the workloads' own events do, at low priority (handler.Funcs
+		// queues the initial list so), behind the changes that arrive.
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q, !e.IsInInitialList) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q, true) },
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, true) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			r.Priors.Observe(kind, e.ObjectOld, e.ObjectNew, r.Clock.Now())
+			enqueue(ctx, e.ObjectNew, q, true)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
+			r.Priors.Forget(kind, e.Object)
+			enqueue(ctx, e.Object, q, true)
+		},
 	}
 }
 

@@ -49,6 +49,8 @@ type Reconciler struct {
 	// Rotations is shared by the reconcilers of every kind; nil without
 	// --enable-csi-integration.
 	Rotations *source.Rotations
+	// Priors are shared by the reconcilers of every kind.
+	Priors *source.Priors
 	// Tracker follows the rollouts Ripple started and hands out rollout
 	// slots; shared by the reconcilers of every kind.
 	Tracker *Tracker
@@ -96,7 +98,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // converge plans the workload and writes the plan, once a rollout slot is
 // free for a reload.
 func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
-	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations}
+	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	if err != nil {
 		return ctrl.Result{}, outcome{}, err

@@ -65,7 +65,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	m := o.Metrics
 	watched := rsource.Watched(o.Settings.SourceKinds)
 	s := &setup{mgr: mgr, o: o, counter: m.NewCacheCounter(mgr.GetCache()),
-		tracker: &Tracker{Limits: o.Rollouts, Clock: o.Clock, Metrics: m}}
+		tracker: &Tracker{Limits: o.Rollouts, Clock: o.Clock, Metrics: m}, priors: &rsource.Priors{}}
 	var err error
 	if s.recorder, err = newRecorder(ctx, mgr); err != nil {
 		return err
@@ -110,6 +110,7 @@ type setup struct {
 	mgr       ctrl.Manager
 	o         Options
 	rotations *rsource.Rotations
+	priors    *rsource.Priors
 	counter   *metrics.CacheCounter
 	tracker   *Tracker
 	recorder  events.EventRecorder
@@ -124,7 +125,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	r := &Reconciler{
 		Client: s.mgr.GetClient(), Kind: kind, Settings: s.o.Settings, Finder: s.o.Finder,
 		Recorder: s.recorder, Metrics: s.o.Metrics, Alert: s.o.Alert,
-		Clock: s.o.Clock, Rotations: s.rotations, Tracker: s.tracker,
+		Clock: s.o.Clock, Rotations: s.rotations, Priors: s.priors, Tracker: s.tracker,
 	}
 	if err := s.o.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
 		return err

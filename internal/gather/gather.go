@@ -31,6 +31,9 @@ type Gatherer struct {
 	// Rotations is what was seen of SecretProviderClass rotations; nil,
 	// or not served, leaves SecretProviderClasses out.
 	Rotations *source.Rotations
+	// Priors are the ConfigMaps' and Secrets' data before their latest
+	// change since start; nil for none.
+	Priors *source.Priors
 }
 
 // Input reads everything the plan of obj, of kind, looks at, but for the
@@ -134,6 +137,9 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	if err == nil {
 		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
 		src.Digest, src.Keys = source.Digest(obj), source.Keys(obj)
+		if p, ok := g.Priors.Of(ns, ref); ok {
+			src.Before = &plan.Before{Digest: p.Digest, Keys: p.Keys, Seen: p.Seen}
+		}
 	}
 	if ref.Kind != refs.SecretProviderClass || !src.Found {
 		return src, nil

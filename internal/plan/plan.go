@@ -82,6 +82,20 @@ type Source struct {
 	// Mounts are, for a SecretProviderClass, the digests of what its pods
 	// mounted; Digest is then the latest change seen, if any.
 	Mounts map[string]int
+	// Before is, for a ConfigMap or Secret, its data before the latest
+	// change this Ripple saw of it; nil when it saw none.
+	Before *Before
+}
+
+// Before is a source's data before a change, and when the change was seen.
+// A workload that existed then and has nothing applied yet (its baseline
+// not written: its first reconcile waited behind others at start) takes it
+// as applied, so that the change rolls it rather than becoming its
+// baseline.
+type Before struct {
+	Digest string
+	Keys   digest.KeyTable
+	Seen   time.Time
 }
 
 // Pending is the settle state of a workload: the change set waiting for

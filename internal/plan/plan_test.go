@@ -76,6 +76,17 @@ func digestOf(ref refs.Ref, sum string) func(*Input) {
 	}
 }
 
+// before says that ref's data was sum until a change seen at seen.
+func before(ref refs.Ref, sum string, seen time.Time) func(*Input) {
+	return func(i *Input) {
+		for j := range i.Sources {
+			if i.Sources[j].Ref == ref {
+				i.Sources[j].Before = &Before{Digest: sum, Seen: seen}
+			}
+		}
+	}
+}
+
 func envVar(ref refs.Ref, sum string) func(*Input) {
 	return func(i *Input) {
 		c := &i.Workload.Template.Spec.Containers[0]
@@ -141,6 +152,33 @@ func TestSourcesAndRecord(t *testing.T) {
 			in:     in(),
 			states: map[refs.Ref]State{cmApp: Baseline, secDB: Baseline},
 			record: map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"},
+		},
+		{
+			name:    "no baseline yet, changed since start: the data before the change counts as applied",
+			in:      in(digestOf(cmApp, "cm2"), before(cmApp, "cm1", now.Add(-time.Minute))),
+			states:  map[refs.Ref]State{cmApp: Changed, secDB: Baseline},
+			changes: []string{"ConfigMap/app=cm2"},
+			reloads: true,
+			record:  map[string]string{"Secret/db": "s1"},
+		},
+		{
+			name:   "no baseline yet, changed and changed back: nothing to roll",
+			in:     in(before(cmApp, "cm1", now.Add(-time.Minute))),
+			states: map[refs.Ref]State{cmApp: Unchanged, secDB: Baseline},
+			record: map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"},
+		},
+		{
+			name: "created in the second of the change: a baseline, never a rollout on creation",
+			in: in(digestOf(cmApp, "cm2"), before(cmApp, "cm1", now.Add(-time.Minute)),
+				func(i *Input) { i.Workload.Created = now.Add(-time.Minute).Truncate(time.Second) }),
+			states: map[refs.Ref]State{cmApp: Baseline, secDB: Baseline},
+			record: map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
+		},
+		{
+			name:   "a baseline written wins over the data before a change",
+			in:     in(both, digestOf(cmApp, "cm2"), before(cmApp, "cm0", now.Add(-time.Minute)), envVar(cmApp, "cm2")),
+			states: map[refs.Ref]State{cmApp: Unchanged, secDB: Unchanged},
+			record: map[string]string{"Secret/db": "s1"},
 		},
 		{
 			name:   "recorded and unchanged: no write",

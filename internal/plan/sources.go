@@ -122,6 +122,10 @@ func found(in Input, src Source, wv view, sp *SourcePlan, last string, ok bool) 
 		sel = keySelection(wv.spec, wv.uses, src.Ref)
 	}
 	sp.Keys = sel.names
+	if b := src.Before; !ok && b != nil && existedAt(in.Workload, b.Seen) {
+		last, ok = sel.sum(Source{Digest: b.Digest, Keys: b.Keys}), true
+		sp.Applied = last
+	}
 	sum, mounted := sel.sum(src), true
 	if src.Ref.Kind == refs.SecretProviderClass {
 		sum, mounted = mountedDigest(src, last)
@@ -142,6 +146,13 @@ func found(in Input, src Source, wv view, sp *SourcePlan, last string, ok bool) 
 		// A source seen for the first time is a baseline, not a change.
 		sp.State = Baseline
 	}
+}
+
+// existedAt reports whether the workload existed before t. Creation
+// times have one-second granularity: a workload created in the second of
+// t does not count, since it may have been created with the new data.
+func existedAt(w Workload, t time.Time) bool {
+	return w.Created.Before(t.Truncate(time.Second))
 }
 
 // gone is the state and digest of a source that does not exist; ok tells
