@@ -50,6 +50,9 @@ type ReloaderOptions struct {
 	AnnotationPrefix     string   `json:"annotationPrefix"`
 	SettleWindow         string   `json:"settleWindow"`
 	DryRun               bool     `json:"dryRun"`
+	// ShardCount is the same in every shard, unlike the index: explain
+	// names the shard of a workload's namespace from it.
+	ShardCount int `json:"shardCount"`
 }
 
 func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
@@ -92,6 +95,7 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		AnnotationPrefix:                   o.AnnotationPrefix,
 		SettleWindow:                       o.SettleWindow.String(),
 		DryRun:                             o.DryRun,
+		ShardCount:                         o.ShardCount,
 	}
 }
 

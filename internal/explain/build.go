@@ -12,6 +12,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -57,6 +58,9 @@ func Build(f Facts) Report {
 		Workload: WorkloadRef{Kind: f.Kind.Name(), Namespace: f.Object.GetNamespace(), Name: f.Object.GetName()},
 		Sources:  sources(f), Policy: policy(f), Waiting: waiting(f), Warnings: f.Plan.Warnings,
 		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now),
+	}
+	if n := f.Settings.Config.Shard.Count; n > 1 {
+		r.Shard = &Shard{Index: dependents.ShardOf(r.Workload.Namespace, n), Count: n}
 	}
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r

@@ -214,3 +214,37 @@ func TestBuildRolloutSlotFromEvents(t *testing.T) {
 		t.Errorf("queued, but nothing left to roll: %s (%s), want up to date", r.State, r.Reason)
 	}
 }
+
+// With shards, the report names the shard that acts in the workload's
+// namespace, from the count the meta-info ConfigMap publishes; without,
+// neither the shard nor the count is shown.
+func TestShardNamed(t *testing.T) {
+	written := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, count := range []int{1, 3} {
+		s, err := BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(MetaInfo{
+			Origin: "ConfigMap ops/reloader-meta-info", Options: map[string]any{"shardCount": float64(count)}, // as JSON decodes it
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Build(facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, "", "sum", written, s))
+		var out bytes.Buffer
+		if err := printReport(&out, r); err != nil {
+			t.Fatal(err)
+		}
+		shown := slices.ContainsFunc(r.Settings, func(st Setting) bool { return st.Flag == "--shard-count" })
+		if count == 1 {
+			if r.Shard != nil || shown || strings.Contains(out.String(), "Shard:") {
+				t.Errorf("one shard: shard %+v, --shard-count shown %v, output:\n%s", r.Shard, shown, out.String())
+			}
+			continue
+		}
+		// dependents.ShardOf("shop", 3) is 2; its values are pinned by its own test.
+		if r.Shard == nil || *r.Shard != (Shard{Index: 2, Count: 3}) || !shown {
+			t.Fatalf("three shards: shard %+v, --shard-count shown %v", r.Shard, shown)
+		}
+		if !strings.Contains(out.String(), "2 of 3 (the one run with --shard-index=2)") {
+			t.Errorf("output does not name the shard:\n%s", out.String())
+		}
+	}
+}

@@ -33,6 +33,9 @@ type Report struct {
 	// Warnings are the invalid annotations Ripple reports as
 	// InvalidAnnotation events.
 	Warnings []string `json:"warnings,omitempty"`
+	// Shard names the Ripple shard that acts in the workload's namespace,
+	// when the namespaces are split between shards.
+	Shard *Shard `json:"shard,omitempty"`
 	// Settings are the settings of Ripple that matter, with their origin;
 	// SettingsFrom says where those not given as flags were read.
 	Settings     []Setting `json:"settings"`
@@ -42,6 +45,12 @@ type Report struct {
 	// Findings are problems found in the objects themselves (lint), for
 	// readers that look for them (manifest files).
 	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Shard is one of Count Ripple shards: the one run with --shard-index=Index.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
 }
 
 // WorkloadRef names the workload.

@@ -52,11 +52,11 @@ type MetaInfo struct {
 }
 
 // metaFlags map the reloaderOptions keys to the flags they show, in the
-// order the settings are shown. The key renames are shown only when they
-// rename.
+// order the settings are shown. Those marked unlessDefault (the key
+// renames, the shard count) are shown only when they are not the default.
 var metaFlags = []struct {
-	key, flag string
-	rename    bool
+	key, flag     string
+	unlessDefault bool
 }{
 	{"namespaces", "namespaces", false},
 	{"namespacesToIgnore", "namespaces-to-ignore", false},
@@ -75,6 +75,7 @@ var metaFlags = []struct {
 	{"dryRun", "dry-run", false},
 	{"settleWindow", "settle-window", false},
 	{"annotationPrefix", "annotation-prefix", false},
+	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},
 	{"configmapReloaderAutoAnnotation", "configmap-auto-annotation", true},
 	{"secretReloaderAutoAnnotation", "secret-auto-annotation", true},
@@ -137,8 +138,8 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 	}
 	for _, m := range metaFlags {
 		fl := f.fs.Lookup(m.flag)
-		if m.rename && fl.Value.String() == fl.DefValue {
-			continue // a key not renamed
+		if m.unlessDefault && fl.Value.String() == fl.DefValue {
+			continue
 		}
 		s.Shown = append(s.Shown, Setting{Flag: "--" + m.flag, Value: flagValue(fl), From: origin[m.flag]})
 	}
@@ -165,6 +166,8 @@ func metaValue(opts map[string]any, key string) (string, bool) {
 		return strconv.FormatBool(v), true
 	case string:
 		return v, v != ""
+	case float64: // a JSON number
+		return strconv.FormatFloat(v, 'f', -1, 64), true
 	case []any:
 		items := make([]string, 0, len(v))
 		for _, it := range v {

@@ -61,6 +61,7 @@ func TestMetaInfoConfigMapFromTheLeader(t *testing.T) {
 		"reloaderAutoAnnotation": "reloader.stakater.com/auto",
 		"webhookUrl":             "(set)",
 		"namespacesToIgnore":     []any{},
+		"shardCount":             1,
 	} {
 		if got := opts[k]; !jsonEqual(got, want) {
 			t.Errorf("reloaderOptions.%s = %v, want %v", k, got, want)
