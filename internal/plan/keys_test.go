@@ -269,3 +269,32 @@ func TestPerKeyAnnotationsStrategy(t *testing.T) {
 	w.set(ab("2", "3"))
 	w.expect(Unchanged, 1)
 }
+
+// A workload with no baseline yet compares the keys it uses with the data
+// before the change seen since start: a change of another key rolls
+// nothing, a change of its key rolls it.
+func TestPerKeyBefore(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before map[string]string
+		state  State
+	}{
+		{name: "only b changed", before: ab("1", "1"), state: Unchanged},
+		{name: "a changed", before: ab("0", "2"), state: Changed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := in(func(i *Input) {
+				i.SourceKinds = []refs.Kind{refs.ConfigMap}
+				i.Workload.Template.Spec.Containers[0].EnvFrom = nil
+				envKey("a")(&i.Workload.Template.Spec)
+				i.Workload.Annotations[keys.ReloadOnKeys] = "true"
+			})
+			cur, old := &corev1.ConfigMap{Data: ab("1", "2")}, &corev1.ConfigMap{Data: tc.before}
+			i.Sources = []Source{{Ref: cmApp, Found: true, Digest: digest.ConfigMap(cur), Keys: digest.ConfigMapKeys(cur), Created: started.Add(-2 * time.Hour),
+				Before: &Before{Digest: digest.ConfigMap(old), Keys: digest.ConfigMapKeys(old), Seen: now.Add(-time.Minute)}}}
+			if p := For(i); p.Sources[0].State != tc.state || p.Reloads() != (tc.state == Changed) {
+				t.Errorf("%s, reloads %v; want %s", p.Sources[0].State, p.Reloads(), tc.state)
+			}
+		})
+	}
+}
