@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,7 +31,8 @@ func (r *runner) largeScale(ctx context.Context, p coldStartPlan) Result {
 func (r *runner) startScenario(ctx context.Context, scenario string, flags []string, p coldStartPlan) Result {
 	workloads := p.Namespaces * p.WorkloadsPerNS
 	cms, secrets := p.Namespaces*p.ConfigMapsPerNS, p.Namespaces*p.SecretsPerNS
-	desc := fmt.Sprintf("start with %d Deployments in %d namespaces using %d ConfigMaps and %d Secrets", workloads, p.Namespaces, cms, secrets)
+	desc := fmt.Sprintf("start with %d Deployments in %d namespaces using %s", workloads, p.Namespaces,
+		strings.Join(tallies(tally{cms, "ConfigMaps"}, tally{secrets, "Secrets"}), " and "))
 	if p.BigEvery > 0 {
 		desc += fmt.Sprintf(" (one in %d of %s)", p.BigEvery, sizeName(bigPayload))
 	}
@@ -195,29 +198,58 @@ func (p coldStartPlan) probe(s *session) (configRef, string) {
 
 // changes makes the plan's single config changes, open loop, each to a
 // config picked at random, and waits for the Deployments that use it.
+// A config that shares a user with one picked before is passed over: two
+// changes that reach one Deployment close together may rightly become one
+// PATCH, which would count as a missing one.
 func (p coldStartPlan) changes(ctx context.Context, s *session, seed uint64) ([]ChangeSet, error) {
 	if p.Updates == 0 {
 		return nil, nil
 	}
-	perNS := p.ConfigMapsPerNS + p.SecretsPerNS
-	rng := seeded(seed, 5)
-	picks := rng.Perm(p.Namespaces * perNS)[:min(p.Updates, p.Namespaces*perNS)]
-	sets, err := openLoop(ctx, len(picks), p.Rate, func(ctx context.Context, u int) (ChangeSet, error) {
-		ns, k := s.ns(picks[u]/perNS), picks[u]%perNS
-		ref, perKind := configRef{Namespace: ns, Name: p.cmName(k)}, p.ConfigMapsPerNS
-		if k >= p.ConfigMapsPerNS {
-			k -= p.ConfigMapsPerNS
-			ref, perKind = configRef{Secret: true, Namespace: ns, Name: p.secretName(k)}, p.SecretsPerNS
-		}
-		var keys []string
-		for j := k; j < p.WorkloadsPerNS; j += perKind {
-			keys = append(keys, deploymentKey(ns, p.appName(j)))
-		}
-		return s.update(ctx, ref, 1, nil, keys)
+	refs, users := p.picks(s, seed)
+	sets, err := openLoop(ctx, len(refs), p.Rate, func(ctx context.Context, u int) (ChangeSet, error) {
+		return s.update(ctx, refs[u], 1, nil, users[u])
 	})
 	s.res.Updates = len(sets)
 	if err != nil {
 		return nil, err
 	}
 	return sets, s.waitAll(ctx, sets)
+}
+
+// picks returns the configs to change and their users, no Deployment in
+// two of them.
+func (p coldStartPlan) picks(s *session, seed uint64) ([]configRef, [][]string) {
+	perNS := p.ConfigMapsPerNS + p.SecretsPerNS
+	var refs []configRef
+	var users [][]string
+	used := map[string]bool{}
+	for _, c := range seeded(seed, 5).Perm(p.Namespaces * perNS) {
+		ref, keys := p.config(s, c/perNS, c%perNS)
+		if slices.ContainsFunc(keys, func(k string) bool { return used[k] }) {
+			continue
+		}
+		for _, k := range keys {
+			used[k] = true
+		}
+		refs, users = append(refs, ref), append(users, keys)
+		if len(refs) == p.Updates {
+			break
+		}
+	}
+	return refs, users
+}
+
+// config returns config k of namespace ns (ConfigMaps first, then Secrets)
+// and the Deployments that use it.
+func (p coldStartPlan) config(s *session, ns, k int) (configRef, []string) {
+	ref, perKind := configRef{Namespace: s.ns(ns), Name: p.cmName(k)}, p.ConfigMapsPerNS
+	if k >= p.ConfigMapsPerNS {
+		k -= p.ConfigMapsPerNS
+		ref, perKind = configRef{Secret: true, Namespace: s.ns(ns), Name: p.secretName(k)}, p.SecretsPerNS
+	}
+	var keys []string
+	for j := k; j < p.WorkloadsPerNS; j += perKind {
+		keys = append(keys, deploymentKey(ref.Namespace, p.appName(j)))
+	}
+	return ref, keys
 }

@@ -2,15 +2,18 @@
 // a local Kubernetes control plane it starts itself, or on any cluster given
 // with --kubeconfig (`make bench`):
 //
-//	go run ./hack/bench --ripple bin/ripple            # the default set, ~14 min
+//	go run ./hack/bench --ripple bin/ripple            # the default set, ~10 min
 //	go run ./hack/bench --ripple bin/ripple --quick    # a reduced set, ~8 min
+//	go run ./hack/bench --ripple bin/ripple --large    # 10,000 and 50,000 workloads
 //	go run ./hack/bench --compare A.json B.json        # two runs side by side
 //
-// Six scenarios, each against a fresh etcd and kube-apiserver (the burst
-// scenario against the full local cluster, so rollouts create real
+// Each scenario runs against a fresh etcd and kube-apiserver (burst, waves
+// and storm against the full local cluster, so rollouts create real
 // ReplicaSets): fan-out of one ConfigMap to many Deployments, high
 // cardinality, large Secrets, a burst of updates, no-op churn (metadata
-// edits and forced relists) and cold start.
+// edits and forced relists), cold start with a first reload, the rollout
+// cap's waves, a storm of changes, and, in the large set, cold start,
+// memory and latency at 10,000 and 50,000 workloads.
 //
 // The controller runs as a child process (--controller-cmd, so any binary
 // can be measured with the same scenarios) and reaches the API server

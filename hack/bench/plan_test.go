@@ -48,3 +48,28 @@ func TestPlanSets(t *testing.T) {
 		t.Errorf("the default set: %+v %v", p, err)
 	}
 }
+
+func TestLargeScalePicks(t *testing.T) {
+	s := &session{r: &runner{nsPrefix: "rb"}}
+	p := largeSetPlan().LargeScale[1] // 100 Deployments per namespace
+	ref, keys := p.config(s, 499, 7)
+	if ref.String() != "secret/rb-499/secret-02" || len(keys) != 20 || keys[0] != "rb-499/app-002" || keys[19] != "rb-499/app-097" {
+		t.Errorf("config 7 of the last namespace: %s used by %d %v", ref, len(keys), keys)
+	}
+	refs, users := p.picks(s, 1)
+	seen := map[string]bool{}
+	for i, keys := range users {
+		for _, k := range keys {
+			if seen[k] {
+				t.Fatalf("%s: %s is also a user of an earlier pick", refs[i], k)
+			}
+			seen[k] = true
+		}
+	}
+	if len(refs) != p.Updates || len(seen) != 20*p.Updates {
+		t.Errorf("%d picks reaching %d Deployments, want %d and %d", len(refs), len(seen), p.Updates, 20*p.Updates)
+	}
+	if probe, key := p.probe(s); probe.Name != "first-reload" || key != "rb-499/app-099" {
+		t.Errorf("first reload of %s through %s", key, probe)
+	}
+}
