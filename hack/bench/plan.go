@@ -214,8 +214,8 @@ const bigPayload = 100 << 10
 var documentedModel = MemoryModel{BaseBytes: 4.5 * (1 << 20), PerWorkloadBytes: 4.35 * (1 << 10), PerConfigBytes: 1.85 * (1 << 10)}
 
 // defaultPlan is the full set, sized to the scales; it runs in
-// under 10 minutes on 2 cores, of which the waves and storm scenarios on
-// the full cluster take about 6.
+// about 10 minutes on 2 cores (the budget), of which the waves and storm
+// scenarios on the full cluster take about 5.
 func defaultPlan() plan {
 	return plan{
 		FanOut: []fanOutPoint{
