@@ -2,15 +2,18 @@
 // a local Kubernetes control plane it starts itself, or on any cluster given
 // with --kubeconfig (`make bench`):
 //
-//	go run ./hack/bench --ripple bin/ripple            # the default set, ~14 min
+//	go run ./hack/bench --ripple bin/ripple            # the default set, ~10 min
 //	go run ./hack/bench --ripple bin/ripple --quick    # a reduced set, ~8 min
+//	go run ./hack/bench --ripple bin/ripple --large    # 10,000 and 50,000 workloads
 //	go run ./hack/bench --compare A.json B.json        # two runs side by side
 //
-// Six scenarios, each against a fresh etcd and kube-apiserver (the burst
-// scenario against the full local cluster, so rollouts create real
+// Each scenario runs against a fresh etcd and kube-apiserver (burst, waves
+// and storm against the full local cluster, so rollouts create real
 // ReplicaSets): fan-out of one ConfigMap to many Deployments, high
 // cardinality, large Secrets, a burst of updates, no-op churn (metadata
-// edits and forced relists) and cold start.
+// edits and forced relists), cold start with a first reload, the rollout
+// cap's waves, a storm of changes, and, in the large set, cold start,
+// memory and latency at 10,000 and 50,000 workloads.
 //
 // The controller runs as a child process (--controller-cmd, so any binary
 // can be measured with the same scenarios) and reaches the API server
@@ -91,17 +94,22 @@ func newLogger(w io.Writer) *slog.Logger {
 
 // options are the command's flags.
 type options struct {
-	quick, proxy, failOnTarget, compare bool
-	waves                               int
-	wavesCaps                           string
-	only, outDir, ripple, controllerCmd string
-	kubeconfig, baseline, render        string
-	warmup, timeout                     time.Duration
-	seed                                uint64
+	quick, large, proxy, failOnTarget, compare bool
+	waves                                      int
+	wavesCaps, fanOut, largeScales             string
+	controllerFlags                            string
+	only, outDir, ripple, controllerCmd        string
+	kubeconfig, baseline, render               string
+	warmup, timeout                            time.Duration
+	seed                                       uint64
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, about 8 minutes on 2 cores)")
+	fs.BoolVar(&o.large, "large", false, "run the large set (10,000 and 50,000 Deployments, 5,000 configs; about 6 minutes on 2 cores)")
+	fs.StringVar(&o.fanOut, "fan-out", "", "run the fan-out scenario only at these numbers of Deployments, with the controller's default flags, e.g. 300,3000")
+	fs.StringVar(&o.largeScales, "large-scales", "", "with --large, run the large-scale scenario only at these numbers of Deployments (multiples of 500), e.g. 10000")
+	fs.StringVar(&o.controllerFlags, "controller-flags", "", "flags appended to every scenario's controller flags, e.g. --max-concurrent-reconciles=16")
 	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments instead of the set's scale, e.g. 1000")
 	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
@@ -114,7 +122,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.baseline, "baseline-annotation", "ripple.dev/applied", "annotation the controller writes on a workload it has taken in; the benchmark waits for it on every workload before measuring (empty: wait --warmup instead)")
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "wait after ready when --baseline-annotation is empty")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random choices (which configs change)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 15m with --quick, 30m otherwise)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (default 15m with --quick, 60m with --large, 30m otherwise)")
 	fs.BoolVar(&o.failOnTarget, "fail-on-target", false, "exit 1 when a target is missed")
 	fs.BoolVar(&o.compare, "compare", false, "compare two results files: ripple-bench --compare A.json B.json")
 	fs.StringVar(&o.render, "render", "", "rewrite results.md beside this results.json, without running anything")
@@ -207,15 +215,72 @@ func (o options) controller() ([]string, map[string]string, error) {
 // plan returns the name of the set to run, its scales and its timeout.
 func (o options) plan() (string, plan, time.Duration, error) {
 	set, p, timeout := "default", defaultPlan(), 30*time.Minute
-	if o.quick {
+	switch {
+	case o.quick && o.large:
+		return "", plan{}, 0, errors.New("--quick and --large are two sets: pick one")
+	case o.quick:
 		set, p, timeout = "quick", quickPlan(), 15*time.Minute
+	case o.large:
+		set, p, timeout = "large", largeSetPlan(), 60*time.Minute
 	}
 	if o.timeout != 0 {
 		timeout = o.timeout
 	}
-	waves, err := wavesPoints(p.Waves, o.waves, o.wavesCaps)
-	p.Waves = waves
-	return set, p, timeout, err
+	if o.fanOut != "" {
+		points, err := fanOutPoints(o.fanOut)
+		if err != nil {
+			return "", plan{}, 0, err
+		}
+		p.FanOut = points
+	}
+	if o.largeScales != "" {
+		points, err := largeScalePoints(p.LargeScale, o.largeScales)
+		if err != nil {
+			return "", plan{}, 0, err
+		}
+		p.LargeScale = points
+	}
+	if len(p.Waves) > 0 {
+		waves, err := wavesPoints(p.Waves, o.waves, o.wavesCaps)
+		if err != nil {
+			return "", plan{}, 0, err
+		}
+		p.Waves = waves
+	}
+	return set, p, timeout, nil
+}
+
+// largeScalePoints returns the large-scale points of --large-scales: the
+// set's first point with n Deployments spread over its namespaces.
+func largeScalePoints(set []coldStartPlan, list string) ([]coldStartPlan, error) {
+	if len(set) == 0 {
+		return nil, errors.New("--large-scales needs --large")
+	}
+	var out []coldStartPlan
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || n%set[0].Namespaces != 0 {
+			return nil, fmt.Errorf("--large-scales: %q is not a multiple of %d Deployments", f, set[0].Namespaces)
+		}
+		p := set[0]
+		p.WorkloadsPerNS = n / p.Namespaces
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// fanOutPoints returns the fan-out points of --fan-out: default flags at
+// each of the comma-separated numbers of Deployments.
+func fanOutPoints(list string) ([]fanOutPoint, error) {
+	var out []fanOutPoint
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--fan-out: %q is not a number of Deployments", f)
+		}
+		out = append(out, fanOutDefaults(n))
+	}
+	return out, nil
 }
 
 // wavesPoints returns the waves scenario's points: those of the set, at n
@@ -270,6 +335,12 @@ func benchmark(ctx context.Context, o options, args []string, out io.Writer) (er
 	if err != nil {
 		return err
 	}
+	var extra []string
+	if strings.TrimSpace(o.controllerFlags) != "" {
+		if extra, err = splitCommand(o.controllerFlags); err != nil {
+			return fmt.Errorf("--controller-flags: %w", err)
+		}
+	}
 	if o.kubeconfig == "" {
 		if _, err := cluster.ToolsDir(); err != nil {
 			return err
@@ -296,12 +367,12 @@ func benchmark(ctx context.Context, o options, args []string, out io.Writer) (er
 	log := newLogger(out)
 	r := &runner{
 		log: log, logDir: logDir, kubeconfig: o.kubeconfig, command: words, vars: vars,
-		proxy: o.proxy, baseline: o.baseline, warmup: o.warmup, seed: o.seed, nsPrefix: "rb",
+		proxy: o.proxy, baseline: o.baseline, warmup: o.warmup, seed: o.seed, nsPrefix: "rb", extraFlags: extra,
 	}
 	if o.kubeconfig != "" {
 		r.nsPrefix = "rb-" + started.Format("150405")
 	}
-	log.Info("benchmark starting", "set", set, "scenarios", o.only, "controller", o.controllerCmd, "results", dir)
+	log.Info("benchmark starting", "set", set, "scenarios", o.only, "controller", o.controllerCmd, "controllerFlags", extra, "results", dir)
 	runDoc := Run{
 		Started: started.Format(time.RFC3339), Command: strings.Join(append([]string{"ripple-bench"}, args...), " "),
 		Set: set, Controller: words, ControllerVersion: controllerVersion(ctx, vars["ripple"]), Proxy: o.proxy, Machine: machine(),

@@ -150,10 +150,11 @@ func (c creator) namespaces(ctx context.Context, names []string) error {
 	})
 }
 
-// configMaps creates n ConfigMaps named by name(i) in ns(i).
-func (c creator) configMaps(ctx context.Context, n int, ns, name func(int) string, payload []byte) error {
+// configMaps creates n ConfigMaps named by name(i) in ns(i), with
+// payload(i).
+func (c creator) configMaps(ctx context.Context, n int, ns, name func(int) string, payload func(int) []byte) error {
 	return parallel(ctx, n, c.workers, func(ctx context.Context, i int) error {
-		_, err := c.cs.CoreV1().ConfigMaps(ns(i)).Create(ctx, configMap(ns(i), name(i), payload), metav1.CreateOptions{})
+		_, err := c.cs.CoreV1().ConfigMaps(ns(i)).Create(ctx, configMap(ns(i), name(i), payload(i)), metav1.CreateOptions{})
 		return err
 	})
 }
@@ -166,6 +167,9 @@ func (c creator) secrets(ctx context.Context, n int, ns, name func(int) string, 
 		return err
 	})
 }
+
+// constant is the payload function of configs that all carry b.
+func constant(b []byte) func(int) []byte { return func(int) []byte { return b } }
 
 // deployments creates n Deployments built by build(i).
 func (c creator) deployments(ctx context.Context, n int, build func(int) *appsv1.Deployment) error {

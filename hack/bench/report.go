@@ -33,12 +33,16 @@ func seconds(msec float64) string { return fmt.Sprintf("%.2f s", msec/1000) }
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
 
 // flagsText shows a scenario's controller flags, or that it ran with the
-// controller's defaults.
-func flagsText(flags []string) string {
-	if len(flags) == 0 {
-		return "defaults"
+// controller's defaults, and the flags the benchmark added to them.
+func flagsText(flags, added []string) string {
+	out := "defaults"
+	if len(flags) > 0 {
+		out = strings.Join(flags, " ")
 	}
-	return strings.Join(flags, " ")
+	if len(added) > 0 {
+		out += " (+ " + strings.Join(added, " ") + ")"
+	}
+	return out
 }
 
 // requestsText lists request counts, largest first, as "n verb resource".
@@ -98,6 +102,7 @@ func markdown(run Run) string {
 	writeTargets(&w, run.Targets)
 	writeMeasures(&w, run.Results)
 	writeSafety(&w, run.Results)
+	writeLargeScale(&w, run.Results)
 	writeScaling(&w, run.Results)
 	writeMemoryModel(&w, run.MemoryModel)
 	writeStartup(&w, run.Results)
@@ -148,7 +153,7 @@ func writeMeasures(w *strings.Builder, results []Result) {
 		}
 		patches := fmt.Sprintf("%d (%d)", r.PatchAttempts, r.Patches.Expected)
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %d | %s |\n",
-			r.Name, scaleText(r.Scale), flagsText(r.Flags), r.Updates,
+			r.Name, scaleText(r.Scale), flagsText(r.Flags, r.AddedFlags), r.Updates,
 			latencyText(r.Latency, r.Latency.P50), latencyText(r.Latency, r.Latency.P95), latencyText(r.Latency, r.Latency.P99), latencyText(r.Latency, r.Latency.Max), all,
 			patches, rollouts, mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady), mib(r.Memory.HeapSteady)+" ("+mib(r.Memory.LiveSteady)+")",
 			r.CPU.Measure, r.RequestsTotal, cell(errorsText(r.Errors)))
@@ -180,7 +185,7 @@ func writeSafety(w *strings.Builder, results []Result) {
 			final = fmt.Sprintf("%.1f s", r.Safety.FinalS)
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %.2f (%d ReplicaSets) | %d | %s |\n",
-			r.Name, flagsText(r.Flags), r.Updates, peak, complete, final,
+			r.Name, flagsText(r.Flags, r.AddedFlags), r.Updates, peak, complete, final,
 			r.RolloutsPerChangeSet, r.NewReplicaSets, r.TemplateChanges, cell(errorsText(r.Errors)))
 	}
 }
@@ -210,7 +215,7 @@ func writeMemoryModel(w *strings.Builder, m *MemoryModel) {
 		return
 	}
 	fmt.Fprintf(w, "\n## Memory model\n\nLive heap once the caches are synced (`go_gc_heap_live_bytes`), least-squares fit over %d scenarios with small configs: ", m.Points)
-	fmt.Fprintf(w, "**%s + %.2f KiB per workload + %.2f KiB per ConfigMap or Secret**.\n", mib(m.BaseBytes), m.PerWorkloadBytes/1024, m.PerConfigBytes/1024)
+	fmt.Fprintf(w, "**%s**.\n", m.text())
 	if len(m.Checks) > 0 {
 		fmt.Fprintf(w, "\n| scenario with large configs | config size | live heap predicted by the model | measured |\n|---|---|---|---|\n")
 		for _, c := range m.Checks {
@@ -220,14 +225,58 @@ func writeMemoryModel(w *strings.Builder, m *MemoryModel) {
 }
 
 func writeStartup(w *strings.Builder, results []Result) {
-	fmt.Fprintf(w, "\n## Start-up\n\n| scenario | ready | requests to ready | baseline written | requests for the baseline | live heap after sync | RSS after sync |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## Start-up\n\nReady: from the process's start to `/readyz`. Baseline written: from ready until every workload carried the baseline annotation. ")
+	fmt.Fprintf(w, "First reload: a ConfigMap that only the last Deployment of the last namespace uses, changed as soon as the controller is ready; from the change's acknowledgement to that Deployment's template change (missed after %s).\n\n", roundDuration(float64(firstReloadTimeout.Milliseconds())))
+	fmt.Fprintf(w, "| scenario | ready | requests to ready | baseline written | requests for the baseline | first reload | live heap after sync | RSS after sync |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %.2f s | %s | %.2f s | %s | %s | %s |\n", r.Name, r.Startup.ReadyS, cell(requestsText(r.Startup.RequestsToReady)),
-			r.Startup.BaselineS, cell(requestsText(r.Startup.RequestsToBaseline)), mib(r.Memory.LiveAfterSync), mib(r.Memory.RSSAfterSync))
+		fmt.Fprintf(w, "| %s | %.2f s | %s | %.2f s | %s | %s | %s | %s |\n", r.Name, r.Startup.ReadyS, cell(requestsText(r.Startup.RequestsToReady)),
+			r.Startup.BaselineS, cell(requestsText(r.Startup.RequestsToBaseline)), firstReloadText(r.Startup.FirstReload), mib(r.Memory.LiveAfterSync), mib(r.Memory.RSSAfterSync))
 		if r.Restart != nil {
-			fmt.Fprintf(w, "| %s (restart) | %.2f s | %s | – | %d PATCHes, %d template changes in the 3 s after ready | | |\n", r.Name, r.Restart.ReadyS,
-				cell(requestsText(r.Restart.RequestsToReady)), r.Restart.PatchesAfter, r.Restart.TemplateChangesAfter)
+			fmt.Fprintf(w, "| %s (restart) | %.2f s | %s | – | %d PATCHes, %d template changes in the 3 s after ready (besides the first reload's) | %s | | |\n", r.Name, r.Restart.ReadyS,
+				cell(requestsText(r.Restart.RequestsToReady)), r.Restart.PatchesAfter, r.Restart.TemplateChangesAfter, firstReloadText(r.Restart.FirstReload))
 		}
+	}
+}
+
+// firstReloadText formats a first reload; "–" when none was asked for.
+func firstReloadText(fr *FirstReload) string {
+	switch {
+	case fr == nil:
+		return "–"
+	case fr.Missed:
+		return "**missed**"
+	}
+	return ms(fr.Ms)
+}
+
+// writeLargeScale writes the large set's numbers per scale, when the run
+// has them.
+func writeLargeScale(w *strings.Builder, results []Result) {
+	var rs []Result
+	for _, r := range results {
+		if r.Scenario == "large-scale" {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Large scale\n\nModel: the live heap the documented memory model predicts, %s. Requests per change: the controller's API requests during the single changes, divided by the changes.\n\n", documentedModel.text())
+	fmt.Fprintf(w, "| scenario | ready | baseline written | first reload (cold / restart) | changes | p50 | p99 | RSS peak | RSS steady | live heap after sync | model | requests per change | restart ready |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		perChange, restart := "–", "–"
+		if r.Updates > 0 {
+			perChange = fmt.Sprintf("%.1f", float64(r.RequestsTotal)/float64(r.Updates))
+		}
+		var again *FirstReload
+		if r.Restart != nil {
+			again, restart = r.Restart.FirstReload, fmt.Sprintf("%.2f s", r.Restart.ReadyS)
+		}
+		fmt.Fprintf(w, "| %s | %.2f s | %.2f s | %s / %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Name, r.Startup.ReadyS, r.Startup.BaselineS, firstReloadText(r.Startup.FirstReload), firstReloadText(again), r.Updates,
+			latencyText(r.Latency, r.Latency.P50), latencyText(r.Latency, r.Latency.P99), mib(r.Memory.RSSPeak), mib(r.Memory.RSSSteady),
+			mib(r.Memory.LiveAfterSync), mib(documentedModel.predict(r.Scale)), perChange, restart)
 	}
 }
 
@@ -375,8 +424,30 @@ func compareRuns(a, b Run) []comparison {
 		add("heap steady", ra.Memory.HeapSteady, rb.Memory.HeapSteady, mib)
 		add("CPU (measurement)", ra.CPU.Measure, rb.CPU.Measure, func(v float64) string { return fmt.Sprintf("%.2f s", v) })
 		add("ready after start", ra.Startup.ReadyS*1000, rb.Startup.ReadyS*1000, ms)
+		add("baseline written", ra.Startup.BaselineS*1000, rb.Startup.BaselineS*1000, ms)
+		if ra.Startup.FirstReload != nil && rb.Startup.FirstReload != nil {
+			add("first reload after start", reloadMs(ra.Startup.FirstReload), reloadMs(rb.Startup.FirstReload), reloadText)
+		}
+		if ra.Restart != nil && rb.Restart != nil && ra.Restart.FirstReload != nil && rb.Restart.FirstReload != nil {
+			add("first reload after restart", reloadMs(ra.Restart.FirstReload), reloadMs(rb.Restart.FirstReload), reloadText)
+		}
 	}
 	return out
+}
+
+// reloadMs is a first reload's time, NaN when it was missed.
+func reloadMs(fr *FirstReload) float64 {
+	if fr.Missed {
+		return math.NaN()
+	}
+	return fr.Ms
+}
+
+func reloadText(v float64) string {
+	if math.IsNaN(v) {
+		return "missed"
+	}
+	return ms(v)
 }
 
 // ratio is b/a as text; "–" when a is zero.

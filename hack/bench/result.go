@@ -41,9 +41,13 @@ type Result struct {
 	Description  string   `json:"description"`
 	ControlPlane string   `json:"control_plane"` // api, cluster or external
 	Flags        []string `json:"controller_flags"`
-	Scale        Scale    `json:"scale"`
-	SetupS       float64  `json:"setup_s"` // creating the objects
-	DurationS    float64  `json:"duration_s"`
+	// AddedFlags are what the benchmark added to the scenario's flags:
+	// --max-concurrent-rollouts=0 on the API-only control plane, where no
+	// rollout completes, and --controller-flags.
+	AddedFlags []string `json:"added_controller_flags,omitempty"`
+	Scale      Scale    `json:"scale"`
+	SetupS     float64  `json:"setup_s"` // creating the objects
+	DurationS  float64  `json:"duration_s"`
 
 	Startup Startup `json:"startup"`
 	// MeasureStartS is when the measurement began, in seconds since the
@@ -123,6 +127,21 @@ type Startup struct {
 	// that restarts cleanly rolls nothing.
 	PatchesAfter         int `json:"patches_after"`
 	TemplateChangesAfter int `json:"template_changes_after"`
+	// FirstReload is a reload asked for right after ready (cold start and
+	// restart); nil when the scenario does not ask for one.
+	FirstReload *FirstReload `json:"first_reload,omitempty"`
+}
+
+// FirstReload is one config, used by one workload, changed right after
+// the controller turned ready, before it had written every baseline.
+type FirstReload struct {
+	Workload string `json:"workload"`
+	// Ms is from the change's acknowledgement to the workload's template
+	// change seen on the watch.
+	Ms float64 `json:"ms"`
+	// Missed is true when the template did not change within TimeoutS.
+	Missed   bool    `json:"missed"`
+	TimeoutS float64 `json:"timeout_s"`
 }
 
 // Memory is the controller's memory in bytes.

@@ -165,7 +165,7 @@ func (s *session) sharedConfig(ctx context.Context, n int, secret bool, timeout 
 		err = s.create.secrets(ctx, 1, one, name, func(int) []byte { return smallPayload() })
 	} else {
 		cms = []string{ref.Name}
-		err = s.create.configMaps(ctx, 1, one, name, smallPayload())
+		err = s.create.configMaps(ctx, 1, one, name, constant(smallPayload()))
 	}
 	if err != nil {
 		return configRef{}, nil, err

@@ -39,6 +39,9 @@ type runner struct {
 	warmup     time.Duration // wait after ready when there is no baseline annotation
 	seed       uint64
 	nsPrefix   string
+	// extraFlags are appended to every scenario's controller flags
+	// (--controller-flags).
+	extraFlags []string
 }
 
 // session is one scenario run: a control plane, the benchmark's client and
@@ -180,6 +183,17 @@ func (s *session) deleteNamespaces(ctx context.Context, cfg *rest.Config) error 
 	})
 }
 
+// setup creates the scenario's objects and records how long that took.
+func (s *session) setup(ctx context.Context, create func(context.Context, *session) error) error {
+	t := time.Now()
+	if err := create(ctx, s); err != nil {
+		return err
+	}
+	s.res.SetupS = round3(time.Since(t).Seconds())
+	s.log.Info("objects created", "objects", s.res.Scale.Objects(), "seconds", s.res.SetupS)
+	return nil
+}
+
 // ns returns the name of the benchmark's i-th namespace.
 func (s *session) ns(i int) string { return fmt.Sprintf("%s-%03d", s.r.nsPrefix, i) }
 
@@ -197,13 +211,25 @@ func (s *session) namespaces(ctx context.Context, n int) error {
 // until the controller is ready and has written its baseline on the given
 // number of workloads, and records what that cost.
 func (s *session) startController(ctx context.Context, workloads int, flags []string) error {
+	if err := s.startReady(ctx, flags); err != nil {
+		return err
+	}
+	return s.waitBaseline(ctx, workloads)
+}
+
+// startReady starts the observer, the proxy and the controller with the
+// scenario's flags and the run's, and waits until the controller is
+// ready.
+func (s *session) startReady(ctx context.Context, flags []string) error {
+	var added []string
 	if s.res.ControlPlane == "api" {
 		// No controller-manager runs here, so no rollout ever completes:
 		// the rollout cap would hold every reload after the first wave.
-		flags = append(slices.Clone(flags), "--max-concurrent-rollouts=0")
+		added = append(added, noRolloutCap)
 	}
-	s.flags = flags
-	s.res.Flags = flags
+	added = append(added, s.r.extraFlags...)
+	s.flags = append(slices.Clone(flags), added...)
+	s.res.Flags, s.res.AddedFlags = flags, added
 	if err := s.startObserver(false); err != nil {
 		return err
 	}
@@ -228,24 +254,29 @@ func (s *session) startController(ctx context.Context, workloads int, flags []st
 		return err
 	}
 	s.res.Startup = st
+	return nil
+}
+
+// waitBaseline waits until the controller has written its baseline on the
+// given number of workloads (or, without a baseline annotation, the
+// warm-up), and records what that cost.
+func (s *session) waitBaseline(ctx context.Context, workloads int) error {
 	if s.r.baseline == "" {
 		s.log.Info("no baseline annotation to wait for: warming up", "duration", s.r.warmup)
 		return sleep(ctx, s.r.warmup)
 	}
-	t := time.Now()
-	before := s.requests()
-	timeout := time.Minute + time.Duration(float64(workloads)/qpsOf(flags)*3*float64(time.Second))
+	timeout := time.Minute + time.Duration(float64(workloads)/qpsOf(s.flags)*3*float64(time.Second))
 	if err := s.obs.waitBaselined(ctx, workloads, timeout); err != nil {
 		return fmt.Errorf("waiting for the controller's baseline: %w", err)
 	}
-	s.res.Startup.BaselineS = round3(time.Since(t).Seconds())
+	s.res.Startup.BaselineS = round3(time.Since(s.readyAt).Seconds())
 	// Let trailing events and writes of the start-up drain, so the
 	// measurement sees only what the scenario causes. (The watch can show
 	// the last baseline before the proxy has counted its PATCH.)
 	if err := sleep(ctx, time.Second); err != nil {
 		return err
 	}
-	s.res.Startup.RequestsToBaseline = s.requests().sub(before).byVerb(true)
+	s.res.Startup.RequestsToBaseline = s.requests().sub(s.reqAtReady).byVerb(true)
 	s.log.Info("baseline written", "workloads", workloads, "seconds", s.res.Startup.BaselineS)
 	samples := s.ctl.memSince(time.Now().Add(-time.Second))
 	s.res.Memory.HeapAfterSync, s.res.Memory.RSSAfterSync, s.res.Memory.LiveAfterSync = medianMem(samples)
@@ -478,6 +509,15 @@ func (s *session) waitChanged(ctx context.Context, set ChangeSet, timeout time.D
 	return err
 }
 
+// waitAll waits for every workload of the change sets, as waitChanged.
+func (s *session) waitAll(ctx context.Context, sets []ChangeSet) error {
+	all := ChangeSet{Start: sets[0].Start}
+	for _, set := range sets {
+		all.Workloads = append(all.Workloads, set.Workloads...)
+	}
+	return s.waitChanged(ctx, all, changeTimeout(len(all.Workloads), s.flags))
+}
+
 // medianMem returns the median heap in use, RSS and live heap of samples.
 func medianMem(samples []memSample) (heap, rss, live float64) {
 	var h, r, l []float64
@@ -548,6 +588,9 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 	kc.CurrentContext = "bench"
 	return clientcmd.WriteToFile(*kc, path)
 }
+
+// noRolloutCap lifts the rollout cap on the API-only control plane.
+const noRolloutCap = "--max-concurrent-rollouts=0"
 
 // deploymentKey returns the key of a Deployment.
 func deploymentKey(ns, name string) string { return ns + "/" + name }

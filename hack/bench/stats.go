@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -277,6 +278,11 @@ func fitMemory(results []Result) (MemoryModel, bool) {
 
 func (m MemoryModel) predict(s Scale) float64 {
 	return m.BaseBytes + m.PerWorkloadBytes*float64(s.Workloads) + m.PerConfigBytes*float64(s.ConfigMaps+s.Secrets)
+}
+
+// text is the model as the docs write it.
+func (m MemoryModel) text() string {
+	return fmt.Sprintf("%s + %.2f KiB per workload + %.2f KiB per ConfigMap or Secret", mib(m.BaseBytes), m.PerWorkloadBytes/1024, m.PerConfigBytes/1024)
 }
 
 // leastSquares3 solves the normal equations (XᵀX)β = Xᵀy for three

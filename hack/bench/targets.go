@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -58,6 +59,10 @@ const (
 	// rolloutsPerChange is the new ReplicaSets per workload per change
 	// set (or storm) of one result.
 	rolloutsPerChange
+	// modelDeviation is how far the live heap after sync lies from what
+	// documentedModel predicts at the result's scale, in percent of the
+	// prediction: the worst over every result the target applies to.
+	modelDeviation
 )
 
 // reading is a measure read from the results a target applies to.
@@ -79,6 +84,8 @@ func (m measure) format(v float64) string {
 		return fmt.Sprintf("%g MiB", v/(1<<20))
 	case patchesPerChange:
 		return fmt.Sprintf("exactly %g", v)
+	case modelDeviation:
+		return fmt.Sprintf("%g%%", v)
 	default:
 		return fmt.Sprintf("%g", v)
 	}
@@ -98,7 +105,9 @@ func (m measure) proxyNote() string {
 
 // aggregate reports whether the measure sums over every result rather
 // than reading the first.
-func (m measure) aggregate() bool { return m == workloadLists || m == patchesPerChange }
+func (m measure) aggregate() bool {
+	return m == workloadLists || m == patchesPerChange || m == modelDeviation
+}
 
 // read reads the measure from the results a target applies to; false when
 // they do not have it.
@@ -108,6 +117,8 @@ func (m measure) read(rs []Result) (reading, bool) {
 		return readWorkloadLists(rs)
 	case patchesPerChange:
 		return readPatchesPerChange(rs)
+	case modelDeviation:
+		return readModelDeviation(rs)
 	}
 	r := rs[0]
 	switch m {
@@ -215,6 +226,26 @@ func readPatchesPerChange(rs []Result) (reading, bool) {
 	}, true
 }
 
+func readModelDeviation(rs []Result) (reading, bool) {
+	worst := 0.0
+	var parts []string
+	for _, r := range rs {
+		if r.Memory.LiveAfterSync <= 0 {
+			continue
+		}
+		predicted := documentedModel.predict(r.Scale)
+		dev := 100 * (r.Memory.LiveAfterSync - predicted) / predicted
+		worst = max(worst, math.Abs(dev))
+		parts = append(parts, fmt.Sprintf("%s: %s, model %s (%+.0f%%)", r.Name, mib(r.Memory.LiveAfterSync), mib(predicted), dev))
+	}
+	return reading{
+		value:    round3(worst),
+		clean:    true,
+		measured: strings.Join(parts, "; "),
+		note:     "live heap once every workload is baselined, against " + documentedModel.text(),
+	}, len(parts) > 0
+}
+
 // want is the target's limit as text.
 func (t targetSpec) want() string {
 	if t.Exact {
@@ -268,6 +299,11 @@ func (t targetSpec) check(scenarios []string, results []Result, proxied bool) Ta
 	if len(rs) == 0 {
 		return out
 	}
+	// A result at the target's own scale is the one to read, even when
+	// one at another scale with the same flags ran first.
+	if i := slices.IndexFunc(rs, func(r Result) bool { return r.Scale.Workloads == t.At.Workloads }); t.At.Workloads > 0 && i > 0 {
+		rs[0], rs[i] = rs[i], rs[0]
+	}
 	rd, ok := t.Measure.read(rs)
 	if !ok {
 		return out
@@ -279,6 +315,9 @@ func (t targetSpec) check(scenarios []string, results []Result, proxied bool) Ta
 	}
 	if !t.Measure.aggregate() {
 		out.Note = joinNote(out.Note, t.scaleNote(rs[0]))
+		if extra := slices.DeleteFunc(slices.Clone(rs[0].AddedFlags), func(f string) bool { return f == noRolloutCap }); len(extra) > 0 {
+			out.Note = joinNote(out.Note, "with "+strings.Join(extra, " "))
+		}
 	}
 	return out
 }
