@@ -7,10 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -214,39 +211,4 @@ func requests(names []types.NamespacedName) []reconcile.Request {
 		reqs[i] = reconcile.Request{NamespacedName: n}
 	}
 	return reqs
-}
-
-// Events have a client-side budget of their own, apart from
-// --kube-api-qps: a fan-out of one change to hundreds of workloads emits
-// an Event per rollout (and one per completion), and on the shared budget
-// they took it whole for many seconds (300 Events: 14 s at 20/s), holding
-// up every other request of the process, while a shutdown in that time lost
-// the Events still waiting. With this burst a fan-out of 300 is out at
-// once and larger ones at eventQPS; every Event waits for its token and
-// none is dropped by Ripple. (client-go's broadcaster only merges
-// repeats of one reason on one object into a series.)
-const (
-	eventQPS   = 50
-	eventBurst = 300
-)
-
-// newRecorder returns the recorder of Ripple's Events: events.k8s.io
-// Events through a client with a rate limit of its own, stopped with ctx.
-func newRecorder(ctx context.Context, mgr ctrl.Manager) (events.EventRecorder, error) {
-	rc := rest.CopyConfig(mgr.GetConfig())
-	rc.QPS, rc.Burst = eventQPS, eventBurst
-	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
-	cs, err := eventsv1client.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("creating the events client: %w", err)
-	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
-	return b.NewRecorder(mgr.GetScheme(), "ripple"), nil
 }
