@@ -282,21 +282,22 @@ func writeLargeScale(w *strings.Builder, results []Result) {
 
 func writeRequests(w *strings.Builder, results []Result) {
 	fmt.Fprintf(w, "\n## API requests during the measurement\n\nBy verb and resource as the proxy saw them; `rest_client_requests_total` deltas from the controller's metrics in brackets.\n\n")
-	fmt.Fprintf(w, "| scenario | requests | rest_client_requests_total | reconciles | PATCH rate | first PATCH (p50 / max) |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| scenario | requests | rest_client_requests_total | reconciles | PATCH rate | first PATCH (p50 / max) | last PATCH (p50 / max) |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		rec := "n/a"
 		if r.Reconciles >= 0 {
 			rec = fmt.Sprint(r.Reconciles)
 		}
-		first := "–"
+		first, last := "–", "–"
 		if r.FirstPatch.Count > 0 {
 			first = ms(r.FirstPatch.P50) + " / " + ms(r.FirstPatch.Max)
+			last = ms(r.LastPatch.P50) + " / " + ms(r.LastPatch.Max)
 		}
 		patchRate := "–"
 		if r.PatchRate > 0 {
 			patchRate = fmt.Sprintf("%.1f/s", r.PatchRate)
 		}
-		fmt.Fprintf(w, "| %s | %s | [%s] | %s | %s | %s |\n", r.Name, cell(requestsText(r.Requests)), cell(requestsText(r.RestClient)), rec, patchRate, first)
+		fmt.Fprintf(w, "| %s | %s | [%s] | %s | %s | %s | %s |\n", r.Name, cell(requestsText(r.Requests)), cell(requestsText(r.RestClient)), rec, patchRate, first, last)
 	}
 }
 

@@ -121,6 +121,16 @@ func TestTargetSpec(t *testing.T) {
 	if got.Status != "PASS" || got.Note != "with --max-concurrent-reconciles=16" {
 		t.Errorf("the 300 point must be read, with its extra flags noted: %+v", got)
 	}
+	// With the proxy, the last PATCH accepted is what counts, not the
+	// template change seen on the watch later.
+	defaults.AllPatched.Max, defaults.LastPatch = 1600, Latency{Count: 1, Max: 1450}
+	if got := fanOut.check([]string{"fan-out"}, []Result{defaults}, true); got.Status != "PASS" || !strings.Contains(got.Measured, "last PATCH accepted after 1.45 s") {
+		t.Errorf("the last PATCH accepted must be read when the proxy saw it: %+v", got)
+	}
+	defaults.LastPatch.Max = 1501
+	if got := fanOut.check([]string{"fan-out"}, []Result{defaults}, true); got.Status != "FAIL" {
+		t.Errorf("a last PATCH after 1.501 s must fail: %+v", got)
+	}
 
 	exact := targetSpec{Name: "patches", Measure: patchesPerChange, Limit: 1, Exact: true}
 	if got := exact.want(); got != "exactly 1" {

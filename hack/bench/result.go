@@ -66,6 +66,10 @@ type Result struct {
 	// FirstPatch is, per change set, the time until the API server
 	// acknowledged the controller's first PATCH of a workload.
 	FirstPatch Latency `json:"first_patch"`
+	// LastPatch is, per change set, the time until the API server
+	// acknowledged the controller's last PATCH of one of its workloads:
+	// the change fully accepted, before any watch has seen it.
+	LastPatch Latency `json:"last_patch"`
 	// PatchRate is the fastest rate, across change sets, at which the
 	// controller's workload PATCHes were acknowledged (per second).
 	PatchRate float64 `json:"patch_rate_per_s"`

@@ -423,7 +423,7 @@ func (s *session) measureRequests(sets []ChangeSet, end time.Time) {
 	r := s.res
 	patches := s.px.patchesSince(s.measureStart)
 	r.Patches = attributePatches(sets, patches)
-	r.FirstPatch, r.PatchRate = firstPatches(sets, patches, end)
+	r.FirstPatch, r.LastPatch, r.PatchRate = patchTimes(sets, patches, end)
 	delta := s.requests().sub(s.reqAtMeasure)
 	r.Requests = delta.byVerb(true)
 	r.RequestsTotal = delta.total()
@@ -439,13 +439,12 @@ func (s *session) measureRequests(sets []ChangeSet, end time.Time) {
 	})
 }
 
-// firstPatches returns, over the change sets, the time from each set's
-// last update to the first PATCH of one of its workloads, and the fastest
-// rate at which a set's PATCHes came. A set's PATCHes are those of its
-// workloads from its start until the next set starts (or end).
-func firstPatches(sets []ChangeSet, patches map[string][]time.Time, end time.Time) (Latency, float64) {
-	var first []time.Duration
-	fastest := 0.0
+// patchTimes returns, over the change sets, the time from each set's last
+// update to the first and to the last PATCH of one of its workloads, and
+// the fastest rate at which a set's PATCHes came. A set's PATCHes are those
+// of its workloads from its start until the next set starts (or end).
+func patchTimes(sets []ChangeSet, patches map[string][]time.Time, end time.Time) (first, last Latency, fastest float64) {
+	var firsts, lasts []time.Duration
 	for _, set := range sets {
 		next := end
 		for _, other := range sets {
@@ -462,11 +461,12 @@ func firstPatches(sets []ChangeSet, patches map[string][]time.Time, end time.Tim
 			}
 		}
 		if len(times) > 0 {
-			first = append(first, slices.MinFunc(times, time.Time.Compare).Sub(set.End))
+			firsts = append(firsts, slices.MinFunc(times, time.Time.Compare).Sub(set.End))
+			lasts = append(lasts, slices.MaxFunc(times, time.Time.Compare).Sub(set.End))
 		}
 		fastest = max(fastest, round3(rate(times)))
 	}
-	return summarize(first), fastest
+	return summarize(firsts), summarize(lasts), fastest
 }
 
 // measureController reads the controller's own numbers: its metrics (kept
