@@ -35,8 +35,10 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		// The initial sync decodes every Secret whole and keeps only its
 		// digest: collecting that garbage sooner keeps the peak near the
-		// steady state, for a little CPU at start. $GOGC overrides it.
-		debug.SetGCPercent(defaultGOGC)
+		// steady state, for a little CPU at start. Go's default comes
+		// back once the caches have synced (syncedGC). $GOGC overrides
+		// both.
+		debug.SetGCPercent(syncGOGC)
 	}
 	os.Exit(run(ctrl.SetupSignalHandler(), filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -44,8 +46,19 @@ func main() {
 // pluginName is the binary's name as a kubectl plugin.
 const pluginName = "kubectl-ripple"
 
-// defaultGOGC is Ripple's GC target when $GOGC is not set (Go's is 100).
-const defaultGOGC = 50
+// syncGOGC is Ripple's GC target while its caches sync when $GOGC is not
+// set (Go's is 100).
+const syncGOGC = 50
+
+// syncedGC returns Go's default GC target once the caches have synced,
+// unless $GOGC is set: after the sync the garbage is a reload's, and at 50
+// collecting it cost a fan-out of 300 Deployments about 10% of its time
+// (docs/performance.md).
+func syncedGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(100)
+	}
+}
 
 // run runs the command named by args, the binary being called prog, until
 // it is done or ctx is cancelled, and returns the exit code: 0 on success
@@ -161,7 +174,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		logger.Info("setting has no effect", "warning", w)
 	}
 	ctx = ctrl.LoggerInto(ctx, logger)
-	if err := app.Run(ctx, cfg); err != nil {
+	if err := app.Run(ctx, cfg, syncedGC); err != nil {
 		logger.Error(err, "ripple stopped")
 		return 1
 	}

@@ -44,8 +44,9 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// Run runs Ripple until ctx is cancelled.
-func Run(ctx context.Context, cfg config.Config) error {
+// Run runs Ripple until ctx is cancelled. synced, when not nil, is called
+// once the caches have synced.
+func Run(ctx context.Context, cfg config.Config, synced func()) error {
 	restCfg, err := restConfig(cfg)
 	if err != nil {
 		return err
@@ -57,6 +58,11 @@ func Run(ctx context.Context, cfg config.Config) error {
 	log := ctrl.LoggerFrom(ctx)
 	if err := Setup(ctx, mgr, cfg, clock.RealClock{}, ctrlmetrics.Registry); err != nil {
 		return err
+	}
+	if synced != nil {
+		if err := mgr.Add(afterSync{cache: mgr.GetCache(), f: synced}); err != nil {
+			return err
+		}
 	}
 	if cfg.WebhookURL != "" {
 		log.Info("starting Ripple in webhook mode: changes are posted, nothing is reloaded")
@@ -423,3 +429,19 @@ func healthAddr(addr string) string {
 	}
 	return addr
 }
+
+// afterSync calls f once the cache has synced, on every replica, leader or
+// not.
+type afterSync struct {
+	cache interface{ WaitForCacheSync(context.Context) bool }
+	f     func()
+}
+
+func (a afterSync) Start(ctx context.Context) error {
+	if a.cache.WaitForCacheSync(ctx) && ctx.Err() == nil {
+		a.f()
+	}
+	return nil
+}
+
+func (afterSync) NeedLeaderElection() bool { return false }
