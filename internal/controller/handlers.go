@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -45,15 +48,15 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 		// The initial list at start is no change: its reconciles catch up
 		// as the workloads' own events do, at low priority (handler.Funcs
 		// queues the initial list so), behind the changes that arrive.
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q, !e.IsInInitialList) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			r.Priors.Observe(kind, e.ObjectOld, e.ObjectNew, r.Clock.Now())
-			enqueue(ctx, e.ObjectNew, q, true)
+		// A source that changed since Ripple started, between the caches'
+		// sync and this controller's start, is in the initial list with its
+		// change: it is a change all the same.
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			_, changed := r.Priors.Of(e.Object.GetNamespace(), refs.Ref{Kind: kind, Name: e.Object.GetName()})
+			enqueue(ctx, e.Object, q, !e.IsInInitialList || changed)
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
-			r.Priors.Forget(kind, e.Object)
-			enqueue(ctx, e.Object, q, true)
-		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q, true) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, true) },
 	}
 }
 
@@ -73,14 +76,27 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		name := client.ObjectKeyFromObject(obj)
 		req := reconcile.Request{NamespacedName: name}
 		window, _ := plan.SettleWindow(obj.GetAnnotations(), r.Settings.Keys, r.Settings.SettleWindow)
-		if !change || window <= 0 {
+		if !change {
 			q.Add(req)
 			continue
 		}
-		r.remember(name, r.pendingOf(name).Notice(now))
-		q.AddAfter(req, window)
-		log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
+		// A change goes before the start-up backlog, even when it is found
+		// in an initial list (whose queue defaults to low priority).
+		addChange(q, req, window)
+		if window > 0 {
+			r.remember(name, r.pendingOf(name).Notice(now))
+			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
+		}
 	}
+}
+
+// addChange queues req at normal priority after window.
+func addChange(q queue, req reconcile.Request, window time.Duration) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{After: max(window, 0), Priority: ptr.To(0)}, req)
+		return
+	}
+	q.AddAfter(req, window)
 }
 
 // requestsForNamespace maps a namespace that came into scope to all its

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -72,6 +73,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	for _, k := range watched {
 		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
+			return err
+		}
+		if err := s.observePriors(ctx, k); err != nil {
 			return err
 		}
 	}
@@ -167,6 +171,35 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		return s.watchCSI(r, c)
 	}
 	return nil
+}
+
+// observePriors keeps the Priors of the sources of kind from their
+// informer's own events, from the start: a controller's handler is added
+// only when the controller starts, after the caches synced, and a change
+// made in between would reach it as part of its initial list.
+func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
+	inf, err := s.mgr.GetCache().GetInformer(ctx, rsource.Object(kind))
+	if err != nil {
+		return fmt.Errorf("watching %ss: %w", kind, err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(client.Object)
+			c, ok2 := cur.(client.Object)
+			if ok1 && ok2 {
+				s.priors.Observe(kind, o, c, s.o.Clock.Now())
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if o, ok := obj.(client.Object); ok {
+				s.priors.Forget(kind, o)
+			}
+		},
+	})
+	return err
 }
 
 // newQueue is controller-runtime's default queue (a priority queue) with

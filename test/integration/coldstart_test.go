@@ -20,8 +20,10 @@ import (
 // not queued behind them, and a workload whose baseline is not written yet
 // still rolls for it: the data before the change counts as applied, not
 // the changed data as its baseline. One worker and a backlog of 400
-// workloads keep the target's baseline unwritten when the change comes;
-// its name sorts last, so the initial list queues it last.
+// workloads keep the target's baseline unwritten when the change comes.
+// The change is made as soon as the caches have synced, with the default
+// settle window: the controllers may not have started yet, and then see
+// the changed ConfigMap in their initial list.
 func TestFirstReloadDoesNotWaitForBaselines(t *testing.T) {
 	e := newEnv(t)
 	const backlog = 400
@@ -36,7 +38,7 @@ func TestFirstReloadDoesNotWaitForBaselines(t *testing.T) {
 	// Creation times have one-second granularity: a change in the
 	// target's second of creation may have been its first data.
 	time.Sleep(time.Until(target.GetCreationTimestamp().Add(time.Second)))
-	e.run(t, "--max-concurrent-reconciles=1")
+	e.run(t, "--max-concurrent-reconciles=1", "--settle-window=1s")
 	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(target), target); err != nil {
 		t.Fatal(err)
 	}
