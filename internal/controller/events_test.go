@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -20,7 +20,7 @@ import (
 func TestPacedRecorder(t *testing.T) {
 	const n = 3000
 	fake := events.NewFakeRecorder(n)
-	p := newPacedRecorder(fake, scheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1e6, 1), n, logr.Discard())
+	p := newPacedRecorder(fake, clientgoscheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1e6, 1), n, logr.Discard())
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	for i := range n {
 		p.Eventf(d, nil, "Normal", "Reloaded", "Reload", "change %d", i)
@@ -41,7 +41,7 @@ func TestPacedRecorder(t *testing.T) {
 	cancel()
 	<-done
 
-	full := newPacedRecorder(fake, scheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1, 1), 2, logr.Discard())
+	full := newPacedRecorder(fake, clientgoscheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1, 1), 2, logr.Discard())
 	start := time.Now()
 	for range 5 {
 		full.Eventf(d, nil, "Normal", "Reloaded", "Reload", "x")
