@@ -149,6 +149,6 @@ bench: tools build ## Benchmark Ripple on local control planes (~10 min on 2 cor
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/bench --ripple $(BIN)/ripple $(BENCH_ARGS)
 
 .PHONY: bench-large
-bench-large: tools build ## The large set: 10,000 and 50,000 Deployments with 5,000 configs, cold start, memory model, a 3,000-Deployment fan-out (~6 min on 2 cores).
+bench-large: tools build ## The large set: 10,000 and 50,000 Deployments with 5,000 configs, cold start, memory model, a 3,000-Deployment fan-out (~4-6 min on 2 cores).
 	$(GOTEST) -tags bench -count=1 ./hack/bench/
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/bench --ripple $(BIN)/ripple --large $(BENCH_ARGS)

@@ -106,7 +106,7 @@ type options struct {
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quick, "quick", false, "run the reduced set (smaller scales, about 8 minutes on 2 cores)")
-	fs.BoolVar(&o.large, "large", false, "run the large set (10,000 and 50,000 Deployments, 5,000 configs; about 6 minutes on 2 cores)")
+	fs.BoolVar(&o.large, "large", false, "run the large set (10,000 and 50,000 Deployments, 5,000 configs; 4 to 6 minutes on 2 cores)")
 	fs.StringVar(&o.fanOut, "fan-out", "", "run the fan-out scenario only at these numbers of Deployments, with the controller's default flags, e.g. 300,3000")
 	fs.StringVar(&o.largeScales, "large-scales", "", "with --large, run the large-scale scenario only at these numbers of Deployments (multiples of 500), e.g. 10000")
 	fs.StringVar(&o.controllerFlags, "controller-flags", "", "flags appended to every scenario's controller flags, e.g. --max-concurrent-reconciles=16")
