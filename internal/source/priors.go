@@ -17,10 +17,6 @@ type Prior struct {
 	Digest string
 	Keys   digest.KeyTable
 	Seen   time.Time
-	// version is the resourceVersion of the change, so that the event of
-	// one change, delivered to the controller of every workload kind, is
-	// recorded once.
-	version string
 }
 
 // Priors keeps the Prior of every ConfigMap and Secret whose data changed
@@ -49,13 +45,10 @@ func (p *Priors) Observe(kind refs.Kind, old, cur client.Object, now time.Time) 
 	k := priorKey{kind, client.ObjectKeyFromObject(cur)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.seen[k].version == cur.GetResourceVersion() {
-		return
-	}
 	if p.seen == nil {
 		p.seen = map[priorKey]Prior{}
 	}
-	p.seen[k] = Prior{Digest: Digest(old), Keys: Keys(old), Seen: now, version: cur.GetResourceVersion()}
+	p.seen[k] = Prior{Digest: Digest(old), Keys: Keys(old), Seen: now}
 }
 
 // Forget drops what was kept of a deleted source.
