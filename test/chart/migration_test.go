@@ -39,7 +39,7 @@ func reloaderFullname(release, nameOverride, fullnameOverride string) string {
 // instead of deleting Reloader's and creating Ripple's.
 func TestNamesFollowReloadersChart(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("a", 58)
+	long := strings.Repeat("a", 53) // Helm's longest release name
 	for _, tc := range []struct {
 		release, nameOverride, fullnameOverride string
 		// want overrides Reloader's rule: releases named after Ripple.
@@ -51,6 +51,7 @@ func TestNamesFollowReloadersChart(t *testing.T) {
 		{release: "prod", nameOverride: "rl"},
 		{release: "prod", fullnameOverride: "cluster-reloader"},
 		{release: long},
+		{release: long, nameOverride: "reloader-platform"}, // cut at 63, then the trailing "-"
 		{release: "ripple", want: "ripple"},
 		{release: "ripple-prod", want: "ripple-prod"},
 		{release: "ripple", nameOverride: "x"},
