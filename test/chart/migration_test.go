@@ -202,15 +202,3 @@ func TestReloaderChartValuesFiles(t *testing.T) {
 		})
 	}
 }
-
-// A string that is not a boolean's spelling is still rejected by the
-// schema, by the key's path, rather than being read as true.
-func TestQuotedBooleanMustSpellABoolean(t *testing.T) {
-	t.Parallel()
-	_, err := Template(Release{Name: "reloader", Namespace: "reloader", Values: []map[string]any{
-		{"reloader": map[string]any{"reloadOnCreate": "yes"}},
-	}})
-	if err == nil || !strings.Contains(err.Error(), "reloadOnCreate") {
-		t.Fatalf(`reloadOnCreate: "yes" rendered or failed without naming the key: %v`, err)
-	}
-}
