@@ -8,17 +8,21 @@
 {{/* The full name of every object, by Reloader's chart rule so that
 `helm upgrade <release>` from Reloader's chart keeps every name (and the
 Deployment's selector, which cannot change): fullnameOverride, else
-<release>-<nameOverride, default "reloader">, cut at 63 characters. The one
-exception is a release whose name contains "ripple" (and no nameOverride):
-it is named after the release alone, so `helm install ripple` makes
-"ripple"; no Reloader release is named after Ripple. docs/migration.md. */}}
+<release>-<name>, cut at 63 characters. <name> is nameOverride, else the
+chart's name as Reloader's would be: "reloader", or the alias when the
+chart is an aliased dependency. The one exception is a release whose name
+contains "ripple" (no nameOverride, no alias): it is named after the
+release alone, so `helm install ripple` makes "ripple"; no Reloader release
+is named after Ripple. docs/migration.md explains the choice. */}}
 {{- define "ripple.fullname" -}}
+{{- $aliased := ne .Chart.Name "ripple" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
-{{- else if and (not .Values.nameOverride) (contains "ripple" .Release.Name) -}}
+{{- else if and (not .Values.nameOverride) (not $aliased) (contains "ripple" .Release.Name) -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name (.Values.nameOverride | default "reloader") | trunc 63 | trimSuffix "-" -}}
+{{- $name := .Values.nameOverride | default (ternary .Chart.Name "reloader" $aliased) -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
