@@ -39,7 +39,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 
 	out := helm("install", "reloader", chart, "-f", reloaderValues())
 	for _, want := range []string{
-		"Ripple v", "is installed as reloader-ripple in " + ns,
+		"Ripple v", "is installed as reloader-reloader in " + ns,
 		"your values name Stakater Reloader's image; this chart installs Ripple's",
 		"Watching: all namespaces (ClusterRole)",
 		"Reloading: Deployments, StatefulSets, DaemonSets, CronJobs, Jobs.",
@@ -48,7 +48,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("install notes lack %q:\n%s", want, out)
 		}
 	}
-	if _, err := cs.RbacV1().ClusterRoles().Get(t.Context(), "reloader-ripple-role", metav1.GetOptions{}); err != nil {
+	if _, err := cs.RbacV1().ClusterRoles().Get(t.Context(), "reloader-reloader-role", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the ClusterRole was not installed: %v", err)
 	}
 
@@ -57,7 +57,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		!strings.Contains(out, "Turned on because reloader.deployment.replicas > 1") {
 		t.Errorf("upgrade notes do not explain leader election:\n%s", out)
 	}
-	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "reloader-ripple", metav1.GetOptions{})
+	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "reloader-reloader", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 
 	helm("uninstall", "reloader")
 	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.RbacV1().ClusterRoles().Get(ctx, "reloader-ripple-role", metav1.GetOptions{})
+		_, err := cs.RbacV1().ClusterRoles().Get(ctx, "reloader-reloader-role", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {

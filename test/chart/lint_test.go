@@ -54,7 +54,9 @@ func TestSchemaRejects(t *testing.T) {
 	}{
 		{"misspelled Reloader key", r(map[string]any{"enableHa": true}), "at '/reloader': additional properties 'enableHa' not allowed"},
 		{"misspelled top-level key", map[string]any{"reloder": map[string]any{}}, "additional properties 'reloder' not allowed"},
-		{"boolean as a string", r(map[string]any{"enableHA": "true"}), "at '/reloader/enableHA': got string, want boolean"},
+		// Quoted booleans ("true") are accepted, as older Reloader values
+		// files write them (TestReloaderChartValuesFiles); other strings not.
+		{"boolean as a string that is no boolean", r(map[string]any{"enableHA": "yes"}), "at '/reloader/enableHA': value must be one of true, false, 'true', 'false'"},
 		{"unknown strategy", r(map[string]any{"reloadStrategy": "rolling"}), "at '/reloader/reloadStrategy'"},
 		{"unknown custom annotation", r(map[string]any{"custom_annotations": map[string]any{"autoo": "x/y"}}), "additional properties 'autoo' not allowed"},
 		{"bad namespace", r(map[string]any{"namespaces": []any{"Team_A"}}), "at '/reloader/namespaces/0'"},

@@ -122,11 +122,11 @@ func TestShardsUpgrade(t *testing.T) {
 		if notes := fmt.Sprintf("Shards: %d Deployments", n); (n > 1) != strings.Contains(string(out), notes) {
 			t.Errorf("%s to %d shards: notes %q:\n%s", verb, n, notes, out)
 		}
-		want := []string{"r-ripple"}
+		want := []string{"r-reloader"}
 		if n > 1 {
 			want = nil
 			for i := range n {
-				want = append(want, fmt.Sprintf("r-ripple-shard-%d", i))
+				want = append(want, fmt.Sprintf("r-reloader-shard-%d", i))
 			}
 		}
 		list, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})

@@ -5,18 +5,24 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" | lower -}}
 {{- end -}}
 
-{{/* The full name of every object: fullnameOverride, else <release>-<name>
-unless the release name already contains the name. */}}
+{{/* The full name of every object, by Reloader's chart rule so that
+`helm upgrade <release>` from Reloader's chart keeps every name (and the
+Deployment's selector, which cannot change): fullnameOverride, else
+<release>-<name>, cut at 63 characters. <name> is nameOverride, else the
+chart's name as Reloader's would be: "reloader", or the alias when the
+chart is an aliased dependency. The one exception is a release whose name
+contains "ripple" (no nameOverride, no alias): it is named after the
+release alone, so `helm install ripple` makes "ripple"; no Reloader release
+is named after Ripple. docs/migration.md explains the choice. */}}
 {{- define "ripple.fullname" -}}
+{{- $aliased := ne .Chart.Name "ripple" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- $name := include "ripple.name" . -}}
-{{- if contains $name .Release.Name -}}
+{{- else if and (not .Values.nameOverride) (not $aliased) (contains "ripple" .Release.Name) -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
+{{- $name := .Values.nameOverride | default (ternary .Chart.Name "reloader" $aliased) -}}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -405,4 +411,52 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{/* The PromQL label matchers selecting this release's series. */}}
 {{- define "ripple.alertSelector" -}}
 {{- .Values.ripple.alerts.selector | default (printf "namespace=%q,job=%q" (include "ripple.namespace" .) (include "ripple.fullname" .)) -}}
+{{- end -}}
+
+{{/* Brings older Reloader values into the form the templates read, in
+place (every template includes it first; it is idempotent), and records
+what it changed in .Values._rippleDeprecated for NOTES.txt to warn about:
+  * quoted booleans ("true", "false") become booleans; a plain `if` would
+    take "false" as true;
+  * reloader.deployment.image.{name,tag,pullPolicy} (Reloader chart 1.0)
+    become image.{repository,tag,pullPolicy};
+  * reloader.volumes / reloader.volumeMounts are appended to
+    reloader.deployment.volumes / volumeMounts.
+The schema accepts these forms; nothing here fails. */}}
+{{- define "ripple.compat" -}}
+{{- if not (hasKey .Values "_rippleDeprecated") -}}
+{{- $notes := list -}}
+{{- $r := .Values.reloader -}}
+{{- $bools := dict "" (list "autoReloadAll" "isArgoRollouts" "isOpenshift" "ignoreSecrets" "ignoreConfigMaps" "ignoreJobs" "ignoreCronJobs" "reloadOnCreate" "reloadOnDelete" "syncAfterRestart" "watchGlobally" "enableHA" "enablePProf" "enableCSIIntegration" "readOnlyRootFileSystem" "enableMetricsByNamespace") "rbac" (list "enabled") "serviceAccount" (list "create" "automountServiceAccountToken") "deployment" (list "automountServiceAccountToken" "hostUsers") "serviceMonitor" (list "enabled" "honorLabels") "podMonitor" (list "enabled" "honorLabels") "podDisruptionBudget" (list "enabled") "netpol" (list "enabled") "verticalPodAutoscaler" (list "enabled") "legacy" (list "rbac") -}}
+{{- range $group, $keys := $bools -}}
+{{- $m := $r -}}
+{{- if $group -}}{{- $m = index $r $group -}}{{- end -}}
+{{- if kindIs "map" $m -}}
+{{- range $keys -}}
+{{- $v := index $m . -}}
+{{- if kindIs "string" $v -}}
+{{- $_ := set $m . (eq (lower $v) "true") -}}
+{{- $notes = append $notes (printf "reloader.%s%s: %q is a quoted boolean; write %s without quotes." (ternary (printf "%s." $group) "" (ne $group "")) . $v (lower $v)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $d := $r.deployment | default dict -}}
+{{- with $d.image -}}
+{{- $img := $.Values.image | default dict -}}
+{{- if .name -}}{{- $_ := set $img "repository" .name -}}{{- $_ := set $img "name" .name -}}{{- end -}}
+{{- if .tag -}}{{- $_ := set $img "tag" (toString .tag) -}}{{- end -}}
+{{- if .pullPolicy -}}{{- $_ := set $img "pullPolicy" .pullPolicy -}}{{- end -}}
+{{- $_ := set $.Values "image" $img -}}
+{{- $notes = append $notes "reloader.deployment.image is deprecated (Reloader chart 1.0); use image.repository, image.tag and image.pullPolicy." -}}
+{{- end -}}
+{{- range $old, $new := dict "volumes" "volumes" "volumeMounts" "volumeMounts" -}}
+{{- with index $r $old -}}
+{{- $_ := set $d $new (concat (index $d $new | default list) .) -}}
+{{- $_ := unset $r $old -}}
+{{- $notes = append $notes (printf "reloader.%s is deprecated; use reloader.deployment.%s." $old $new) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set .Values "_rippleDeprecated" $notes -}}
+{{- end -}}
 {{- end -}}
