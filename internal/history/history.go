@@ -165,7 +165,7 @@ type Current struct {
 
 // Changed is a config changed since a revision was built.
 type Changed struct {
-	Config  string `json:"config"`
+	Config   string `json:"config"`
 	BuiltFor string `json:"builtFor"`
 	// Now is the short digest now; empty when the config was deleted.
 	Now     string `json:"now,omitempty"`
