@@ -34,15 +34,19 @@ func Print(w io.Writer, format string, h History) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REVISION\tSTARTED\tBY\tCONFIGS\tCHANGES\tWHY")
+	var rows strings.Builder
+	rows.WriteString("REVISION\tSTARTED\tBY\tCONFIGS\tCHANGES\tWHY\n")
 	for _, r := range h.Revisions {
 		n := strconv.FormatInt(r.Revision, 10)
 		if r.Current {
 			n += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n, r.Created.UTC().Format(time.RFC3339), r.StartedBy,
+		fmt.Fprintf(&rows, "%s\t%s\t%s\t%s\t%s\t%s\n", n, r.Created.UTC().Format(time.RFC3339), r.StartedBy,
 			dash(configList(r.Configs)), dash(strings.Join(r.Changes, ", ")), r.Reason)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	if _, err := io.WriteString(tw, rows.String()); err != nil {
+		return err
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -56,10 +60,10 @@ func Print(w io.Writer, format string, h History) error {
 func configList(cs []Config) string {
 	out := make([]string, 0, len(cs))
 	for _, c := range cs {
-		switch {
-		case c.From == fromDeleted:
+		switch c.From {
+		case fromDeleted:
 			out = append(out, c.String()+" deleted")
-		case c.From == "":
+		case "":
 			out = append(out, c.String()+"=? (not recorded)")
 		default:
 			out = append(out, fmt.Sprintf("%s=%s (%s)", c.String(), c.Digest, c.From))
