@@ -10,12 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/history"
@@ -71,6 +74,56 @@ func TestHistory(t *testing.T) {
 	checkHistory(t, h, sums)
 	compareHistoryGolden(t, "deployment.json", normalizeHistory(out, ns))
 	compareHistoryGolden(t, "deployment.txt", normalizeHistory(runHistory(t, ns, "deployment", "web"), ns))
+
+	// `kubectl rollout undo --to-revision=3`: revision 3's ReplicaSet
+	// becomes revision 5. Only the reload env var differs from revision
+	// 4, so the evidence cannot tell an undo from a reload: unknown, naming
+	// revision 3.
+	undo(t, cs, w, before[w].uid, "3")
+	out = runHistory(t, ns, "deploy/web", "-o", "json")
+	h = history.History{}
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatalf("history -o json: %v\n%s", err, out)
+	}
+	if n := len(h.Revisions); n != 4 || h.Revisions[n-1].Revision != 5 || h.Revisions[n-1].StartedBy != history.ByUnknown ||
+		!slices.Equal(h.Revisions[n-1].Earlier, []int64{3}) || h.Revisions[n-1].Configs[0].Digest != sums[1][:12] {
+		t.Errorf("after the undo: %+v", h.Revisions)
+	}
+	compareHistoryGolden(t, "deployment-undo.txt", normalizeHistory(runHistory(t, ns, "deploy/web"), ns))
+}
+
+// undo does what `kubectl rollout undo --to-revision` does: it copies the
+// pod template of the ReplicaSet with that revision onto the Deployment,
+// and waits until the Deployment is back on it.
+func undo(t *testing.T, cs kubernetes.Interface, w workload, uid types.UID, revision string) {
+	t.Helper()
+	rss, err := kit.ReplicaSets(t.Context(), cs, w.ns, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rss, func(rs appsv1.ReplicaSet) bool { return rs.Annotations[deploymentRevision] == revision })
+	if i < 0 {
+		t.Fatalf("no ReplicaSet of revision %s", revision)
+	}
+	tpl := rss[i].Spec.Template.DeepCopy()
+	delete(tpl.Labels, "pod-template-hash")
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := cs.AppsV1().Deployments(w.ns).Get(t.Context(), w.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template = *tpl
+		_, err = cs.AppsV1().Deployments(w.ns).Update(t.Context(), d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("undoing %s to revision %s: %v", w, revision, err)
+	}
+	waitFor(t, "the undo", func(ctx context.Context) (bool, error) {
+		rs, err := cs.AppsV1().ReplicaSets(w.ns).Get(ctx, rss[i].Name, metav1.GetOptions{})
+		return err == nil && rs.Annotations[deploymentRevisionHistory] == revision, err
+	})
+	waitRolledOut(t, cs, w)
 }
 
 // checkHistory checks h beyond the golden files: the digest each
@@ -133,6 +186,12 @@ func runHistory(t *testing.T, ns string, args ...string) string {
 	return stdout.String()
 }
 
+// The annotations the deployment controller numbers ReplicaSets with.
+const (
+	deploymentRevision        = "deployment.kubernetes.io/revision"
+	deploymentRevisionHistory = "deployment.kubernetes.io/revision-history"
+)
+
 var (
 	rfc3339      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 	replicaSetID = regexp.MustCompile(`ReplicaSet/web-[a-z0-9]+`)
@@ -142,7 +201,7 @@ var (
 // namespace and the ReplicaSets' hash suffixes. Digests stay: the data is
 // the same every run.
 func normalizeHistory(s, ns string) string {
-	s = rfc3339.ReplaceAllString(s, "<time>")
+	s = rfc3339.ReplaceAllString(s, "YYYY-MM-DDTHH:MM:SSZ") // as wide: the table stays aligned
 	s = replicaSetID.ReplaceAllString(s, "ReplicaSet/web-<hash>")
 	return strings.ReplaceAll(s, ns, "<namespace>")
 }
