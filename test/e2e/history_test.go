@@ -126,6 +126,34 @@ func undo(t *testing.T, cs kubernetes.Interface, w workload, uid types.UID, revi
 	waitRolledOut(t, cs, w)
 }
 
+// A StatefulSet's revisions are its ControllerRevisions: the one Ripple
+// started carries the reload env var; the first records no digest, as
+// ControllerRevisions get no copy of the applied record.
+func TestHistoryStatefulSet(t *testing.T) {
+	t.Parallel()
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	startRipple(t, ns)
+	w := workload{kind: kit.StatefulSet, ns: ns, name: "db"}
+	sum := digest.ConfigMap(createConfigMap(t, cs, ns, configName, "v1"))
+	w.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
+	before := waitRolledOut(t, cs, w)
+	waitBaseline(t, cs, w, sum)
+	sum = setConfigMapValue(t, cs, ns, configName, "v2")
+	expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
+
+	out := runHistory(t, ns, "sts/db", "-o", "json")
+	var h history.History
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatalf("history -o json: %v\n%s", err, out)
+	}
+	if len(h.Revisions) != 2 || h.Revisions[0].StartedBy != history.ByOther || h.Revisions[0].Configs[0].From != "" ||
+		h.Revisions[1].StartedBy != history.ByRipple || h.Revisions[1].Configs[0].Digest != sum[:12] ||
+		!strings.HasPrefix(h.Revisions[1].Object, "ControllerRevision/db-") || len(h.Current.Changed) != 0 {
+		t.Errorf("history of the StatefulSet:\n%s", out)
+	}
+}
+
 // checkHistory checks h beyond the golden files: the digest each
 // revision was built for, who started it, and the current revision's
 // verdict, from the digests of the config's four versions.
