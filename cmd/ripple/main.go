@@ -4,6 +4,7 @@
 //
 //	ripple [flags]                 run the controller
 //	ripple explain <kind>/<name>   say why a workload reloads or not
+//	ripple history <kind>/<name>   the configs each revision was built for
 //	ripple version                 print the version
 //
 // Installed as kubectl-ripple, it is the kubectl plugin `kubectl ripple`.
@@ -82,6 +83,8 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			return runVersion(name, args[1:], stdout, stderr)
 		case "explain":
 			return runExplain(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
+		case "history":
+			return runHistory(ctx, name, args[1:], stdout, stderr, time.Now)
 		case "help":
 			commandsUsage(stdout, name)
 			return 0
@@ -99,6 +102,7 @@ Usage:
   %[1]s explain <kind>/<name>      say why a workload reloads or not
   %[1]s explain --all              the state of every opted-in workload
   %[1]s explain -f <manifests>     the same from files, offline, with lint findings
+  %[1]s history <kind>/<name>      the configs and digests each revision was built for
   %[1]s version                    print the version
 
 Run '%[1]s <command> --help' for a command's flags.
@@ -143,7 +147,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unknown command %q; commands: explain, version\n", name, fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: unknown command %q; commands: explain, history, version\n", name, fs.Arg(0))
 		return 2
 	}
 	cfg, err := opts.Config()

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/history"
+)
+
+// historyKinds are the kinds that keep revisions, as Kind.Name() names them.
+var historyKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"}
+
+// historyFlags are the flags of `history`, in three groups for --help.
+type historyFlags struct {
+	all, own, connection, rippleFlags *pflag.FlagSet
+	output, rippleNamespace           string
+	kind, name                        string
+	loading                           *clientcmd.ClientConfigLoadingRules
+	overrides                         clientcmd.ConfigOverrides
+	ripple                            *explain.Flags
+}
+
+func newHistoryFlags(name string) *historyFlags {
+	f := &historyFlags{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
+	f.own = pflag.NewFlagSet("history", pflag.ContinueOnError)
+	f.own.StringVarP(&f.output, "output", "o", history.FormatTable, "Output format: "+strings.Join(history.Formats, ", ")+". docs/history.md documents the json schema.")
+	f.own.StringVar(&f.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple whose settings (strategy, annotation prefix) apply; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
+
+	f.connection = pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	f.connection.StringVar(&f.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file; default: $KUBECONFIG, then $HOME/.kube/config.")
+	clientcmd.BindOverrideFlags(&f.overrides, f.connection, clientcmd.RecommendedConfigOverrideFlags(""))
+
+	f.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	f.ripple = explain.BindFlags(f.rippleFlags)
+	_ = f.rippleFlags.MarkHidden("cronjob-reload")
+
+	f.all = pflag.NewFlagSet(name+" history", pflag.ContinueOnError)
+	f.all.SortFlags = false
+	for _, fs := range []*pflag.FlagSet{f.own, f.connection, f.rippleFlags} {
+		f.all.AddFlagSet(fs)
+	}
+	return f
+}
+
+func (f *historyFlags) usage(w io.Writer, name string) {
+	fmt.Fprintf(w, `Show the revisions of a workload the cluster still keeps (ReplicaSets,
+ControllerRevisions), one line each: when it started, the configs and
+digests it was built for, whether a reload (Ripple) or someone else started
+it, and for the current one which configs changed since. Read only; the
+controller need not run. docs/history.md says how each column is decided.
+
+Usage:
+  %[1]s history <kind>/<name> [-n namespace] [flags]
+
+Kinds: deployment (deploy), statefulset (sts), daemonset (ds), rollout (ro).
+
+Flags:
+%[2]s
+Connection flags, as kubectl's (-n/--namespace is the workload's namespace):
+%[3]s
+Ripple's settings: read from its reloader-meta-info ConfigMap, else the
+defaults; a flag given here overrides them:
+%[4]s`, name, f.own.FlagUsages(), f.connection.FlagUsages(), f.rippleFlags.FlagUsages())
+}
+
+// parse parses args; help is true for --help.
+func (f *historyFlags) parse(args []string) (help bool, err error) {
+	if err := f.all.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err}
+	}
+	if !slices.Contains(history.Formats, f.output) {
+		return false, usageError{fmt.Errorf("--output: %q is not a format; use %s", f.output, strings.Join(history.Formats, ", "))}
+	}
+	o := explainOptions{}
+	if err := o.target(f.all.Args()); err != nil {
+		return false, err
+	}
+	if !slices.Contains(historyKinds, o.kind) {
+		return false, usageError{fmt.Errorf("argument %q: a %s keeps no revisions; history covers deployment, statefulset, daemonset and rollout", strings.Join(f.all.Args(), " "), o.kind)}
+	}
+	f.kind, f.name = o.kind, o.name
+	return false, nil
+}
+
+// runHistory runs `history`; now is the clock the current digests are
+// planned at.
+func runHistory(ctx context.Context, name string, args []string, stdout, stderr io.Writer, now func() time.Time) int {
+	f := newHistoryFlags(name)
+	f.all.SetOutput(io.Discard)
+	help, err := f.parse(args)
+	if help {
+		f.usage(stdout, name)
+		return 0
+	}
+	if err == nil {
+		err = f.history(ctx, stdout, now)
+	}
+	if err == nil {
+		return 0
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "%s history: %s\n", name, line)
+	}
+	if errors.As(err, &usageError{}) {
+		return 2
+	}
+	return 1
+}
+
+// history connects, reads Ripple's settings and the workload, and prints
+// its history.
+func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loading, &f.overrides)
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return err
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return err
+	}
+	rc.UserAgent = "ripple-history"
+	c, err := client.New(rc, client.Options{})
+	if err != nil {
+		return err
+	}
+	meta, err := explain.ReadMetaInfo(ctx, c, f.rippleNamespace)
+	if err != nil {
+		return err
+	}
+	settings, err := f.ripple.Resolve(meta)
+	if err != nil {
+		return usageError{err}
+	}
+	kind, _ := explain.Find(explain.Kinds(settings, c), f.kind)
+	obj := kind.New()
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: f.name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s %s/%s not found", kind.Name(), ns, f.name)
+		}
+		return err
+	}
+	h, err := history.Reader{Reader: c, Settings: settings.Plan, Now: now}.Read(ctx, kind.Kind, obj)
+	if err != nil {
+		return err
+	}
+	return history.Print(stdout, f.output, h)
+}
