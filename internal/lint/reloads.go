@@ -14,9 +14,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// sourceKinds are the kinds of config a workload reloads on.
-var sourceKinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
-
 // workload returns the findings on a workload of kind.
 func (c *checker) workload(kind workload.Kind, o *target) []Finding {
 	o.workload = true
@@ -59,7 +56,7 @@ func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	var out []Finding
 	var auto, search bool
 	shadowed := map[string][]string{} // template key -> kinds it is ignored for
-	for _, kind := range sourceKinds {
+	for _, kind := range refs.Kinds() {
 		p := annotation.Parse(c.keys, kind, meta, tplAnn)
 		out = append(out, c.named(o, kind, p)...)
 		auto = auto || p.AutoKey == c.keys.Auto

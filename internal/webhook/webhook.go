@@ -27,19 +27,12 @@ import (
 
 // Body is the JSON posted for one change.
 type Body struct {
-	Webhook   string        `json:"webhook"` // Reloader's fixed "update successful"
-	Event     string        `json:"event"`   // update, create or delete
-	Kind      refs.Kind     `json:"kind"`
-	Namespace string        `json:"namespace"`
-	Name      string        `json:"name"`
-	Workloads []WorkloadRef `json:"workloads"`
-}
-
-// WorkloadRef names a workload.
-type WorkloadRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	Webhook   string         `json:"webhook"` // Reloader's fixed "update successful"
+	Event     string         `json:"event"`   // update, create or delete
+	Kind      refs.Kind      `json:"kind"`
+	Namespace string         `json:"namespace"`
+	Name      string         `json:"name"`
+	Workloads []workload.Ref `json:"workloads"`
 }
 
 // Notifier posts source changes. It runs on the leader only.
@@ -117,7 +110,7 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 	if in, err := n.Finder.InScope(ctx, src.GetNamespace()); err != nil || !in {
 		return
 	}
-	body := Body{Webhook: "update successful", Event: event, Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName(), Workloads: []WorkloadRef{}}
+	body := Body{Webhook: "update successful", Event: event, Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName(), Workloads: []workload.Ref{}}
 	changed := plan.Source{Ref: refs.Ref{Kind: kind, Name: src.GetName()}, Found: true, Annotations: src.GetAnnotations()}
 	for _, k := range n.Kinds {
 		objs, err := n.Finder.Of(ctx, k, src.GetNamespace(), changed.Ref)
@@ -126,7 +119,7 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 		}
 		for _, obj := range objs {
 			if n.wouldReload(ctx, k, obj, changed) {
-				body.Workloads = append(body.Workloads, WorkloadRef{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+				body.Workloads = append(body.Workloads, workload.RefTo(k, obj))
 			}
 		}
 	}

@@ -86,12 +86,12 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	got := hook.received()
 	want := []webhook.Body{
 		// Created after Ripple started, with --reload-on-create: a call.
-		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []webhook.WorkloadRef{}},
+		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []workload.Ref{}},
 		{Webhook: "update successful", Event: "update", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
-			Workloads: []webhook.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
-		{Webhook: "update successful", Event: "create", Kind: refs.Secret, Namespace: e.ns, Name: "later", Workloads: []webhook.WorkloadRef{}},
+			Workloads: []workload.Ref{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
+		{Webhook: "update successful", Event: "create", Kind: refs.Secret, Namespace: e.ns, Name: "later", Workloads: []workload.Ref{}},
 		{Webhook: "update successful", Event: "delete", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
-			Workloads: []webhook.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
+			Workloads: []workload.Ref{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d calls, want %d: %+v", len(got), len(want), got)
