@@ -15,6 +15,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/webhook"
+	"github.com/ripple-dev/ripple/internal/workload"
 	"github.com/ripple-dev/ripple/test/kit"
 )
 
