@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,10 +16,10 @@ import (
 )
 
 // workload returns the findings on a workload of kind.
-func (c *checker) workload(kind workload.Kind, o *target) []Finding {
+func (c *checker) workload(ctx context.Context, kind workload.Kind, o *target) []Finding {
 	o.workload = true
 	out := c.annotations(o, o.obj.GetAnnotations(), false)
-	tpl, own, err := c.template(kind, o.obj)
+	tpl, own, err := c.template(ctx, kind, o.obj)
 	if err != nil {
 		return append(out, o.finding(Error, "", err.Error()))
 	}
@@ -29,18 +30,18 @@ func (c *checker) workload(kind workload.Kind, o *target) []Finding {
 	return append(out, c.reloads(o, tpl)...)
 }
 
-// template returns the pod template of obj and whether it is obj's own. It
-// is nil when unknown: a Job left to its CronJob, a Rollout whose
-// workloadRef Deployment is not in the files.
-func (c *checker) template(kind workload.Kind, obj client.Object) (*corev1.PodTemplateSpec, bool, error) {
+// template returns the pod template of obj, as Ripple finds it
+// (workload.Template over the files), and whether it is obj's own. It is
+// nil when unknown: a Job left to its CronJob, a Rollout whose workloadRef
+// Deployment is not in the files.
+func (c *checker) template(ctx context.Context, kind workload.Kind, obj client.Object) (*corev1.PodTemplateSpec, bool, error) {
+	own := true
 	if ts, ok := kind.(workload.TemplateSource); ok {
-		if name, ok := ts.TemplateRef(obj); ok {
-			key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}
-			return c.deployments[key], false, nil
-		}
+		_, ref := ts.TemplateRef(obj)
+		own = !ref
 	}
-	tpl, err := kind.PodTemplate(obj)
-	return tpl, true, err
+	tpl, err := workload.Template(ctx, c.files, kind, obj)
+	return tpl, own, err
 }
 
 // reloads checks what the workload's policy says against the configs its
