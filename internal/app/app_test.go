@@ -230,7 +230,9 @@ func TestNewManagerAndSetup(t *testing.T) {
 			args = append(args, "--metrics-bind-address", "0")
 			cfg := configOf(t, args...)
 			mgr, err := NewManager(&rest.Config{Host: "http://127.0.0.1:1"}, cfg, func(o *ctrl.Options) {
-				o.NewCache = func(*rest.Config, cache.Options) (cache.Cache, error) { return metadataInformers{&informertest.FakeInformers{}}, nil }
+				o.NewCache = func(*rest.Config, cache.Options) (cache.Cache, error) {
+					return metadataInformers{&informertest.FakeInformers{}}, nil
+				}
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -150,7 +150,9 @@ func TestIndexValuesReportsErrors(t *testing.T) {
 // A cache that fails is an error, not an empty answer.
 func TestOfCacheError(t *testing.T) {
 	b := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return errors.New("cache not started") },
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("cache not started")
+		},
 	})
 	ix := &Index{Reader: b.Build(), Keys: keys}
 	if _, err := ix.Of(t.Context(), workload.Deployment, "shop", refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}); err == nil {
