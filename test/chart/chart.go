@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/hack/cluster"
 )
 
 // KubeVersion is passed to helm as --kube-version: the version of the test

@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // update rewrites the golden files instead of comparing with them.
@@ -70,7 +70,7 @@ func start(context.Context) (stop func() error, err error) {
 
 // optionalKindCRDs are the CRD files of the optional kinds: the real Argo
 // Rollouts and Secrets Store CSI CRDs, which hack/build-tools.sh puts in the
-// tools directory, and the DeploymentConfig stand-in under test/crds.
+// tools directory, and the DeploymentConfig stand-in under hack/cluster/crds.
 func optionalKindCRDs() ([]string, error) {
 	tools, err := cluster.ToolsDir()
 	if err != nil {

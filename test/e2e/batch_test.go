@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // These tests hold Ripple's batch kinds to their contract on a real

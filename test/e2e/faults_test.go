@@ -25,8 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // The fault tier: faults injected into the local cluster while Ripple

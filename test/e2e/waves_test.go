@@ -21,7 +21,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/rollout"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 const (

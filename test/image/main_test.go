@@ -31,8 +31,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ripple-dev/ripple/test/chart"
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 var (

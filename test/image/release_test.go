@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ripple-dev/ripple/test/chart"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // releaseFiles are the files `make release` writes.

@@ -23,7 +23,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // ParseFlags parses args and the environment lookup as cmd/ripple does.

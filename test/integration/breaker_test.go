@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/strategy"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 const minRolloutIntervalKey = "ripple.dev/min-rollout-interval"

@@ -22,8 +22,8 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 const rolloutStrategyKey = "reloader.stakater.com/rollout-strategy"

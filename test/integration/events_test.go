@@ -13,7 +13,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // fanOut is how many Deployments share one ConfigMap in the fan-out test.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 const reloadOnKeysKey = "ripple.dev/reload-on-keys"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // --kube-api-qps and --kube-api-burst limit, for the whole process, the

@@ -19,7 +19,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/test/inproc"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // env is one test's namespace with a Ripple running in it.

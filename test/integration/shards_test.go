@@ -10,7 +10,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/refs"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // shardedApp is one namespace of the shards test: a StatefulSet (whose

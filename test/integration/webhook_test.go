@@ -16,7 +16,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // hookServer records the bodies posted to it.
