@@ -37,11 +37,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/hack/cluster"
-	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // What the demo creates.

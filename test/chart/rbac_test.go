@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ripple-dev/ripple/test/inproc"
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/test/inproc"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"

@@ -30,9 +30,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ripple-dev/ripple/test/chart"
 	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/test/chart"
 )
 
 var (

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ripple-dev/ripple/test/chart"
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/test/chart"
 )
 
 // releaseFiles are the files `make release` writes.
