@@ -39,11 +39,12 @@ func spc(name string) *unstructured.Unstructured {
 	return u
 }
 
-func podStatus(name, class, version string) *unstructured.Unstructured {
+// podStatus is a pod status of SecretProviderClass vault, as cached.
+func podStatus(name, version string) *unstructured.Unstructured {
 	u := source.PodStatusObject()
 	u.SetNamespace("shop")
 	u.SetName(name)
-	_ = unstructured.SetNestedField(u.Object, class, "status", "secretProviderClassName")
+	_ = unstructured.SetNestedField(u.Object, "vault", "status", "secretProviderClassName")
 	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"id": "secret/db", "version": version}}, "status", "objects")
 	_, _ = source.TransformPodStatus(u) // as the cache holds it
 	return u
@@ -88,7 +89,7 @@ func refsOf(in plan.Input) []string {
 // the data replaced by its digest, as the cache holds it.
 func TestInput(t *testing.T) {
 	objs := []client.Object{web(), cm("cfg", "v1"), cm("unused", "v1"), secret("app-1"), secret("app-2"), secret("other"), spc("vault"),
-		podStatus("p1", "vault", "1"), podStatus("p2", "vault", "1"), podStatus("p3", "vault", "2")}
+		podStatus("p1", "1"), podStatus("p2", "1"), podStatus("p3", "2")}
 	rot := &source.Rotations{}
 	rot.Serve()
 	g := gatherer(objs, rot, nil)
@@ -117,7 +118,7 @@ func TestInput(t *testing.T) {
 	}
 
 	// A rotation seen wins over the mounts.
-	changed := podStatus("p4", "vault", "3")
+	changed := podStatus("p4", "3")
 	rot.Observe(changed)
 	in, err = g.Input(t.Context(), workload.Deployment, d, &d.Spec.Template)
 	if err != nil || in.Sources[4].Digest != source.Digest(changed) || in.Sources[4].Mounts != nil {

@@ -87,8 +87,8 @@ func TestPodTemplateOfAnotherKind(t *testing.T) {
 		if _, err := kind.Write(t.Context(), nil, &corev1.ConfigMap{}, Update{Template: &corev1.PodTemplateSpec{}}); err == nil {
 			t.Errorf("%s.Write(ConfigMap) did not fail", kind.Name())
 		}
-		if _, ok := kind.NewList().(client.ObjectList); !ok {
-			t.Errorf("%s.NewList is no list", kind.Name())
+		if err := fake.NewClientBuilder().Build().List(t.Context(), kind.NewList()); err != nil {
+			t.Errorf("%s.NewList is not listable: %v", kind.Name(), err)
 		}
 	}
 }
