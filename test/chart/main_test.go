@@ -1,3 +1,12 @@
+// Package chart tests Ripple's Helm chart (deploy/helm/ripple) and the
+// plain manifests and Kustomize files derived from it (rendered by
+// hack/helmchart).
+//
+// The tests run the helm binary that hack/build-tools.sh builds (found
+// through $RIPPLE_TOOLS_DIR, as the control plane is), feed the rendered
+// arguments to Ripple's real flag parsing, dry-run the rendered objects on a
+// real kube-apiserver, and run Ripple in-process as the chart's
+// ServiceAccount to prove its RBAC is enough and minimal.
 package chart
 
 import (
@@ -13,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/hack/kit"
 )
 
@@ -39,7 +49,7 @@ func TestMain(m *testing.M) {
 // removes the directories the tests made.
 func start(context.Context) (stop func() error, err error) {
 	// Without helm there is nothing to test: say so instead of skipping.
-	if _, err := HelmBinary(); err != nil {
+	if _, err := helmchart.HelmBinary(); err != nil {
 		return nil, fmt.Errorf("chart tests need helm: %w", err)
 	}
 	logger := zap.New(zap.WriteTo(klogs), zap.UseDevMode(true))
