@@ -48,7 +48,7 @@ type Notifier struct {
 	ScopeBackoff wait.Backoff
 }
 
-// scopeBackoff retries a failed scope check for about 3 s in all: long
+// scopeBackoff tries a scope check 5 times over about 1.5 s: long
 // enough for a cache that is (re)syncing, short enough not to hold up the
 // informer's other events for long.
 var scopeBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5}
