@@ -82,20 +82,13 @@ func start(context.Context) (stop func() error, err error) {
 // Rollouts and Secrets Store CSI CRDs, which hack/build-tools.sh puts in the
 // tools directory, and the DeploymentConfig stand-in under hack/cluster/crds.
 func optionalKindCRDs() ([]string, error) {
-	tools, err := cluster.ToolsDir()
-	if err != nil {
-		return nil, err
-	}
-	files := []string{
-		filepath.Join(tools, "crds", "rollout-crd.yaml"),
-		filepath.Join(tools, "crds", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"),
-		filepath.Join(tools, "crds", "secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml"),
-		filepath.Join("..", "crds", "deploymentconfig.yaml"),
-	}
-	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("the optional kinds' CRDs: %w (run 'make tools', which fetches them)", err)
+	var files []string
+	for _, name := range []string{cluster.RolloutCRD, cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD, cluster.DeploymentConfigCRD} {
+		f, err := cluster.CRDFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("the optional kinds' CRDs: %w", err)
 		}
+		files = append(files, f)
 	}
 	return files, nil
 }
