@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/dependents"
@@ -209,6 +210,55 @@ func TestPostScopeFailureIsReported(t *testing.T) {
 	case b := <-bodies:
 		t.Errorf("posted %+v without knowing the scope", b)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// handled is a fake informer that says when each handler is added.
+type handled struct {
+	*controllertest.FakeInformer
+	added chan struct{}
+}
+
+func (h handled) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	defer func() { h.added <- struct{}{} }()
+	return h.FakeInformer.AddEventHandler(handler)
+}
+
+// oneInformer serves one informer, for every kind (ConfigMaps and
+// Secrets: two handlers).
+type oneInformer struct {
+	cache.Informers
+	inf handled
+}
+
+func (o oneInformer) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return o.inf, nil
+}
+
+// Start follows the sources' informers: a data change of a ConfigMap seen
+// by its informer is posted.
+func TestStartFollowsTheInformers(t *testing.T) {
+	n, bodies := notifier(t, dependents.Scope{}, plan.Settings{})
+	inf := handled{FakeInformer: &controllertest.FakeInformer{}, added: make(chan struct{}, 2)}
+	n.Cache = readerCache{Informers: oneInformer{inf: inf}, Reader: n.Cache}
+	if !n.NeedLeaderElection() {
+		t.Error("NeedLeaderElection = false: standbys would post too")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- n.Start(ctx) }()
+	<-inf.added
+	<-inf.added
+	inf.Update(configMap("v1", time.Time{}), configMap("v2", time.Time{}))
+	// Both handlers see it (one informer serves both kinds here).
+	for _, kind := range []refs.Kind{refs.ConfigMap, refs.Secret} {
+		if b := next(t, bodies); b.Event != "update" || b.Name != "cfg" {
+			t.Errorf("posted %+v for the %s handler", b, kind)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start = %v", err)
 	}
 }
 
