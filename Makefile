@@ -51,9 +51,17 @@ $(GOLANGCI_LINT):
 	cd hack/tools/lint && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(GOLANGCI_LINT_VERSION)' \
 		-o $@.$$$$.tmp github.com/golangci/golangci-lint/v2/cmd/golangci-lint && mv $@.$$$$.tmp $@ || { rm -f $@.$$$$.tmp; exit 1; }
 
+# The unit tier's statement coverage of internal/... (cmd/ and hack/ are
+# tested too, but not counted): the profile is kept for
+# `go tool cover -html=bin/coverage-unit.out`.
+UNIT_COVER := $(BIN)/coverage-unit.out
+
 .PHONY: test-unit
-test-unit: ## Unit tests (pure packages, no cluster), with the race detector.
-	$(GOTEST) $(RACE) ./internal/... ./cmd/... ./hack/bench/...
+test-unit: ## Unit tests (no API server, no network), with the race detector; prints the coverage of internal/...
+	@mkdir -p $(BIN)
+	$(GOTEST) $(RACE) -coverprofile=$(UNIT_COVER).all ./internal/... ./cmd/... ./hack/bench/...
+	@grep -E '^(mode:|github.com/ripple-dev/ripple/internal/)' $(UNIT_COVER).all > $(UNIT_COVER); rm -f $(UNIT_COVER).all
+	@go tool cover -func=$(UNIT_COVER) | tail -n 1 | awk '{print "unit-tier statement coverage of internal/...: " $$NF}'
 
 .PHONY: test-integration
 test-integration: tools build ## Integration tests against a real kube-apiserver and etcd (envtest).

@@ -36,7 +36,7 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 	}
 	settings.From = offlineFrom
 	reader := manifest.NewReader(objs)
-	findings := fromLint(lint.Check(settings.Config.Keys, objs))
+	findings := fromLint(lint.Check(ctx, settings.Config.Keys, objs))
 	e := explain.Explainer{Reader: reader, Settings: settings, Findings: explain.FindingsFor(findings), Now: now}
 	kinds := explain.Kinds(settings, reader)
 	if f.opts.all {

@@ -50,7 +50,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/hack/cluster"
 )
 
 func main() {

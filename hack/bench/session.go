@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/hack/cluster"
 )
 
 // runner runs scenarios one after the other, each against a control plane

@@ -4,7 +4,7 @@
 //	go run ./hack/demo --ripple bin/ripple
 //
 // It starts kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
-// three kwok fake nodes (see test/cluster), runs the given ripple binary
+// three kwok fake nodes (see hack/cluster), runs the given ripple binary
 // against them, and creates a 3-replica Deployment that uses a ConfigMap and
 // a Secret and opts in with Reloader's reloader.stakater.com/auto
 // annotation. It then changes the ConfigMap and, 100 ms later, the Secret,
@@ -37,11 +37,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // What the demo creates.

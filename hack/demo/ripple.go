@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // rippleProc is the ripple binary running as a child process.

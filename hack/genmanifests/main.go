@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/ripple-dev/ripple/test/chart"
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 func main() {
@@ -24,11 +24,11 @@ func main() {
 }
 
 func run(check bool) error {
-	root, err := chart.RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		return err
 	}
-	files, err := chart.GeneratedFiles()
+	files, err := helmchart.GeneratedFiles()
 	if err != nil {
 		return err
 	}

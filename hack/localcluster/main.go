@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/hack/cluster"
 )
 
 func main() {

@@ -102,9 +102,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		log.Info("acting only in this shard's namespaces", "shard", cfg.Shard.Index, "of", cfg.Shard.Count, "lease", cfg.LeaderElectionID)
 	}
 	finder := &dependents.Finder{
-		Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds, Selective: cfg.NamespaceSelector != nil,
-		ShardCount: cfg.Shard.Count, ShardIndex: cfg.Shard.Index,
-		Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
+		Index: dependents.Index{
+			Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds,
+			Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
+		},
+		Scope: dependents.Scope{
+			Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil, ShardCount: cfg.Shard.Count, ShardIndex: cfg.Shard.Index,
+		},
 	}
 	if cfg.WebhookURL != "" {
 		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, log.WithName("webhook"))

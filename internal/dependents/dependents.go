@@ -38,33 +38,51 @@ func sourceKey(kind refs.Kind, name string) string { return string(kind) + "/" +
 // patternKey cannot clash with a sourceKey: names never contain '*'.
 func patternKey(kind refs.Kind) string { return string(kind) + "/*" }
 
-// Finder finds dependents in the cache.
+// Finder is what reload and webhook mode ask about sources and
+// namespaces: which workloads may use a source (Index, the cache lookup)
+// and which namespaces this replica acts in (Scope, the namespace selector
+// and the shard). The two are apart so that neither decides the other's
+// question: the lookup returns every dependent, and callers apply the
+// scope to the workload they act on.
 type Finder struct {
+	Index
+	Scope
+}
+
+// Index finds dependents in the cache's field indexes.
+type Index struct {
 	// Reader is the cache, with the indexes Register added.
 	Reader      client.Reader
 	Keys        annotation.Keys
 	SourceKinds []refs.Kind
+	// Error reports an index value that could not be computed.
+	Error func(err error, obj client.Object)
+}
+
+// Scope is the set of namespaces this replica acts in.
+type Scope struct {
+	// Reader is the cache holding the namespaces --namespace-selector
+	// selects (read only when Selective).
+	Reader client.Reader
 	// Selective is set with --namespace-selector: only the namespaces in
 	// the (label-filtered) namespace cache are in scope.
 	Selective bool
 	// ShardCount and ShardIndex are --shard-count and --shard-index: only
 	// the namespaces ShardOf puts in shard ShardIndex are in scope.
 	ShardCount, ShardIndex int
-	// Error reports an index value that could not be computed.
-	Error func(err error, obj client.Object)
 }
 
 // InScope reports whether namespace ns is this shard's and selected by
 // --namespace-selector. Only selected namespaces are cached, so a cache
 // miss means "not selected".
-func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
-	if !f.Owns(ns) {
+func (s *Scope) InScope(ctx context.Context, ns string) (bool, error) {
+	if !s.Owns(ns) {
 		return false, nil
 	}
-	if !f.Selective {
+	if !s.Selective {
 		return true, nil
 	}
-	err := f.Reader.Get(ctx, types.NamespacedName{Name: ns}, NamespaceObject())
+	err := s.Reader.Get(ctx, types.NamespacedName{Name: ns}, NamespaceObject())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -74,8 +92,8 @@ func (f *Finder) InScope(ctx context.Context, ns string) (bool, error) {
 // Owns reports whether namespace ns is this shard's (always, unsharded).
 // Unlike the --namespace-selector scope, a namespace always has an owner,
 // so nothing needs doing in the others'.
-func (f *Finder) Owns(ns string) bool {
-	return f.ShardCount <= 1 || ShardOf(ns, f.ShardCount) == f.ShardIndex
+func (s *Scope) Owns(ns string) bool {
+	return s.ShardCount <= 1 || ShardOf(ns, s.ShardCount) == s.ShardIndex
 }
 
 // ShardOf is the shard, from 0 to count-1, that owns namespace ns: the
@@ -96,7 +114,7 @@ func NamespaceObject() *metav1.PartialObjectMetadata {
 }
 
 // Register adds kind's indexes to indexer.
-func (f *Finder) Register(ctx context.Context, indexer client.FieldIndexer, kind workload.Kind) error {
+func (f *Index) Register(ctx context.Context, indexer client.FieldIndexer, kind workload.Kind) error {
 	if err := indexer.IndexField(ctx, kind.New(), indexSources, f.indexValues(kind)); err != nil {
 		return fmt.Errorf("indexing %s by source: %w", kind.Name(), err)
 	}
@@ -117,7 +135,7 @@ func (f *Finder) Register(ctx context.Context, indexer client.FieldIndexer, kind
 }
 
 // indexValues returns the indexSources values of a workload.
-func (f *Finder) indexValues(kind workload.Kind) client.IndexerFunc {
+func (f *Index) indexValues(kind workload.Kind) client.IndexerFunc {
 	return func(obj client.Object) []string {
 		tpl, err := kind.PodTemplate(obj)
 		if err != nil && f.Error != nil {
@@ -162,7 +180,7 @@ func (f *Finder) indexValues(kind workload.Kind) client.IndexerFunc {
 // Of returns the workloads of kind in the source's namespace that may
 // depend on it. They are the cache's own objects, not copies: callers only
 // read them.
-func (f *Finder) Of(ctx context.Context, kind workload.Kind, ns string, src refs.Ref) ([]client.Object, error) {
+func (f *Index) Of(ctx context.Context, kind workload.Kind, ns string, src refs.Ref) ([]client.Object, error) {
 	keys := []string{sourceKey(src.Kind, src.Name), patternKey(src.Kind)}
 	var out []client.Object
 	seen := map[types.NamespacedName]bool{}
@@ -205,7 +223,7 @@ func (f *Finder) Of(ctx context.Context, kind workload.Kind, ns string, src refs
 }
 
 // InNamespace returns every workload of kind in ns.
-func (f *Finder) InNamespace(ctx context.Context, kind workload.Kind, ns string) ([]types.NamespacedName, error) {
+func (f *Index) InNamespace(ctx context.Context, kind workload.Kind, ns string) ([]types.NamespacedName, error) {
 	names, err := f.list(ctx, kind.NewList(), ns, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing %ss of namespace %s from the cache: %w", kind.Name(), ns, err)
@@ -215,7 +233,7 @@ func (f *Finder) InNamespace(ctx context.Context, kind workload.Kind, ns string)
 
 // UsingTemplateOf returns the workloads of kind that take their template
 // from Deployment dep.
-func (f *Finder) UsingTemplateOf(ctx context.Context, kind workload.Kind, ns, dep string) ([]types.NamespacedName, error) {
+func (f *Index) UsingTemplateOf(ctx context.Context, kind workload.Kind, ns, dep string) ([]types.NamespacedName, error) {
 	names, err := f.list(ctx, kind.NewList(), ns, indexTemplateRef, dep)
 	if err != nil {
 		return nil, fmt.Errorf("listing %ss by workloadRef from the cache: %w", kind.Name(), err)
@@ -226,7 +244,7 @@ func (f *Finder) UsingTemplateOf(ctx context.Context, kind workload.Kind, ns, de
 // viaTemplateRef maps the Deployments that depend on a source (by their
 // own index) to the workloads of kind that take their template from one of
 // them.
-func (f *Finder) viaTemplateRef(ctx context.Context, kind workload.Kind, ns string, keys []string) ([]types.NamespacedName, error) {
+func (f *Index) viaTemplateRef(ctx context.Context, kind workload.Kind, ns string, keys []string) ([]types.NamespacedName, error) {
 	var out []types.NamespacedName
 	for _, key := range keys {
 		deps, err := f.list(ctx, workload.Deployment.NewList(), ns, indexSources, key)
@@ -244,7 +262,7 @@ func (f *Finder) viaTemplateRef(ctx context.Context, kind workload.Kind, ns stri
 	return out, nil
 }
 
-func (f *Finder) list(ctx context.Context, list client.ObjectList, ns, index, value string) ([]types.NamespacedName, error) {
+func (f *Index) list(ctx context.Context, list client.ObjectList, ns, index, value string) ([]types.NamespacedName, error) {
 	opts := []client.ListOption{client.InNamespace(ns)}
 	if index != "" {
 		opts = append(opts, client.MatchingFields{index: value})

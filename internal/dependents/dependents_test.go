@@ -31,11 +31,11 @@ func TestShardOf(t *testing.T) {
 	}
 }
 
-// A shard's Finder puts only its own namespaces in scope; without shards
+// A shard's Scope puts only its own namespaces in scope; without shards
 // every namespace is.
 func TestInScopeByShard(t *testing.T) {
 	for i := range 3 {
-		f := &Finder{ShardCount: 3, ShardIndex: i}
+		f := &Scope{ShardCount: 3, ShardIndex: i}
 		for _, ns := range []string{"default", "kube-system", "team-a", "team-b"} {
 			in, err := f.InScope(t.Context(), ns)
 			if err != nil || in != (ShardOf(ns, 3) == i) || f.Owns(ns) != in {
@@ -43,7 +43,7 @@ func TestInScopeByShard(t *testing.T) {
 			}
 		}
 	}
-	if in, err := (&Finder{}).InScope(t.Context(), "default"); !in || err != nil {
+	if in, err := (&Scope{}).InScope(t.Context(), "default"); !in || err != nil {
 		t.Errorf("unsharded: InScope = %v, %v; want true", in, err)
 	}
 }

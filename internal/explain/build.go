@@ -15,6 +15,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Facts are what a report is built from.
@@ -55,7 +56,7 @@ const digestLen = 12
 // Build builds the report of a workload from its facts. It reads nothing.
 func Build(f Facts) Report {
 	r := Report{
-		Workload: WorkloadRef{Kind: f.Kind.Name(), Namespace: f.Object.GetNamespace(), Name: f.Object.GetName()},
+		Workload: workload.RefTo(f.Kind, f.Object),
 		Sources:  sources(f), Policy: policy(f), Waiting: waiting(f), Warnings: f.Plan.Warnings,
 		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now),
 	}
@@ -180,7 +181,7 @@ func hint(f Facts, src plan.Source, d decide.Decision) string {
 		}
 		return h
 	}
-	for _, other := range []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass} {
+	for _, other := range refs.Kinds() {
 		if b, err := strconv.ParseBool(ann[keys.TypedAutoKey(other)]); other != kind && err == nil && b {
 			return fmt.Sprintf("%q applies to %ss only; %s needs %q or %q", keys.TypedAutoKey(other), other, what, keys.TypedAutoKey(kind), keys.Auto)
 		}

@@ -89,7 +89,7 @@ func (e Explainer) optedIn(kind Kind, obj client.Object) bool {
 	}
 	keys := e.Settings.Plan.Keys
 	triggers := []string{keys.Auto, keys.Search}
-	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass} {
+	for _, k := range refs.Kinds() {
 		triggers = append(triggers, keys.TypedAutoKey(k), keys.ReloadKey(k))
 	}
 	tpl, _ := kind.PodTemplate(obj)

@@ -23,9 +23,8 @@ type policyKey struct {
 	triggers []refs.Kind
 }
 
-var sourceKinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
-
 func policyKeys(k annotation.Keys) []policyKey {
+	sourceKinds := refs.Kinds()
 	keys := []policyKey{{k.Auto, sourceKinds}}
 	for _, kind := range sourceKinds {
 		keys = append(keys, policyKey{k.TypedAutoKey(kind), []refs.Kind{kind}})

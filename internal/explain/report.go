@@ -10,12 +10,16 @@
 // cluster, or any other reader (manifest files) with Findings of its own.
 package explain
 
-import "time"
+import (
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/workload"
+)
 
 // Report explains one workload. It is the schema of `ripple explain -o
 // json|yaml`; docs/explain.md documents every field.
 type Report struct {
-	Workload WorkloadRef `json:"workload"`
+	Workload workload.Ref `json:"workload"`
 	// State sums the verdict up: one of the State constants.
 	State State `json:"state"`
 	// Reason is the CamelCase cause of the verdict: a decide reason of a
@@ -51,13 +55,6 @@ type Report struct {
 type Shard struct {
 	Index int `json:"index"`
 	Count int `json:"count"`
-}
-
-// WorkloadRef names the workload.
-type WorkloadRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
 }
 
 // State is what Ripple does with the workload now.

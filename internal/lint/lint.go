@@ -11,6 +11,7 @@ package lint
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 
@@ -18,12 +19,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/manifest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -59,11 +60,11 @@ func HasErrors(findings []Finding) bool {
 
 // Check returns the findings on objs, Ripple's annotations being keys. They
 // are sorted by object, errors first, then by key and message.
-func Check(keys annotation.Keys, objs []client.Object) []Finding {
+func Check(ctx context.Context, keys annotation.Keys, objs []client.Object) []Finding {
 	c := newChecker(keys, objs)
 	var out []Finding
 	for _, obj := range objs {
-		out = append(out, c.object(obj)...)
+		out = append(out, c.object(ctx, obj)...)
 	}
 	slices.SortStableFunc(out, func(a, b Finding) int {
 		return cmp.Or(
@@ -106,20 +107,20 @@ type checker struct {
 	// sources maps each config in the files to whether it carries the
 	// match annotation, for search.
 	sources map[source]bool
-	// deployments are the Deployments' pod templates, for Rollouts that
-	// take theirs from one (spec.workloadRef).
-	deployments map[types.NamespacedName]*corev1.PodTemplateSpec
+	// files reads the objects checked, as the API server would serve them:
+	// a Rollout's spec.workloadRef Deployment is read through it.
+	files client.Reader
 }
 
 func newChecker(keys annotation.Keys, objs []client.Object) *checker {
 	c := &checker{
-		keys:        keys,
-		known:       map[string]bool{annotation.LastReloadedFrom: true},
-		homes:       homes(keys),
-		prefix:      strings.SplitN(keys.SettleWindow, "/", 2)[0],
-		workloads:   workloadKinds(keys),
-		sources:     map[source]bool{},
-		deployments: map[types.NamespacedName]*corev1.PodTemplateSpec{},
+		keys:      keys,
+		known:     map[string]bool{annotation.LastReloadedFrom: true},
+		homes:     homes(keys),
+		prefix:    strings.SplitN(keys.SettleWindow, "/", 2)[0],
+		workloads: workloadKinds(keys),
+		sources:   map[source]bool{},
+		files:     manifest.NewReader(objs),
 	}
 	for _, k := range keys.All() {
 		c.known[k] = true
@@ -133,11 +134,6 @@ func newChecker(keys annotation.Keys, objs []client.Object) *checker {
 		if kind, ok := configKind(gvk); ok {
 			s := source{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
 			c.sources[s] = annotation.IsTrue(obj.GetAnnotations()[keys.Match])
-		}
-		if gvk == deploymentGVK {
-			if tpl, err := workload.Deployment.PodTemplate(obj); err == nil && tpl != nil {
-				c.deployments[client.ObjectKeyFromObject(obj)] = tpl
-			}
 		}
 	}
 	return c
@@ -184,11 +180,11 @@ func kindOf(obj client.Object) schema.GroupVersionKind {
 }
 
 // object returns the findings on one object.
-func (c *checker) object(obj client.Object) []Finding {
+func (c *checker) object(ctx context.Context, obj client.Object) []Finding {
 	gvk := kindOf(obj)
 	o := &target{obj: obj, kind: gvk.Kind, apiVersion: gvk.GroupVersion().String(), name: name(gvk.Kind, obj)}
 	if kind, ok := c.workloads[gvk]; ok {
-		return c.workload(kind, o)
+		return c.workload(ctx, kind, o)
 	}
 	if _, ok := configKind(gvk); ok {
 		o.config = true

@@ -407,7 +407,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Check(annotation.DefaultKeys(""), load(t, tt.manifests))
+			got := Check(t.Context(), annotation.DefaultKeys(""), load(t, tt.manifests))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Check =\n%s\nwant\n%s", show(got), show(tt.want))
 			}
@@ -436,7 +436,7 @@ func TestCheckRenamedKeys(t *testing.T) {
 	want := []Finding{
 		{Error, "Deployment shop/web", "reloader.stakater.com/auto", `unknown annotation "reloader.stakater.com/auto"; did you mean "reloader.stakater.com/autos"?`},
 	}
-	if got := Check(keys, objs); !slices.Equal(got, want) {
+	if got := Check(t.Context(), keys, objs); !slices.Equal(got, want) {
 		t.Errorf("Check =\n%s\nwant\n%s", show(got), show(want))
 	}
 }
@@ -455,7 +455,7 @@ func TestCheckTypedObjectsWithoutTypeMeta(t *testing.T) {
 		{Warning, "ConfigMap shop/cfg", "reloader.stakater.com/search", `annotation "reloader.stakater.com/search" goes on the workload that uses the config, not on a ConfigMap`},
 		{Error, "Deployment shop/web", "reloader.stakater.com/atuo", `unknown annotation "reloader.stakater.com/atuo"; did you mean "reloader.stakater.com/auto"?`},
 	}
-	if got := Check(annotation.DefaultKeys(""), objs); !slices.Equal(got, want) {
+	if got := Check(t.Context(), annotation.DefaultKeys(""), objs); !slices.Equal(got, want) {
 		t.Errorf("Check =\n%s\nwant\n%s", show(got), show(want))
 	}
 }
@@ -469,7 +469,7 @@ metadata:
   annotations: {reloader.stakater.com/auto: "true", reloader.stakater.com/matc: "true"}
 stringData: {password: hunter2}
 `)
-	got := Check(annotation.DefaultKeys(""), objs)
+	got := Check(t.Context(), annotation.DefaultKeys(""), objs)
 	if len(got) != 2 {
 		t.Fatalf("Check =\n%s\nwant the misplaced auto and the unknown key", show(got))
 	}
@@ -504,7 +504,7 @@ func TestCheckChartOutput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if got := Check(annotation.DefaultKeys(""), objs); len(got) != 0 {
+	if got := Check(t.Context(), annotation.DefaultKeys(""), objs); len(got) != 0 {
 		t.Errorf("Check on the chart's output =\n%s\nwant nothing", show(got))
 	}
 }

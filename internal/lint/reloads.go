@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,14 +15,11 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// sourceKinds are the kinds of config a workload reloads on.
-var sourceKinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
-
 // workload returns the findings on a workload of kind.
-func (c *checker) workload(kind workload.Kind, o *target) []Finding {
+func (c *checker) workload(ctx context.Context, kind workload.Kind, o *target) []Finding {
 	o.workload = true
 	out := c.annotations(o, o.obj.GetAnnotations(), false)
-	tpl, own, err := c.template(kind, o.obj)
+	tpl, own, err := c.template(ctx, kind, o.obj)
 	if err != nil {
 		return append(out, o.finding(Error, "", err.Error()))
 	}
@@ -32,18 +30,18 @@ func (c *checker) workload(kind workload.Kind, o *target) []Finding {
 	return append(out, c.reloads(o, tpl)...)
 }
 
-// template returns the pod template of obj and whether it is obj's own. It
-// is nil when unknown: a Job left to its CronJob, a Rollout whose
-// workloadRef Deployment is not in the files.
-func (c *checker) template(kind workload.Kind, obj client.Object) (*corev1.PodTemplateSpec, bool, error) {
+// template returns the pod template of obj, as Ripple finds it
+// (workload.Template over the files), and whether it is obj's own. It is
+// nil when unknown: a Job left to its CronJob, a Rollout whose workloadRef
+// Deployment is not in the files.
+func (c *checker) template(ctx context.Context, kind workload.Kind, obj client.Object) (*corev1.PodTemplateSpec, bool, error) {
+	own := true
 	if ts, ok := kind.(workload.TemplateSource); ok {
-		if name, ok := ts.TemplateRef(obj); ok {
-			key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}
-			return c.deployments[key], false, nil
-		}
+		_, ref := ts.TemplateRef(obj)
+		own = !ref
 	}
-	tpl, err := kind.PodTemplate(obj)
-	return tpl, true, err
+	tpl, err := workload.Template(ctx, c.files, kind, obj)
+	return tpl, own, err
 }
 
 // reloads checks what the workload's policy says against the configs its
@@ -59,7 +57,7 @@ func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	var out []Finding
 	var auto, search bool
 	shadowed := map[string][]string{} // template key -> kinds it is ignored for
-	for _, kind := range sourceKinds {
+	for _, kind := range refs.Kinds() {
 		p := annotation.Parse(c.keys, kind, meta, tplAnn)
 		out = append(out, c.named(o, kind, p)...)
 		auto = auto || p.AutoKey == c.keys.Auto

@@ -35,6 +35,11 @@ func (k Kind) Type() string {
 	return strings.ToUpper(string(k))
 }
 
+// Kinds returns every kind of source, in the order Ripple reports them:
+// the one list of them (a new slice each call, so no caller can change it
+// for the others).
+func Kinds() []Kind { return []Kind{ConfigMap, Secret, SecretProviderClass} }
+
 // Ref names a configuration source in the workload's namespace.
 type Ref struct {
 	Kind Kind

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,19 +28,12 @@ import (
 
 // Body is the JSON posted for one change.
 type Body struct {
-	Webhook   string        `json:"webhook"` // Reloader's fixed "update successful"
-	Event     string        `json:"event"`   // update, create or delete
-	Kind      refs.Kind     `json:"kind"`
-	Namespace string        `json:"namespace"`
-	Name      string        `json:"name"`
-	Workloads []WorkloadRef `json:"workloads"`
-}
-
-// WorkloadRef names a workload.
-type WorkloadRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	Webhook   string         `json:"webhook"` // Reloader's fixed "update successful"
+	Event     string         `json:"event"`   // update, create or delete
+	Kind      refs.Kind      `json:"kind"`
+	Namespace string         `json:"namespace"`
+	Name      string         `json:"name"`
+	Workloads []workload.Ref `json:"workloads"`
 }
 
 // Notifier posts source changes. It runs on the leader only.
@@ -49,7 +43,15 @@ type Notifier struct {
 	Kinds    []workload.Kind
 	Settings plan.Settings
 	Queue    *notify.Queue
+	// ScopeBackoff paces the retries of a scope check that fails (the
+	// namespace cache not answering); the zero value means scopeBackoff.
+	ScopeBackoff wait.Backoff
 }
+
+// scopeBackoff tries a scope check 5 times over about 1.5 s: long
+// enough for a cache that is (re)syncing, short enough not to hold up the
+// informer's other events for long.
+var scopeBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5}
 
 // Setup registers webhook mode on mgr: the workload indexes (to name the
 // workloads that would reload), the delivery queue and the notifier. No
@@ -114,10 +116,10 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 	if src.GetName() == "" || src.GetNamespace() == "" {
 		return
 	}
-	if in, err := n.Finder.InScope(ctx, src.GetNamespace()); err != nil || !in {
+	if !n.inScope(ctx, event, kind, src) {
 		return
 	}
-	body := Body{Webhook: "update successful", Event: event, Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName(), Workloads: []WorkloadRef{}}
+	body := Body{Webhook: "update successful", Event: event, Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName(), Workloads: []workload.Ref{}}
 	changed := plan.Source{Ref: refs.Ref{Kind: kind, Name: src.GetName()}, Found: true, Annotations: src.GetAnnotations()}
 	for _, k := range n.Kinds {
 		objs, err := n.Finder.Of(ctx, k, src.GetNamespace(), changed.Ref)
@@ -126,7 +128,7 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 		}
 		for _, obj := range objs {
 			if n.wouldReload(ctx, k, obj, changed) {
-				body.Workloads = append(body.Workloads, WorkloadRef{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+				body.Workloads = append(body.Workloads, workload.RefTo(k, obj))
 			}
 		}
 	}
@@ -135,6 +137,32 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 		return
 	}
 	n.Queue.Send(notify.Message{Body: b, ContentType: "application/json", What: fmt.Sprintf("%s %s %s/%s", event, kind, src.GetNamespace(), src.GetName())})
+}
+
+// inScope reports whether the namespace of src is in scope. A check that
+// fails is retried; when it still fails the change is not posted (posting
+// another shard's or an unselected namespace's changes would be wrong), and
+// that is logged as an error naming the change, never dropped silently.
+func (n *Notifier) inScope(ctx context.Context, event string, kind refs.Kind, src client.Object) bool {
+	backoff := n.ScopeBackoff
+	if backoff.Steps == 0 {
+		backoff = scopeBackoff
+	}
+	var in bool
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		in, last = n.Finder.InScope(ctx, src.GetNamespace())
+		return last == nil, nil
+	})
+	if err == nil {
+		return in
+	}
+	if last == nil {
+		last = err // ctx ended before a check
+	}
+	ctrl.LoggerFrom(ctx).Error(last, "not posting a change: cannot tell whether its namespace is in scope",
+		"event", event, "kind", kind, "namespace", src.GetNamespace(), "name", src.GetName(), "attempts", backoff.Steps)
+	return false
 }
 
 // wouldReload reports whether a change of src reloads obj under its

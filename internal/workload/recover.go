@@ -2,8 +2,11 @@ package workload
 
 import (
 	"context"
+	"math"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -20,21 +23,39 @@ type Recovery struct {
 	Kind       Recoverer
 	Client     client.Client
 	Namespaces []string
+	// Backoff paces the retries; the zero value means recoveryBackoff.
+	Backoff wait.Backoff
+	// Clock is injected by tests; nil means the real clock.
+	Clock clock.Clock
 }
+
+// recoveryBackoff waits 1 s before the first retry, doubling up to a
+// minute, and retries until the recovery succeeds: the records must be
+// finished, and the API server may be away for long.
+var recoveryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: math.MaxInt32}
 
 // Start runs the recovery until it succeeds or ctx ends.
 func (r *Recovery) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("recovery")
-	for delay := time.Second; ; delay = min(2*delay, time.Minute) {
+	backoff, clk := r.Backoff, r.Clock
+	if backoff.Steps == 0 {
+		backoff = recoveryBackoff
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	for {
 		err := r.Kind.Recover(ctx, r.Client, r.Namespaces)
 		if err == nil {
 			return nil
 		}
+		// Past the cap, Step keeps returning the cap.
+		delay := backoff.Step()
 		logger.Error(err, "finishing interrupted reloads; retrying", "in", delay)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(delay):
+		case <-clk.After(delay):
 		}
 	}
 }

@@ -35,6 +35,26 @@ type Result struct {
 	Skipped string
 }
 
+// Ref names one workload of a kind. It is the one workload reference of
+// Ripple's: the webhook body, the explain report and the rollout tracker's
+// keys, so its JSON field names are part of the webhook and explain
+// schemas.
+type Ref struct {
+	Kind      string `json:"kind"` // e.g. "Deployment"
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// RefTo is the Ref of obj, a workload of kind.
+func RefTo(kind Kind, obj client.Object) Ref {
+	return Ref{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// Key is the workload's namespace and name.
+func (r Ref) Key() types.NamespacedName {
+	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+}
+
 // Kind is one workload kind.
 type Kind interface {
 	// Name is the Kubernetes kind, e.g. "Deployment".

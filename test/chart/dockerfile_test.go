@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 // TestDockerfile checks what can be checked of the buildx image build
@@ -22,7 +24,7 @@ import (
 // chart's port.
 func TestDockerfile(t *testing.T) {
 	t.Parallel()
-	root, err := RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestDockerfile(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		parts := strings.SplitN(line, "|", 3)
-		if len(parts) != 3 || !strings.HasPrefix(parts[0], ModulePath+"/") {
+		if len(parts) != 3 || !strings.HasPrefix(parts[0], helmchart.ModulePath+"/") {
 			continue // a dependency from the module cache
 		}
 		rel, _ := filepath.Rel(root, parts[1])

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/test/inproc"
 )
@@ -71,18 +72,18 @@ func TestEveryBooleanCombination(t *testing.T) {
 				values[alias] = map[string]any{"reloader": rv}
 			}
 			umbrella := umbrellaChart(t, aliases, values)
-			out, err := Template(Release{Name: "x", Namespace: relNS, Chart: umbrella})
+			out, err := helmchart.Template(helmchart.Release{Name: "x", Namespace: relNS, Chart: umbrella})
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Decode only the Deployments: the rest is most of the output.
 			var docs []string
-			for _, doc := range Documents(out) {
+			for _, doc := range helmchart.Documents(out) {
 				if strings.HasPrefix(doc, "# Source: umbrella/charts/") && strings.Contains(strings.SplitN(doc, "\n", 2)[0], "/templates/deployment.yaml") {
 					docs = append(docs, doc)
 				}
 			}
-			objs, err := Objects([]byte(strings.Join(docs, "\n---\n")))
+			objs, err := helmchart.Objects([]byte(strings.Join(docs, "\n---\n")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +167,7 @@ func describeBits(bits int) string {
 // once per alias, each with its values, and returns its directory.
 func umbrellaChart(t *testing.T, aliases []string, values map[string]map[string]any) string {
 	t.Helper()
-	src, err := Dir()
+	src, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,18 +19,19 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/test/inproc"
 )
 
 // render runs helm template and decodes the result; a failure fails t.
-func render(t *testing.T, r Release) ([]byte, []*unstructured.Unstructured) {
+func render(t *testing.T, r helmchart.Release) ([]byte, []*unstructured.Unstructured) {
 	t.Helper()
-	out, err := Template(r)
+	out, err := helmchart.Template(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Objects(out)
+	objs, err := helmchart.Objects(out)
 	if err != nil {
 		t.Fatalf("decoding helm's output: %v\n%s", err, out)
 	}

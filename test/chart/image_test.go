@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"golang.org/x/mod/semver"
+
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 // releaseImage reads the release version (the chart's appVersion, the one
 // place it is written) and the default image repository from the chart.
 func releaseImage(t *testing.T) (repository, version string) {
 	t.Helper()
-	v, err := ReadVersion()
+	v, err := helmchart.ReadVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,23 +43,23 @@ func releaseImage(t *testing.T) (repository, version string) {
 // changelog all name the release the chart's appVersion names.
 func TestReleaseVersionAgrees(t *testing.T) {
 	t.Parallel()
-	root, err := RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	repo, version := releaseImage(t)
 	want := repo + ":" + version
 
-	_, objs := render(t, Release{Name: relName, Namespace: relNS, Args: []string{"--show-only", "templates/deployment.yaml"}})
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Args: []string{"--show-only", "templates/deployment.yaml"}})
 	if _, c := rippleDeployment(t, objs); c.Image != want {
 		t.Errorf("the chart installs %q by default, want %q", c.Image, want)
 	}
-	for _, f := range []string{ManifestsFile, KustomizeBaseFile} {
+	for _, f := range []string{helmchart.ManifestsFile, helmchart.KustomizeBaseFile} {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := Objects(b)
+		objs, err := helmchart.Objects(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +125,7 @@ func TestImage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rel := Release{Name: relName, Namespace: relNS, Args: []string{"--show-only", "templates/deployment.yaml"}}
+			rel := helmchart.Release{Name: relName, Namespace: relNS, Args: []string{"--show-only", "templates/deployment.yaml"}}
 			if tc.reloader {
 				rel.ValuesFiles = []string{reloaderValues()}
 			}

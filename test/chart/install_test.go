@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // TestHelmInstallUpgradeUninstall installs the chart for real on the API
@@ -21,7 +22,7 @@ import (
 // the chart decided, and uninstalling leaves no cluster-wide object behind.
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	t.Parallel()
-	chart, err := Dir()
+	chart, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	env := []string{"KUBECONFIG=" + api.Kubeconfig}
 	helm := func(args ...string) string {
 		t.Helper()
-		out, err := HelmEnv(env, append(args, "--namespace", ns)...)
+		out, err := helmchart.HelmEnv(env, append(args, "--namespace", ns)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,12 +5,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 // TestLint runs helm lint --strict (warnings fail) with the chart's
 // defaults and with Reloader's default values file.
 func TestLint(t *testing.T) {
-	chart, err := Dir()
+	chart, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +33,8 @@ func TestLint(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"lint", "--strict", "--kube-version", KubeVersion, chart}, extra...)
-			out, err := Helm(args...)
+			args := append([]string{"lint", "--strict", "--kube-version", helmchart.KubeVersion, chart}, extra...)
+			out, err := helmchart.Helm(args...)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -75,7 +77,7 @@ func TestSchemaRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Template(Release{Name: relName, Namespace: relNS, ValuesFiles: []string{reloaderValues()}, Values: []map[string]any{tc.values}})
+			_, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, ValuesFiles: []string{reloaderValues()}, Values: []map[string]any{tc.values}})
 			if err == nil {
 				t.Fatal("the chart accepted the values")
 			}

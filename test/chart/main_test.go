@@ -1,3 +1,12 @@
+// Package chart tests Ripple's Helm chart (deploy/helm/ripple) and the
+// plain manifests and Kustomize files derived from it (rendered by
+// hack/helmchart).
+//
+// The tests run the helm binary that hack/build-tools.sh builds (found
+// through $RIPPLE_TOOLS_DIR, as the control plane is), feed the rendered
+// arguments to Ripple's real flag parsing, dry-run the rendered objects on a
+// real kube-apiserver, and run Ripple in-process as the chart's
+// ServiceAccount to prove its RBAC is enough and minimal.
 package chart
 
 import (
@@ -12,8 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // update rewrites the golden files instead of comparing with them.
@@ -39,7 +49,7 @@ func TestMain(m *testing.M) {
 // removes the directories the tests made.
 func start(context.Context) (stop func() error, err error) {
 	// Without helm there is nothing to test: say so instead of skipping.
-	if _, err := HelmBinary(); err != nil {
+	if _, err := helmchart.HelmBinary(); err != nil {
 		return nil, fmt.Errorf("chart tests need helm: %w", err)
 	}
 	logger := zap.New(zap.WriteTo(klogs), zap.UseDevMode(true))
@@ -70,22 +80,15 @@ func start(context.Context) (stop func() error, err error) {
 
 // optionalKindCRDs are the CRD files of the optional kinds: the real Argo
 // Rollouts and Secrets Store CSI CRDs, which hack/build-tools.sh puts in the
-// tools directory, and the DeploymentConfig stand-in under test/crds.
+// tools directory, and the DeploymentConfig stand-in under hack/cluster/crds.
 func optionalKindCRDs() ([]string, error) {
-	tools, err := cluster.ToolsDir()
-	if err != nil {
-		return nil, err
-	}
-	files := []string{
-		filepath.Join(tools, "crds", "rollout-crd.yaml"),
-		filepath.Join(tools, "crds", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"),
-		filepath.Join(tools, "crds", "secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml"),
-		filepath.Join("..", "crds", "deploymentconfig.yaml"),
-	}
-	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("the optional kinds' CRDs: %w (run 'make tools', which fetches them)", err)
+	var files []string
+	for _, name := range []string{cluster.RolloutCRD, cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD, cluster.DeploymentConfigCRD} {
+		f, err := cluster.CRDFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("the optional kinds' CRDs: %w", err)
 		}
+		files = append(files, f)
 	}
 	return files, nil
 }

@@ -17,17 +17,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 // TestGeneratedFilesUpToDate fails when deploy/manifests/ripple.yaml or a
 // generated Kustomize file differs from what the chart renders now.
 func TestGeneratedFilesUpToDate(t *testing.T) {
 	t.Parallel()
-	root, err := RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := GeneratedFiles()
+	files, err := helmchart.GeneratedFiles()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,15 +49,15 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 // server, as `kubectl apply --server-side -f` would, with no warning.
 func TestPlainManifestsApply(t *testing.T) {
 	t.Parallel()
-	root, err := RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, ManifestsFile))
+	b, err := os.ReadFile(filepath.Join(root, helmchart.ManifestsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Objects(b)
+	objs, err := helmchart.Objects(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +90,11 @@ func TestPlainManifestsApply(t *testing.T) {
 func TestKustomize(t *testing.T) {
 	t.Parallel()
 	kustomize := kustomizeBinary(t)
-	root, err := RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	namespace, err := Objects([]byte(namespaceDoc))
+	namespace, err := helmchart.Objects([]byte(helmchart.NamespaceDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +103,8 @@ func TestKustomize(t *testing.T) {
 		values map[string]any
 	}{
 		{"base", nil},
-		{"overlays/namespaced", OverlayValues["namespaced"]},
-		{"overlays/ha", OverlayValues["ha"]},
+		{"overlays/namespaced", helmchart.OverlayValues["namespaced"]},
+		{"overlays/ha", helmchart.OverlayValues["ha"]},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			t.Parallel()
@@ -113,11 +115,11 @@ func TestKustomize(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kustomize build %s: %v\n%s", tc.dir, err, stderr.String())
 			}
-			got, err := Objects(out)
+			got, err := helmchart.Objects(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rel := Release{Name: ManifestsRelease, Namespace: ManifestsNamespace}
+			rel := helmchart.Release{Name: helmchart.ManifestsRelease, Namespace: helmchart.ManifestsNamespace}
 			if tc.values != nil {
 				rel.Values = []map[string]any{tc.values}
 			}
@@ -188,7 +190,7 @@ func kustomizeBinary(t *testing.T) string {
 }
 
 func buildKustomize() (string, error) {
-	root, err := RepoRoot()
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		return "", err
 	}

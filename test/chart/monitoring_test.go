@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/metrics"
 )
 
@@ -105,7 +106,7 @@ func knownMetrics(t *testing.T) []string {
 // queue depth, leader), and queries that read only series Ripple exports.
 func TestDashboard(t *testing.T) {
 	t.Parallel()
-	chart, err := Dir()
+	chart, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestDashboard(t *testing.T) {
 	}
 
 	// The chart ships it in a ConfigMap for Grafana's sidecar.
-	_, objs := render(t, Release{Name: relName, Namespace: relNS, Values: []map[string]any{{"ripple": map[string]any{"dashboards": map[string]any{"enabled": true}}}}})
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{{"ripple": map[string]any{"dashboards": map[string]any{"enabled": true}}}}})
 	cms := find(objs, "ConfigMap")
 	if len(cms) != 1 {
 		t.Fatalf("%d ConfigMaps, want the dashboard's", len(cms))
@@ -174,7 +175,7 @@ func TestDashboard(t *testing.T) {
 // expressions that read only series Ripple exports, for this release.
 func TestAlerts(t *testing.T) {
 	t.Parallel()
-	_, objs := render(t, Release{Name: relName, Namespace: relNS, Values: []map[string]any{{"ripple": map[string]any{"alerts": map[string]any{
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{{"ripple": map[string]any{"alerts": map[string]any{
 		"enabled": true, "flappingRolloutsPerMinute": 12, "reloadFailuresFor": "3m", "additionalLabels": map[string]any{"team": "platform"},
 	}}}}})
 	rules := find(objs, "PrometheusRule")

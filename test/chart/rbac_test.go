@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/test/inproc"
-	"github.com/ripple-dev/ripple/test/kit"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -125,7 +126,7 @@ func TestRBAC(t *testing.T) {
 		modes.Go(func() {
 			t.Run(mode.name, func(t *testing.T) {
 				// Enumerate the rules once, with placeholder names.
-				_, objs := render(t, Release{Name: "rel", Namespace: "rel", Values: []map[string]any{
+				_, objs := render(t, helmchart.Release{Name: "rel", Namespace: "rel", Values: []map[string]any{
 					mode.values("rel", []string{"rel-a", "rel-b"}, "http://127.0.0.1:1/hook")}})
 				var removals []ruleRef
 				for i, role := range roles(objs) {
@@ -234,7 +235,7 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		"reloader": map[string]any{"custom_annotations": map[string]any{"auto": autoKey}},
 		"ripple":   map[string]any{"annotationPrefix": release + ".rbac.test"},
 	}, mode.values(relNS, watched, srv.URL+"/hook"))
-	_, objs := render(t, Release{Name: release, Namespace: relNS, Values: []map[string]any{values}})
+	_, objs := render(t, helmchart.Release{Name: release, Namespace: relNS, Values: []map[string]any{values}})
 
 	var removed, complete *unstructured.Unstructured
 	var removedRule map[string]any
@@ -531,7 +532,7 @@ func TestLeaseWatch(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 	ns := kit.NewNamespace(t, cs, "lease-", nil)
-	_, objs := render(t, Release{Name: ns, Namespace: ns, Values: []map[string]any{r(map[string]any{"enableHA": true})}})
+	_, objs := render(t, helmchart.Release{Name: ns, Namespace: ns, Values: []map[string]any{r(map[string]any{"enableHA": true})}})
 	a := newApplier(t, api.Config)
 	var sa string
 	for _, o := range objs {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -320,8 +321,8 @@ func productionValues() map[string]any {
 	}
 }
 
-func (v valueSet) release() Release {
-	rel := Release{Name: relName, Namespace: relNS}
+func (v valueSet) release() helmchart.Release {
+	rel := helmchart.Release{Name: relName, Namespace: relNS}
 	if v.reloader {
 		rel.ValuesFiles = []string{reloaderValues()}
 	}

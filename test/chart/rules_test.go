@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 // grant is what a rendered Role or ClusterRole must grant on a resource:
@@ -97,7 +99,7 @@ func TestWorkloadKindRules(t *testing.T) {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
 				values := deepMerge(deepMerge(map[string]any{}, tc.values), mode.values)
-				_, objs := render(t, Release{Name: relName, Namespace: relNS, Values: []map[string]any{r(values)}})
+				_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{r(values)}})
 				var roles []*unstructured.Unstructured
 				for _, o := range objs {
 					if (o.GetKind() == "Role" || o.GetKind() == "ClusterRole") && strings.HasSuffix(o.GetName(), "-role") {
@@ -192,7 +194,7 @@ func TestNoClusterWideConfigWrites(t *testing.T) {
 	for i, v := range values {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
-			_, objs := render(t, Release{Name: relName, Namespace: relNS, Values: []map[string]any{v}})
+			_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{v}})
 			for _, role := range roles(objs) {
 				if role.GetKind() == "Role" && role.GetNamespace() == relNS {
 					continue

@@ -13,9 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/test/inproc"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // ripple.shards renders one Deployment per shard, each parsed by Ripple as
@@ -23,7 +24,7 @@ import (
 // Lease the leader-election Role grants; the API server accepts them all.
 func TestShardsRender(t *testing.T) {
 	values := map[string]any{"ripple": map[string]any{"shards": 3}, "reloader": map[string]any{"deployment": map[string]any{"replicas": 2}}}
-	_, objs := render(t, Release{Name: relName, Namespace: relNS, Values: []map[string]any{values}})
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{values}})
 	deps := find(objs, "Deployment")
 	if len(deps) != 3 {
 		t.Fatalf("rendered %d Deployments, want 3", len(deps))
@@ -93,7 +94,7 @@ func TestShardsRejects(t *testing.T) {
 		{"with meta info", map[string]any{"ripple": map[string]any{"shards": 2, "metaInfo": map[string]any{"enabled": true}}}, "ripple.shards > 1 with ripple.metaInfo.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Template(Release{Name: relName, Namespace: relNS, Values: []map[string]any{tc.values}})
+			_, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{tc.values}})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
@@ -106,7 +107,7 @@ func TestShardsRejects(t *testing.T) {
 // new count, and the notes say how the namespaces are split.
 func TestShardsUpgrade(t *testing.T) {
 	t.Parallel()
-	chart, err := Dir()
+	chart, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestShardsUpgrade(t *testing.T) {
 	env := []string{"KUBECONFIG=" + api.Kubeconfig}
 	for _, n := range []int{1, 3, 2} {
 		verb := map[bool]string{true: "install", false: "upgrade"}[n == 1]
-		out, err := HelmEnv(env, verb, "r", chart, "--namespace", ns, "--set", fmt.Sprintf("ripple.shards=%d", n))
+		out, err := helmchart.HelmEnv(env, verb, "r", chart, "--namespace", ns, "--set", fmt.Sprintf("ripple.shards=%d", n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestShardsUpgrade(t *testing.T) {
 			t.Errorf("%s to %d shards: Deployments %v, want %v", verb, n, got, want)
 		}
 	}
-	if _, err := HelmEnv(env, "uninstall", "r", "--namespace", ns); err != nil {
+	if _, err := helmchart.HelmEnv(env, "uninstall", "r", "--namespace", ns); err != nil {
 		t.Error(err)
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --dry-run rolls nothing: 20 workloads that would roll each get a

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --log-format=json makes every line Ripple prints (its own, controller-

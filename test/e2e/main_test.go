@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // kc is the cluster shared by every test; tests isolate themselves in

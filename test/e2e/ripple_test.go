@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // rippleControllers is the number of controllers Ripple runs (Deployment,

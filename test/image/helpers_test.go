@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/ripple-dev/ripple/test/chart"
+	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
 // release is what the chart says the release is: the chart's version and
@@ -27,7 +27,7 @@ type release struct {
 
 func readRelease(t *testing.T) release {
 	t.Helper()
-	v, err := chart.ReadVersion()
+	v, err := helmchart.ReadVersion()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ripple-dev/ripple/test/chart"
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 var (
@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 // the test serves, then starts the local cluster. stop stops the cluster
 // and removes what start made.
 func start(ctx context.Context) (stop func() error, err error) {
-	if root, err = chart.RepoRoot(); err != nil {
+	if root, err = helmchart.RepoRoot(); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "ripple-image-test-")

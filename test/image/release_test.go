@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ripple-dev/ripple/test/chart"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // releaseFiles are the files `make release` writes.
@@ -68,7 +68,7 @@ func TestReleaseFiles(t *testing.T) {
 	for file, same := range map[string]string{
 		"ripple-" + rel.version + ".oci.tar":       filepath.Join(imageDirs[0], "ripple.oci.tar"),
 		"ripple-" + rel.version + ".sbom.cdx.json": filepath.Join(imageDirs[0], "sbom.cdx.json"),
-		"ripple-" + rel.version + ".yaml":          filepath.Join(root, chart.ManifestsFile),
+		"ripple-" + rel.version + ".yaml":          filepath.Join(root, helmchart.ManifestsFile),
 	} {
 		a, errA := os.ReadFile(filepath.Join(releaseDir, file))
 		b, errB := os.ReadFile(same)
@@ -235,7 +235,7 @@ func TestPackagedChart(t *testing.T) {
 	t.Parallel()
 	rel := readRelease(t)
 	pkg := filepath.Join(releaseDir, "ripple-"+rel.chartVersion+".tgz")
-	out, err := chart.Helm("show", "chart", pkg)
+	out, err := helmchart.Helm("show", "chart", pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +251,11 @@ func TestPackagedChart(t *testing.T) {
 		t.Errorf("packaged chart %s %s appVersion %s, want ripple %s appVersion %s", meta.Name, meta.Version, meta.AppVersion, rel.chartVersion, rel.version)
 	}
 
-	fromPkg, err := chart.Template(chart.Release{Name: "ripple", Namespace: "ripple", Chart: pkg})
+	fromPkg, err := helmchart.Template(helmchart.Release{Name: "ripple", Namespace: "ripple", Chart: pkg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromTree, err := chart.Template(chart.Release{Name: "ripple", Namespace: "ripple"})
+	fromTree, err := helmchart.Template(helmchart.Release{Name: "ripple", Namespace: "ripple"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,11 +266,11 @@ func TestPackagedChart(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := kit.NewNamespace(t, cs, "image-", nil)
 	env := []string{"KUBECONFIG=" + kc.Kubeconfig}
-	if out, err := chart.HelmEnv(env, "install", "ripple", pkg, "--namespace", ns); err != nil {
+	if out, err := helmchart.HelmEnv(env, "install", "ripple", pkg, "--namespace", ns); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := chart.HelmEnv(env, "uninstall", "ripple", "--namespace", ns, "--wait"); err != nil {
+		if out, err := helmchart.HelmEnv(env, "uninstall", "ripple", "--namespace", ns, "--wait"); err != nil {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
 	})

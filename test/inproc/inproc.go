@@ -21,9 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/app"
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // ParseFlags parses args and the environment lookup as cmd/ripple does.

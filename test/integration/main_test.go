@@ -9,8 +9,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ripple-dev/ripple/test/cluster"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // api is shared by every test in the package; tests isolate themselves by

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/test/inproc"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // env is one test's namespace with a Ripple running in it.

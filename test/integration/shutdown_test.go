@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/test/inproc"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // --graceful-shutdown-timeout bounds how long Ripple waits on SIGTERM for

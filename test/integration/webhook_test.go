@@ -13,9 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/webhook"
-	"github.com/ripple-dev/ripple/test/kit"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // hookServer records the bodies posted to it.
@@ -86,12 +87,12 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	got := hook.received()
 	want := []webhook.Body{
 		// Created after Ripple started, with --reload-on-create: a call.
-		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []webhook.WorkloadRef{}},
+		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []workload.Ref{}},
 		{Webhook: "update successful", Event: "update", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
-			Workloads: []webhook.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
-		{Webhook: "update successful", Event: "create", Kind: refs.Secret, Namespace: e.ns, Name: "later", Workloads: []webhook.WorkloadRef{}},
+			Workloads: []workload.Ref{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
+		{Webhook: "update successful", Event: "create", Kind: refs.Secret, Namespace: e.ns, Name: "later", Workloads: []workload.Ref{}},
 		{Webhook: "update successful", Event: "delete", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
-			Workloads: []webhook.WorkloadRef{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
+			Workloads: []workload.Ref{{Kind: "Deployment", Namespace: e.ns, Name: "opted-in"}}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d calls, want %d: %+v", len(got), len(want), got)

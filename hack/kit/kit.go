@@ -4,7 +4,8 @@
 // the workload kinds Ripple rolls, pod readiness and ownership, events,
 // child processes stopped by signal, and a log buffer safe for concurrent
 // writers. Each suite keeps its scenarios; this package holds only what
-// they would otherwise each write again.
+// they would otherwise each write again. It lives under hack/, beside
+// hack/cluster, because hack/ programs import no test/ package.
 package kit
 
 import (
@@ -13,7 +14,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/hack/cluster"
 )
 
 // Main runs a suite's tests around what start starts (a control plane,

@@ -18,7 +18,7 @@ import (
 
 // The CRDs of the optional kinds: the real ones, which hack/build-tools.sh
 // copies into the tools directory, and OpenShift's DeploymentConfig, which
-// has no CRD of its own and is stood in for by one under test/crds.
+// has no CRD of its own and is stood in for by one under crds/ here.
 const (
 	RolloutCRD                      = "rollout-crd.yaml"
 	SecretProviderClassCRD          = "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"
@@ -30,7 +30,7 @@ const (
 const crdTimeout = 30 * time.Second
 
 // CRDFile returns the path of a CRD file named above: the tools
-// directory's crds/ first, then the repository's test/crds/.
+// directory's crds/ first, then this package's crds/.
 func CRDFile(name string) (string, error) {
 	var dirs []string
 	if tools, err := ToolsDir(); err == nil {
@@ -39,7 +39,7 @@ func CRDFile(name string) (string, error) {
 	// This source file's directory: the repository is checked out wherever
 	// the tests run.
 	if _, self, _, ok := runtime.Caller(0); ok {
-		dirs = append(dirs, filepath.Join(filepath.Dir(self), "..", "crds"))
+		dirs = append(dirs, filepath.Join(filepath.Dir(self), "crds"))
 	}
 	for _, dir := range dirs {
 		p := filepath.Join(dir, name)

@@ -1,14 +1,10 @@
-// Package chart tests Ripple's Helm chart (deploy/helm/ripple) and renders
-// the plain manifests and Kustomize files derived from it.
-//
-// The tests run the helm binary that hack/build-tools.sh builds (found
-// through $RIPPLE_TOOLS_DIR, as the control plane is), feed the rendered
-// arguments to Ripple's real flag parsing, dry-run the rendered objects on a
-// real kube-apiserver, and run Ripple in-process as the chart's
-// ServiceAccount to prove its RBAC is enough and minimal.
-//
-// This file holds what the tests and hack/genmanifests share.
-package chart
+// Package helmchart renders Ripple's Helm chart (deploy/helm/ripple) with
+// the helm binary that hack/build-tools.sh builds (found through
+// $RIPPLE_TOOLS_DIR, as the control plane is), and derives from it the
+// plain manifests and Kustomize files `make manifests` writes. The chart
+// tests (test/chart, test/image) and hack/genmanifests share it; it lives
+// under hack/ because hack/ programs import no test/ package.
+package helmchart
 
 import (
 	"bytes"
@@ -24,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/ripple-dev/ripple/test/cluster"
+	"github.com/ripple-dev/ripple/hack/cluster"
 )
 
 // KubeVersion is passed to helm as --kube-version: the version of the test
@@ -226,7 +222,7 @@ func GeneratedFiles() (map[string][]byte, error) {
 		return nil, err
 	}
 	manifests := append([]byte(header("deploy/helm/ripple with its default values: Ripple in global mode, in the namespace "+ManifestsNamespace,
-		"kubectl apply --server-side -f "+ManifestsFile)+namespaceDoc), base...)
+		"kubectl apply --server-side -f "+ManifestsFile)+NamespaceDoc), base...)
 
 	scoped, err := Template(Release{Name: ManifestsRelease, Namespace: ManifestsNamespace,
 		Values: []map[string]any{OverlayValues["namespaced"]}, Args: []string{"--show-only", "templates/rbac.yaml"}})
@@ -257,7 +253,8 @@ func GeneratedFiles() (map[string][]byte, error) {
 	}, nil
 }
 
-const namespaceDoc = `---
+// NamespaceDoc is the Namespace the plain manifests create first.
+const NamespaceDoc = `---
 apiVersion: v1
 kind: Namespace
 metadata:

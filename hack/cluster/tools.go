@@ -8,6 +8,11 @@
 // can run side by side; Stop ends every process and removes every directory
 // that Start made. Fault tests kill kube-apiserver or etcd with SIGKILL and
 // restart it on the same ports and data (API.Kill, API.Restart).
+//
+// It lives under hack/, beside the script that builds those binaries, and
+// not under internal/: it is developer tooling that the test suites and
+// the hack/ programs share, not Ripple, and the unit tier's coverage of
+// internal/... measures Ripple alone.
 package cluster
 
 import (

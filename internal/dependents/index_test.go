@@ -1,0 +1,187 @@
+package dependents
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+var keys = annotation.DefaultKeys("")
+
+// builderIndexer registers Register's indexes on a fake client builder,
+// as the manager's field indexer does on the cache.
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, fn)
+	return nil
+}
+
+func deployment(ns, name string, ann map[string]string, spec corev1.PodSpec) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: spec}}}
+}
+
+func envFrom(cm string) corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}},
+	}}}}
+}
+
+var rolloutKind = workload.NewRollout(workload.RolloutOptions{})
+
+func rollout(ns, name, ref string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(workload.RolloutGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, map[string]any{"kind": "Deployment", "name": ref}, "spec", "workloadRef")
+	return u
+}
+
+// newIndex returns an Index over objs with the indexes of kinds.
+func newIndex(t *testing.T, objs []client.Object, kinds ...workload.Kind) *Index {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	scheme.AddKnownTypeWithName(workload.RolloutGVK, &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(workload.RolloutGVK.GroupVersion().WithKind("RolloutList"), &unstructured.UnstructuredList{})
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	ix := &Index{Keys: keys, SourceKinds: refs.Kinds()}
+	for _, k := range kinds {
+		if err := ix.Register(t.Context(), builderIndexer{b}, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Reader = b.Build()
+	return ix
+}
+
+func names(objs []client.Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Of finds the workloads that reference a source, name it in a
+// named-reload annotation (on the metadata or the pod template), or may
+// match it by a pattern; not the others, nor another namespace's.
+func TestOf(t *testing.T) {
+	objs := []client.Object{
+		deployment("shop", "env", nil, envFrom("cfg")),
+		deployment("shop", "named", map[string]string{keys.ReloadKey(refs.ConfigMap): "cfg,other"}, corev1.PodSpec{}),
+		deployment("shop", "pattern", map[string]string{keys.ReloadKey(refs.ConfigMap): "cf.*"}, corev1.PodSpec{}),
+		deployment("shop", "secret-named", map[string]string{keys.ReloadKey(refs.Secret): "cfg"}, corev1.PodSpec{}),
+		deployment("shop", "unrelated", nil, envFrom("else")),
+		deployment("other", "env", nil, envFrom("cfg")),
+	}
+	tplNamed := deployment("shop", "tpl-named", nil, corev1.PodSpec{})
+	tplNamed.Spec.Template.Annotations = map[string]string{keys.ReloadKey(refs.ConfigMap): "cfg"}
+	objs = append(objs, tplNamed)
+	ix := newIndex(t, objs, workload.Deployment)
+	got, err := ix.Of(t.Context(), workload.Deployment, "shop", refs.Ref{Kind: refs.ConfigMap, Name: "cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"env", "named", "pattern", "tpl-named"}; !slices.Equal(names(got), want) {
+		t.Errorf("Of(ConfigMap/cfg) = %v, want %v", names(got), want)
+	}
+	got, err = ix.Of(t.Context(), workload.Deployment, "shop", refs.Ref{Kind: refs.Secret, Name: "cfg"})
+	if err != nil || !slices.Equal(names(got), []string{"secret-named"}) {
+		t.Errorf("Of(Secret/cfg) = %v, %v", names(got), err)
+	}
+	all, err := ix.InNamespace(t.Context(), workload.Deployment, "other")
+	if err != nil || len(all) != 1 || all[0] != (types.NamespacedName{Namespace: "other", Name: "env"}) {
+		t.Errorf("InNamespace(other) = %v, %v", all, err)
+	}
+}
+
+// A Rollout that takes its template from a Deployment depends on what
+// that Deployment uses.
+func TestOfThroughWorkloadRef(t *testing.T) {
+	objs := []client.Object{
+		deployment("shop", "base", nil, envFrom("cfg")),
+		rollout("shop", "canary", "base"),
+		rollout("shop", "elsewhere", "missing"),
+	}
+	ix := newIndex(t, objs, workload.Deployment, rolloutKind)
+	got, err := ix.Of(t.Context(), rolloutKind, "shop", refs.Ref{Kind: refs.ConfigMap, Name: "cfg"})
+	if err != nil || !slices.Equal(names(got), []string{"canary"}) {
+		t.Errorf("Of(Rollout, ConfigMap/cfg) = %v, %v; want [canary]", names(got), err)
+	}
+	using, err := ix.UsingTemplateOf(t.Context(), rolloutKind, "shop", "base")
+	if err != nil || len(using) != 1 || using[0].Name != "canary" {
+		t.Errorf("UsingTemplateOf(base) = %v, %v", using, err)
+	}
+}
+
+// A workload whose template cannot be read is reported, and still indexed
+// by its own annotations.
+func TestIndexValuesReportsErrors(t *testing.T) {
+	var reported []string
+	ix := &Index{Keys: keys, SourceKinds: refs.Kinds(), Error: func(err error, obj client.Object) { reported = append(reported, obj.GetName()) }}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "not-a-deployment", Annotations: map[string]string{keys.ReloadKey(refs.Secret): "s"}}}
+	if got := ix.indexValues(workload.Deployment)(cm); !slices.Equal(got, []string{"Secret/s"}) || !slices.Equal(reported, []string{"not-a-deployment"}) {
+		t.Errorf("index values %v, reported %v", got, reported)
+	}
+}
+
+// A cache that fails is an error, not an empty answer.
+func TestOfCacheError(t *testing.T) {
+	b := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("cache not started")
+		},
+	})
+	ix := &Index{Reader: b.Build(), Keys: keys}
+	if _, err := ix.Of(t.Context(), workload.Deployment, "shop", refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}); err == nil {
+		t.Error("Of on a failing cache: no error")
+	}
+	if _, err := ix.InNamespace(t.Context(), workload.Deployment, "shop"); err == nil {
+		t.Error("InNamespace on a failing cache: no error")
+	}
+	if _, err := ix.UsingTemplateOf(t.Context(), rolloutKind, "shop", "base"); err == nil {
+		t.Error("UsingTemplateOf on a failing cache: no error")
+	}
+}
+
+// With --namespace-selector only the namespaces in the namespace cache
+// are in scope, and a failing cache is an error, not "out of scope".
+func TestInScopeBySelector(t *testing.T) {
+	selected := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "selected"}}
+	s := &Scope{Reader: fake.NewClientBuilder().WithObjects(selected).Build(), Selective: true}
+	for ns, want := range map[string]bool{"selected": true, "other": false} {
+		if in, err := s.InScope(t.Context(), ns); in != want || err != nil {
+			t.Errorf("InScope(%q) = %v, %v; want %v", ns, in, err, want)
+		}
+	}
+	failing := &Scope{Selective: true, Reader: fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("cache not started")
+		},
+	}).Build()}
+	if in, err := failing.InScope(t.Context(), "selected"); in || err == nil {
+		t.Errorf("InScope on a failing cache = %v, %v; want an error", in, err)
+	}
+}

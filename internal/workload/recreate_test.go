@@ -1,0 +1,212 @@
+package workload
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func jobKind(c client.Reader) Kind {
+	return NewJob(JobOptions{Reader: c, Namespace: "ripple", RecordLabel: "ripple.dev/recreate", ReplacesKey: "ripple.dev/replaces"})
+}
+
+func migrate() *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "migrate", UID: "old-uid",
+			Labels: map[string]string{"app": "migrate", "controller-uid": "old-uid", "job-name": "migrate"}},
+		Spec: batchv1.JobSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"controller-uid": "old-uid"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"controller-uid": "old-uid", "job-name": "migrate"}},
+				Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "m", Image: "v1"}}},
+			},
+		},
+	}
+}
+
+func records(t *testing.T, c client.Client) []corev1.ConfigMap {
+	t.Helper()
+	l := &corev1.ConfigMapList{}
+	if err := c.List(t.Context(), l, client.InNamespace("ripple")); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+// A Job takes a reload by being re-created with the new template, as
+// Reloader does: without the labels and selector derived from the old
+// UID; the record that carried it across the delete is gone after.
+func TestJobRecreate(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(migrate()).Build()
+	kind := jobKind(c)
+	old := &batchv1.Job{}
+	_ = c.Get(t.Context(), client.ObjectKeyFromObject(migrate()), old)
+	tpl := old.Spec.Template.DeepCopy()
+	tpl.Spec.Containers[0].Image = "v2"
+	if _, err := kind.Write(t.Context(), c, old, Update{Template: tpl, Annotations: map[string]*string{"applied": ptr.To("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &batchv1.Job{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(old), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID == "old-uid" || got.Spec.Template.Spec.Containers[0].Image != "v2" || got.Annotations["applied"] != "1" ||
+		got.Labels["app"] != "migrate" || got.Labels["controller-uid"] != "" || got.Spec.Selector != nil || got.Spec.Template.Labels["job-name"] != "" {
+		t.Errorf("re-created Job: %+v", got)
+	}
+	if rs := records(t, c); len(rs) != 0 {
+		t.Errorf("records left: %v", rs)
+	}
+	// A write without a template patches the metadata only.
+	if _, err := kind.Write(t.Context(), c, got, Update{Annotations: map[string]*string{"applied": ptr.To("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	again := &batchv1.Job{}
+	_ = c.Get(t.Context(), client.ObjectKeyFromObject(old), again)
+	if again.UID != got.UID || again.Annotations["applied"] != "2" {
+		t.Errorf("metadata write re-created the Job or lost the annotation: %+v", again.ObjectMeta)
+	}
+}
+
+// A re-create interrupted after the delete (the record left, the Job
+// gone) is finished by Finish, and by the recovery at start; a record of a
+// Job that still runs (stopped before the delete) is dropped.
+func TestJobFinishAndRecover(t *testing.T) {
+	kind := jobKind(nil).(job)
+	next := recreated(migrate(), Update{Template: &migrate().Spec.Template})
+	record, err := kind.record(migrate(), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithObjects(record).Build()
+	kind.o.Reader = c
+	key := client.ObjectKeyFromObject(migrate())
+	if did, err := kind.Finish(t.Context(), c, key, migrate()); did || err != nil {
+		t.Errorf("Finish of an existing Job = %v, %v; want nothing", did, err)
+	}
+	if did, err := kind.Finish(t.Context(), c, key, nil); !did || err != nil {
+		t.Fatalf("Finish = %v, %v", did, err)
+	}
+	if err := c.Get(t.Context(), key, &batchv1.Job{}); err != nil || len(records(t, c)) != 0 {
+		t.Errorf("after Finish: Job %v, %d records", err, len(records(t, c)))
+	}
+
+	// The recovery: one record whose Job is gone, one whose Job still runs.
+	running := migrate()
+	running.Name = "still-running"
+	runningNext := recreated(running, Update{Template: &running.Spec.Template})
+	r1, _ := kind.record(running, runningNext)
+	other := migrate()
+	other.Namespace = "elsewhere"
+	r2, _ := kind.record(other, recreated(other, Update{Template: &other.Spec.Template}))
+	c = fake.NewClientBuilder().WithObjects(r1, r2, running).Build()
+	kind.o.Reader = c
+	if err := kind.Recover(t.Context(), c, []string{"shop"}); err != nil {
+		t.Fatal(err)
+	}
+	rs := records(t, c)
+	if len(rs) != 1 || rs[0].Name != r2.Name {
+		t.Errorf("records after the recovery: %v; want only the other namespace's", rs)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(other), &batchv1.Job{}); err == nil {
+		t.Error("the recovery acted outside its namespaces")
+	}
+}
+
+// A record that holds no Job is dropped with an error.
+func TestJobBadRecord(t *testing.T) {
+	kind := jobKind(nil).(job)
+	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ripple", Name: recordName(client.ObjectKeyFromObject(migrate())),
+		Labels: map[string]string{"ripple.dev/recreate": "true"}}, Data: map[string]string{recordKey: "{}"}}
+	c := fake.NewClientBuilder().WithObjects(bad).Build()
+	kind.o.Reader = c
+	if err := kind.Recover(t.Context(), c, nil); err == nil || len(records(t, c)) != 0 {
+		t.Errorf("Recover = %v with %d records; want an error and the record dropped", err, len(records(t, c)))
+	}
+}
+
+func customScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	s.AddKnownTypeWithName(DeploymentConfigGVK, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(RolloutGVK, &unstructured.Unstructured{})
+	return s
+}
+
+func customObj(u *unstructured.Unstructured, ann map[string]string) *unstructured.Unstructured {
+	u.SetNamespace("shop")
+	u.SetName("app")
+	u.SetAnnotations(ann)
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"version": "old"}},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "app"}}},
+	}, "spec", "template")
+	return u
+}
+
+// A DeploymentConfig and a Rollout take a reload as a JSON merge patch of
+// their template; a Rollout with the restart strategy is restarted
+// instead, its template left alone.
+func TestCustomWrite(t *testing.T) {
+	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	for _, tc := range []struct {
+		kind    Kind
+		ann     map[string]string
+		restart bool
+	}{
+		{DeploymentConfig, nil, false},
+		{NewRollout(RolloutOptions{StrategyKey: "strategy", Now: func() time.Time { return now }}), nil, false},
+		{NewRollout(RolloutOptions{StrategyKey: "strategy", Now: func() time.Time { return now }}), map[string]string{"strategy": RolloutRestart}, true},
+	} {
+		u, ok := tc.kind.New().(*unstructured.Unstructured)
+		if !ok {
+			t.Fatalf("%s.New is not unstructured", tc.kind.Name())
+		}
+		obj := customObj(u, tc.ann)
+		c := fake.NewClientBuilder().WithScheme(customScheme(t)).WithObjects(obj).Build()
+		got := tc.kind.New()
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), got); err != nil {
+			t.Fatal(err)
+		}
+		if tc.kind.KeepsTemplate(got) != tc.restart {
+			t.Errorf("%s: KeepsTemplate = %v", tc.kind.Name(), !tc.restart)
+		}
+		tpl, err := tc.kind.PodTemplate(got)
+		if err != nil || tpl.Annotations["version"] != "old" {
+			t.Fatalf("%s: PodTemplate = %v, %v", tc.kind.Name(), tpl, err)
+		}
+		tpl.Annotations["version"] = "new"
+		if _, err := tc.kind.Write(t.Context(), c, got, Update{Template: tpl, Annotations: map[string]*string{"applied": ptr.To("1")}}); err != nil {
+			t.Fatalf("%s: Write: %v", tc.kind.Name(), err)
+		}
+		after := tc.kind.New()
+		_ = c.Get(t.Context(), client.ObjectKeyFromObject(obj), after)
+		v, _, _ := unstructured.NestedString(after.(*unstructured.Unstructured).Object, "spec", "template", "metadata", "annotations", "version")
+		restartAt, _, _ := unstructured.NestedString(after.(*unstructured.Unstructured).Object, "spec", "restartAt")
+		wantV, wantRestart := "new", ""
+		if tc.restart {
+			wantV, wantRestart = "old", now.Format(time.RFC3339)
+		}
+		if v != wantV || restartAt != wantRestart || after.GetAnnotations()["applied"] != "1" {
+			t.Errorf("%s (restart %v): template version %q, restartAt %q, annotations %v", tc.kind.Name(), tc.restart, v, restartAt, after.GetAnnotations())
+		}
+		if _, ok := tc.kind.NewList().(*unstructured.UnstructuredList); !ok {
+			t.Errorf("%s.NewList is not unstructured", tc.kind.Name())
+		}
+	}
+	if _, err := DeploymentConfig.PodTemplate(&batchv1.Job{}); err == nil {
+		t.Error("DeploymentConfig.PodTemplate(Job) did not fail")
+	}
+}
