@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/config"
 )
 
@@ -66,7 +67,7 @@ func TestNamesFollowReloadersChart(t *testing.T) {
 				"nameOverride": tc.nameOverride, "fullnameOverride": tc.fullnameOverride,
 				"reloader": map[string]any{"service": map[string]any{"port": 9090}},
 			}
-			_, objs := render(t, Release{Name: tc.release, Namespace: "ns", ValuesFiles: []string{reloaderValues()}, Values: []map[string]any{values}})
+			_, objs := render(t, helmchart.Release{Name: tc.release, Namespace: "ns", ValuesFiles: []string{reloaderValues()}, Values: []map[string]any{values}})
 			names := map[string]string{}
 			for _, o := range objs {
 				names[o.GetKind()+"/"+o.GetName()] = o.GetName()
@@ -178,7 +179,7 @@ func TestReloaderChartValuesFiles(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
-			out, objs := render(t, Release{Name: "reloader", Namespace: "reloader", ValuesFiles: []string{testdata("reloader-values/" + tc.file)}})
+			out, objs := render(t, helmchart.Release{Name: "reloader", Namespace: "reloader", ValuesFiles: []string{testdata("reloader-values/" + tc.file)}})
 			_, cfg := parseRendered(t, objs)
 			_, c := rippleDeployment(t, objs)
 			var got []string

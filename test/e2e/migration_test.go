@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/test/chart"
-	"github.com/ripple-dev/ripple/test/kit"
 )
 
 // The in-place migration docs/migration.md describes: a release installed
@@ -52,7 +52,7 @@ func TestMigrateInPlaceFromReloadersChart(t *testing.T) {
 	values := filepath.Join("testdata", "reloader-values.yaml")
 	helm := func(args ...string) string {
 		t.Helper()
-		out, err := chart.HelmEnv([]string{"KUBECONFIG=" + kc.Kubeconfig}, append(args, "--namespace", ns)...)
+		out, err := helmchart.HelmEnv([]string{"KUBECONFIG=" + kc.Kubeconfig}, append(args, "--namespace", ns)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestMigrateInPlaceFromReloadersChart(t *testing.T) {
 	const fullname = "reloader-reloader" // Reloader's chart: <release>-reloader
 	reloaderObjs := uids(t, cs, ns, fullname)
 
-	rippleChart, err := chart.Dir()
+	rippleChart, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
