@@ -23,7 +23,7 @@ import (
 // Event reasons.
 const (
 	ReasonReloaded          = "Reloaded"
-	ReasonReloadFailed      = "ReloadFailed"
+	ReasonReloadFailed      = "ReloadFail"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	ReasonReloadSkipped     = "ReloadSkipped"
 	ReasonWouldReload       = "WouldReload"
