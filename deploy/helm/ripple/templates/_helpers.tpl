@@ -254,7 +254,9 @@ kinds) and the optional kinds change them. */}}
   verbs: ["get", "list", "watch"]
 {{- else }}
   verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["events.k8s.io"]
+# core/v1 Events, as Reloader records them (patch: a repeated Event
+# is counted on the existing one).
+- apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end }}
