@@ -114,7 +114,7 @@ type ruleRef struct {
 //
 // The API server runs the OwnerReferencesPermissionEnforcement admission
 // plugin (as OpenShift does), which makes cronjobs/finalizers needed.
-// Not covered: the meta-info ConfigMap Role (off by default), single verbs
+// Not covered: single verbs
 // within a rule (whole rules are removed: TestWorkloadKindRules pins the
 // verbs), and --cronjob-reload=template (the same rules as run).
 func TestRBAC(t *testing.T) {

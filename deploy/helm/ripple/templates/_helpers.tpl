@@ -219,9 +219,6 @@ says what to change. */}}
 {{- if .Values.reloader.verticalPodAutoscaler.enabled -}}
 {{- fail "ripple.shards > 1 with reloader.verticalPodAutoscaler.enabled: the VerticalPodAutoscaler targets one Deployment; turn it off when sharding." -}}
 {{- end -}}
-{{- if .Values.ripple.metaInfo.enabled -}}
-{{- fail "ripple.shards > 1 with ripple.metaInfo.enabled: the shards would write one reloader-meta-info ConfigMap each; turn it off when sharding." -}}
-{{- end -}}
 {{- end -}}
 {{- $rel := (include "ripple.namespace" .) -}}
 {{- range (include "ripple.scopedNamespaces" . | fromJsonArray) -}}

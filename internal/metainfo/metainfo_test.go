@@ -1,0 +1,87 @@
+package metainfo
+
+import (
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/ripple-dev/ripple/internal/config"
+)
+
+func get(t *testing.T, c client.Client) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: "ops", Name: "reloader-meta-info"}, cm); err != nil {
+		t.Fatalf("reloader-meta-info: %v", err)
+	}
+	return cm
+}
+
+// The ConfigMap has Reloader's name, label and documents, each JSON, with
+// Reloader's keys; a second start updates it in place, keeping labels
+// others added.
+func TestPublish(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	info := config.MetaInfo{Namespace: "ops", Deployment: "reloader-reloader",
+		Options: config.ReloaderOptions{ReloadStrategy: "annotations", ReloadOnCreate: true, NamespacesToIgnore: []string{}}}
+	m := &metaInfo{client: c, reader: c, info: info}
+	if err := m.publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cm := get(t, c)
+	if cm.Labels["reloader.stakater.com/meta-info"] != "reloader" {
+		t.Errorf("labels %v, want reloader.stakater.com/meta-info=reloader", cm.Labels)
+	}
+	var opts map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["reloaderOptions"]), &opts); err != nil {
+		t.Fatalf("reloaderOptions: %v", err)
+	}
+	if opts["reloadStrategy"] != "annotations" || opts["reloadOnCreate"] != true || opts["autoReloadAll"] != false {
+		t.Errorf("reloaderOptions %v, want Reloader's keys with the options' values", opts)
+	}
+	if ns, ok := opts["namespacesToIgnore"].([]any); !ok || len(ns) != 0 {
+		t.Errorf("namespacesToIgnore %v, want [] as Reloader shows it", opts["namespacesToIgnore"])
+	}
+	var dep metav1.ObjectMeta
+	if err := json.Unmarshal([]byte(cm.Data["deploymentInfo"]), &dep); err != nil || dep.Name != "reloader-reloader" || dep.Namespace != "ops" {
+		t.Errorf("deploymentInfo %s (%v), want the Deployment reloader-reloader in ops", cm.Data["deploymentInfo"], err)
+	}
+	var build map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["buildInfo"]), &build); err != nil {
+		t.Fatalf("buildInfo: %v", err)
+	}
+	for _, k := range []string{"goVersion", "releaseVersion", "commitHash", "commitTime", "edition"} {
+		if _, ok := build[k]; !ok {
+			t.Errorf("buildInfo %v has no %s", build, k)
+		}
+	}
+
+	cm.Labels["team"] = "platform"
+	if err := c.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	m.info.Options.ReloadStrategy = "env-vars"
+	if err := m.publish(t.Context()); err != nil {
+		t.Fatalf("publishing over an existing ConfigMap: %v", err)
+	}
+	cm = get(t, c)
+	if err := json.Unmarshal([]byte(cm.Data["reloaderOptions"]), &opts); err != nil || opts["reloadStrategy"] != "env-vars" {
+		t.Errorf("after the second start reloaderOptions %s, want the new options", cm.Data["reloaderOptions"])
+	}
+	if cm.Labels["team"] != "platform" || cm.Labels["reloader.stakater.com/meta-info"] != "reloader" {
+		t.Errorf("labels %v, want both its own and Reloader's kept", cm.Labels)
+	}
+}
+
+// Without a namespace ($RELOADER_NAMESPACE unset) nothing is published, as
+// in Reloader.
+func TestAddWithoutNamespace(t *testing.T) {
+	if err := Add(nil, config.MetaInfo{}); err != nil {
+		t.Fatalf("Add without a namespace: %v", err)
+	}
+}
