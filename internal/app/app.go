@@ -119,8 +119,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err != nil {
 		return err
 	}
+	kinds, optional := Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk)
+	for _, k := range kinds {
+		m.InitKinds(k.Name())
+	}
+	for _, o := range optional {
+		m.InitKinds(o.Kind.Name())
+	}
 	return controller.Setup(ctx, mgr, controller.Options{
-		Settings: settings, Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
+		Settings: settings, Finder: finder, Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 		Rollouts: controller.RolloutLimits{
 			Max: cfg.MaxConcurrentRollouts, MaxPerNamespace: cfg.MaxConcurrentRolloutsPerNamespace, Timeout: cfg.RolloutTimeout,
