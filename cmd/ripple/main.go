@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,6 +91,21 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	return runController(ctx, name, args, stderr)
 }
 
+// unexpectedArgument says what to do about arg, an argument that is
+// neither a flag nor a command: after a flag, it is likely meant as the
+// flag's value.
+func unexpectedArgument(args []string, arg string) string {
+	i := slices.Index(args, arg)
+	if prev := ""; i > 0 {
+		prev = args[i-1]
+		if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
+			return fmt.Sprintf("unexpected argument %q after %s: a boolean flag takes true or false, as %s=true or %s false; commands: explain, version",
+				arg, prev, prev, prev)
+		}
+	}
+	return fmt.Sprintf("unknown command %q; commands: explain, version", arg)
+}
+
 // commandsUsage lists the commands.
 func commandsUsage(w io.Writer, name string) {
 	fmt.Fprintf(w, `Ripple rolls workloads when the ConfigMaps and Secrets they use change.
@@ -135,7 +151,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		fmt.Fprintf(stderr, "Usage: %[1]s [flags]\n       %[1]s explain <kind>/<name> | --all\n       %[1]s version\n\nRun '%[1]s <command> --help' for a command's flags.\n\nFlags:\n%[2]s", name, fs.FlagUsages())
 	}
 	opts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := config.Parse(fs, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
@@ -143,7 +159,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unknown command %q; commands: explain, version\n", name, fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: %s\n", name, unexpectedArgument(args, fs.Arg(0)))
 		return 2
 	}
 	cfg, err := opts.Config()

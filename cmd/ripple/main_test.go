@@ -26,7 +26,11 @@ func TestInvalidValuesExit2(t *testing.T) {
 		"bad boolean":            {[]string{"--reload-on-create=yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
 		"unknown flag":           {[]string{"--reload-everything"}, "unknown flag: --reload-everything"},
 		"bad namespace":          {[]string{"--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
-		"ha without identity":    {[]string{"--enable-ha"}, "--enable-ha: needs the POD_NAME and POD_NAMESPACE environment variables"},
+		// Reloader's string-valued booleans as two arguments: the value is
+		// taken, so the next error is the strategy's.
+		"two-argument booleans":  {[]string{"--reload-on-create", "true", "--is-Argo-Rollouts", "True", "--reload-strategy=rolling"}, `--reload-strategy: "rolling" is not a strategy`},
+		"bad two-argument value": {[]string{"--reload-on-create", "yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
+		"value after a boolean":  {[]string{"--enable-ha", "maybe"}, `unexpected argument "maybe" after --enable-ha: a boolean flag takes true or false, as --enable-ha=true or --enable-ha false`},
 		"bad webhook":            {[]string{"--webhook-url=ftp://example.com/"}, "--webhook-url: must be an http or https URL"},
 		"empty annotation":       {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
 		"renew not below lease":  {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-renew-deadline=15s"}, "--leader-election-renew-deadline: 15s must be less than --leader-election-lease-duration 15s"},

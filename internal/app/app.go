@@ -190,12 +190,12 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 		err error
 	)
 	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = ctrl.GetConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+	} else if rc, err = ctrl.GetConfig(); err != nil {
+		return nil, fmt.Errorf("no Kubernetes client configuration: not running in a pod, and no kubeconfig in $KUBECONFIG or $HOME/.kube/config; "+
+			"run Ripple in the cluster, or set --kubeconfig or $KUBECONFIG (%w)", err)
 	}
 	rc.UserAgent = "ripple"
 	return rc, nil
@@ -326,10 +326,12 @@ func cacheOptions(scope config.Scope) cache.Options {
 		fieldSelector = fields.AndSelectors(ignored...)
 	}
 	return cache.Options{
-		DefaultNamespaces:    namespaces,
-		DefaultFieldSelector: fieldSelector,
-		DefaultTransform:     defaultTransform,
-		ByObject:             byObject,
+		// Informer errors by resource and RBAC rule, not by Go type.
+		DefaultWatchErrorHandler: watchErrorHandler,
+		DefaultNamespaces:        namespaces,
+		DefaultFieldSelector:     fieldSelector,
+		DefaultTransform:         defaultTransform,
+		ByObject:                 byObject,
 	}
 }
 

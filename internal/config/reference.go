@@ -13,11 +13,12 @@ import (
 // EnvVar is an environment variable Ripple reads.
 type EnvVar struct{ Name, Meaning string }
 
-// EnvVars lists the environment variables ReadEnv reads.
+// EnvVars lists the environment variables ReadEnv reads, and Reloader's
+// POD_NAME, which it does not.
 func EnvVars() []EnvVar {
 	return []EnvVar{
 		{"KUBERNETES_NAMESPACE", "Single-namespace mode: watch only this namespace, unless --namespaces is set."},
-		{"POD_NAME", "With --enable-ha: this replica's identity (set it from metadata.name)."},
+		{"POD_NAME", "Not read (Reloader needs it with --enable-ha): the Lease holder's identity is the host name and a unique suffix."},
 		{"POD_NAMESPACE", "Ripple's own namespace (set it from metadata.namespace): the Job re-create records are kept there, and with --enable-ha the Lease. Unset: the pod's namespace, or \"default\" out of a cluster."},
 		{"RELOADER_NAMESPACE", "Publish Reloader's reloader-meta-info ConfigMap (build info, options, deployment) in this namespace; written by the leader."},
 		{"RELOADER_DEPLOYMENT_NAME", "The Deployment name shown in reloader-meta-info."},
