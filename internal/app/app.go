@@ -107,7 +107,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
 	}
 	if cfg.WebhookURL != "" {
-		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, log.WithName("webhook"))
+		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped, Sink: "the --webhook-url endpoint"}, log.WithName("webhook"))
 		if err != nil {
 			return fmt.Errorf("--webhook-url: %w", err)
 		}
@@ -141,7 +141,8 @@ func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.R
 	if a.URL == "" {
 		return nil, nil
 	}
-	q, err := notify.NewQueue(a.URL, notify.Options{Proxy: a.Proxy, OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("alerts"))
+	q, err := notify.NewQueue(a.URL, notify.Options{Proxy: a.Proxy, OnDrop: m.NotificationDropped,
+		Sink: fmt.Sprintf("the %s alert sink (ALERT_WEBHOOK_URL)", a.Sink)}, mgr.GetLogger().WithName("alerts"))
 	if err != nil {
 		return nil, fmt.Errorf("ALERT_WEBHOOK_URL: %w", err)
 	}
