@@ -1,10 +1,9 @@
 package metrics
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ func series(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 			for _, l := range m.GetLabel() {
 				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
 			}
-			sort.Strings(labels)
+			slices.Sort(labels)
 			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:
@@ -134,10 +133,10 @@ func TestReloadedLatencies(t *testing.T) {
 // fallback is used.
 func TestStart(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if got := Start(WithStart(context.Background(), at), time.Time{}); !got.Equal(at) {
+	if got := Start(WithStart(t.Context(), at), time.Time{}); !got.Equal(at) {
 		t.Errorf("Start = %v, want %v", got, at)
 	}
-	if got := Start(context.Background(), at); !got.Equal(at) {
+	if got := Start(t.Context(), at); !got.Equal(at) {
 		t.Errorf("Start without one = %v, want the fallback %v", got, at)
 	}
 }
