@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -170,20 +171,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 2
 	}
 
-	logger := zap.New(zap.WriteTo(stderr), zap.UseDevMode(false), zap.Level(zapcore.Level(-cfg.LogLevel)),
-		func(o *zap.Options) {
-			if cfg.LogJSON {
-				o.Encoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{
-					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
-					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
-				})
-			} else {
-				o.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
-					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
-					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
-				})
-			}
-		})
+	logger := newLogger(cfg, stderr)
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger) // client-go's own lines (leader election, watches) in the same format
 	for _, w := range cfg.Warnings {
@@ -195,4 +183,24 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 1
 	}
 	return 0
+}
+
+// newLogger is Ripple's logger under cfg, writing to w: JSON with
+// Reloader's keys, or text.
+func newLogger(cfg config.Config, w io.Writer) logr.Logger {
+	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(zapcore.Level(-cfg.LogLevel)),
+		func(o *zap.Options) {
+			if cfg.LogJSON {
+				// Reloader's logrus JSON keys: time (RFC 3339), level, msg.
+				o.Encoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{
+					TimeKey: "time", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
+					EncodeTime: zapcore.RFC3339NanoTimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+				})
+			} else {
+				o.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+				})
+			}
+		})
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/config"
 )
 
 // Every invalid value fails at start with exit code 2 and one line that
@@ -136,5 +140,20 @@ func TestExplainBadArgumentsExit2(t *testing.T) {
 		if !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: stderr %q does not contain %q", tc.args, stderr.String(), tc.want)
 		}
+	}
+}
+
+// --log-format=json writes Reloader's logrus keys: time (RFC 3339), level
+// and msg.
+func TestJSONLogKeys(t *testing.T) {
+	var out bytes.Buffer
+	newLogger(config.Config{Operations: config.Operations{LogJSON: true}}, &out).Info("reloaded", "workload", "shop/web")
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	ts, _ := line["time"].(string)
+	if _, err := time.Parse(time.RFC3339, ts); err != nil || line["level"] != "info" || line["msg"] != "reloaded" || line["workload"] != "shop/web" {
+		t.Errorf("log line %v, want time (RFC 3339), level info, msg and the keys", line)
 	}
 }
