@@ -449,7 +449,8 @@ func wantRoleNamespaces(t *testing.T, objs []*unstructured.Unstructured, namespa
 	t.Helper()
 	var got []string
 	for _, o := range find(objs, "Role") {
-		if strings.HasSuffix(o.GetName(), "-role") {
+		// The rules Roles, not the meta-info's <fullname>-metadata-role.
+		if strings.HasSuffix(o.GetName(), "-role") && !strings.HasSuffix(o.GetName(), "-metadata-role") {
 			got = append(got, o.GetNamespace())
 		}
 	}
