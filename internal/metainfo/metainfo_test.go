@@ -1,8 +1,16 @@
 package metainfo
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,5 +91,24 @@ func TestPublish(t *testing.T) {
 func TestAddWithoutNamespace(t *testing.T) {
 	if err := Add(nil, config.MetaInfo{}); err != nil {
 		t.Fatalf("Add without a namespace: %v", err)
+	}
+}
+
+// A failure is logged on the manager's logger, naming the ConfigMap, and
+// does not stop Ripple.
+func TestFailureIsLogged(t *testing.T) {
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "reloader-meta-info", errors.New("no"))
+		},
+	}).Build()
+	m := &metaInfo{client: c, reader: c, info: config.MetaInfo{Namespace: "ops"}, log: log}
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v, want nil: the ConfigMap is informational", err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "forbidden") || !strings.Contains(logged[0], "reloader-meta-info") {
+		t.Errorf("logged %q, want one forbidden error naming reloader-meta-info", logged)
 	}
 }
