@@ -18,9 +18,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -93,6 +95,21 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	return runController(ctx, name, args, stderr)
 }
 
+// unexpectedArgument says what to do about arg, an argument that is
+// neither a flag nor a command: after a flag, it is likely meant as the
+// flag's value.
+func unexpectedArgument(args []string, arg string) string {
+	i := slices.Index(args, arg)
+	if prev := ""; i > 0 {
+		prev = args[i-1]
+		if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
+			return fmt.Sprintf("unexpected argument %q after %s: a boolean flag takes true or false, as %s=true or %s false; commands: explain, history, version",
+				arg, prev, prev, prev)
+		}
+	}
+	return fmt.Sprintf("unknown command %q; commands: explain, history, version", arg)
+}
+
 // commandsUsage lists the commands.
 func commandsUsage(w io.Writer, name string) {
 	fmt.Fprintf(w, `Ripple rolls workloads when the ConfigMaps and Secrets they use change.
@@ -139,7 +156,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		fmt.Fprintf(stderr, "Usage: %[1]s [flags]\n       %[1]s explain <kind>/<name> | --all\n       %[1]s version\n\nRun '%[1]s <command> --help' for a command's flags.\n\nFlags:\n%[2]s", name, fs.FlagUsages())
 	}
 	opts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := config.Parse(fs, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
@@ -147,7 +164,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unknown command %q; commands: explain, history, version\n", name, fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: %s\n", name, unexpectedArgument(args, fs.Arg(0)))
 		return 2
 	}
 	cfg, err := opts.Config()
@@ -158,20 +175,7 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 2
 	}
 
-	logger := zap.New(zap.WriteTo(stderr), zap.UseDevMode(false), zap.Level(zapcore.Level(-cfg.LogLevel)),
-		func(o *zap.Options) {
-			if cfg.LogJSON {
-				o.Encoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{
-					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
-					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
-				})
-			} else {
-				o.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
-					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
-					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
-				})
-			}
-		})
+	logger := newLogger(cfg, stderr)
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger) // client-go's own lines (leader election, watches) in the same format
 	for _, w := range cfg.Warnings {
@@ -183,4 +187,24 @@ func runController(ctx context.Context, name string, args []string, stderr io.Wr
 		return 1
 	}
 	return 0
+}
+
+// newLogger is Ripple's logger under cfg, writing to w: JSON with
+// Reloader's keys, or text.
+func newLogger(cfg config.Config, w io.Writer) logr.Logger {
+	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(zapcore.Level(-cfg.LogLevel)),
+		func(o *zap.Options) {
+			if cfg.LogJSON {
+				// Reloader's logrus JSON keys: time (RFC 3339), level, msg.
+				o.Encoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{
+					TimeKey: "time", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
+					EncodeTime: zapcore.RFC3339NanoTimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+				})
+			} else {
+				o.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+				})
+			}
+		})
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/config"
 )
 
 // Every invalid value fails at start with exit code 2 and one line that
@@ -26,7 +30,11 @@ func TestInvalidValuesExit2(t *testing.T) {
 		"bad boolean":            {[]string{"--reload-on-create=yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
 		"unknown flag":           {[]string{"--reload-everything"}, "unknown flag: --reload-everything"},
 		"bad namespace":          {[]string{"--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
-		"ha without identity":    {[]string{"--enable-ha"}, "--enable-ha: needs the POD_NAME and POD_NAMESPACE environment variables"},
+		// Reloader's string-valued booleans as two arguments: the value is
+		// taken, so the next error is the strategy's.
+		"two-argument booleans":  {[]string{"--reload-on-create", "true", "--is-Argo-Rollouts", "True", "--reload-strategy=rolling"}, `--reload-strategy: "rolling" is not a strategy`},
+		"bad two-argument value": {[]string{"--reload-on-create", "yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
+		"value after a boolean":  {[]string{"--enable-ha", "maybe"}, `unexpected argument "maybe" after --enable-ha: a boolean flag takes true or false, as --enable-ha=true or --enable-ha false`},
 		"bad webhook":            {[]string{"--webhook-url=ftp://example.com/"}, "--webhook-url: must be an http or https URL"},
 		"empty annotation":       {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
 		"renew not below lease":  {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-renew-deadline=15s"}, "--leader-election-renew-deadline: 15s must be less than --leader-election-lease-duration 15s"},
@@ -132,5 +140,20 @@ func TestExplainBadArgumentsExit2(t *testing.T) {
 		if !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: stderr %q does not contain %q", tc.args, stderr.String(), tc.want)
 		}
+	}
+}
+
+// --log-format=json writes Reloader's logrus keys: time (RFC 3339), level
+// and msg.
+func TestJSONLogKeys(t *testing.T) {
+	var out bytes.Buffer
+	newLogger(config.Config{Operations: config.Operations{LogJSON: true}}, &out).Info("reloaded", "workload", "shop/web")
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	ts, _ := line["time"].(string)
+	if _, err := time.Parse(time.RFC3339, ts); err != nil || line["level"] != "info" || line["msg"] != "reloaded" || line["workload"] != "shop/web" {
+		t.Errorf("log line %v, want time (RFC 3339), level info, msg and the keys", line)
 	}
 }

@@ -229,8 +229,10 @@ func GeneratedFiles() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The base holds the job-records Role already.
-	scoped, err = selectDocuments(scoped, func(o *unstructured.Unstructured) bool { return !strings.HasSuffix(o.GetName(), "-job-records") })
+	// The base holds the job-records and meta-info Roles already.
+	scoped, err = selectDocuments(scoped, func(o *unstructured.Unstructured) bool {
+		return !strings.HasSuffix(o.GetName(), "-job-records") && !strings.Contains(o.GetName(), "-metadata-role")
+	})
 	if err != nil {
 		return nil, err
 	}

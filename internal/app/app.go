@@ -111,7 +111,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		},
 	}
 	if cfg.WebhookURL != "" {
-		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped}, log.WithName("webhook"))
+		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped, Sink: "the --webhook-url endpoint"}, log.WithName("webhook"))
 		if err != nil {
 			return fmt.Errorf("--webhook-url: %w", err)
 		}
@@ -123,8 +123,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err != nil {
 		return err
 	}
+	kinds, optional := Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk)
+	for _, k := range kinds {
+		m.InitKinds(k.Name())
+	}
+	for _, o := range optional {
+		m.InitKinds(o.Kind.Name())
+	}
 	return controller.Setup(ctx, mgr, controller.Options{
-		Settings: settings, Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
+		Settings: settings, Finder: finder, Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 		Rollouts: controller.RolloutLimits{
 			Max: cfg.MaxConcurrentRollouts, MaxPerNamespace: cfg.MaxConcurrentRolloutsPerNamespace, Timeout: cfg.RolloutTimeout,
@@ -138,7 +145,8 @@ func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.R
 	if a.URL == "" {
 		return nil, nil
 	}
-	q, err := notify.NewQueue(a.URL, notify.Options{Proxy: a.Proxy, OnDrop: m.NotificationDropped}, mgr.GetLogger().WithName("alerts"))
+	q, err := notify.NewQueue(a.URL, notify.Options{Proxy: a.Proxy, OnDrop: m.NotificationDropped,
+		Sink: fmt.Sprintf("the %s alert sink (ALERT_WEBHOOK_URL)", a.Sink)}, mgr.GetLogger().WithName("alerts"))
 	if err != nil {
 		return nil, fmt.Errorf("ALERT_WEBHOOK_URL: %w", err)
 	}
@@ -187,12 +195,12 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 		err error
 	)
 	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = ctrl.GetConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+	} else if rc, err = ctrl.GetConfig(); err != nil {
+		return nil, fmt.Errorf("no Kubernetes client configuration: not running in a pod, and no kubeconfig in $KUBECONFIG or $HOME/.kube/config; "+
+			"run Ripple in the cluster, or set --kubeconfig or $KUBECONFIG (%w)", err)
 	}
 	rc.UserAgent = "ripple"
 	return rc, nil
@@ -323,10 +331,12 @@ func cacheOptions(scope config.Scope) cache.Options {
 		fieldSelector = fields.AndSelectors(ignored...)
 	}
 	return cache.Options{
-		DefaultNamespaces:    namespaces,
-		DefaultFieldSelector: fieldSelector,
-		DefaultTransform:     defaultTransform,
-		ByObject:             byObject,
+		// Informer errors by resource and RBAC rule, not by Go type.
+		DefaultWatchErrorHandler: watchErrorHandler,
+		DefaultNamespaces:        namespaces,
+		DefaultFieldSelector:     fieldSelector,
+		DefaultTransform:         defaultTransform,
+		ByObject:                 byObject,
 	}
 }
 

@@ -30,7 +30,7 @@ func newLeaseLock(rc *rest.Config, cfg config.Config) (resourcelock.Interface, e
 	if ns == "" {
 		b, err := os.ReadFile(config.InClusterNamespace)
 		if err != nil {
-			return nil, fmt.Errorf("--leader-election-namespace: not set, and not running in a pod (%w)", err)
+			return nil, fmt.Errorf("leader election needs a namespace for its Lease: set --leader-election-namespace or $POD_NAMESPACE (not running in a pod: %w)", err)
 		}
 		ns = strings.TrimSpace(string(b))
 	}

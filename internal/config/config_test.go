@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func parse(t *testing.T, env map[string]string, args ...string) (Config, error) 
 	o.ReadEnv(func(k string) string { return env[k] })
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	o.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := Parse(fs, args); err != nil {
 		return Config{}, err
 	}
 	return o.Config()
@@ -134,7 +135,30 @@ func TestBooleanFlags(t *testing.T) {
 			t.Errorf("%v: %+v", args, cfg)
 		}
 	}
-	cfg, err := parse(t, nil, "--reload-on-create=false")
+	for _, args := range [][]string{
+		// Reloader's string-valued booleans as two arguments, as
+		// Reloader users may write them.
+		{"--reload-on-create", "true", "--reload-on-delete", "True", "--is-Argo-Rollouts", "True", "--sync-after-restart", "--auto-reload-all", "1"},
+		{"--is-Argo-Rollouts", "true", "--reload-on-create=true", "--reload-on-delete", "t", "--sync-after-restart", "true", "--auto-reload-all"},
+	} {
+		cfg, err := parse(t, nil, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !cfg.ReloadOnCreate || !cfg.ReloadOnDelete || !cfg.ArgoRollouts || !cfg.SyncAfterRestart || !cfg.AutoReloadAll {
+			t.Errorf("%v: create %v, delete %v, argo %v, sync %v, all %v; want all true", args,
+				cfg.ReloadOnCreate, cfg.ReloadOnDelete, cfg.ArgoRollouts, cfg.SyncAfterRestart, cfg.AutoReloadAll)
+		}
+	}
+	cfg, err := parse(t, nil, "--reload-on-create", "false", "--is-Argo-Rollouts", "False", "--reload-on-delete")
+	if err != nil || cfg.ReloadOnCreate || cfg.ArgoRollouts || !cfg.ReloadOnDelete {
+		t.Errorf("--reload-on-create false --is-Argo-Rollouts False --reload-on-delete: create %v, argo %v, delete %v, %v",
+			cfg.ReloadOnCreate, cfg.ArgoRollouts, cfg.ReloadOnDelete, err)
+	}
+	if _, err := parse(t, nil, "--reload-on-create", "yes"); err == nil || !strings.Contains(err.Error(), `"yes" for "--reload-on-create"`) {
+		t.Errorf("--reload-on-create yes: got %v, want an error naming the flag and value", err)
+	}
+	cfg, err = parse(t, nil, "--reload-on-create=false")
 	if err != nil || cfg.ReloadOnCreate {
 		t.Errorf("--reload-on-create=false: %v, %v", cfg.ReloadOnCreate, err)
 	}
@@ -155,13 +179,17 @@ func TestIgnoredWorkloadTypes(t *testing.T) {
 	}
 }
 
-func TestEnableHANeedsPodIdentity(t *testing.T) {
-	if _, err := parse(t, nil, "--enable-ha"); err == nil || !strings.Contains(err.Error(), "POD_NAME") {
-		t.Fatalf("got %v, want an error naming POD_NAME", err)
+// --enable-ha needs no $POD_NAME (Reloader does, though it only names the
+// Lease holder, which Ripple names after its host): the Lease is in
+// $POD_NAMESPACE, else the pod's namespace.
+func TestEnableHAWithoutPodName(t *testing.T) {
+	cfg, err := parse(t, map[string]string{"POD_NAMESPACE": "ops"}, "--enable-ha")
+	if err != nil || !cfg.LeaderElection || cfg.LeaderElectionNamespace != "ops" {
+		t.Fatalf("--enable-ha with $POD_NAMESPACE only: election %v in %q, %v; want it in ops", cfg.LeaderElection, cfg.LeaderElectionNamespace, err)
 	}
-	cfg, err := parse(t, map[string]string{"POD_NAME": "ripple-0", "POD_NAMESPACE": "ops"}, "--enable-ha")
-	if err != nil || cfg.LeaderElectionNamespace != "ops" {
-		t.Fatalf("got %q, %v", cfg.LeaderElectionNamespace, err)
+	cfg, err = parse(t, map[string]string{"POD_NAME": "ripple-0", "POD_NAMESPACE": "ops"}, "--enable-ha", "--leader-election-namespace=locks")
+	if err != nil || cfg.LeaderElectionNamespace != "locks" {
+		t.Fatalf("--leader-election-namespace: %q, %v; want locks", cfg.LeaderElectionNamespace, err)
 	}
 }
 
@@ -197,6 +225,27 @@ func TestMaxConcurrentReconciles(t *testing.T) {
 	for _, v := range []string{"0", "-1", "1001"} {
 		if _, err := parse(t, nil, "--max-concurrent-reconciles="+v); err == nil || !strings.Contains(err.Error(), "--max-concurrent-reconciles") {
 			t.Errorf("--max-concurrent-reconciles=%s: error %v, want one naming it", v, err)
+		}
+	}
+}
+
+// Only a boolean flag followed by a value joins it; `--` ends the flags.
+func TestJoinBoolValues(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"--enable-ha", "true"}, []string{"--enable-ha=true"}},
+		{[]string{"--enable-ha", "explain"}, []string{"--enable-ha", "explain"}},
+		{[]string{"--reload-on-create", "--namespaces=a"}, []string{"--reload-on-create", "--namespaces=a"}},
+		{[]string{"--reload-on-create", "yes"}, []string{"--reload-on-create=yes"}},
+		{[]string{"--namespaces", "true"}, []string{"--namespaces", "true"}},
+		{[]string{"--reload-on-create=true", "false"}, []string{"--reload-on-create=true", "false"}},
+		{[]string{"--", "--enable-ha", "true"}, []string{"--", "--enable-ha", "true"}},
+		{[]string{"--reload-on-create"}, []string{"--reload-on-create"}},
+	} {
+		if got := JoinBoolValues(fs, c.in); !slices.Equal(got, c.want) {
+			t.Errorf("JoinBoolValues(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

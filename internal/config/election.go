@@ -18,8 +18,10 @@ type ElectionOptions struct {
 	LeaseDuration           time.Duration
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
-	// PodName and PodNamespace are $POD_NAME and $POD_NAMESPACE.
-	PodName, PodNamespace string
+	// PodNamespace is $POD_NAMESPACE. ($POD_NAME, which Reloader needs
+	// with --enable-ha, is not read: a Lease holder's identity is its
+	// host name and a unique suffix.)
+	PodNamespace string
 }
 
 // Election is the validated leader election: only the holder of the
@@ -41,14 +43,13 @@ func defaultElectionOptions() ElectionOptions {
 }
 
 func (o *ElectionOptions) readEnv(lookup func(string) string) {
-	o.PodName = lookup("POD_NAME")
 	o.PodNamespace = lookup("POD_NAMESPACE")
 }
 
 // BindFlags registers the leader election flags.
 func (o *ElectionOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock in $POD_NAMESPACE acts (with --shard-count, the Lease stakater-reloader-lock-shard-<index>-of-<count>). Needs $POD_NAME and $POD_NAMESPACE.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Use leader election, as --enable-ha, without needing $POD_NAME; the Lease namespace is --leader-election-namespace, else $POD_NAMESPACE, else the pod's own.")
+	fs.BoolVar(&o.EnableHA, "enable-ha", o.EnableHA, "Run as one of several replicas: only the holder of the Lease stakater-reloader-lock acts (with --shard-count, the Lease stakater-reloader-lock-shard-<index>-of-<count>), in --leader-election-namespace, else $POD_NAMESPACE, else the pod's own. Unlike Reloader, $POD_NAME is not needed.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "The same as --enable-ha.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease. Reloader's name, so Reloader and Ripple replicas never act at once. With --shard-count, each shard's Lease is this name followed by -shard-<index>-of-<count>.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease; default $POD_NAMESPACE.")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
@@ -70,9 +71,6 @@ func (o *ElectionOptions) validate(errs *problems, shard Shard) Election {
 	}
 	if e.LeaderElectionNamespace == "" {
 		e.LeaderElectionNamespace = o.PodNamespace
-	}
-	if o.EnableHA && (o.PodName == "" || o.PodNamespace == "") {
-		errs.bad("enable-ha", "needs the POD_NAME and POD_NAMESPACE environment variables (set them from the pod's metadata with the downward API)")
 	}
 	if !e.LeaderElection {
 		return e

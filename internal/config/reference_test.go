@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // docs/reference.md must be what the code generates: run `make docs`.
@@ -40,5 +42,29 @@ func TestReferenceCoversEveryAnnotation(t *testing.T) {
 	}
 	if !strings.Contains(keys.Applied, "ripple.dev/") {
 		t.Errorf("Applied key %q is not under the prefix", keys.Applied)
+	}
+}
+
+// Every Event reason Ripple records is in the reference, with Reloader's
+// for a failure; and the field manager is the one the reference names as
+// a deliberate difference from Reloader's "Reloader".
+func TestReferenceCoversEventsAndFieldManager(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteReference(&b); err != nil {
+		t.Fatal(err)
+	}
+	ref := b.String()
+	for _, r := range []string{controller.ReasonReloaded, controller.ReasonReloadFailed, controller.ReasonInvalidAnnotation,
+		controller.ReasonReloadSkipped, controller.ReasonWouldReload, controller.ReasonRolloutComplete, controller.ReasonRolloutStalled,
+		controller.ReasonRolloutQueued, controller.ReasonReloadHeld, controller.ReasonReloadResumed} {
+		if !strings.Contains(ref, "| `"+r+"` |") {
+			t.Errorf("Event reason %s is not in the reference", r)
+		}
+	}
+	if controller.ReasonReloadFailed != "ReloadFail" {
+		t.Errorf("the failure reason is %q, want Reloader's ReloadFail", controller.ReasonReloadFailed)
+	}
+	if workload.FieldManager != "ripple" || !strings.Contains(ref, "field manager `ripple`, where Reloader's is `Reloader`") {
+		t.Errorf("field manager %q: the reference must name it as the deliberate difference from Reloader's", workload.FieldManager)
 	}
 }

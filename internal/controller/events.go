@@ -3,17 +3,21 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 // Events have a client-side budget of their own, apart from
@@ -33,27 +37,91 @@ const (
 	eventQueue = 10000
 )
 
-// newRecorder returns the recorder of Ripple's Events: events.k8s.io
-// Events through a client of their own, paced by a pacedRecorder, stopped
-// with ctx.
+// newRecorder returns the recorder of Ripple's Events: core/v1 Events, as
+// Reloader writes them, with Reloader's source component (see
+// eventComponent), through a client of their own, paced by a
+// pacedRecorder, stopped with ctx.
 func newRecorder(ctx context.Context, mgr ctrl.Manager) (events.EventRecorder, error) {
 	rc := rest.CopyConfig(mgr.GetConfig())
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // the pacedRecorder paces them
-	cs, err := eventsv1client.NewForConfig(rc)
+	cs, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
+	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), mgr.GetLogger().WithName("events")), nil
+}
+
+// startRecorder starts the broadcaster writing to sink and returns its
+// pacedRecorder; both stop with ctx.
+func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, log logr.Logger) *pacedRecorder {
+	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		// client-go's default spam filter keeps 25 Events per object and
+		// then one per 5 minutes: Ripple records two per rollout (Reloaded,
+		// RolloutComplete), and the pacedRecorder already bounds the rate.
+		BurstSize: eventSpamBurst, QPS: eventSpamQPS,
+	}))
+	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: sink})
+	recorders := map[string]record.EventRecorder{}
+	for _, c := range eventComponents {
+		recorders[c] = b.NewRecorder(scheme, corev1.EventSource{Component: c})
 	}
-	p := newPacedRecorder(b.NewRecorder(mgr.GetScheme(), "ripple"), mgr.GetScheme(),
-		flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), eventQueue, mgr.GetLogger().WithName("events"))
+	p := newPacedRecorder(recorders, scheme, flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), eventQueue, log)
 	go func() {
 		p.run(ctx)
 		b.Shutdown()
 	}()
-	return p, nil
+	return p
+}
+
+// The client-side spam filter of the Events of one object: a burst of
+// eventSpamBurst, then eventSpamQPS.
+const (
+	eventSpamBurst = 200
+	eventSpamQPS   = 1
+)
+
+// Reloader's source components: one per controller, reloader-<resource>.
+// Ripple's own Events that name no config (RolloutComplete, ReloadHeld,
+// InvalidAnnotation...) have no Reloader controller: their component is
+// componentRipple.
+const (
+	componentConfigMaps = "reloader-configmaps"
+	componentSecrets    = "reloader-secrets"
+	componentCSI        = "reloader-secretproviderclasspodstatuses"
+	componentRipple     = "ripple"
+)
+
+var eventComponents = []string{componentConfigMaps, componentSecrets, componentCSI, componentRipple}
+
+// sourceComponents are the config kinds as a workload Event's note names
+// them (`ConfigMap "name"`), with their component.
+var sourceComponents = []struct{ prefix, component string }{
+	{string(refs.ConfigMap) + ` "`, componentConfigMaps},
+	{string(refs.Secret) + ` "`, componentSecrets},
+	{string(refs.SecretProviderClass) + ` "`, componentCSI},
+}
+
+// eventComponent is the source component of an Event: the component of
+// the related config's kind when the Event has one, else of the first
+// config its note names (a change set that mixes kinds takes its first
+// config's, as Reloader, whose controllers are one per kind, would have
+// recorded it first), else componentRipple.
+func eventComponent(related runtime.Object, note string) string {
+	if related != nil {
+		switch related.(type) {
+		case *corev1.ConfigMap:
+			return componentConfigMaps
+		case *corev1.Secret:
+			return componentSecrets
+		}
+	}
+	component, at := componentRipple, len(note)
+	for _, s := range sourceComponents {
+		if i := strings.Index(note, s.prefix); i >= 0 && i < at {
+			component, at = s.component, i
+		}
+	}
+	return component
 }
 
 // pacedRecorder hands Events to client-go's broadcaster no faster than
@@ -63,7 +131,8 @@ func newRecorder(ctx context.Context, mgr ctrl.Manager) (events.EventRecorder, e
 // Here they wait in a queue of their own instead, as a reference to the
 // object and the formatted note, never the object itself.
 type pacedRecorder struct {
-	next    events.EventRecorder
+	// next are the broadcaster's recorders by source component.
+	next    map[string]record.EventRecorder
 	scheme  *runtime.Scheme
 	limiter flowcontrol.RateLimiter
 	queue   chan func()
@@ -71,31 +140,22 @@ type pacedRecorder struct {
 	dropped atomic.Int64
 }
 
-func newPacedRecorder(next events.EventRecorder, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter, size int, log logr.Logger) *pacedRecorder {
+func newPacedRecorder(next map[string]record.EventRecorder, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter, size int, log logr.Logger) *pacedRecorder {
 	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: make(chan func(), size), log: log}
 }
 
-// Eventf implements events.EventRecorder. It never blocks.
-func (p *pacedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+// Eventf implements events.EventRecorder, the interface of Ripple's call
+// sites. It never blocks. A core/v1 Event has no action (its reason says
+// it) and no related object; related only picks the source component.
+func (p *pacedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, _, note string, args ...any) {
 	ref, err := reference.GetReference(p.scheme, regarding)
 	if err != nil {
 		p.log.Error(err, "not recording an Event on an object without a reference", "reason", reason)
 		return
 	}
-	var rel *corev1.ObjectReference
-	if related != nil {
-		if rel, err = reference.GetReference(p.scheme, related); err != nil {
-			rel = nil
-		}
-	}
 	note = fmt.Sprintf(note, args...)
-	send := func() {
-		if rel == nil {
-			p.next.Eventf(ref, nil, eventtype, reason, action, "%s", note)
-			return
-		}
-		p.next.Eventf(ref, rel, eventtype, reason, action, "%s", note)
-	}
+	rec := p.next[eventComponent(related, note)]
+	send := func() { rec.Event(ref, eventtype, reason, note) }
 	select {
 	case p.queue <- send:
 	default:

@@ -8,19 +8,31 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
-// Thousands of Events in a burst all reach the broadcaster, paced, with
-// in order; past the queue's bound
-// they are dropped without blocking the caller.
+// one returns recorders that all write to fake.
+func one(fake record.EventRecorder) map[string]record.EventRecorder {
+	out := map[string]record.EventRecorder{}
+	for _, c := range eventComponents {
+		out[c] = fake
+	}
+	return out
+}
+
+// Thousands of Events in a burst all reach the broadcaster, paced, in
+// order; past the queue's bound they are dropped without blocking the
+// caller.
 func TestPacedRecorder(t *testing.T) {
 	const n = 3000
-	fake := events.NewFakeRecorder(n)
-	p := newPacedRecorder(fake, clientgoscheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1e6, 1), n, logr.Discard())
+	fake := record.NewFakeRecorder(n)
+	p := newPacedRecorder(one(fake), clientgoscheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1e6, 1), n, logr.Discard())
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	for i := range n {
 		p.Eventf(d, nil, "Normal", "Reloaded", "Reload", "change %d", i)
@@ -41,12 +53,75 @@ func TestPacedRecorder(t *testing.T) {
 	cancel()
 	<-done
 
-	full := newPacedRecorder(fake, clientgoscheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1, 1), 2, logr.Discard())
+	full := newPacedRecorder(one(fake), clientgoscheme.Scheme, flowcontrol.NewTokenBucketRateLimiter(1, 1), 2, logr.Discard())
 	start := time.Now()
 	for range 5 {
 		full.Eventf(d, nil, "Normal", "Reloaded", "Reload", "x")
 	}
 	if took := time.Since(start); took > time.Second || full.dropped.Load() != 3 {
 		t.Errorf("a full queue: %d dropped in %s, want 3 dropped at once", full.dropped.Load(), took)
+	}
+}
+
+// The source component is Reloader's for the config the Event is about:
+// the related object's kind, else the first config the note names.
+func TestEventComponent(t *testing.T) {
+	for _, c := range []struct {
+		related runtime.Object
+		note    string
+		want    string
+	}{
+		{nil, `Reloaded for changes in ConfigMap "app" (strategy env-vars)`, "reloader-configmaps"},
+		{nil, `Reload for changes in Secret "db" failed: forbidden`, "reloader-secrets"},
+		{nil, `Reloaded for changes in SecretProviderClass "vault" (strategy env-vars)`, "reloader-secretproviderclasspodstatuses"},
+		{nil, `Reloaded for changes in Secret "db", ConfigMap "app" (strategy env-vars)`, "reloader-secrets"},
+		{nil, `Reloaded for changes in ConfigMap "Secret \"x\"", Secret "db"`, "reloader-configmaps"},
+		{&corev1.Secret{}, `Reloaded for changes in ConfigMap "app"`, "reloader-secrets"},
+		{&corev1.ConfigMap{}, "The hold ends", "reloader-configmaps"},
+		{nil, "Rollout complete after 3s", "ripple"},
+	} {
+		if got := eventComponent(c.related, c.note); got != c.want {
+			t.Errorf("eventComponent(%T, %q) = %q, want %q", c.related, c.note, got, c.want)
+		}
+	}
+}
+
+// Ripple's Events are core/v1 Events on the workload, with Reloader's
+// reason and source component, as Reloader writes them.
+func TestRecorderWritesCoreEvents(t *testing.T) {
+	cs := fake.NewClientset()
+	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, logr.Discard())
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"}}
+	p.Eventf(d, nil, corev1.EventTypeWarning, ReasonReloadFailed, "Reload", "Reload for changes in %s failed: %v", `Secret "db"`, "forbidden")
+	p.Eventf(d, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s", `ConfigMap "app"`)
+	want := map[string]string{ReasonReloadFailed: "reloader-secrets", ReasonReloaded: "reloader-configmaps"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := cs.CoreV1().Events("shop").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind != "Deployment" || e.InvolvedObject.Name != "web" || e.InvolvedObject.UID != "u1" {
+				t.Errorf("event %s is about %+v, want the Deployment shop/web", e.Name, e.InvolvedObject)
+			}
+			got[e.Reason] = e.Source.Component
+		}
+		if len(got) == len(want) {
+			for reason, component := range want {
+				if got[reason] != component {
+					t.Errorf("%s: source component %q, want %q", reason, got[reason], component)
+				}
+			}
+			if ReasonReloadFailed != "ReloadFail" {
+				t.Errorf("the failure reason is %q, want Reloader's ReloadFail", ReasonReloadFailed)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events written: %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

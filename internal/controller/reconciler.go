@@ -65,7 +65,7 @@ type Reconciler struct {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	began := r.Clock.Now()
-	res, out, err := r.reconcile(ctx, req)
+	res, out, err := r.reconcile(metrics.WithStart(ctx, began), req)
 	if err != nil {
 		out.result = metrics.ResultError
 	}

@@ -23,7 +23,7 @@ import (
 // Event reasons.
 const (
 	ReasonReloaded          = "Reloaded"
-	ReasonReloadFailed      = "ReloadFailed"
+	ReasonReloadFailed      = "ReloadFail"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	ReasonReloadSkipped     = "ReloadSkipped"
 	ReasonWouldReload       = "WouldReload"
@@ -62,7 +62,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	names := changeNames(p.Changes)
 	list := strings.Join(names, ", ")
 	if p.Reloads() && res.Skipped == "" {
-		r.Metrics.Reloaded(r.Kind.Name(), obj.GetNamespace(), err, r.Clock.Since(p.Seen), len(p.Changes))
+		r.Metrics.Reloaded(r.Kind.Name(), obj.GetNamespace(), err, r.Clock.Since(metrics.Start(ctx, p.Seen)), r.Clock.Since(p.Seen), len(p.Changes))
 	}
 	if err != nil {
 		if p.Reloads() {

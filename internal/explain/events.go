@@ -11,7 +11,7 @@ import (
 
 // eventReasons are the reasons of the events Ripple records on workloads
 // (package controller).
-var eventReasons = []string{"Reloaded", "ReloadFailed", "InvalidAnnotation", "ReloadSkipped", "WouldReload",
+var eventReasons = []string{"Reloaded", "ReloadFail", "InvalidAnnotation", "ReloadSkipped", "WouldReload",
 	reasonHeld, reasonResumed, reasonQueued, "RolloutComplete", "RolloutStalled"}
 
 // The storm breaker's events: a hold lives only in Ripple's memory, so the
@@ -27,8 +27,8 @@ const reasonQueued = "RolloutQueued"
 
 // ClusterEvents returns an Explainer's Events: the last n of Ripple's
 // events on a workload, newest first, read from the API server. Ripple
-// records them through events.k8s.io/v1; the core/v1 view of the same
-// objects can be selected by the object they are about.
+// records them as core/v1 Events, as Reloader does, selected here by the
+// object they are about.
 func ClusterEvents(r client.Reader, n int) func(ctx context.Context, kind string, obj client.Object) ([]Event, error) {
 	return func(ctx context.Context, kind string, obj client.Object) ([]Event, error) {
 		list := &corev1.EventList{}

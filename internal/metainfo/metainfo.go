@@ -9,13 +9,13 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/version"
@@ -36,6 +36,8 @@ type metaInfo struct {
 	client client.Client
 	reader client.Reader
 	info   config.MetaInfo
+	// log is the manager's logger: a runnable's context carries none.
+	log logr.Logger
 }
 
 // buildInfo is Reloader's buildInfo document.
@@ -53,12 +55,12 @@ func Add(mgr ctrl.Manager, info config.MetaInfo) error {
 	if info.Namespace == "" {
 		return nil
 	}
-	return mgr.Add(&metaInfo{client: mgr.GetClient(), reader: mgr.GetAPIReader(), info: info})
+	return mgr.Add(&metaInfo{client: mgr.GetClient(), reader: mgr.GetAPIReader(), info: info, log: mgr.GetLogger()})
 }
 
 func (m *metaInfo) Start(ctx context.Context) error {
 	if err := m.publish(ctx); err != nil {
-		log.FromContext(ctx).Error(err, "publishing the meta-info ConfigMap", "namespace", m.info.Namespace, "name", metaInfoName)
+		m.log.Error(err, "publishing the meta-info ConfigMap", "namespace", m.info.Namespace, "name", metaInfoName)
 	}
 	return nil
 }

@@ -21,10 +21,17 @@ type EventCounter struct {
 	metrics *Metrics
 }
 
-// NewEventCounter returns an EventCounter of the source kinds' informers.
+// NewEventCounter returns an EventCounter of the source kinds' informers;
+// their series start at 0.
 func (m *Metrics) NewEventCounter(c cache.Cache, kinds []refs.Kind) *EventCounter {
+	for _, kind := range kinds {
+		m.initResource(resourceName(kind))
+	}
 	return &EventCounter{cache: c, kinds: kinds, metrics: m}
 }
+
+// resourceName is a source kind's resource_type label: configmaps, secrets.
+func resourceName(kind refs.Kind) string { return strings.ToLower(string(kind)) + "s" }
 
 // Start adds the event handlers and waits for ctx to end.
 func (c *EventCounter) Start(ctx context.Context) error {
@@ -33,7 +40,7 @@ func (c *EventCounter) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		resource := strings.ToLower(string(kind)) + "s"
+		resource := resourceName(kind)
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { c.metrics.EventReceived("add", resource, true) },
 			UpdateFunc: func(o, n any) {

@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -91,7 +92,8 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		reconcileDuration: histogramVec("reloader_reconcile_duration_seconds", "Duration of a reconcile of a workload, by result.",
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "result"),
 		actionTotal: counterVec("reloader_action_total", "Reload writes, by workload kind and result.", "workload_kind", "result"),
-		actionLatency: histogramVec("reloader_action_latency_seconds", "Time from a config change being seen to the workload's reload being accepted.",
+		actionLatency: histogramVec("reloader_action_latency_seconds",
+			"Time from the start of a workload's update (its reconcile) to its reload being accepted, by workload kind; ripple_decision_latency_seconds counts from the change being seen.",
 			[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "workload_kind"),
 		skipped: counterVec("reloader_skipped_total", "Config events or reconciles that reloaded nothing, by reason.", "reason"),
 		errors:  counterVec("reloader_errors_total", "Errors, by type.", "type"),
@@ -136,11 +138,53 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			return nil, err
 		}
 	}
-	// Reloader shows both values from the start; so do we.
+	m.initKnown()
+	return m, nil
+}
+
+// initKnown creates the series whose label values are known before
+// anything happens, at 0, so that rate() and absent() work on a quiet
+// cluster (Reloader does so for reloader_reload_executed_total).
+func (m *Metrics) initKnown() {
 	for _, s := range []string{"true", "false"} {
 		m.reloadExecuted.WithLabelValues(s)
 	}
-	return m, nil
+	for _, r := range []string{ResultSuccess, ResultError, ResultSkipped} {
+		m.reconcileTotal.WithLabelValues(r)
+		m.reconcileDuration.WithLabelValues(r)
+	}
+	for _, r := range []string{SkipNoDataChange, SkipIgnoredNotSelected, SkipStrategyNotUpdated} {
+		m.skipped.WithLabelValues(r)
+	}
+	m.errors.WithLabelValues("handler_error")
+}
+
+// InitKinds creates the series of the workload kinds Ripple reloads (by
+// their names, such as Deployment) at 0.
+func (m *Metrics) InitKinds(kinds ...string) {
+	for _, k := range kinds {
+		for _, r := range []string{ResultSuccess, ResultError} {
+			m.actionTotal.WithLabelValues(k, r)
+			m.reloads.WithLabelValues(k, r)
+		}
+		m.actionLatency.WithLabelValues(k)
+		m.workloadsScanned.WithLabelValues(k)
+		m.workloadsMatched.WithLabelValues(k)
+		m.wouldReload.WithLabelValues(k)
+		m.rolloutDuration.WithLabelValues(k)
+		m.rolloutsStalled.WithLabelValues(k)
+		m.holds.WithLabelValues(k)
+	}
+}
+
+// initResource creates the event series of a watched resource (configmaps,
+// secrets) at 0.
+func (m *Metrics) initResource(resource string) {
+	for _, e := range []string{"add", "update", "delete"} {
+		m.eventsReceived.WithLabelValues(e, resource)
+		m.eventsProcessed.WithLabelValues(e, resource, "success")
+	}
+	m.eventsProcessed.WithLabelValues("update", resource, "dropped")
 }
 
 // Shorthands that keep New at one entry per metric.
@@ -170,9 +214,12 @@ func histogramVec(name, help string, buckets []float64, labels ...string) *prome
 }
 
 // Reloaded records one reload write of a workload of kind in namespace:
-// its result, how long since the change was first seen, and how many
-// config changes it carried.
-func (m *Metrics) Reloaded(kind, namespace string, err error, seen time.Duration, changes int) {
+// its result; took, the time from the start of the workload's update (its
+// reconcile: Reloader's action latency, which starts where Reloader starts
+// updating the workload); seen, the time since the change was first seen,
+// settle window and waits included; and how many config changes it
+// carried.
+func (m *Metrics) Reloaded(kind, namespace string, err error, took, seen time.Duration, changes int) {
 	ok := err == nil
 	result := ResultSuccess
 	if !ok {
@@ -185,11 +232,29 @@ func (m *Metrics) Reloaded(kind, namespace string, err error, seen time.Duration
 	m.actionTotal.WithLabelValues(kind, result).Inc()
 	m.reloads.WithLabelValues(kind, result).Inc()
 	if ok {
-		m.actionLatency.WithLabelValues(kind).Observe(seen.Seconds())
+		m.actionLatency.WithLabelValues(kind).Observe(took.Seconds())
 		m.decisionLatency.Observe(seen.Seconds())
 		m.coalesced.Observe(float64(changes))
 		m.workloadsMatched.WithLabelValues(kind).Inc()
 	}
+}
+
+// startKey keys the start of a workload's update on a context.
+type startKey struct{}
+
+// WithStart returns ctx carrying t, the start of a workload's update, for
+// reloader_action_latency_seconds.
+func WithStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, startKey{}, t)
+}
+
+// Start is the start of the workload's update that WithStart put on ctx,
+// else fallback.
+func Start(ctx context.Context, fallback time.Time) time.Time {
+	if t, ok := ctx.Value(startKey{}).(time.Time); ok {
+		return t
+	}
+	return fallback
 }
 
 // WouldReload counts a rollout of a workload of kind that --dry-run did

@@ -49,11 +49,18 @@ type Options struct {
 	OnDrop func()
 	// Clock is injected by tests; nil means the real clock.
 	Clock clock.WithTicker
+	// Sink names the endpoint in errors, with the setting that holds its
+	// URL, e.g. `the slack alert sink (ALERT_WEBHOOK_URL)`; empty means
+	// "the endpoint".
+	Sink string
 }
 
 // Queue sends messages to one URL, in order, from one worker.
 type Queue struct {
-	url    string
+	url string
+	// host is the URL's host, which errors name (the rest of the URL,
+	// where tokens live, never is).
+	host   string
 	opts   Options
 	client *http.Client
 	log    logr.Logger
@@ -88,6 +95,9 @@ func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.Sink == "" {
+		opts.Sink = "the endpoint"
+	}
 	base, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
 		return nil, errors.New("http.DefaultTransport is not an *http.Transport")
@@ -98,6 +108,7 @@ func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
 	}
 	return &Queue{
 		url:  rawURL,
+		host: u.Host,
 		opts: opts,
 		log:  log,
 		wake: make(chan struct{}, 1),
@@ -205,7 +216,7 @@ func (q *Queue) deliver(ctx context.Context, m Message) {
 			return
 		}
 		if !retry || attempt >= q.opts.Attempts {
-			q.log.Error(err, "notification not delivered", "what", m.What, "attempts", attempt)
+			q.log.Error(err, "notification not delivered to "+q.opts.Sink, "what", m.What, "attempts", attempt, "host", q.host)
 			return
 		}
 		select {
@@ -229,16 +240,22 @@ func (q *Queue) post(ctx context.Context, m Message) (retry bool, err error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // drop the URL from the message
 		}
-		return !errors.Is(err, errRedirect), fmt.Errorf("posting: %w", err)
+		if errors.Is(err, errRedirect) {
+			return false, fmt.Errorf("posting to %s: %w: set the URL the endpoint redirects to", q.opts.Sink, err)
+		}
+		return true, fmt.Errorf("posting to %s: cannot reach %s: %w", q.opts.Sink, q.host, err)
 	}
 	_ = resp.Body.Close() // only the status matters; the body is not read
+	code := resp.StatusCode
 	switch {
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return false, fmt.Errorf("posting: %w (status %d)", errRedirect, resp.StatusCode)
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return true, fmt.Errorf("posting: status %d", resp.StatusCode)
-	case resp.StatusCode >= 400:
-		return false, fmt.Errorf("posting: status %d", resp.StatusCode)
+	case code >= 300 && code < 400:
+		return false, fmt.Errorf("posting to %s: %w (status %d): set the URL the endpoint redirects to", q.opts.Sink, errRedirect, code)
+	case code >= 500 || code == http.StatusTooManyRequests:
+		return true, fmt.Errorf("posting to %s: status %d from %s: the endpoint failed or throttled", q.opts.Sink, code, q.host)
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return false, fmt.Errorf("posting to %s: status %d from %s: the endpoint refused the request; check the token in its URL", q.opts.Sink, code, q.host)
+	case code >= 400:
+		return false, fmt.Errorf("posting to %s: status %d from %s: check its URL (and, for alerts, that ALERT_SINK matches the service)", q.opts.Sink, code, q.host)
 	}
 	return false, nil
 }

@@ -207,3 +207,47 @@ func TestFlushesOnShutdown(t *testing.T) {
 		t.Fatalf("delivered %d of 3 queued messages on shutdown", got)
 	}
 }
+
+// A failed delivery names the sink, the host and what to check, never the
+// URL's path or query (where tokens live).
+func TestFailureNamesTheSink(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{
+		{http.StatusForbidden, "status 403 from HOST: the endpoint refused the request; check the token in its URL"},
+		{http.StatusNotFound, "status 404 from HOST: check its URL (and, for alerts, that ALERT_SINK matches the service)"},
+		{http.StatusBadGateway, "status 502 from HOST: the endpoint failed or throttled"},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(tc.status) }))
+			defer srv.Close()
+			logs := &capture{}
+			q, _ := NewQueue(srv.URL+"/services/s3cret", Options{Attempts: 1, Sink: "the slack alert sink (ALERT_WEBHOOK_URL)"}, logs.logger())
+			start(t, q)
+			q.Send(Message{Body: []byte("x"), What: "test"})
+			waitUntil(t, "the failure", func() bool { return strings.Contains(logs.String(), "not delivered") })
+			host := strings.TrimPrefix(srv.URL, "http://")
+			got := logs.String()
+			for _, want := range []string{"not delivered to the slack alert sink (ALERT_WEBHOOK_URL)",
+				"posting to the slack alert sink (ALERT_WEBHOOK_URL): " + strings.ReplaceAll(tc.want, "HOST", host)} {
+				if !strings.Contains(got, want) {
+					t.Errorf("logs %q do not contain %q", got, want)
+				}
+			}
+			if strings.Contains(got, "s3cret") {
+				t.Errorf("logs %q show the URL's path", got)
+			}
+		})
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // nothing listens there any more
+	logs := &capture{}
+	q, _ := NewQueue(srv.URL+"/hook", Options{Attempts: 1, Sink: "the --webhook-url endpoint"}, logs.logger())
+	start(t, q)
+	q.Send(Message{Body: []byte("x"), What: "test"})
+	waitUntil(t, "the failure", func() bool { return strings.Contains(logs.String(), "not delivered") })
+	if want := "posting to the --webhook-url endpoint: cannot reach " + strings.TrimPrefix(srv.URL, "http://"); !strings.Contains(logs.String(), want) {
+		t.Errorf("logs %q do not contain %q", logs.String(), want)
+	}
+}

@@ -165,7 +165,7 @@ func valueSets() []valueSet {
 			if cfg.WebhookURL != "https://hooks.example.com/ripple" {
 				t.Errorf("webhook URL %q, want the value's", cfg.WebhookURL)
 			}
-			if hasRule(objs, "ClusterRole", "events.k8s.io", "events") || hasVerb(objs, "ClusterRole", "apps", "deployments", "patch") {
+			if hasRule(objs, "ClusterRole", "", "events") || hasVerb(objs, "ClusterRole", "apps", "deployments", "patch") {
 				t.Error("webhook mode writes nothing: the ClusterRole must not grant events or patch")
 			}
 		}},
@@ -450,7 +450,8 @@ func wantRoleNamespaces(t *testing.T, objs []*unstructured.Unstructured, namespa
 	t.Helper()
 	var got []string
 	for _, o := range find(objs, "Role") {
-		if strings.HasSuffix(o.GetName(), "-role") {
+		// The rules Roles, not the meta-info's <fullname>-metadata-role.
+		if strings.HasSuffix(o.GetName(), "-role") && !strings.HasSuffix(o.GetName(), "-metadata-role") {
 			got = append(got, o.GetNamespace())
 		}
 	}

@@ -102,7 +102,9 @@ func TestWorkloadKindRules(t *testing.T) {
 				_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{r(values)}})
 				var roles []*unstructured.Unstructured
 				for _, o := range objs {
-					if (o.GetKind() == "Role" || o.GetKind() == "ClusterRole") && strings.HasSuffix(o.GetName(), "-role") {
+					// The rules Roles, not the meta-info's <fullname>-metadata-role.
+					if (o.GetKind() == "Role" || o.GetKind() == "ClusterRole") && strings.HasSuffix(o.GetName(), "-role") &&
+						!strings.HasSuffix(o.GetName(), "-metadata-role") {
 						roles = append(roles, o)
 					}
 				}

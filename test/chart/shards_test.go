@@ -21,7 +21,8 @@ import (
 
 // ripple.shards renders one Deployment per shard, each parsed by Ripple as
 // its own shard of the count, with disjoint selectors, HA inside it and a
-// Lease the leader-election Role grants; the API server accepts them all.
+// Lease the leader-election Role grants, shard 0 alone publishing the
+// meta-info; the API server accepts them all.
 func TestShardsRender(t *testing.T) {
 	values := map[string]any{"ripple": map[string]any{"shards": 3}, "reloader": map[string]any{"deployment": map[string]any{"replicas": 2}}}
 	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{values}})
@@ -51,6 +52,11 @@ func TestShardsRender(t *testing.T) {
 		}
 		if !slices.Contains(leases, cfg.LeaderElectionID) {
 			t.Errorf("%s: Lease %s is not among the Role's %v", d.Name, cfg.LeaderElectionID, leases)
+		}
+		// One reloader-meta-info ConfigMap (on by default, as in
+		// Reloader's chart): shard 0 publishes it, the others do not.
+		if published := cfg.MetaInfo.Namespace != ""; published != (i == 0) {
+			t.Errorf("%s: publishes reloader-meta-info: %v, want only shard 0 to", d.Name, published)
 		}
 	}
 	a := newApplier(t, api.Config)
@@ -91,7 +97,6 @@ func TestShardsRejects(t *testing.T) {
 	}{
 		{"no shards", map[string]any{"ripple": map[string]any{"shards": 0}}, "at '/ripple/shards'"},
 		{"with a VerticalPodAutoscaler", map[string]any{"ripple": map[string]any{"shards": 2}, "reloader": map[string]any{"verticalPodAutoscaler": map[string]any{"enabled": true}}}, "ripple.shards > 1 with reloader.verticalPodAutoscaler.enabled"},
-		{"with meta info", map[string]any{"ripple": map[string]any{"shards": 2, "metaInfo": map[string]any{"enabled": true}}}, "ripple.shards > 1 with ripple.metaInfo.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{tc.values}})

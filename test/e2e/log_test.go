@@ -44,8 +44,9 @@ func TestLogFormat(t *testing.T) {
 				err := json.Unmarshal([]byte(l), &m)
 				switch format {
 				case "json":
-					if err != nil || m["ts"] == nil || m["level"] == nil || m["msg"] == nil {
-						t.Errorf("not a JSON log line with ts, level and msg: %s", l)
+					// Reloader's logrus JSON keys.
+					if err != nil || m["time"] == nil || m["level"] == nil || m["msg"] == nil {
+						t.Errorf("not a JSON log line with time, level and msg: %s", l)
 					}
 				case "text":
 					if err == nil {

@@ -36,7 +36,7 @@ func ParseFlags(args []string, lookup func(string) string) (*config.Options, con
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	fs.SetOutput(&strings.Builder{})
 	opts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := config.Parse(fs, args); err != nil {
 		return opts, config.Config{}, err
 	}
 	if fs.NArg() > 0 {

@@ -559,7 +559,7 @@ func TestBatchReloadSurvivesCreateFailureAndRestart(t *testing.T) {
 	}
 	e.noRecordsIn(t, e.ns)
 	e.waitFor(t, cj, "the pending Job", func(o client.Object) bool { return o.GetAnnotations()[pendingJobKey] != "" })
-	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFailed")
+	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFail")
 
 	stop()
 	lift()
@@ -613,7 +613,7 @@ func TestJobRecreateWaitsForTerminatingJob(t *testing.T) {
 	}
 	e.waitFor(t, old, "the delete of the old Job", func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 	recordKey := jobRecordKey(home, job)
-	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFailed")
+	e.waitEvent(t, job.GetName(), corev1.EventTypeWarning, "ReloadFail")
 	if err := e.c.Get(t.Context(), recordKey, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("no record of Job %s while the old Job terminates: %v", job.GetName(), err)
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,36 @@ func (e *env) reloadedPerWorkload(ctx context.Context) map[string]int {
 		}
 	}
 	return per
+}
+
+// Events are core/v1 Events on the workload, as Reloader writes them, with
+// Reloader's source component for the kind of config that changed.
+func TestEventsAsReloader(t *testing.T) {
+	e := startRipple(t)
+	cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "app"}, refs.Ref{Kind: refs.Secret, Name: "db"}
+	e.newConfig(t, cm)
+	e.newConfig(t, sec)
+	w := e.newWorkload(t, kit.Deployment, "web", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name), envFrom(sec.Kind, sec.Name))
+	e.waitFor(t, w, "the baseline record", hasBaseline)
+	e.waitApplied(t, kit.Deployment, w, cm, e.setConfig(t, cm, "v2"))
+	e.waitApplied(t, kit.Deployment, w, sec, e.setConfig(t, sec, "v2"))
+	want := map[string]string{"reloader-configmaps": `ConfigMap "app"`, "reloader-secrets": `Secret "db"`}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		found := 0
+		for _, ev := range list.Items {
+			names, ok := want[ev.Source.Component]
+			if ok && ev.Reason == controller.ReasonReloaded && ev.Type == corev1.EventTypeNormal &&
+				ev.InvolvedObject.Kind == "Deployment" && ev.InvolvedObject.Name == "web" && strings.Contains(ev.Message, names) {
+				found++
+			}
+		}
+		return found == len(want), nil
+	})
+	if err != nil {
+		t.Fatalf("no core/v1 Reloaded Events from reloader-configmaps and reloader-secrets on Deployment web: %v", err)
+	}
 }

@@ -66,6 +66,14 @@ func TestMetricsCountExactly(t *testing.T) {
 		`ripple_cache_objects{kind="ConfigMap"}`:                                                           2,
 		`ripple_cache_objects{kind="Deployment"}`:                                                          2,
 		`ripple_cache_objects{kind="StatefulSet"}`:                                                         1,
+		// Series with known labels exist from the start, at 0, so that
+		// rate() and absent() alerts work on a quiet cluster.
+		`reloader_action_total{result="error",workload_kind="Deployment"}`:                                 0,
+		`reloader_action_total{result="success",workload_kind="DaemonSet"}`:                                0,
+		`reloader_reconcile_total{result="error"}`:                                                         0,
+		`reloader_events_received_total{event_type="delete",resource_type="secrets"}`:                      0,
+		`ripple_rollouts_stalled_total{kind="StatefulSet"}`:                                                0,
+		`reloader_events_processed_total{event_type="delete",resource_type="configmaps",result="success"}`: 0,
 		// Everything was reconciled: the queues are empty.
 		`reloader_workqueue_depth{}`:                       0,
 		`ripple_workqueue_depth{controller="Deployment"}`:  0,
@@ -79,6 +87,11 @@ func TestMetricsCountExactly(t *testing.T) {
 	for key, v := range want {
 		if g, ok := got[key]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", key, g, ok, v)
+		}
+	}
+	for _, key := range []string{`reloader_skipped_total{reason="strategy_not_updated"}`, `reloader_skipped_total{reason="ignored_or_not_selected"}`} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("%s is absent, want it from the start", key)
 		}
 	}
 	for key := range got {

@@ -225,9 +225,6 @@ says what to change. */}}
 {{- if .Values.reloader.verticalPodAutoscaler.enabled -}}
 {{- fail "ripple.shards > 1 with reloader.verticalPodAutoscaler.enabled: the VerticalPodAutoscaler targets one Deployment; turn it off when sharding." -}}
 {{- end -}}
-{{- if .Values.ripple.metaInfo.enabled -}}
-{{- fail "ripple.shards > 1 with ripple.metaInfo.enabled: the shards would write one reloader-meta-info ConfigMap each; turn it off when sharding." -}}
-{{- end -}}
 {{- end -}}
 {{- $rel := (include "ripple.namespace" .) -}}
 {{- range (include "ripple.scopedNamespaces" . | fromJsonArray) -}}
@@ -260,7 +257,9 @@ kinds) and the optional kinds change them. */}}
   verbs: ["get", "list", "watch"]
 {{- else }}
   verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["events.k8s.io"]
+# core/v1 Events, as Reloader records them (patch: a repeated Event
+# is counted on the existing one).
+- apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end }}
