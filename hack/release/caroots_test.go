@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 // pins, at the version its go.mod names, with that module's license; the
 // build machine's trust store plays no part.
 func TestReadCARoots(t *testing.T) {
-	ca, err := readCARoots(context.Background(), "../tools/caroots")
+	ca, err := readCARoots(t.Context(), "../tools/caroots")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +28,7 @@ func TestReadCARoots(t *testing.T) {
 	if !bytes.Contains(ca.license, []byte("The Go Authors")) {
 		t.Errorf("the license shipped beside the bundle is not the module's:\n%s", ca.license)
 	}
-	if _, err := readCARoots(context.Background(), t.TempDir()); err == nil {
+	if _, err := readCARoots(t.Context(), t.TempDir()); err == nil {
 		t.Error("a directory without the module gave a bundle")
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -114,7 +113,7 @@ func TestPush(t *testing.T) {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	ref := strings.TrimPrefix(reg.URL, "http://") + "/team/ripple:v0.1.0"
-	if err := push(context.Background(), dir, ref, true); err != nil {
+	if err := push(t.Context(), dir, ref, true); err != nil {
 		t.Fatal(err)
 	}
 	r, err := name.ParseReference(ref, name.Insecure)
@@ -145,7 +144,7 @@ func TestPush(t *testing.T) {
 			t.Errorf("the pushed %s image: %v", d.Platform, err)
 		}
 	}
-	if err := push(context.Background(), dir, "Not A Reference", false); err == nil || !strings.Contains(err.Error(), "-ref") {
+	if err := push(t.Context(), dir, "Not A Reference", false); err == nil || !strings.Contains(err.Error(), "-ref") {
 		t.Errorf("a bad reference: %v, want an error naming -ref", err)
 	}
 }
