@@ -111,6 +111,10 @@ PLATFORMS         ?= linux/amd64,linux/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LICENSES          ?= Apache-2.0
+# The Go release the image's and the release's binaries are built with, so
+# that every machine builds the same bytes (fetched through the module proxy
+# when the local go is another release; empty: the local go).
+RELEASE_GO        ?= go1.26.8
 IMAGE_DIR         ?= $(BIN)/image
 RELEASE_DIR       ?= $(BIN)/release
 # Flags for `release push`, e.g. --insecure for a plain-HTTP registry.
@@ -126,7 +130,7 @@ LOAD_ARCHIVE      ?= $(IMAGE_DIR)/ripple-$(subst /,-,$(LOAD_PLATFORM)).docker.ta
 image: ## Build the multi-arch OCI image into bin/image with only Go (no container engine, nothing of the machine's); IMAGE=registry/name also pushes it.
 	go run ./hack/release image --version $(RELEASE_VERSION) --repository $(IMAGE_REPOSITORY) \
 	  --revision $(REVISION) --licenses $(LICENSES) --source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) \
-	  --ca-roots hack/tools/caroots --out $(IMAGE_DIR)
+	  --go-toolchain '$(RELEASE_GO)' --ca-roots hack/tools/caroots --out $(IMAGE_DIR)
 	@if [ -n "$(IMAGE)" ]; then \
 	  set -x; \
 	  go run ./hack/release push --image-dir $(IMAGE_DIR) --ref $(IMAGE):$(RELEASE_VERSION) $(PUSH_FLAGS); \
@@ -157,7 +161,7 @@ image-load: ## Build the image and load it into a local kind, k3d or minikube cl
 .PHONY: release
 release: tools image ## Build the release into bin/release: image archive, SBOM, kubectl-ripple archives, krew manifest, chart package, manifests, sha256sums.txt.
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/genmanifests -check
-	go run ./hack/release dist --version $(RELEASE_VERSION) --source-date-epoch $(SOURCE_DATE_EPOCH) \
+	go run ./hack/release dist --version $(RELEASE_VERSION) --source-date-epoch $(SOURCE_DATE_EPOCH) --go-toolchain '$(RELEASE_GO)' \
 	  --image-dir $(IMAGE_DIR) --helm $(TOOLS_DIR)/helm --out $(RELEASE_DIR)
 
 .PHONY: test-image

@@ -36,6 +36,8 @@ const (
 
 type imageOptions struct {
 	version, revision, repository, licenses string
+	// toolchain is the GOTOOLCHAIN the binaries are built with.
+	toolchain string
 	// caRootsDir is the module whose command writes the CA bundle.
 	caRootsDir string
 	platforms  []string
@@ -101,7 +103,7 @@ func imageIndex(ctx context.Context, o imageOptions, base v1.Layer, ca caRoots, 
 			return nil, nil, err
 		}
 		bin := filepath.Join(o.out, goos+"_"+goarch, "ripple")
-		if err := goBuild(ctx, goos, goarch, o.version, bin); err != nil {
+		if err := goBuild(ctx, goos, goarch, o.version, o.toolchain, bin); err != nil {
 			return nil, nil, err
 		}
 		binaries = append(binaries, bin)

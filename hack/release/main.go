@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("release "+args[0], flag.ContinueOnError)
 	version := fs.String("version", "", "release version: the image tag and the binary's version (the chart's appVersion)")
 	epoch := fs.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "the time stamped on every file and in the image, in seconds since 1970")
+	toolchain := fs.String("go-toolchain", "", "the Go release to build the binaries with (GOTOOLCHAIN, e.g. go1.26.8; fetched through the module proxy if it is not the local go): the same bytes on every machine; empty: the local go")
 	switch args[0] {
 	case "image":
 		o := imageOptions{}
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string) error {
 		if o.version, o.platforms, o.epoch, err = parse(fs, args[1:], version, platforms, epoch); err != nil {
 			return err
 		}
+		o.toolchain = *toolchain
 		for name, v := range map[string]string{"version": o.version, "repository": o.repository, "revision": o.revision, "licenses": o.licenses} {
 			if v == "" {
 				return fmt.Errorf("-%s is required", name)
@@ -89,6 +91,7 @@ func run(ctx context.Context, args []string) error {
 		if o.version, o.platforms, o.epoch, err = parse(fs, args[1:], version, platforms, epoch); err != nil {
 			return err
 		}
+		o.toolchain = *toolchain
 		if o.version == "" {
 			return fmt.Errorf("-version is required")
 		}
@@ -144,12 +147,18 @@ func parseEpoch(s string) (time.Time, error) {
 }
 
 // goBuild builds the ripple binary for one platform as the Makefile's build
-// target does: static, trimmed paths, version stamped.
-func goBuild(ctx context.Context, goos, goarch, version, out string) error {
+// target does: static, trimmed paths, version stamped. What the machine's
+// environment could change in the binary is fixed: the Go release (when
+// toolchain is set), the instruction-set levels, experiments and GOFLAGS.
+func goBuild(ctx context.Context, goos, goarch, version, toolchain, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
 		"-ldflags", "-s -w -X "+versionVar+"="+version,
 		"-o", out, "./cmd/ripple")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch,
+		"GOFLAGS=", "GOEXPERIMENT=", "GOAMD64=v1", "GOARM64=v8.0")
+	if toolchain != "" {
+		cmd.Env = append(cmd.Env, "GOTOOLCHAIN="+toolchain)
+	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build for %s/%s: %w", goos, goarch, err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,4 +207,19 @@ func caBundle(t *testing.T) []byte {
 		t.Fatalf("hack/tools/caroots wrote %d certificates, want over 100", n)
 	}
 	return b
+}
+
+// releaseGo is the Go release the Makefile builds the image's binaries
+// with (RELEASE_GO).
+func releaseGo(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^RELEASE_GO\s*\?=\s*(\S+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("the Makefile sets no RELEASE_GO")
+	}
+	return string(m[1])
 }

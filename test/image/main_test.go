@@ -1,6 +1,6 @@
 // Package image tests Ripple's image and release as a user gets them: it
 // builds both with `make release`, the image a second time with `make
-// image IMAGE=...` (another umask and time zone), which pushes it to a
+// image IMAGE=...` (another umask, time zone and GOFLAGS), which pushes it to a
 // registry the test serves, and a third time with `make image-load`,
 // which hands a docker-archive to a stand-in for kind. It inspects the OCI
 // layout, compares the builds' digests, reads the loaded archive back,
@@ -84,7 +84,8 @@ func start(ctx context.Context) (stop func() error, err error) {
 		return nil, errors.Join(err, cleanup())
 	}
 	// The targets a user runs, into private directories: the first pushes
-	// nothing; the second, with another umask and time zone, pushes to
+	// nothing; the second, with another umask, time zone and GOFLAGS
+	// (which must not reach the binaries), pushes to
 	// the test's registry (plain HTTP, as go-containerregistry speaks to
 	// 127.0.0.1); the third loads the image into the stand-in kind.
 	for _, b := range []struct {
@@ -92,7 +93,7 @@ func start(ctx context.Context) (stop func() error, err error) {
 		args []string
 	}{
 		{nil, []string{"release", "IMAGE=", "IMAGE_DIR=" + imageDirs[0], "RELEASE_DIR=" + releaseDir}},
-		{[]string{"TZ=America/Los_Angeles", "UMASK=077"}, []string{"image", "IMAGE=" + pushed, "IMAGE_DIR=" + imageDirs[1]}},
+		{[]string{"TZ=America/Los_Angeles", "UMASK=077", "GOFLAGS=-buildvcs=false"}, []string{"image", "IMAGE=" + pushed, "IMAGE_DIR=" + imageDirs[1]}},
 		{[]string{"PATH=" + fakeBin + string(os.PathListSeparator) + os.Getenv("PATH"), "KIND_OUT=" + kindDir},
 			[]string{"image-load", "CLUSTER=", "CLUSTER_NAME=ripple-test", "LOAD_PLATFORM=linux/amd64", "IMAGE_DIR=" + loadDir}},
 	} {
