@@ -144,7 +144,7 @@ image-load: ## Build the image and load it into a local kind, k3d or minikube cl
 	fi; \
 	case "$$tool" in \
 	  kind|k3d|minikube) command -v $$tool >/dev/null || { echo "make image-load: CLUSTER=$$tool but $$tool is not on PATH" >&2; exit 1; } ;; \
-	  "") echo "make image-load: found none of kind, k3d or minikube on PATH; install one, set CLUSTER=kind, k3d or minikube, or load the image by hand (docs/install.md)" >&2; exit 1 ;; \
+	  "") echo "make image-load: found none of kind, k3d or minikube on PATH; put one on PATH, or load the image by hand (docs/install.md)" >&2; exit 1 ;; \
 	  *) echo "make image-load: CLUSTER=$$tool is not one of kind, k3d, minikube" >&2; exit 1 ;; \
 	esac; \
 	$(MAKE) --no-print-directory image IMAGE= IMAGE_DIR=$(IMAGE_DIR); \
