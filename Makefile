@@ -165,7 +165,7 @@ release: tools image ## Build the release into bin/release: image archive, SBOM,
 	  --image-dir $(IMAGE_DIR) --helm $(TOOLS_DIR)/helm --out $(RELEASE_DIR)
 
 .PHONY: test-image
-test-image: tools build ## Image and release tests: builds both (twice, for the digest), checks the image, runs its binary and installs the packaged chart on the local cluster.
+test-image: tools build ## Image and release tests: builds both (the image three times, for the digest; once through image-load into a stand-in kind), checks the image, runs its binary and installs the packaged chart on the local cluster.
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 30m ./test/image/...
 
 .PHONY: bench
