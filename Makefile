@@ -118,37 +118,62 @@ PLATFORMS         ?= linux/amd64,linux/arm64
 # Builds of one commit are identical: every timestamp is the commit's.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-# The project has no LICENSE file yet: the label asserts nothing until it does.
-LICENSES          ?= NOASSERTION
+LICENSES          ?= Apache-2.0
+# The Go release the image's and the release's binaries are built with, so
+# that every machine builds the same bytes (fetched through the module proxy
+# when the local go is another release; empty: the local go).
+RELEASE_GO        ?= go1.26.8
 IMAGE_DIR         ?= $(BIN)/image
 RELEASE_DIR       ?= $(BIN)/release
-SKOPEO_FLAGS      ?=
-CA_BUNDLE         := /etc/ssl/certs/ca-certificates.crt
-
-# CI starts from a fresh machine: install the Debian packages the image
-# targets use only when they are missing.
-$(CA_BUNDLE):
-	apt-get update && apt-get install -y --no-install-recommends ca-certificates
+# Flags for `release push`, e.g. --insecure for a plain-HTTP registry.
+PUSH_FLAGS        ?=
+# make image-load: the cluster tool (found on PATH unless set), the cluster's
+# name (the tool's default unless set) and the platform of its nodes.
+CLUSTER           ?=
+CLUSTER_NAME      ?=
+LOAD_PLATFORM     ?= linux/$(shell go env GOARCH)
+LOAD_ARCHIVE      ?= $(IMAGE_DIR)/ripple-$(subst /,-,$(LOAD_PLATFORM)).docker.tar
 
 .PHONY: image
-image: $(CA_BUNDLE) ## Build the multi-arch OCI image into bin/image (no container engine, nothing pulled); IMAGE=registry/name also pushes it with skopeo.
+image: ## Build the multi-arch OCI image into bin/image with only Go (no container engine, nothing of the machine's); IMAGE=registry/name also pushes it.
 	go run ./hack/release image --version $(RELEASE_VERSION) --repository $(IMAGE_REPOSITORY) \
 	  --revision $(REVISION) --licenses $(LICENSES) --source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) \
-	  --ca-bundle $(CA_BUNDLE) --ca-version "$$(dpkg-query -W -f='$${Version}' ca-certificates)" --out $(IMAGE_DIR)
+	  --go-toolchain '$(RELEASE_GO)' --ca-roots hack/tools/caroots --out $(IMAGE_DIR)
 	@if [ -n "$(IMAGE)" ]; then \
-	  command -v skopeo >/dev/null || { apt-get update && apt-get install -y --no-install-recommends skopeo; }; \
 	  set -x; \
-	  skopeo copy --all $(SKOPEO_FLAGS) oci-archive:$(IMAGE_DIR)/ripple.oci.tar docker://$(IMAGE):$(RELEASE_VERSION); \
+	  go run ./hack/release push --image-dir $(IMAGE_DIR) --ref $(IMAGE):$(RELEASE_VERSION) $(PUSH_FLAGS); \
 	fi
+
+.PHONY: image-load
+image-load: ## Build the image and load it into a local kind, k3d or minikube cluster (CLUSTER=kind|k3d|minikube, CLUSTER_NAME=...).
+	@tool='$(CLUSTER)'; \
+	if [ -z "$$tool" ]; then \
+	  for t in kind k3d minikube; do if command -v $$t >/dev/null; then tool=$$t; break; fi; done; \
+	fi; \
+	case "$$tool" in \
+	  kind|k3d|minikube) command -v $$tool >/dev/null || { echo "make image-load: CLUSTER=$$tool but $$tool is not on PATH" >&2; exit 1; } ;; \
+	  "") echo "make image-load: found none of kind, k3d or minikube on PATH; put one on PATH, or load the image by hand (docs/install.md)" >&2; exit 1 ;; \
+	  *) echo "make image-load: CLUSTER=$$tool is not one of kind, k3d, minikube" >&2; exit 1 ;; \
+	esac; \
+	$(MAKE) --no-print-directory image IMAGE= IMAGE_DIR=$(IMAGE_DIR); \
+	go run ./hack/release docker-archive --image-dir $(IMAGE_DIR) --platform $(LOAD_PLATFORM) \
+	  --tag $(IMAGE_REPOSITORY):$(RELEASE_VERSION) --out $(LOAD_ARCHIVE); \
+	name='$(CLUSTER_NAME)'; \
+	set -x; \
+	case "$$tool" in \
+	  kind) kind load image-archive $(LOAD_ARCHIVE) $${name:+--name "$$name"} ;; \
+	  k3d) k3d image import $(LOAD_ARCHIVE) $${name:+--cluster "$$name"} ;; \
+	  minikube) minikube image load $(LOAD_ARCHIVE) $${name:+--profile "$$name"} ;; \
+	esac
 
 .PHONY: release
 release: tools image ## Build the release into bin/release: image archive, SBOM, kubectl-ripple archives, krew manifest, chart package, manifests, sha256sums.txt.
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/genmanifests -check
-	go run ./hack/release dist --version $(RELEASE_VERSION) --source-date-epoch $(SOURCE_DATE_EPOCH) \
+	go run ./hack/release dist --version $(RELEASE_VERSION) --source-date-epoch $(SOURCE_DATE_EPOCH) --go-toolchain '$(RELEASE_GO)' \
 	  --image-dir $(IMAGE_DIR) --helm $(TOOLS_DIR)/helm --out $(RELEASE_DIR)
 
 .PHONY: test-image
-test-image: tools build ## Image and release tests: builds both (twice, for the digest), checks the image, runs its binary and installs the packaged chart on the local cluster.
+test-image: tools build ## Image and release tests: builds both (the image three times, for the digest; once through image-load into a stand-in kind), checks the image, runs its binary and installs the packaged chart on the local cluster.
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 30m ./test/image/...
 
 .PHONY: bench

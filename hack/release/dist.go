@@ -19,7 +19,7 @@ import (
 )
 
 type distOptions struct {
-	version                                     string
+	version, toolchain                          string
 	imageDir, out, chart, manifests, krew, helm string
 	platforms                                   []string
 	epoch                                       time.Time
@@ -77,7 +77,7 @@ func dist(ctx context.Context, o distOptions) (err error) {
 			return err
 		}
 		bin := filepath.Join(tmp, goos+"_"+goarch, "kubectl-ripple")
-		if err := goBuild(ctx, goos, goarch, o.version, bin); err != nil {
+		if err := goBuild(ctx, goos, goarch, o.version, o.toolchain, bin); err != nil {
 			return err
 		}
 		b, err := os.ReadFile(bin)

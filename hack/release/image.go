@@ -27,16 +27,22 @@ const (
 	description   = "Rolls workloads when the ConfigMaps and Secrets they use change; a drop-in replacement for Stakater Reloader."
 	nonrootID     = 65532
 	caBundlePath  = "etc/ssl/certs/ca-certificates.crt"
-	caCopyright   = "usr/share/doc/ca-certificates/copyright"
+	caLicensePath = "usr/share/doc/ca-certificates/LICENSE"
 	binaryInImage = "ripple"
+	// caRootsLabel names the module (and version) the CA certificates
+	// come from.
+	caRootsLabel = "dev.ripple.image.ca-roots"
 )
 
 type imageOptions struct {
 	version, revision, repository, licenses string
-	caBundle, caCopyright, caVersion        string
-	platforms                               []string
-	epoch                                   time.Time
-	out                                     string
+	// toolchain is the GOTOOLCHAIN the binaries are built with.
+	toolchain string
+	// caRootsDir is the module whose command writes the CA bundle.
+	caRootsDir string
+	platforms  []string
+	epoch      time.Time
+	out        string
 }
 
 // buildImage builds the binaries, the image index with one image per
@@ -48,7 +54,11 @@ func buildImage(ctx context.Context, o imageOptions) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	base, err := baseLayer(o)
+	ca, err := readCARoots(ctx, o.caRootsDir)
+	if err != nil {
+		return err
+	}
+	base, err := baseLayer(o, ca)
 	if err != nil {
 		return err
 	}
@@ -61,8 +71,9 @@ func buildImage(ctx context.Context, o imageOptions) error {
 		"org.opencontainers.image.revision":    o.revision,
 		"org.opencontainers.image.licenses":    o.licenses,
 		"org.opencontainers.image.created":     o.epoch.Format(time.RFC3339),
+		caRootsLabel:                           ca.module + "@" + ca.version,
 	}
-	idx, binaries, err := imageIndex(ctx, o, base, labels)
+	idx, binaries, err := imageIndex(ctx, o, base, ca, labels)
 	if err != nil {
 		return err
 	}
@@ -70,7 +81,7 @@ func buildImage(ctx context.Context, o imageOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSBOM(filepath.Join(o.out, sbomFile), o, binaries); err != nil {
+	if err := writeSBOM(filepath.Join(o.out, sbomFile), o, ca, binaries); err != nil {
 		return err
 	}
 	digest, err := idx.Digest()
@@ -83,7 +94,7 @@ func buildImage(ctx context.Context, o imageOptions) error {
 
 // imageIndex builds the binary of each platform and the image index holding
 // one image per platform; it returns the index and the binaries' paths.
-func imageIndex(ctx context.Context, o imageOptions, base v1.Layer, labels map[string]string) (v1.ImageIndex, []string, error) {
+func imageIndex(ctx context.Context, o imageOptions, base v1.Layer, ca caRoots, labels map[string]string) (v1.ImageIndex, []string, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	var binaries []string
 	for _, p := range o.platforms {
@@ -92,11 +103,11 @@ func imageIndex(ctx context.Context, o imageOptions, base v1.Layer, labels map[s
 			return nil, nil, err
 		}
 		bin := filepath.Join(o.out, goos+"_"+goarch, "ripple")
-		if err := goBuild(ctx, goos, goarch, o.version, bin); err != nil {
+		if err := goBuild(ctx, goos, goarch, o.version, o.toolchain, bin); err != nil {
 			return nil, nil, err
 		}
 		binaries = append(binaries, bin)
-		img, plat, err := platformImage(o, base, bin, goos, goarch, labels)
+		img, plat, err := platformImage(o, base, ca, bin, goos, goarch, labels)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -139,17 +150,9 @@ func writeOCI(o imageOptions, idx v1.ImageIndex) (string, error) {
 }
 
 // baseLayer holds what every platform shares: the nonroot user, the CA
-// certificates (Debian's ca-certificates package, with its copyright file)
-// and a writable /tmp. No shell, no package manager.
-func baseLayer(o imageOptions) (v1.Layer, error) {
-	ca, err := os.ReadFile(o.caBundle)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificates (install Debian's ca-certificates package): %w", err)
-	}
-	copyright, err := os.ReadFile(o.caCopyright)
-	if err != nil {
-		return nil, fmt.Errorf("the ca-certificates copyright file: %w", err)
-	}
+// certificates (from a pinned Go module, with its license) and a writable
+// /tmp. No shell, no package manager, nothing of the build machine.
+func baseLayer(o imageOptions, ca caRoots) (v1.Layer, error) {
 	passwd := "root:x:0:0:root:/root:/sbin/nologin\n" +
 		"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" +
 		fmt.Sprintf("nonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonrootID, nonrootID)
@@ -160,7 +163,7 @@ func baseLayer(o imageOptions) (v1.Layer, error) {
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
 		{name: "etc/ssl/", mode: 0o755},
 		{name: "etc/ssl/certs/", mode: 0o755},
-		{name: caBundlePath, mode: 0o644, data: ca},
+		{name: caBundlePath, mode: 0o644, data: ca.pem},
 		{name: "home/", mode: 0o755},
 		{name: "home/nonroot/", mode: 0o700, uid: nonrootID, gid: nonrootID},
 		{name: "tmp/", mode: 0o1777},
@@ -168,13 +171,13 @@ func baseLayer(o imageOptions) (v1.Layer, error) {
 		{name: "usr/share/", mode: 0o755},
 		{name: "usr/share/doc/", mode: 0o755},
 		{name: "usr/share/doc/ca-certificates/", mode: 0o755},
-		{name: caCopyright, mode: 0o644, data: copyright},
+		{name: caLicensePath, mode: 0o644, data: ca.license},
 	}, o.epoch)
 }
 
 // platformImage is the base layer plus the platform's binary, with the
 // config every platform shares.
-func platformImage(o imageOptions, base v1.Layer, bin, goos, goarch string, labels map[string]string) (v1.Image, *v1.Platform, error) {
+func platformImage(o imageOptions, base v1.Layer, ca caRoots, bin, goos, goarch string, labels map[string]string) (v1.Image, *v1.Platform, error) {
 	b, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, nil, err
@@ -187,7 +190,7 @@ func platformImage(o imageOptions, base v1.Layer, bin, goos, goarch string, labe
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, History: v1.History{Created: created, CreatedBy: "hack/release: nonroot user, CA certificates (Debian ca-certificates " + o.caVersion + ")"}},
+		mutate.Addendum{Layer: base, History: v1.History{Created: created, CreatedBy: "hack/release: nonroot user, CA certificates (" + ca.module + " " + ca.version + ")"}},
 		mutate.Addendum{Layer: binLayer, History: v1.History{Created: created, CreatedBy: "hack/release: /ripple " + o.version + " (" + goos + "/" + goarch + ")"}},
 	)
 	if err != nil {

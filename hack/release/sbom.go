@@ -17,18 +17,16 @@ import (
 
 // writeSBOM writes a CycloneDX SBOM of the image: the ripple application,
 // every Go module linked into any of the binaries (read from their build
-// info, as `go version -m` does), the Go standard library and the
-// ca-certificates package.
-func writeSBOM(path string, o imageOptions, binaries []string) error {
+// info, as `go version -m` does), the Go standard library and the Go
+// module the CA certificates come from.
+func writeSBOM(path string, o imageOptions, ca caRoots, binaries []string) error {
 	l, err := readBinaries(binaries)
 	if err != nil {
 		return err
 	}
-	if o.caVersion != "" {
-		ref := "pkg:deb/debian/ca-certificates@" + o.caVersion + "?arch=all"
-		l.comps[ref] = cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeData, Name: "ca-certificates", Version: o.caVersion, PackageURL: ref,
-			Description: "/" + caBundlePath + " from Debian's ca-certificates package"}
-	}
+	ref := purl(ca.module, ca.version)
+	l.comps[ref] = cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeData, Name: ca.module, Version: ca.version, PackageURL: ref,
+		Description: "/" + caBundlePath + ": the unconstrained roots of " + ca.module + " (Mozilla's NSS trust store)"}
 	return encodeBOM(path, newBOM(o, l))
 }
 

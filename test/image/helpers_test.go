@@ -2,11 +2,15 @@ package image
 
 import (
 	"archive/tar"
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"golang.org/x/mod/modfile"
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
 )
@@ -149,4 +154,72 @@ func extractBinary(t *testing.T, img v1.Image) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// The label and module that name where the image's CA certificates come
+// from, as hack/release writes them.
+const (
+	caRootsLabel  = "dev.ripple.image.ca-roots"
+	caRootsModule = "golang.org/x/crypto/x509roots/fallback"
+)
+
+// caRootsVersion is the version of the CA certificates' module that
+// hack/tools/caroots/go.mod pins.
+func caRootsVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "hack", "tools", "caroots", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.ParseLax("go.mod", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == caRootsModule {
+			return r.Mod.Version
+		}
+	}
+	t.Fatalf("hack/tools/caroots/go.mod does not require %s", caRootsModule)
+	return ""
+}
+
+// caBundle is the CA bundle hack/tools/caroots writes, checked to be PEM
+// certificates only, over a hundred of them, each of which parses.
+func caBundle(t *testing.T) []byte {
+	t.Helper()
+	cmd := exec.Command("go", "-C", filepath.Join(root, "hack", "tools", "caroots"), "run", ".")
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/tools/caroots: %v", err)
+	}
+	n := 0
+	for rest := b; len(bytes.TrimSpace(rest)) > 0; n++ {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil || block.Type != "CERTIFICATE" {
+			t.Fatalf("hack/tools/caroots wrote something other than PEM certificates after %d", n)
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Fatalf("certificate %d from hack/tools/caroots: %v", n+1, err)
+		}
+	}
+	if n < 100 {
+		t.Fatalf("hack/tools/caroots wrote %d certificates, want over 100", n)
+	}
+	return b
+}
+
+// releaseGo is the Go release the Makefile builds the image's binaries
+// with (RELEASE_GO).
+func releaseGo(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^RELEASE_GO\s*\?=\s*(\S+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("the Makefile sets no RELEASE_GO")
+	}
+	return string(m[1])
 }

@@ -2,7 +2,6 @@ package image
 
 import (
 	"bytes"
-	"crypto/x509"
 	"debug/elf"
 	"maps"
 	"os"
@@ -23,25 +22,25 @@ import (
 // maxCompressedSize bounds what a node pulls for one platform.
 const maxCompressedSize = 40 << 20
 
-// The image's whole filesystem: the binary, the nonroot user, Debian's CA
-// certificates with their copyright, a home and /tmp. Nothing else, so no
-// shell and no other program can be in it.
+// The image's whole filesystem: the binary, the nonroot user, the CA
+// certificates of a pinned Go module with its license, a home and /tmp.
+// Nothing else, so no shell and no other program can be in it.
 var wantFiles = map[string]int64{ // path: mode
-	"/etc":                               0o755,
-	"/etc/group":                         0o644,
-	"/etc/passwd":                        0o644,
-	"/etc/ssl":                           0o755,
-	"/etc/ssl/certs":                     0o755,
-	"/etc/ssl/certs/ca-certificates.crt": 0o644,
-	"/home":                              0o755,
-	"/home/nonroot":                      0o700,
-	"/ripple":                            0o755,
-	"/tmp":                               0o1777,
-	"/usr":                               0o755,
-	"/usr/share":                         0o755,
-	"/usr/share/doc":                     0o755,
-	"/usr/share/doc/ca-certificates":     0o755,
-	"/usr/share/doc/ca-certificates/copyright": 0o644,
+	"/etc":                                   0o755,
+	"/etc/group":                             0o644,
+	"/etc/passwd":                            0o644,
+	"/etc/ssl":                               0o755,
+	"/etc/ssl/certs":                         0o755,
+	"/etc/ssl/certs/ca-certificates.crt":     0o644,
+	"/home":                                  0o755,
+	"/home/nonroot":                          0o700,
+	"/ripple":                                0o755,
+	"/tmp":                                   0o1777,
+	"/usr":                                   0o755,
+	"/usr/share":                             0o755,
+	"/usr/share/doc":                         0o755,
+	"/usr/share/doc/ca-certificates":         0o755,
+	"/usr/share/doc/ca-certificates/LICENSE": 0o644,
 }
 
 // The machines each image's binary must be built for.
@@ -73,11 +72,10 @@ func TestImageConfig(t *testing.T) {
 		"org.opencontainers.image.version":  rel.version,
 		"org.opencontainers.image.revision": git(t, "rev-parse", "HEAD"),
 		"org.opencontainers.image.created":  commitTime(t).Format(time.RFC3339),
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		caRootsLabel:                        caRootsModule + "@" + caRootsVersion(t),
 	}
-	hostCA, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantCA := caBundle(t)
 	for plat, img := range images {
 		t.Run(plat, func(t *testing.T) {
 			cf, err := img.ConfigFile()
@@ -100,9 +98,6 @@ func TestImageConfig(t *testing.T) {
 				if cf.Config.Labels[k] != v {
 					t.Errorf("label %s=%q, want %q", k, cf.Config.Labels[k], v)
 				}
-			}
-			if cf.Config.Labels["org.opencontainers.image.licenses"] == "" {
-				t.Error("no org.opencontainers.image.licenses label")
 			}
 			if !cf.Created.Equal(commitTime(t)) {
 				t.Errorf("created %s, want the commit time %s", cf.Created.Time, commitTime(t))
@@ -150,9 +145,11 @@ func TestImageConfig(t *testing.T) {
 				!strings.Contains(string(fs["/etc/group"].data), "\nnonroot:x:65532:\n") {
 				t.Errorf("no nonroot 65532 in /etc/passwd and /etc/group:\n%s%s", fs["/etc/passwd"].data, fs["/etc/group"].data)
 			}
-			ca := fs["/etc/ssl/certs/ca-certificates.crt"].data
-			if !bytes.Equal(ca, hostCA) || !x509.NewCertPool().AppendCertsFromPEM(ca) {
-				t.Error("the CA bundle is not the ca-certificates package's PEM bundle")
+			if ca := fs["/etc/ssl/certs/ca-certificates.crt"].data; !bytes.Equal(ca, wantCA) {
+				t.Errorf("the CA bundle (%d bytes) is not the one hack/tools/caroots writes (%d bytes)", len(ca), len(wantCA))
+			}
+			if lic := fs["/usr/share/doc/ca-certificates/LICENSE"].data; !bytes.Contains(lic, []byte("Copyright 2009 The Go Authors")) {
+				t.Errorf("/usr/share/doc/ca-certificates/LICENSE is not %s's license:\n%s", caRootsModule, lic)
 			}
 
 			bin, err := elf.NewFile(bytes.NewReader(fs["/ripple"].data))
@@ -171,8 +168,9 @@ func TestImageConfig(t *testing.T) {
 	}
 }
 
-// TestDigestStable: two builds of the same commit give the same image
-// index, byte for byte the same archive, and the same SBOM.
+// TestDigestStable: builds of the same commit, under another umask, time
+// zone and GOFLAGS too, give the same image index, byte for byte the same
+// archive, and the same SBOM.
 func TestDigestStable(t *testing.T) {
 	t.Parallel()
 	var digests [2]string
@@ -188,6 +186,10 @@ func TestDigestStable(t *testing.T) {
 		t.Errorf("two builds of one commit: index digests %s and %s", digests[0], digests[1])
 	}
 	t.Logf("index digest %s", digests[0])
+	loaded, _ := imageIndex(t, loadDir)
+	if d, err := loaded.Digest(); err != nil || d.String() != digests[0] {
+		t.Errorf("make image-load built index %s (%v), make release %s", d, err, digests[0])
+	}
 	for _, f := range []string{"ripple.oci.tar", "sbom.cdx.json"} {
 		a, err := os.ReadFile(filepath.Join(imageDirs[0], f))
 		if err != nil {
@@ -289,8 +291,22 @@ func TestSBOM(t *testing.T) {
 		if mods < 10 {
 			t.Fatalf("%s: go version -m listed %d modules:\n%s", plat, mods, out)
 		}
-		if goVersion := strings.Fields(string(out))[1]; !have["stdlib@"+goVersion] {
+		// bin/ripple is built with the local go, the image's binaries
+		// with the Go release the Makefile pins.
+		goVersion := strings.Fields(string(out))[1]
+		if plat != bin && !have["stdlib@"+goVersion] {
 			t.Errorf("%s: the SBOM lacks the standard library %s", plat, goVersion)
+		}
+		if want := releaseGo(t); plat != bin && goVersion != want {
+			t.Errorf("%s: built with %s, want the Makefile's RELEASE_GO %s", plat, goVersion, want)
+		}
+	}
+	if v := caRootsVersion(t); !have[caRootsModule+"@"+v] {
+		t.Errorf("the SBOM lacks the CA certificates' module %s %s", caRootsModule, v)
+	}
+	for name := range have {
+		if strings.Contains(name, "ca-certificates") {
+			t.Errorf("the SBOM names a distribution's package: %s", name)
 		}
 	}
 }

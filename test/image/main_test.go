@@ -1,8 +1,11 @@
 // Package image tests Ripple's image and release as a user gets them: it
-// builds both with `make release` and the image a second time with `make
-// image IMAGE=...`, which pushes it to a registry the test serves, inspects the OCI layout, compares the two builds' digests, runs
-// the image's own amd64 binary against a local cluster and installs the
-// packaged chart there.
+// builds both with `make release`, the image a second time with `make
+// image IMAGE=...` (another umask, time zone and GOFLAGS), which pushes it to a
+// registry the test serves, and a third time with `make image-load`,
+// which hands a docker-archive to a stand-in for kind. It inspects the OCI
+// layout, compares the builds' digests, reads the loaded archive back,
+// runs the image's own amd64 binary against a local cluster and installs
+// the packaged chart there.
 //
 // No container engine runs here (registries are unreachable and the
 // sandbox cannot run containers cheaply), so the binary is extracted from
@@ -43,6 +46,9 @@ var (
 	root       string
 	imageDirs  [2]string
 	releaseDir string
+	// loadDir is the `make image-load` output; kindDir is where the
+	// stand-in kind left its arguments and the archive it was given.
+	loadDir, kindDir string
 	// pushed is where the second `make image` pushed the image: a registry
 	// served by this test on 127.0.0.1.
 	pushed string
@@ -71,14 +77,27 @@ func start(ctx context.Context) (stop func() error, err error) {
 	}
 	imageDirs = [2]string{filepath.Join(tmp, "image-1"), filepath.Join(tmp, "image-2")}
 	releaseDir = filepath.Join(tmp, "release")
+	loadDir, kindDir = filepath.Join(tmp, "image-load"), filepath.Join(tmp, "kind")
 	pushed = strings.TrimPrefix(reg.URL, "http://") + "/ripple"
+	fakeBin, err := fakeKind(tmp)
+	if err != nil {
+		return nil, errors.Join(err, cleanup())
+	}
 	// The targets a user runs, into private directories: the first pushes
-	// nothing, the second pushes to the test's registry (plain HTTP).
-	for _, args := range [][]string{
-		{"release", "IMAGE=", "IMAGE_DIR=" + imageDirs[0], "RELEASE_DIR=" + releaseDir},
-		{"image", "IMAGE=" + pushed, "SKOPEO_FLAGS=--dest-tls-verify=false", "IMAGE_DIR=" + imageDirs[1]},
+	// nothing; the second, with another umask, time zone and GOFLAGS
+	// (which must not reach the binaries), pushes to
+	// the test's registry (plain HTTP, as go-containerregistry speaks to
+	// 127.0.0.1); the third loads the image into the stand-in kind.
+	for _, b := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"release", "IMAGE=", "IMAGE_DIR=" + imageDirs[0], "RELEASE_DIR=" + releaseDir}},
+		{[]string{"TZ=America/Los_Angeles", "UMASK=077", "GOFLAGS=-buildvcs=false"}, []string{"image", "IMAGE=" + pushed, "IMAGE_DIR=" + imageDirs[1]}},
+		{[]string{"PATH=" + fakeBin + string(os.PathListSeparator) + os.Getenv("PATH"), "KIND_OUT=" + kindDir},
+			[]string{"image-load", "CLUSTER=", "CLUSTER_NAME=ripple-test", "LOAD_PLATFORM=linux/amd64", "IMAGE_DIR=" + loadDir}},
 	} {
-		if err := makeTarget(args...); err != nil {
+		if err := makeTarget(b.env, b.args...); err != nil {
 			return nil, errors.Join(err, cleanup())
 		}
 	}
@@ -92,11 +111,14 @@ func start(ctx context.Context) (stop func() error, err error) {
 	return func() error { return errors.Join(kc.Stop(), cleanup()) }, nil
 }
 
-// makeTarget runs make in the repository; its output is shown only when
-// it fails.
-func makeTarget(args ...string) error {
-	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+// makeTarget runs make in the repository with env added to the test's
+// environment (UMASK=077 runs it under that umask); its output is shown
+// only when it fails.
+func makeTarget(env []string, args ...string) error {
+	script := `umask "${UMASK:-022}" && exec make --no-print-directory "$@"`
+	cmd := exec.Command("bash", append([]string{"-c", script, "make"}, args...)...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -105,4 +127,22 @@ func makeTarget(args ...string) error {
 	}
 	fmt.Fprintf(os.Stderr, "make %s: %s\n", args[0], time.Since(start).Round(time.Second))
 	return nil
+}
+
+// fakeKind writes a stand-in for kind into a directory of its own and
+// returns that directory: it records its arguments and copies each file it
+// is given into $KIND_OUT, so that the test sees what `make image-load`
+// hands the real kind.
+func fakeKind(tmp string) (string, error) {
+	dir := filepath.Join(tmp, "fakebin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	script := `#!/usr/bin/env bash
+set -eu
+mkdir -p "$KIND_OUT"
+printf '%s\n' "$@" > "$KIND_OUT/args"
+for a in "$@"; do if [ -f "$a" ]; then cp "$a" "$KIND_OUT/archive.tar"; fi; done
+`
+	return dir, os.WriteFile(filepath.Join(dir, "kind"), []byte(script), 0o755)
 }
