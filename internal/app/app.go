@@ -113,11 +113,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		return err
 	}
 	return controller.Setup(ctx, mgr, controller.Options{
-		Settings: settings, Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
-		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
-		Rollouts: controller.RolloutLimits{
-			Max: cfg.MaxConcurrentRollouts, MaxPerNamespace: cfg.MaxConcurrentRolloutsPerNamespace, Timeout: cfg.RolloutTimeout,
-		},
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m},
+		Kinds: Kinds(cfg, mgr.GetAPIReader()), Optional: optionalKinds(cfg, mgr.GetClient(), clk),
+		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 	})
 }
 
