@@ -361,3 +361,150 @@ func w0applied(obj client.Object) bool {
 }
 
 var noSettle = withSettings(func(s *plan.Settings) { s.SettleWindow = 0 })
+
+// A config that keeps changing trips the flap breaker: the workload is
+// held (one Warning, the gauge up) and, once quiet, rolls once with the
+// latest data.
+func TestStormHold(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) {
+		s.Flap = plan.Flap{Threshold: 2, Window: time.Minute, Quiet: 10 * time.Second}
+	}))
+	w.create(configMap("cfg", "v1"), deployment("web", nil, "cfg"))
+	w.baseline("web")
+	for _, v := range []string{"v2", "v3"} {
+		sum := w.change("Deployment", "cfg", v)
+		w.clk.Step(time.Second)
+		w.reconcile("Deployment", "web")
+		if got := w.applied("web", "cfg"); got != sum {
+			t.Fatalf("%s: applied %q, want %q", v, got, sum)
+		}
+	}
+	held := w.applied("web", "cfg")
+	w.drain()
+	w.change("Deployment", "cfg", "v4")
+	w.clk.Step(time.Second)
+	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 10*time.Second || w.applied("web", "cfg") != held {
+		t.Fatalf("third change in a minute: requeue %s, applied changed %v; want held for 10s", res.RequeueAfter, w.applied("web", "cfg") != held)
+	}
+	ev := w.wantEvent(w.drain(), ReasonReloadHeld)
+	if !strings.Contains(ev, "changed 3 times within 1m0s") {
+		t.Errorf("ReloadHeld %q does not say why", ev)
+	}
+	if w.metric("ripple_reloads_held") != 1 || w.metric("ripple_reload_holds_total", "kind=Deployment") != 1 {
+		t.Errorf("held gauge %v, holds %v; want 1, 1", w.metric("ripple_reloads_held"), w.metric("ripple_reload_holds_total"))
+	}
+	sum := w.change("Deployment", "cfg", "v5") // still held: no second Warning
+	w.clk.Step(time.Second)
+	w.reconcile("Deployment", "web")
+	if got := w.drain(); len(got) != 0 || w.applied("web", "cfg") != held {
+		t.Fatalf("a change during the hold: Events %q, rolled %v; want none", got, w.applied("web", "cfg") != held)
+	}
+	w.clk.Step(10 * time.Second)
+	w.reconcile("Deployment", "web")
+	if got := w.applied("web", "cfg"); got != sum {
+		t.Fatalf("after the quiet period: applied %q, want the latest %q", got, sum)
+	}
+	got := w.drain()
+	w.wantEvent(got, ReasonReloadResumed)
+	w.wantEvent(got, ReasonReloaded)
+	if w.metric("ripple_reloads_held") != 0 {
+		t.Errorf("held gauge %v after the hold, want 0", w.metric("ripple_reloads_held"))
+	}
+}
+
+// With a cap of one rollout, a shared change rolls one Deployment; the
+// other waits (RolloutQueued, once) until the follower sees the first
+// complete, then rolls; its own rollout times out as stalled.
+func TestWaves(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) {
+		s.Rollouts = plan.RolloutLimits{Max: 1, Timeout: time.Minute}
+	}))
+	w.create(configMap("cfg", "v1"), deployment("a", nil, "cfg"), deployment("b", nil, "cfg"))
+	w.baseline("a", "b")
+	sum := w.change("Deployment", "cfg", "v2")
+	w.reconcile("Deployment", "a")
+	for range 2 {
+		if res := w.reconcile("Deployment", "b"); res.RequeueAfter != plan.WaitPoll || w.applied("b", "cfg") != "" {
+			t.Fatalf("b over the cap: requeue %s, rolled %v; want a poll, not rolled", res.RequeueAfter, w.applied("b", "cfg") != "")
+		}
+	}
+	got := w.drain()
+	w.wantEvent(got, ReasonReloaded)
+	if ev := w.wantEvent(got, ReasonRolloutQueued); !strings.Contains(ev, "1 of 1 in progress (--max-concurrent-rollouts)") {
+		t.Errorf("RolloutQueued %q does not name the cap", ev)
+	}
+	if w.metric("ripple_rollouts_waiting") != 1 || w.metric("ripple_rollouts_in_progress") != 1 {
+		t.Fatalf("waiting %v, in progress %v; want 1, 1", w.metric("ripple_rollouts_waiting"), w.metric("ripple_rollouts_in_progress"))
+	}
+	w.clk.Step(2 * time.Second)
+	if res := w.follow("Deployment", "a"); res.RequeueAfter <= 0 {
+		t.Fatalf("a's rollout in progress: requeue %s, want the time left", res.RequeueAfter)
+	}
+	w.complete("a")
+	w.follow("Deployment", "a")
+	if ev := w.wantEvent(w.drain(), ReasonRolloutComplete); !strings.Contains(ev, "after 2s") {
+		t.Errorf("RolloutComplete %q, want after 2s", ev)
+	}
+	w.reconcile("Deployment", "b")
+	if got := w.applied("b", "cfg"); got != sum {
+		t.Fatalf("b once a completed: applied %q, want %q", got, sum)
+	}
+	if w.metric("ripple_rollouts_waiting") != 0 {
+		t.Errorf("waiting %v, want 0", w.metric("ripple_rollouts_waiting"))
+	}
+	w.clk.Step(time.Minute)
+	w.follow("Deployment", "b")
+	if ev := w.wantEvent(w.drain(), ReasonRolloutStalled); !strings.Contains(ev, "not complete after 1m0s (--rollout-timeout)") {
+		t.Errorf("RolloutStalled %q does not name the timeout", ev)
+	}
+	if w.metric("ripple_rollouts_in_progress") != 0 || w.metric("ripple_rollouts_stalled_total") != 1 {
+		t.Errorf("in progress %v, stalled %v; want 0, 1", w.metric("ripple_rollouts_in_progress"), w.metric("ripple_rollouts_stalled_total"))
+	}
+	if res := w.follow("Deployment", "b"); res.RequeueAfter != 0 || len(w.drain()) != 0 {
+		t.Error("a stalled rollout is still followed")
+	}
+}
+
+// complete writes the status the Deployment controller would once name's
+// current template is rolled out and available.
+func (w *world) complete(name string) {
+	w.t.Helper()
+	d := &appsv1.Deployment{}
+	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		w.t.Fatal(err)
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	if err := w.c.Status().Update(w.t.Context(), d); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// In dry-run a change is a WouldReload Event and a count, and rolls
+// nothing; the baseline record is all that is written.
+func TestDryRun(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) { s.DryRun = true }))
+	w.create(configMap("cfg", "v1"), deployment("web", nil, "cfg"))
+	w.baseline("web")
+	d := &appsv1.Deployment{}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	record := d.Annotations[w.deps.Settings.Keys.Applied]
+	if record == "" {
+		t.Fatal("dry-run wrote no baseline record")
+	}
+	w.change("Deployment", "cfg", "v2")
+	w.reconcile("Deployment", "web")
+	if ev := w.wantEvent(w.drain(), ReasonWouldReload); !strings.Contains(ev, "(--dry-run)") {
+		t.Errorf("WouldReload %q", ev)
+	}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if w.applied("web", "cfg") != "" || d.Annotations[w.deps.Settings.Keys.Applied] != record {
+		t.Errorf("dry-run rolled or moved the record: applied %q, record %q (was %q)", w.applied("web", "cfg"), d.Annotations[w.deps.Settings.Keys.Applied], record)
+	}
+	if w.metric("ripple_would_reload_total", "kind=Deployment") != 1 || w.metric("ripple_reloads_total") != 0 {
+		t.Errorf("would reload %v, reloads %v; want 1, 0", w.metric("ripple_would_reload_total"), w.metric("ripple_reloads_total"))
+	}
+}
