@@ -103,11 +103,16 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	w.deps = &Deps{Client: w.c, Settings: settings, Finder: finder, Recorder: w.events, Metrics: m, Clock: clk,
 		Priors: &source.Priors{}, Memory: &Store{Metrics: m}}
 	for _, k := range kinds {
-		f := &follower{Deps: w.deps, Kind: k}
-		w.fols[k.Name()] = f
-		w.recs[k.Name()] = &Reconciler{Deps: w.deps, Kind: k, follow: func(n types.NamespacedName) { w.queue.followed = append(w.queue.followed, n) }}
+		w.addKind(k)
 	}
 	return w
+}
+
+// addKind adds the reconciler and follower of k; the fake client does not
+// need k's indexes for a kind whose source events are not mapped.
+func (w *world) addKind(k workload.Kind) {
+	w.fols[k.Name()] = &follower{Deps: w.deps, Kind: k}
+	w.recs[k.Name()] = &Reconciler{Deps: w.deps, Kind: k, follow: func(n types.NamespacedName) { w.queue.followed = append(w.queue.followed, n) }}
 }
 
 // recordingQueue records what the handlers queue.
