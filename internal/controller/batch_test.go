@@ -60,10 +60,10 @@ func TestJobRecreateResumes(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.NewJob(workload.JobOptions{})}, noSettle, failJobCreates(&fails))
 	k := w.deps.Settings.Keys
 	w.addKind(workload.NewJob(workload.JobOptions{Reader: w.c, Namespace: "ripple", RecordLabel: k.RecreateRecord, ReplacesKey: k.Replaces}))
-	w.create(configMap("cfg", "v1"), &batchv1.Job{ObjectMeta: batchMeta("batch"), Spec: batchv1.JobSpec{Template: podSpec("cfg")}})
+	w.create(configMap(), &batchv1.Job{ObjectMeta: batchMeta("batch"), Spec: batchv1.JobSpec{Template: podSpec("cfg")}})
 	w.reconcile("Job", "batch")
 	fails = 1
-	sum := w.change("Job", "cfg", "v2")
+	sum := w.change("Job", "v2")
 	if err := w.reconcileErr("Job", "batch"); err == nil {
 		t.Fatal("the failed create of the new Job was not an error")
 	}
@@ -94,11 +94,11 @@ func TestCronJobPendingJob(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun})}, noSettle, failJobCreates(&fails))
 	k := w.deps.Settings.Keys
 	w.addKind(workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun, ModeKey: k.CronJobReload, PendingKey: k.PendingJob, Reader: w.c}))
-	w.create(configMap("cfg", "v1"), &batchv1.CronJob{ObjectMeta: batchMeta("nightly"),
+	w.create(configMap(), &batchv1.CronJob{ObjectMeta: batchMeta("nightly"),
 		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podSpec("cfg")}}}})
 	w.reconcile("CronJob", "nightly")
 	fails = 1
-	sum := w.change("CronJob", "cfg", "v2")
+	sum := w.change("CronJob", "v2")
 	if err := w.reconcileErr("CronJob", "nightly"); err == nil {
 		t.Fatal("the failed create of the Job was not an error")
 	}

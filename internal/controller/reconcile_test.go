@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -148,29 +148,29 @@ func (w *world) reconcile(kind, name string) ctrl.Result {
 	return res
 }
 
-// follow runs the rollout follower of kind on name.
-func (w *world) follow(kind, name string) ctrl.Result {
+// follow runs the Deployments' rollout follower on name.
+func (w *world) follow(name string) ctrl.Result {
 	w.t.Helper()
-	res, err := w.fols[kind].Reconcile(w.t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	res, err := w.fols["Deployment"].Reconcile(w.t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 	if err != nil {
-		w.t.Fatalf("following %s %s: %v", kind, name, err)
+		w.t.Fatalf("following Deployment %s: %v", name, err)
 	}
 	return res
 }
 
-// change sets the data of ConfigMap name and tells the reconciler of kind,
+// change sets the data of ConfigMap cfg and tells the reconciler of kind,
 // as its source handler would; it returns the new digest.
-func (w *world) change(kind, name, value string) string {
+func (w *world) change(kind, value string) string {
 	w.t.Helper()
 	cm := &corev1.ConfigMap{}
-	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: name}, cm); err != nil {
+	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: "cfg"}, cm); err != nil {
 		w.t.Fatal(err)
 	}
 	cm.Data = map[string]string{"k": value}
 	if err := w.c.Update(w.t.Context(), cm); err != nil {
 		w.t.Fatal(err)
 	}
-	w.recs[kind].enqueueDependents(w.t.Context(), ns, refs.Ref{Kind: refs.ConfigMap, Name: name}, w.queue, true)
+	w.recs[kind].enqueueDependents(w.t.Context(), ns, refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, w.queue, true)
 	return digest.ConfigMap(cm)
 }
 
@@ -241,32 +241,29 @@ func (w *world) metric(name string, labels ...string) float64 {
 	return sum
 }
 
-// applied is the digest of ConfigMap cm on the Deployment's template.
-func (w *world) applied(name, cm string) string {
+// applied is the digest of ConfigMap cfg on the Deployment's template.
+func (w *world) applied(name string) string {
 	w.t.Helper()
 	d := &appsv1.Deployment{}
 	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
 		w.t.Fatal(err)
 	}
-	got, _ := strategy.EnvVars{}.Applied(&d.Spec.Template, refs.Ref{Kind: refs.ConfigMap, Name: cm})
+	got, _ := strategy.EnvVars{}.Applied(&d.Spec.Template, refs.Ref{Kind: refs.ConfigMap, Name: "cfg"})
 	return got
 }
 
-func configMap(name, value string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": value}}
+// configMap is ConfigMap cfg at its first value.
+func configMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v1"}}
 }
 
-// deployment is an auto-reloading Deployment that takes its env from the
-// ConfigMaps cms.
-func deployment(name string, annotations map[string]string, cms ...string) *appsv1.Deployment {
+// deployment is an auto-reloading Deployment that takes its env from
+// ConfigMap cfg.
+func deployment(name string) *appsv1.Deployment {
 	a := map[string]string{"reloader.stakater.com/auto": "true"}
-	for k, v := range annotations {
-		a[k] = v
-	}
-	c := corev1.Container{Name: "app", Image: "app"}
-	for _, cm := range cms {
-		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}})
-	}
+	c := corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+	}}
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: a, CreationTimestamp: metav1.Time{Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}},
@@ -280,7 +277,7 @@ func (w *world) baseline(names ...string) {
 	w.t.Helper()
 	for _, n := range names {
 		w.reconcile("Deployment", n)
-		if w.applied(n, "cfg") != "" {
+		if w.applied(n) != "" {
 			w.t.Fatalf("%s rolled on its first reconcile", n)
 		}
 	}
@@ -292,19 +289,19 @@ func (w *world) baseline(names ...string) {
 // reconcile inside it only waits.
 func TestSettleWindowThenReload(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment})
-	w.create(configMap("cfg", "v1"), deployment("web", nil, "cfg"))
+	w.create(configMap(), deployment("web"))
 	w.baseline("web")
-	sum := w.change("Deployment", "cfg", "v2")
+	sum := w.change("Deployment", "v2")
 	if len(w.queue.after) != 1 || w.queue.after[0] != time.Second {
 		t.Fatalf("queued after %v, want once after the settle window of 1s", w.queue.after)
 	}
 	w.clk.Step(300 * time.Millisecond)
-	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 700*time.Millisecond || w.applied("web", "cfg") != "" {
-		t.Fatalf("inside the window: requeue %s, applied %q; want 700ms and nothing", res.RequeueAfter, w.applied("web", "cfg"))
+	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 700*time.Millisecond || w.applied("web") != "" {
+		t.Fatalf("inside the window: requeue %s, applied %q; want 700ms and nothing", res.RequeueAfter, w.applied("web"))
 	}
 	w.clk.Step(700 * time.Millisecond)
 	w.reconcile("Deployment", "web")
-	if got := w.applied("web", "cfg"); got != sum {
+	if got := w.applied("web"); got != sum {
 		t.Fatalf("after the window: applied %q, want %q", got, sum)
 	}
 	ev := w.wantEvent(w.drain(), ReasonReloaded)
@@ -335,11 +332,11 @@ func TestConflictConverges(t *testing.T) {
 			return c.Patch(ctx, obj, p, opts...)
 		},
 	}))
-	w.create(configMap("cfg", "v1"), deployment("web", nil, "cfg"))
+	w.create(configMap(), deployment("web"))
 	w.baseline("web")
-	sum := w.change("Deployment", "cfg", "v2")
-	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != conflictRetry || w.applied("web", "cfg") != "" {
-		t.Fatalf("on a conflict: requeue %s, applied %q; want %s and nothing", res.RequeueAfter, w.applied("web", "cfg"), conflictRetry)
+	sum := w.change("Deployment", "v2")
+	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != conflictRetry || w.applied("web") != "" {
+		t.Fatalf("on a conflict: requeue %s, applied %q; want %s and nothing", res.RequeueAfter, w.applied("web"), conflictRetry)
 	}
 	if got := w.drain(); len(got) != 0 {
 		t.Fatalf("Events on a conflict: %q, want none", got)
@@ -348,7 +345,7 @@ func TestConflictConverges(t *testing.T) {
 		t.Errorf("reloader_retries_total = %v, want 1", got)
 	}
 	w.reconcile("Deployment", "web")
-	if got := w.applied("web", "cfg"); got != sum {
+	if got := w.applied("web"); got != sum {
 		t.Fatalf("after the retry: applied %q, want %q", got, sum)
 	}
 	w.wantEvent(w.drain(), ReasonReloaded)
@@ -374,22 +371,22 @@ func TestStormHold(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) {
 		s.Flap = plan.Flap{Threshold: 2, Window: time.Minute, Quiet: 10 * time.Second}
 	}))
-	w.create(configMap("cfg", "v1"), deployment("web", nil, "cfg"))
+	w.create(configMap(), deployment("web"))
 	w.baseline("web")
 	for _, v := range []string{"v2", "v3"} {
-		sum := w.change("Deployment", "cfg", v)
+		sum := w.change("Deployment", v)
 		w.clk.Step(time.Second)
 		w.reconcile("Deployment", "web")
-		if got := w.applied("web", "cfg"); got != sum {
+		if got := w.applied("web"); got != sum {
 			t.Fatalf("%s: applied %q, want %q", v, got, sum)
 		}
 	}
-	held := w.applied("web", "cfg")
+	held := w.applied("web")
 	w.drain()
-	w.change("Deployment", "cfg", "v4")
+	w.change("Deployment", "v4")
 	w.clk.Step(time.Second)
-	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 10*time.Second || w.applied("web", "cfg") != held {
-		t.Fatalf("third change in a minute: requeue %s, applied changed %v; want held for 10s", res.RequeueAfter, w.applied("web", "cfg") != held)
+	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 10*time.Second || w.applied("web") != held {
+		t.Fatalf("third change in a minute: requeue %s, applied changed %v; want held for 10s", res.RequeueAfter, w.applied("web") != held)
 	}
 	ev := w.wantEvent(w.drain(), ReasonReloadHeld)
 	if !strings.Contains(ev, "changed 3 times within 1m0s") {
@@ -398,15 +395,15 @@ func TestStormHold(t *testing.T) {
 	if w.metric("ripple_reloads_held") != 1 || w.metric("ripple_reload_holds_total", "kind=Deployment") != 1 {
 		t.Errorf("held gauge %v, holds %v; want 1, 1", w.metric("ripple_reloads_held"), w.metric("ripple_reload_holds_total"))
 	}
-	sum := w.change("Deployment", "cfg", "v5") // still held: no second Warning
+	sum := w.change("Deployment", "v5") // still held: no second Warning
 	w.clk.Step(time.Second)
 	w.reconcile("Deployment", "web")
-	if got := w.drain(); len(got) != 0 || w.applied("web", "cfg") != held {
-		t.Fatalf("a change during the hold: Events %q, rolled %v; want none", got, w.applied("web", "cfg") != held)
+	if got := w.drain(); len(got) != 0 || w.applied("web") != held {
+		t.Fatalf("a change during the hold: Events %q, rolled %v; want none", got, w.applied("web") != held)
 	}
 	w.clk.Step(10 * time.Second)
 	w.reconcile("Deployment", "web")
-	if got := w.applied("web", "cfg"); got != sum {
+	if got := w.applied("web"); got != sum {
 		t.Fatalf("after the quiet period: applied %q, want the latest %q", got, sum)
 	}
 	got := w.drain()
@@ -424,13 +421,13 @@ func TestWaves(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) {
 		s.Rollouts = plan.RolloutLimits{Max: 1, Timeout: time.Minute}
 	}))
-	w.create(configMap("cfg", "v1"), deployment("a", nil, "cfg"), deployment("b", nil, "cfg"))
+	w.create(configMap(), deployment("a"), deployment("b"))
 	w.baseline("a", "b")
-	sum := w.change("Deployment", "cfg", "v2")
+	sum := w.change("Deployment", "v2")
 	w.reconcile("Deployment", "a")
 	for range 2 {
-		if res := w.reconcile("Deployment", "b"); res.RequeueAfter != plan.WaitPoll || w.applied("b", "cfg") != "" {
-			t.Fatalf("b over the cap: requeue %s, rolled %v; want a poll, not rolled", res.RequeueAfter, w.applied("b", "cfg") != "")
+		if res := w.reconcile("Deployment", "b"); res.RequeueAfter != plan.WaitPoll || w.applied("b") != "" {
+			t.Fatalf("b over the cap: requeue %s, rolled %v; want a poll, not rolled", res.RequeueAfter, w.applied("b") != "")
 		}
 	}
 	got := w.drain()
@@ -442,30 +439,30 @@ func TestWaves(t *testing.T) {
 		t.Fatalf("waiting %v, in progress %v; want 1, 1", w.metric("ripple_rollouts_waiting"), w.metric("ripple_rollouts_in_progress"))
 	}
 	w.clk.Step(2 * time.Second)
-	if res := w.follow("Deployment", "a"); res.RequeueAfter <= 0 {
+	if res := w.follow("a"); res.RequeueAfter <= 0 {
 		t.Fatalf("a's rollout in progress: requeue %s, want the time left", res.RequeueAfter)
 	}
 	w.complete("a")
-	w.follow("Deployment", "a")
+	w.follow("a")
 	if ev := w.wantEvent(w.drain(), ReasonRolloutComplete); !strings.Contains(ev, "after 2s") {
 		t.Errorf("RolloutComplete %q, want after 2s", ev)
 	}
 	w.reconcile("Deployment", "b")
-	if got := w.applied("b", "cfg"); got != sum {
+	if got := w.applied("b"); got != sum {
 		t.Fatalf("b once a completed: applied %q, want %q", got, sum)
 	}
 	if w.metric("ripple_rollouts_waiting") != 0 {
 		t.Errorf("waiting %v, want 0", w.metric("ripple_rollouts_waiting"))
 	}
 	w.clk.Step(time.Minute)
-	w.follow("Deployment", "b")
+	w.follow("b")
 	if ev := w.wantEvent(w.drain(), ReasonRolloutStalled); !strings.Contains(ev, "not complete after 1m0s (--rollout-timeout)") {
 		t.Errorf("RolloutStalled %q does not name the timeout", ev)
 	}
 	if w.metric("ripple_rollouts_in_progress") != 0 || w.metric("ripple_rollouts_stalled_total") != 1 {
 		t.Errorf("in progress %v, stalled %v; want 0, 1", w.metric("ripple_rollouts_in_progress"), w.metric("ripple_rollouts_stalled_total"))
 	}
-	if res := w.follow("Deployment", "b"); res.RequeueAfter != 0 || len(w.drain()) != 0 {
+	if res := w.follow("b"); res.RequeueAfter != 0 || len(w.drain()) != 0 {
 		t.Error("a stalled rollout is still followed")
 	}
 }
@@ -488,7 +485,7 @@ func (w *world) complete(name string) {
 // nothing; the baseline record is all that is written.
 func TestDryRun(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) { s.DryRun = true }))
-	w.create(configMap("cfg", "v1"), deployment("web", nil, "cfg"))
+	w.create(configMap(), deployment("web"))
 	w.baseline("web")
 	d := &appsv1.Deployment{}
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
@@ -498,7 +495,7 @@ func TestDryRun(t *testing.T) {
 	if record == "" {
 		t.Fatal("dry-run wrote no baseline record")
 	}
-	w.change("Deployment", "cfg", "v2")
+	w.change("Deployment", "v2")
 	w.reconcile("Deployment", "web")
 	if ev := w.wantEvent(w.drain(), ReasonWouldReload); !strings.Contains(ev, "(--dry-run)") {
 		t.Errorf("WouldReload %q", ev)
@@ -506,8 +503,8 @@ func TestDryRun(t *testing.T) {
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	if w.applied("web", "cfg") != "" || d.Annotations[w.deps.Settings.Keys.Applied] != record {
-		t.Errorf("dry-run rolled or moved the record: applied %q, record %q (was %q)", w.applied("web", "cfg"), d.Annotations[w.deps.Settings.Keys.Applied], record)
+	if w.applied("web") != "" || d.Annotations[w.deps.Settings.Keys.Applied] != record {
+		t.Errorf("dry-run rolled or moved the record: applied %q, record %q (was %q)", w.applied("web"), d.Annotations[w.deps.Settings.Keys.Applied], record)
 	}
 	if w.metric("ripple_would_reload_total", "kind=Deployment") != 1 || w.metric("ripple_reloads_total") != 0 {
 		t.Errorf("would reload %v, reloads %v; want 1, 0", w.metric("ripple_would_reload_total"), w.metric("ripple_reloads_total"))
