@@ -3,13 +3,17 @@
 // workloads that use them (package dependents), and each reconcile reads
 // the world and converges:
 //
-//	load, gather (cache reads) -> plan.For (pure) -> act (one write) -> report (events, metrics, alerts, logs)
+//	load, gather (cache reads) + memory -> plan.For (pure) -> admit (plan.Admit) -> act (one write) -> report (events, metrics, alerts, logs)
 //
 // What has been applied is read back from the workload itself (the
 // strategy's env var or annotation on the pod template, and the applied
 // record on the workload metadata for sources that were never rolled), so
 // restarts, failovers and relists roll nothing, and changes made while
-// Ripple was down are applied once when it returns.
+// Ripple was down are applied once when it returns. What Ripple remembers
+// of a workload in memory besides (plan.Memory) is kept in one Store and
+// changed only by plan's transitions. A rollout Ripple started is followed
+// to its end by a small loop of its own (the follower), which takes the
+// status updates of those workloads only.
 package controller
 
 import (

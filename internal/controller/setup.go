@@ -115,7 +115,7 @@ type setup struct {
 // add indexes kind and starts its controller and rollout follower.
 func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	r := &Reconciler{Deps: s.deps, Kind: kind}
-	if err := s.o.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
+	if err := s.deps.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(s.mgr).
@@ -123,11 +123,11 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		For(kind.New(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: s.o.Workers, NewQueue: s.newQueue})
-	for _, sk := range rsource.Watched(s.o.Settings.SourceKinds) {
+	for _, sk := range rsource.Watched(s.deps.Settings.SourceKinds) {
 		b = b.Watches(rsource.Object(sk), r.sourceHandler(sk),
-			builder.WithPredicates(sourceChanged(s.o.Settings.Keys)))
+			builder.WithPredicates(sourceChanged(s.deps.Settings.Keys)))
 	}
-	if s.o.Finder.Selective {
+	if s.deps.Finder.Selective {
 		// A namespace that starts matching brings its workloads in.
 		b = b.WatchesMetadata(dependents.NamespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
 	}
@@ -197,7 +197,7 @@ func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
 			o, ok1 := old.(client.Object)
 			c, ok2 := cur.(client.Object)
 			if ok1 && ok2 {
-				s.deps.Priors.Observe(kind, o, c, s.o.Clock.Now())
+				s.deps.Priors.Observe(kind, o, c, s.deps.Clock.Now())
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -218,7 +218,7 @@ func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
 func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rl
-		o.MetricProvider = s.o.Metrics.QueueMetrics()
+		o.MetricProvider = s.deps.Metrics.QueueMetrics()
 		o.Log = s.mgr.GetLogger().WithValues("controller", name)
 	})
 }
@@ -245,7 +245,7 @@ func (s *setup) watchCSI(r *Reconciler, c controller.Controller) error {
 		return err
 	}
 	return c.Watch(source.Kind(cache, rsource.Object(refs.SecretProviderClass),
-		r.sourceHandler(refs.SecretProviderClass), sourceChanged(s.o.Settings.Keys)))
+		r.sourceHandler(refs.SecretProviderClass), sourceChanged(s.deps.Settings.Keys)))
 }
 
 func requests(names []types.NamespacedName) []reconcile.Request {
