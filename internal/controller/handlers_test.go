@@ -195,3 +195,17 @@ func TestGoneForgetsMemory(t *testing.T) {
 		t.Error("the follower follows a deleted workload")
 	}
 }
+
+// A namespace that comes into scope brings all its workloads of the kind.
+func TestRequestsForNamespace(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment})
+	w.create(deployment("a"), deployment("b"))
+	got := w.recs["Deployment"].requestsForNamespace(t.Context(), &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	names := map[string]bool{}
+	for _, r := range got {
+		names[r.Namespace+"/"+r.Name] = true
+	}
+	if len(got) != 2 || !names[ns+"/a"] || !names[ns+"/b"] {
+		t.Errorf("requests %v, want %s/a and %s/b", got, ns, ns)
+	}
+}
