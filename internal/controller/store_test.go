@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,5 +207,24 @@ func TestLineGrantHeldUntilStart(t *testing.T) {
 	tr.Start("Deployment", dep("ns", "w010", "1", false), "1")
 	if a := tr.Admit("Deployment", key("ns", "w005"), now); a.OK {
 		t.Fatal("w005 admitted while w010's rollout is in progress")
+	}
+}
+
+// Workers asking for the last slot at once: the store's lock gives it to
+// one of them only.
+func TestLineOneSlotUnderConcurrency(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{Max: 1})
+	var wg sync.WaitGroup
+	var admitted atomic.Int32
+	for i := range 50 {
+		wg.Go(func() {
+			if tr.Admit("Deployment", key("ns", fmt.Sprintf("w%02d", i)), clk.Now()).OK {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != 1 {
+		t.Errorf("%d admitted at once, want 1", n)
 	}
 }
