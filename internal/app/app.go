@@ -38,7 +38,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/optional"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -90,13 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 			return fmt.Errorf("informer for %T: %w", obj, err)
 		}
 	}
-	settings := plan.Settings{
-		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
-		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
-		SettleWindow: cfg.SettleWindow, Started: clk.Now(), DryRun: cfg.DryRun,
-		MinRolloutInterval: cfg.MinRolloutInterval,
-		Flap:               plan.Flap{Threshold: cfg.FlapThreshold, Window: cfg.FlapWindow, Quiet: cfg.FlapQuietPeriod},
-	}
+	settings := cfg.PlanSettings(clk.Now())
 	log := mgr.GetLogger()
 	if cfg.Shard.Sharded() {
 		log.Info("acting only in this shard's namespaces", "shard", cfg.Shard.Index, "of", cfg.Shard.Count, "lease", cfg.LeaderElectionID)
@@ -131,11 +124,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		m.InitKinds(o.Kind.Name())
 	}
 	return controller.Setup(ctx, mgr, controller.Options{
-		Settings: settings, Finder: finder, Kinds: kinds, Optional: optional,
-		CSI: cfg.CSI, Alert: alert, Clock: clk, Metrics: m, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
-		Rollouts: controller.RolloutLimits{
-			Max: cfg.MaxConcurrentRollouts, MaxPerNamespace: cfg.MaxConcurrentRolloutsPerNamespace, Timeout: cfg.RolloutTimeout,
-		},
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m},
+		Kinds: kinds, Optional: optional,
+		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 	})
 }
 

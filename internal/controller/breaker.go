@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,34 +20,6 @@ const (
 	ReasonReloadHeld    = "ReloadHeld"
 	ReasonReloadResumed = "ReloadResumed"
 )
-
-// keepStorm keeps the storm-breaker state of a workload; a zero state
-// forgets it. The held gauge follows the holds it begins and ends.
-func (r *Reconciler) keepStorm(key types.NamespacedName, s plan.Storm) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old := r.storms[key]
-	switch {
-	case old.Held.IsZero() && !s.Held.IsZero():
-		r.Metrics.HoldBegan(r.Kind.Name())
-	case !old.Held.IsZero() && s.Held.IsZero():
-		r.Metrics.HoldEnded()
-	}
-	if s.IsZero() {
-		delete(r.storms, key)
-		return
-	}
-	if r.storms == nil {
-		r.storms = map[types.NamespacedName]plan.Storm{}
-	}
-	r.storms[key] = s
-}
-
-func (r *Reconciler) stormOf(key types.NamespacedName) plan.Storm {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.storms[key]
-}
 
 // reportHold tells of a hold when it begins (a Warning event, a log line
 // and an alert: once per hold, not per reconcile) and when it ends.

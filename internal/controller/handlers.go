@@ -84,7 +84,7 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		// in an initial list (whose queue defaults to low priority).
 		addChange(q, req, window)
 		if window > 0 {
-			r.remember(name, r.pendingOf(name).Notice(now))
+			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now) })
 			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 		}
 	}

@@ -3,18 +3,21 @@
 // workloads that use them (package dependents), and each reconcile reads
 // the world and converges:
 //
-//	load, gather (cache reads) -> plan.For (pure) -> act (one write) -> report (events, metrics, alerts, logs)
+//	load, gather (cache reads) + memory -> plan.For (pure) -> admit (plan.Admit) -> act (one write) -> report (events, metrics, alerts, logs)
 //
 // What has been applied is read back from the workload itself (the
 // strategy's env var or annotation on the pod template, and the applied
 // record on the workload metadata for sources that were never rolled), so
 // restarts, failovers and relists roll nothing, and changes made while
-// Ripple was down are applied once when it returns.
+// Ripple was down are applied once when it returns. What Ripple remembers
+// of a workload in memory besides (plan.Memory) is kept in one Store and
+// changed only by plan's transitions. A rollout Ripple started is followed
+// to its end by a small loop of its own (the follower), which takes the
+// status updates of those workloads only.
 package controller
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,14 +33,16 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// Reconciler reconciles one workload kind.
-type Reconciler struct {
+// Deps are the dependencies of the reconcilers and rollout followers of
+// every kind, declared once and shared: the caller of Setup sets Settings,
+// Finder, Alert, Clock and Metrics; Setup adds the rest.
+type Deps struct {
 	Client   client.Client
-	Kind     workload.Kind
 	Settings plan.Settings
 	// Finder tells which namespaces are in scope.
 	Finder   *dependents.Finder
@@ -46,20 +51,26 @@ type Reconciler struct {
 	// Alert, when set, is told of every rollout.
 	Alert func(notify.Reload)
 	Clock clock.PassiveClock
-	// Rotations is shared by the reconcilers of every kind; nil without
-	// --enable-csi-integration.
+	// Rotations is nil without --enable-csi-integration.
 	Rotations *source.Rotations
-	// Priors are shared by the reconcilers of every kind.
-	Priors *source.Priors
-	// Tracker follows the rollouts Ripple started and hands out rollout
-	// slots; shared by the reconcilers of every kind.
-	Tracker *Tracker
+	Priors    *source.Priors
+	// Memory holds what Ripple remembers of each workload.
+	Memory *Store
+}
 
-	mu sync.Mutex
-	// pending holds, per workload, the settle state of its last plan.
-	pending map[types.NamespacedName]plan.Pending
-	// storms holds, per workload, the storm-breaker state of its last plan.
-	storms map[types.NamespacedName]plan.Storm
+// Reconciler reconciles one workload kind.
+type Reconciler struct {
+	*Deps
+	Kind workload.Kind
+	// follow asks the kind's rollout follower to look at a workload whose
+	// rollout Ripple just started; nil for kinds whose rollout is the
+	// write itself.
+	follow func(types.NamespacedName)
+}
+
+// key is the store's key of the workload named n.
+func (r *Reconciler) key(n types.NamespacedName) plan.Key {
+	return plan.Key{Kind: r.Kind.Name(), NamespacedName: n}
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -78,36 +89,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, outcome, error) {
 	obj, tpl, out, err := r.load(ctx, req.NamespacedName)
-	if obj == nil {
+	switch {
+	case obj == nil:
 		return ctrl.Result{}, out, err
+	case out == outOfScope:
+		return r.resume(ctx, obj, tpl)
 	}
-	left := r.follow(ctx, obj) // a rollout is followed to its end, in scope or not
-	var res ctrl.Result
-	if out == outOfScope {
-		res, out, err = r.resume(ctx, obj, tpl)
-	} else {
-		res, out, err = r.converge(ctx, req.NamespacedName, obj, tpl)
-	}
-	if left > 0 && (res.RequeueAfter <= 0 || left < res.RequeueAfter) {
-		// A rollout that never reports again still times out.
-		res.RequeueAfter = left
-	}
-	return res, out, err
+	return r.converge(ctx, r.key(req.NamespacedName), obj, tpl)
 }
 
-// converge plans the workload and writes the plan, once a rollout slot is
-// free for a reload.
-func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
+// converge plans the workload from what Ripple remembers of it, keeps
+// what the plan remembers, and writes the plan once a rollout slot is free
+// for a reload.
+func (r *Reconciler) converge(ctx context.Context, key plan.Key, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
 	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	if err != nil {
 		return ctrl.Result{}, outcome{}, err
 	}
-	in.Pending, in.Now = r.pendingOf(key), r.Clock.Now()
-	in.Storm = r.stormOf(key)
+	in.Memory, in.Now = r.Memory.Load(key), r.Clock.Now()
 	p := plan.For(in)
-	r.remember(key, p.Pending)
-	r.keepStorm(key, p.Storm)
+	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Planned(p) })
 	r.warn(obj, p.Warnings)
 	r.reportHold(ctx, obj, p)
 	if p.Wait > 0 {
@@ -115,34 +117,59 @@ func (r *Reconciler) converge(ctx context.Context, key types.NamespacedName, obj
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}
 	if !p.Reloads() {
-		r.Tracker.Leave(r.Kind.Name(), key)
-	} else if a := r.Tracker.Admit(r.Kind.Name(), key, p.Seen); !a.OK {
+		r.Memory.Update(key, plan.Memory.LeaveLine)
+	} else if a := r.admit(key, p); !a.OK {
 		r.logWaiting(ctx, obj, p, a)
-		return ctrl.Result{RequeueAfter: waitPoll}, skipped, nil
+		return ctrl.Result{RequeueAfter: plan.WaitPoll}, skipped, nil
 	}
 	if !p.Writes() && !p.WouldReload {
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
+	res, err := r.write(ctx, key, obj, p)
+	return r.report(ctx, obj, p, res, err)
+}
+
+// admit asks for a rollout slot for the plan p of key (plan.Admit).
+func (r *Reconciler) admit(key plan.Key, p plan.Plan) plan.Admission {
+	a := plan.Admission{OK: true}
+	if l := r.Settings.Rollouts; l.Max <= 0 && l.MaxPerNamespace <= 0 {
+		return a // no line to look at
+	}
+	now := r.Clock.Now()
+	r.Memory.Admit(key, now, func(m plan.Memory, line plan.Line) plan.Memory {
+		m, a = plan.Admit(key, m, line, r.Settings.Rollouts, p.Seen, now)
+		return m
+	})
+	return a
+}
+
+// write makes the write of p, if it has one, and keeps what it did in the
+// workload's memory; a rollout it started goes to the rollout follower.
+func (r *Reconciler) write(ctx context.Context, key plan.Key, obj client.Object, p plan.Plan) (workload.Result, error) {
+	w := plan.Write{StaleVersion: obj.GetResourceVersion(), Instant: rollout.Instant(obj)} // a custom kind's write updates obj
 	var res workload.Result
 	if p.Writes() {
-		staleVersion := obj.GetResourceVersion() // a custom kind's write updates obj
-		res, err = r.Kind.Write(ctx, r.Client, obj, p.Update)
-		if err == nil && p.Reloads() && res.Skipped == "" {
-			r.Tracker.Start(r.Kind.Name(), obj, staleVersion)
-		} else if err == nil {
-			r.Tracker.Leave(r.Kind.Name(), key)
+		var err error
+		if res, err = r.Kind.Write(ctx, r.Client, obj, p.Update); err != nil {
+			return res, err
 		}
 	}
-	return r.report(ctx, obj, p, res, err)
+	w.Skipped = res.Skipped != ""
+	now := r.Clock.Now()
+	m := r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Wrote(p, w, now) })
+	if m.Rollout.Followed() && r.follow != nil && p.Reloads() && !w.Skipped {
+		r.follow(key.NamespacedName)
+	}
+	return res, nil
 }
 
 // load reads the workload and its pod template from the cache. It returns
 // a nil object when there is nothing to plan: an interrupted multi-step
 // reload was finished first (its own write brings the next reconcile), or
 // the workload is gone or being deleted, or has no template (yet), and then
-// its settle state is forgotten. A workload out of scope is returned with
-// the outOfScope outcome, its settle state forgotten: only a pause of
-// Ripple's is ended on it.
+// what Ripple remembers of it is forgotten. A workload out of scope is
+// returned with the outOfScope outcome, its settle window closed: only a
+// pause of Ripple's is ended on it.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
 	fin, finishes := r.finisher(key.Namespace)
@@ -169,14 +196,12 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 				return obj, tpl, outcome{}, nil
 			}
 			if err == nil {
-				r.forget(key)
+				r.Memory.Update(r.key(key), plan.Memory.LeftScope)
 				return obj, tpl, outOfScope, nil
 			}
 		}
 	}
-	r.forget(key)
-	r.Tracker.Forget(r.Kind.Name(), key)
-	r.keepStorm(key, plan.Storm{})
+	r.Memory.Update(r.key(key), plan.Memory.Gone)
 	return nil, nil, out, err
 }
 
@@ -206,28 +231,6 @@ func (r *Reconciler) resume(ctx context.Context, obj client.Object, tpl *corev1.
 	}
 	res, err := r.Kind.Write(ctx, r.Client, obj, p.Update)
 	return r.report(ctx, obj, p, res, err)
-}
-
-// remember keeps the settle state of a plan; a zero state forgets it.
-func (r *Reconciler) remember(key types.NamespacedName, p plan.Pending) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p == (plan.Pending{}) {
-		delete(r.pending, key)
-		return
-	}
-	if r.pending == nil {
-		r.pending = map[types.NamespacedName]plan.Pending{}
-	}
-	r.pending[key] = p
-}
-
-func (r *Reconciler) forget(key types.NamespacedName) { r.remember(key, plan.Pending{}) }
-
-func (r *Reconciler) pendingOf(key types.NamespacedName) plan.Pending {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pending[key]
 }
 
 // conflictRetry is how soon a reconcile whose write met a newer object

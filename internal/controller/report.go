@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +14,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
-	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -53,6 +51,7 @@ func (r *Reconciler) warn(obj client.Object, warnings []string) {
 }
 
 // report tells of the write of plan p: events, metrics, alerts and logs.
+// It changes nothing: what the write did is already in the memory.
 func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan, res workload.Result, err error) (ctrl.Result, outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if apierrors.IsConflict(err) {
@@ -81,7 +80,6 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Metrics.WouldReload(r.Kind.Name())
 		log.Info("would reload (dry run)", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (--dry-run)", list)
-		r.keepStorm(client.ObjectKeyFromObject(obj), p.Storm.AfterRollout(p, r.Clock.Now()))
 	}
 	if !p.Reloads() {
 		if p.Writes() {
@@ -89,13 +87,11 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		}
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
-	r.forget(client.ObjectKeyFromObject(obj))
 	if res.Skipped != "" {
 		log.Info("reload skipped", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "reason", res.Skipped)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload", "Changes in %s not reloaded: %s", list, res.Skipped)
 		return ctrl.Result{}, notUpdated, nil
 	}
-	r.keepStorm(client.ObjectKeyFromObject(obj), p.Storm.AfterRollout(p, r.Clock.Now()))
 	strategyName := r.Settings.Strategy.Name()
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)", list, strategyName)
@@ -123,7 +119,7 @@ func changeNames(changes []strategy.Change) []string {
 
 // logWaiting logs a reload that waits for a rollout slot: at info level
 // when it joins the line, then at debug level on each poll.
-func (r *Reconciler) logWaiting(ctx context.Context, obj client.Object, p plan.Plan, a Admission) {
+func (r *Reconciler) logWaiting(ctx context.Context, obj client.Object, p plan.Plan, a plan.Admission) {
 	log := ctrl.LoggerFrom(ctx)
 	if !a.First {
 		log.V(1).Info(a.Why, "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", changeNames(p.Changes))
@@ -134,34 +130,4 @@ func (r *Reconciler) logWaiting(ctx context.Context, obj client.Object, p plan.P
 	// kubectl describe tell it.
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutQueued, "Reload", "Changes in %s wait: %s",
 		strings.Join(changeNames(p.Changes), ", "), a.Why)
-}
-
-// follow reports the end of a rollout Ripple follows on obj: a Normal
-// RolloutComplete Event with its duration, or a Warning RolloutStalled
-// Event naming why. It returns how long until a rollout still in progress
-// times out, else 0.
-func (r *Reconciler) follow(ctx context.Context, obj client.Object) time.Duration {
-	p, ok := r.Tracker.Observe(r.Kind.Name(), obj)
-	if !ok {
-		return 0
-	}
-	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "took", p.Took.Round(time.Millisecond).String())
-	took := p.Took.Round(100 * time.Millisecond)
-	switch p.State {
-	case rollout.Complete:
-		r.Metrics.RolloutCompleted(r.Kind.Name(), p.Took)
-		log.Info("rollout complete")
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutComplete, "Rollout", "Rollout complete after %s", took)
-	case rollout.Stalled:
-		r.Metrics.RolloutStalled(r.Kind.Name())
-		log.Info("rollout stalled", "reason", p.Reason)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Rollout", "Rollout stalled after %s: %s", took, p.Reason)
-		if r.Alert != nil {
-			r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(),
-				Stalled: fmt.Sprintf("after %s: %s", took, p.Reason)})
-		}
-	default:
-		log.V(1).Info("rollout in progress", "status", p.Reason)
-	}
-	return p.Left
 }

@@ -8,9 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,10 +21,9 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/metrics"
-	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/optional"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -39,19 +36,15 @@ type Optional struct {
 
 // Options are what Setup wires.
 type Options struct {
-	Settings plan.Settings
-	Finder   *dependents.Finder
+	// Deps are shared by every reconciler; Setup sets their Client,
+	// Recorder, Rotations, Priors and Memory.
+	Deps
 	Kinds    []workload.Kind
 	Optional []Optional
 	// CSI enables SecretProviderClasses once the driver's API is served.
-	CSI     bool
-	Alert   func(notify.Reload)
-	Clock   clock.PassiveClock
-	Metrics *metrics.Metrics
+	CSI bool
 	// Namespaces are the watched namespaces, for recoveries; empty is all.
 	Namespaces []string
-	// Rollouts cap and time the rollouts Ripple follows.
-	Rollouts RolloutLimits
 	// Workers is how many workloads of one kind are reconciled at once.
 	Workers int
 }
@@ -62,15 +55,16 @@ type Options struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	m := o.Metrics
 	watched := rsource.Watched(o.Settings.SourceKinds)
-	s := &setup{mgr: mgr, o: o, counter: m.NewCacheCounter(mgr.GetCache()),
-		tracker: &Tracker{Limits: o.Rollouts, Clock: o.Clock, Metrics: m}, priors: &rsource.Priors{}}
+	d := o.Deps
+	d.Client, d.Priors, d.Memory = mgr.GetClient(), &rsource.Priors{}, &Store{Metrics: m}
 	var err error
-	if s.recorder, err = newRecorder(ctx, mgr); err != nil {
+	if d.Recorder, err = newRecorder(ctx, mgr); err != nil {
 		return err
 	}
 	if o.CSI {
-		s.rotations = &rsource.Rotations{}
+		d.Rotations = &rsource.Rotations{}
 	}
+	s := &setup{mgr: mgr, o: o, deps: &d, counter: m.NewCacheCounter(mgr.GetCache())}
 	for _, k := range watched {
 		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
 			return err
@@ -108,40 +102,32 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 
 // setup adds workload controllers to a manager, also after it started.
 type setup struct {
-	mgr       ctrl.Manager
-	o         Options
-	rotations *rsource.Rotations
-	priors    *rsource.Priors
-	counter   *metrics.CacheCounter
-	tracker   *Tracker
-	recorder  events.EventRecorder
+	mgr     ctrl.Manager
+	o       Options
+	deps    *Deps
+	counter *metrics.CacheCounter
 
 	mu          sync.Mutex
 	reconcilers []*Reconciler
 	controllers []controller.Controller
 }
 
-// add indexes kind and starts its controller.
+// add indexes kind and starts its controller and rollout follower.
 func (s *setup) add(ctx context.Context, kind workload.Kind) error {
-	r := &Reconciler{
-		Client: s.mgr.GetClient(), Kind: kind, Settings: s.o.Settings, Finder: s.o.Finder,
-		Recorder: s.recorder, Metrics: s.o.Metrics, Alert: s.o.Alert,
-		Clock: s.o.Clock, Rotations: s.rotations, Priors: s.priors, Tracker: s.tracker,
-	}
-	if err := s.o.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
+	r := &Reconciler{Deps: s.deps, Kind: kind}
+	if err := s.deps.Finder.Register(ctx, s.mgr.GetFieldIndexer(), kind); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(s.mgr).
 		Named(kind.Name()).
 		For(kind.New(), builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-			s.tracker.trackedUpdates(kind.Name())))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: s.o.Workers, NewQueue: s.newQueue})
-	for _, sk := range rsource.Watched(s.o.Settings.SourceKinds) {
+	for _, sk := range rsource.Watched(s.deps.Settings.SourceKinds) {
 		b = b.Watches(rsource.Object(sk), r.sourceHandler(sk),
-			builder.WithPredicates(sourceChanged(s.o.Settings.Keys)))
+			builder.WithPredicates(sourceChanged(s.deps.Settings.Keys)))
 	}
-	if s.o.Finder.Selective {
+	if s.deps.Finder.Selective {
 		// A namespace that starts matching brings its workloads in.
 		b = b.WatchesMetadata(dependents.NamespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
 	}
@@ -159,6 +145,9 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	if err := s.counter.Add(kind.Name(), kind.New()); err != nil {
 		return err
 	}
+	if err := s.addFollower(r); err != nil {
+		return err
+	}
 	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", kind.Name(), err)
@@ -167,9 +156,30 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	defer s.mu.Unlock()
 	s.reconcilers = append(s.reconcilers, r)
 	s.controllers = append(s.controllers, c)
-	if s.rotations.Served() {
+	if s.deps.Rotations.Served() {
 		return s.watchCSI(r, c)
 	}
+	return nil
+}
+
+// addFollower starts the rollout follower of r's kind, unless its
+// rollouts are the write itself (CronJobs, Jobs): there is nothing to
+// follow.
+func (s *setup) addFollower(r *Reconciler) error {
+	if rollout.Instant(r.Kind.New()) {
+		return nil
+	}
+	f := &follower{Deps: s.deps, Kind: r.Kind}
+	err := ctrl.NewControllerManagedBy(s.mgr).
+		Named(r.Kind.Name()+"-rollout").
+		For(r.Kind.New(), builder.WithPredicates(f.followed())).
+		WatchesRawSource(source.Func(f.start)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: s.o.Workers, NewQueue: s.newQueue}).
+		Complete(f)
+	if err != nil {
+		return fmt.Errorf("setting up the %s rollout follower: %w", r.Kind.Name(), err)
+	}
+	r.follow = f.follow
 	return nil
 }
 
@@ -187,7 +197,7 @@ func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
 			o, ok1 := old.(client.Object)
 			c, ok2 := cur.(client.Object)
 			if ok1 && ok2 {
-				s.priors.Observe(kind, o, c, s.o.Clock.Now())
+				s.deps.Priors.Observe(kind, o, c, s.deps.Clock.Now())
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -195,7 +205,7 @@ func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
 				obj = t.Obj
 			}
 			if o, ok := obj.(client.Object); ok {
-				s.priors.Forget(kind, o)
+				s.deps.Priors.Forget(kind, o)
 			}
 		},
 	})
@@ -208,7 +218,7 @@ func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
 func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rl
-		o.MetricProvider = s.o.Metrics.QueueMetrics()
+		o.MetricProvider = s.deps.Metrics.QueueMetrics()
 		o.Log = s.mgr.GetLogger().WithValues("controller", name)
 	})
 }
@@ -220,7 +230,7 @@ func (s *setup) enableCSI(context.Context) error {
 	defer s.mu.Unlock()
 	// Served first: the watches deliver the pod statuses that exist at once
 	// (only once), and a reconcile that ran before this would skip them.
-	s.rotations.Serve()
+	s.deps.Rotations.Serve()
 	for i, r := range s.reconcilers {
 		if err := s.watchCSI(r, s.controllers[i]); err != nil {
 			return err
@@ -235,7 +245,7 @@ func (s *setup) watchCSI(r *Reconciler, c controller.Controller) error {
 		return err
 	}
 	return c.Watch(source.Kind(cache, rsource.Object(refs.SecretProviderClass),
-		r.sourceHandler(refs.SecretProviderClass), sourceChanged(s.o.Settings.Keys)))
+		r.sourceHandler(refs.SecretProviderClass), sourceChanged(s.deps.Settings.Keys)))
 }
 
 func requests(names []types.NamespacedName) []reconcile.Request {

@@ -127,11 +127,8 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	s := Settings{Config: cfg, Plan: plan.Settings{
-		Keys: cfg.Keys, Strategy: cfg.Strategy, SourceKinds: cfg.Kinds, AutoReloadAll: cfg.AutoReloadAll,
-		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete, SyncAfterRestart: cfg.SyncAfterRestart,
-		SettleWindow: cfg.SettleWindow, Started: meta.Published, DryRun: cfg.DryRun,
-	}}
+	// The controller's own settings, as it built them when it started.
+	s := Settings{Config: cfg, Plan: cfg.PlanSettings(meta.Published)}
 	s.From, s.Webhook = meta.Origin, webhook(f.fs, meta)
 	if s.From == "" {
 		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)

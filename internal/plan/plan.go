@@ -1,10 +1,16 @@
 // Package plan decides, as one pure function, what a reconcile does to a
 // workload and why. Its Input is what the reconciler gathered from the
-// caches (the workload, every source that may reload it, the settle state
-// of the last reconcile and the clock); its Plan says, for each source, the
+// caches (the workload, every source that may reload it, what Ripple
+// remembers of the workload, and the clock); its Plan says, for each source, the
 // decision with its reason, which sources changed, how long to wait for
 // the settle window, and the one write to make: the pod template with the
 // reload applied, the applied record and the pause-period writes.
+//
+// The package also owns that memory (Memory: the settle schedule, the
+// storm breaker, the place in line for a rollout slot, the rollout being
+// followed) and every transition of it, including the admission of a
+// rollout under the caps (Admit) and the following of a rollout to its end
+// (Memory.Follow).
 //
 // Nothing here reads the cluster or the clock, so every rule is tested in
 // tables. The reconciler acts on the Plan and reports it.
@@ -42,6 +48,8 @@ type Settings struct {
 	MinRolloutInterval time.Duration
 	// Flap are the flap breaker's limits.
 	Flap Flap
+	// Rollouts cap and time the rollouts Ripple follows.
+	Rollouts RolloutLimits
 	// Started is when this Ripple started watching.
 	Started time.Time
 	// DryRun decides as usual but rolls nothing: the write keeps only the
@@ -99,8 +107,8 @@ type Before struct {
 }
 
 // Pending is the settle state of a workload: the change set waiting for
-// its settle window to close. It lives only in memory: losing it on restart
-// delays a rollout by one window and loses nothing.
+// its settle window to close. It is part of the workload's Memory: losing
+// it on restart delays a rollout by one window and loses nothing.
 type Pending struct {
 	// ID identifies the change set.
 	ID          string
@@ -114,10 +122,10 @@ type Input struct {
 	// Sources are every source that may reload the workload, sorted by
 	// kind order, then name.
 	Sources []Source
-	Pending Pending
-	// Storm is the storm-breaker state of the last plan.
-	Storm Storm
-	Now   time.Time
+	// Memory is what Ripple remembers of the workload: For looks at its
+	// settle schedule (Pending) and storm-breaker state (Storm).
+	Memory
+	Now time.Time
 }
 
 // State says what a source means for the workload:

@@ -1,30 +1,75 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-func newTracker(t *testing.T, l RolloutLimits) (*Tracker, *clocktesting.FakePassiveClock) {
+// lines is a Store with the admission, write and following transitions
+// the reconcilers and followers apply, for the tests of the rollout line.
+type lines struct {
+	*Store
+	limits plan.RolloutLimits
+	clk    *clocktesting.FakePassiveClock
+}
+
+func newLines(t *testing.T, l plan.RolloutLimits) (*lines, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	m, err := metrics.New(prometheus.NewRegistry(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	return &Tracker{Limits: l, Clock: clk, Metrics: m}, clk
+	return &lines{Store: &Store{Metrics: m}, limits: l, clk: clk}, clk
+}
+
+func (l *lines) Admit(kind string, n types.NamespacedName, seen time.Time) plan.Admission {
+	k := plan.Key{Kind: kind, NamespacedName: n}
+	a := plan.Admission{}
+	l.Store.Admit(k, l.clk.Now(), func(m plan.Memory, line plan.Line) plan.Memory {
+		m, a = plan.Admit(k, m, line, l.limits, seen, l.clk.Now())
+		return m
+	})
+	return a
+}
+
+// Start is a write that started obj's rollout at resourceVersion rv.
+func (l *lines) Start(kind string, obj client.Object, rv string) {
+	p := plan.Plan{Update: workload.Update{Template: &corev1.PodTemplateSpec{}}}
+	w := plan.Write{StaleVersion: rv, Instant: rollout.Instant(obj)}
+	l.Update(plan.Key{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, func(m plan.Memory) plan.Memory {
+		return m.Wrote(p, w, l.clk.Now())
+	})
+}
+
+func (l *lines) Observe(kind string, obj client.Object) (plan.Progress, bool) {
+	var p plan.Progress
+	var ok bool
+	o := plan.Observed{ResourceVersion: obj.GetResourceVersion(), Status: rollout.Of(obj)}
+	l.Update(plan.Key{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, func(m plan.Memory) plan.Memory {
+		m, p, ok = m.Follow(o, l.limits.Timeout, l.clk.Now())
+		return m
+	})
+	return p, ok
 }
 
 func key(ns, name string) types.NamespacedName {
@@ -43,8 +88,8 @@ func dep(ns, name, rv string, complete bool) *appsv1.Deployment {
 	return d
 }
 
-func TestTrackerTurnsInOrder(t *testing.T) {
-	tr, clk := newTracker(t, RolloutLimits{Max: 1})
+func TestLineTurnsInOrder(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{Max: 1})
 	t0 := clk.Now()
 	tr.Admit("Deployment", key("ns", "x"), t0)
 	tr.Start("Deployment", dep("ns", "x", "1", false), "1")
@@ -60,14 +105,14 @@ func TestTrackerTurnsInOrder(t *testing.T) {
 	for _, next := range []string{"c", "a", "b"} {
 		// The rollout in progress completes: the slot goes to next.
 		var done string
-		for k := range tr.active {
+		for k := range tr.following {
 			done = k.Name
 		}
 		if p, ok := tr.Observe("Deployment", dep("ns", done, "2", true)); !ok || p.State != rollout.Complete {
 			t.Fatalf("Observe(%s) = %+v %v, want complete", done, p, ok)
 		}
 		for _, n := range []string{"b", "a", "c"} {
-			if _, waits := tr.waiting[trackKey{"Deployment", key("ns", n)}]; !waits {
+			if _, waits := tr.waiting[plan.Key{Kind: "Deployment", NamespacedName: key("ns", n)}]; !waits {
 				continue
 			}
 			if a := tr.Admit("Deployment", key("ns", n), seen[n]); a.OK != (n == next) {
@@ -78,8 +123,8 @@ func TestTrackerTurnsInOrder(t *testing.T) {
 	}
 }
 
-func TestTrackerStaleCacheAndTimeout(t *testing.T) {
-	tr, clk := newTracker(t, RolloutLimits{Max: 1, Timeout: time.Minute})
+func TestLineStaleCacheAndTimeout(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{Max: 1, Timeout: time.Minute})
 	tr.Start("Deployment", dep("ns", "a", "5", true), "5")
 	// The cache still shows the object the write was made on: complete by
 	// its status, but not yet the rollout Ripple started.
@@ -102,8 +147,8 @@ func TestTrackerStaleCacheAndTimeout(t *testing.T) {
 	}
 }
 
-func TestTrackerPerNamespace(t *testing.T) {
-	tr, clk := newTracker(t, RolloutLimits{MaxPerNamespace: 1})
+func TestLinePerNamespace(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{MaxPerNamespace: 1})
 	now := clk.Now()
 	tr.Admit("Deployment", key("x", "a"), now)
 	tr.Start("Deployment", dep("x", "a", "1", false), "1")
@@ -116,29 +161,29 @@ func TestTrackerPerNamespace(t *testing.T) {
 	}
 }
 
-func TestTrackerLineForgetsLeavers(t *testing.T) {
-	tr, clk := newTracker(t, RolloutLimits{Max: 1})
+func TestLineLineForgetsLeavers(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{Max: 1})
 	now := clk.Now()
 	tr.Admit("Deployment", key("ns", "gone"), now)
 	if a := tr.Admit("Deployment", key("ns", "next"), now.Add(time.Second)); a.OK {
 		t.Fatal("next admitted ahead of gone")
 	}
 	// gone stops asking (deleted, or no longer needs a rollout).
-	clk.SetTime(now.Add(waitForget + time.Second))
+	clk.SetTime(now.Add(5*plan.WaitPoll + time.Second))
 	if a := tr.Admit("Deployment", key("ns", "next"), now.Add(time.Second)); !a.OK {
 		t.Fatalf("next still waits behind a workload that left the line: %s", a.Why)
 	}
 }
 
-func TestTrackerUnlimitedAndInstant(t *testing.T) {
-	tr, clk := newTracker(t, RolloutLimits{})
+func TestLineUnlimitedAndInstant(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{})
 	for i := range 100 {
 		if a := tr.Admit("Deployment", key("ns", string(rune('a'+i))), clk.Now()); !a.OK {
 			t.Fatal("a cap of 0 held a rollout")
 		}
 	}
 	tr.Start("CronJob", &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cj"}}, "1")
-	if tr.Tracked("CronJob", key("ns", "cj")) {
+	if tr.Following(plan.Key{Kind: "CronJob", NamespacedName: key("ns", "cj")}) {
 		t.Fatal("a CronJob's rollout (the Job it started) is followed")
 	}
 }
@@ -146,8 +191,8 @@ func TestTrackerUnlimitedAndInstant(t *testing.T) {
 // A workload that joins the line after another got a slot, ahead of it by
 // order, does not take that slot before the other's write starts its
 // rollout: the cap holds.
-func TestTrackerGrantHeldUntilStart(t *testing.T) {
-	tr, clk := newTracker(t, RolloutLimits{Max: 1})
+func TestLineGrantHeldUntilStart(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{Max: 1})
 	now := clk.Now()
 	if a := tr.Admit("Deployment", key("ns", "w010"), now); !a.OK {
 		t.Fatalf("w010 not admitted: %s", a.Why)
@@ -162,5 +207,24 @@ func TestTrackerGrantHeldUntilStart(t *testing.T) {
 	tr.Start("Deployment", dep("ns", "w010", "1", false), "1")
 	if a := tr.Admit("Deployment", key("ns", "w005"), now); a.OK {
 		t.Fatal("w005 admitted while w010's rollout is in progress")
+	}
+}
+
+// Workers asking for the last slot at once: the store's lock gives it to
+// one of them only.
+func TestLineOneSlotUnderConcurrency(t *testing.T) {
+	tr, clk := newLines(t, plan.RolloutLimits{Max: 1})
+	var wg sync.WaitGroup
+	var admitted atomic.Int32
+	for i := range 50 {
+		wg.Go(func() {
+			if tr.Admit("Deployment", key("ns", fmt.Sprintf("w%02d", i)), clk.Now()).OK {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != 1 {
+		t.Errorf("%d admitted at once, want 1", n)
 	}
 }

@@ -1,0 +1,24 @@
+package config
+
+import (
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+)
+
+// PlanSettings are the settings the planner decides with, for a Ripple
+// that started watching at started. It is the one place they are built
+// from the flags: the controller and ripple explain both use it, so that
+// explain decides as the controller does.
+func (r Reload) PlanSettings(started time.Time) plan.Settings {
+	return plan.Settings{
+		Keys: r.Keys, Strategy: r.Strategy, SourceKinds: r.Kinds, AutoReloadAll: r.AutoReloadAll,
+		ReloadOnCreate: r.ReloadOnCreate, ReloadOnDelete: r.ReloadOnDelete, SyncAfterRestart: r.SyncAfterRestart,
+		SettleWindow: r.SettleWindow, MinRolloutInterval: r.MinRolloutInterval,
+		Flap: plan.Flap{Threshold: r.FlapThreshold, Window: r.FlapWindow, Quiet: r.FlapQuietPeriod},
+		Rollouts: plan.RolloutLimits{
+			Max: r.MaxConcurrentRollouts, MaxPerNamespace: r.MaxConcurrentRolloutsPerNamespace, Timeout: r.RolloutTimeout,
+		},
+		Started: started, DryRun: r.DryRun,
+	}
+}

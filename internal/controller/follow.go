@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// follower is the rollout-follow loop of one kind. The status updates of
+// the workloads whose rollout Ripple follows come here, and only here: it
+// checks the rollout (plan.Memory.Follow), reports its end (a Normal
+// RolloutComplete or a Warning RolloutStalled Event, the metrics, the
+// alert) and so frees its slot, without gathering or planning anything.
+// The status updates of every other workload cost nothing.
+type follower struct {
+	*Deps
+	Kind workload.Kind
+	// queue is the follower's work queue once it started.
+	queue atomic.Pointer[queue]
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (f *follower) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := plan.Key{Kind: f.Kind.Name(), NamespacedName: req.NamespacedName}
+	if !f.Memory.Following(key) {
+		return ctrl.Result{}, nil
+	}
+	obj := f.Kind.New()
+	if err := f.Client.Get(ctx, req.NamespacedName, obj); err != nil || obj.GetDeletionTimestamp() != nil {
+		// A workload gone or being deleted is the reload loop's to forget.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	o := plan.Observed{ResourceVersion: obj.GetResourceVersion(), Status: rollout.Of(obj)}
+	now := f.Clock.Now()
+	var p plan.Progress
+	var ok bool
+	f.Memory.Update(key, func(m plan.Memory) plan.Memory {
+		m, p, ok = m.Follow(o, f.Settings.Rollouts.Timeout, now)
+		return m
+	})
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	f.report(ctx, obj, p)
+	// A rollout that never reports again still times out.
+	return ctrl.Result{RequeueAfter: max(p.Left, 0)}, nil
+}
+
+// report tells of the end of a rollout: a Normal RolloutComplete Event
+// with its duration, or a Warning RolloutStalled Event naming why.
+func (f *follower) report(ctx context.Context, obj client.Object, p plan.Progress) {
+	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", f.Kind.Name(), "took", p.Took.Round(time.Millisecond).String())
+	took := p.Took.Round(100 * time.Millisecond)
+	switch p.State {
+	case rollout.Complete:
+		f.Metrics.RolloutCompleted(f.Kind.Name(), p.Took)
+		log.Info("rollout complete")
+		f.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutComplete, "Rollout", "Rollout complete after %s", took)
+	case rollout.Stalled:
+		f.Metrics.RolloutStalled(f.Kind.Name())
+		log.Info("rollout stalled", "reason", p.Reason)
+		f.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Rollout", "Rollout stalled after %s: %s", took, p.Reason)
+		if f.Alert != nil {
+			f.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: f.Kind.Name(), Workload: obj.GetName(),
+				Stalled: fmt.Sprintf("after %s: %s", took, p.Reason)})
+		}
+	default:
+		log.V(1).Info("rollout in progress", "status", p.Reason)
+	}
+}
+
+// follow queues the workload named n, whose rollout Ripple just started:
+// its write may reach the cache before the rollout was remembered, and
+// a rollout that never reports again must still time out.
+func (f *follower) follow(n types.NamespacedName) {
+	if q := f.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: n})
+	}
+}
+
+// start keeps the follower's work queue once its controller starts.
+func (f *follower) start(_ context.Context, q queue) error {
+	f.queue.Store(&q)
+	return nil
+}
+
+// followed passes the creates and updates of the workloads of the kind
+// whose rollout is followed, status updates included; a create is one
+// that was followed before the follower started.
+func (f *follower) followed() predicate.Predicate {
+	is := func(obj client.Object) bool {
+		return f.Memory.Following(plan.Key{Kind: f.Kind.Name(), NamespacedName: client.ObjectKeyFromObject(obj)})
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return is(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return is(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

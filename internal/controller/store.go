@@ -1,0 +1,120 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/plan"
+)
+
+// Store holds the plan.Memory of every workload Ripple remembers
+// something of: the one place it is kept, shared by the reconcilers of
+// every kind and by the rollout followers. It changes a memory only by a
+// transition of package plan, applied under its lock one at a time, so
+// the reload loop and the rollout follower of one workload never lose
+// each other's change. A memory that remembers nothing is dropped.
+//
+// It keeps the gauges of what it holds: the workloads held by the flap
+// breaker, waiting for a rollout slot, and the rollouts followed.
+type Store struct {
+	Metrics *metrics.Metrics
+
+	mu sync.Mutex
+	m  map[plan.Key]plan.Memory
+	// waiting and following index the workloads in line for a rollout
+	// slot and those whose rollout is followed, for Admit.
+	waiting, following map[plan.Key]struct{}
+}
+
+// Load returns the memory of k.
+func (s *Store) Load(k plan.Key) plan.Memory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[k]
+}
+
+// Update applies the transition t to the memory of k and keeps the
+// result, which it returns.
+func (s *Store) Update(k plan.Key, t func(plan.Memory) plan.Memory) plan.Memory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := t(s.m[k])
+	s.set(k, m)
+	return m
+}
+
+// Following reports whether the rollout of k is followed.
+func (s *Store) Following(k plan.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.following[k]
+	return ok
+}
+
+// Admit applies the admission decide to the memory of k, with the line as
+// it stands at now: the workloads that stopped asking for a slot leave it
+// first (plan.Memory.Expire). The lock is held throughout, so that two
+// workloads never take one slot.
+func (s *Store) Admit(k plan.Key, now time.Time, decide func(plan.Memory, plan.Line) plan.Memory) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	line := plan.Line{InProgress: map[string]int{}}
+	for f := range s.following {
+		line.InProgress[f.Namespace]++
+	}
+	for w := range s.waiting {
+		if w == k {
+			continue
+		}
+		m := s.m[w].Expire(now)
+		s.set(w, m)
+		if m.Turn.Waiting() {
+			line.Waiting = append(line.Waiting, plan.Waiter{Key: w, Turn: m.Turn})
+		}
+	}
+	s.set(k, decide(s.m[k], line))
+}
+
+// set keeps m as the memory of k, and the indexes and gauges with it.
+func (s *Store) set(k plan.Key, m plan.Memory) {
+	old := s.m[k]
+	switch {
+	case old.Storm.Held.IsZero() && !m.Storm.Held.IsZero():
+		s.Metrics.HoldBegan(k.Kind)
+	case !old.Storm.Held.IsZero() && m.Storm.Held.IsZero():
+		s.Metrics.HoldEnded()
+	}
+	if m.IsZero() {
+		delete(s.m, k)
+	} else {
+		if s.m == nil {
+			s.m = map[plan.Key]plan.Memory{}
+		}
+		s.m[k] = m
+	}
+	if index(&s.waiting, k, m.Turn.Waiting()) {
+		s.Metrics.RolloutsWaiting(len(s.waiting))
+	}
+	if index(&s.following, k, m.Rollout.Followed()) {
+		s.Metrics.RolloutsInProgress(len(s.following))
+	}
+}
+
+// index adds k to or removes it from the set, and reports whether that
+// changed it.
+func index(set *map[plan.Key]struct{}, k plan.Key, in bool) bool {
+	_, was := (*set)[k]
+	switch {
+	case in == was:
+		return false
+	case in:
+		if *set == nil {
+			*set = map[plan.Key]struct{}{}
+		}
+		(*set)[k] = struct{}{}
+	default:
+		delete(*set, k)
+	}
+	return true
+}

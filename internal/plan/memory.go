@@ -1,0 +1,119 @@
+package plan
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Key names a workload: its kind and its namespace and name. Ripple's
+// memory is kept per key.
+type Key struct {
+	Kind string
+	types.NamespacedName
+}
+
+// Memory is everything Ripple remembers about one workload between
+// reconciles; what was applied is on the workload itself, never here.
+// Each part changes only through the transitions in this package, pure
+// functions of the memory, an input and the time. The controller loads a
+// workload's memory from its one store (controller.Store), calls them and
+// keeps the result; nothing else writes it.
+//
+// It lives in memory only. A restart loses it on purpose and nothing that
+// a reload depends on: the next change starts a new settle window, the
+// next storm trips the flap breaker again, the next rollout may come sooner
+// than the minimum interval, and the rollouts in flight are neither
+// reported nor counted against the caps (docs/architecture.md, State).
+//
+// A feature that remembers something more of a workload adds a field here
+// and its transitions beside it, not a store of its own.
+type Memory struct {
+	// Pending is the settle schedule: the change set waiting for its
+	// settle window to close.
+	Pending Pending
+	// Storm is the storm breaker's state: the flap history, the hold and
+	// the last rollout.
+	Storm Storm
+	// Turn is the workload's place in line for a rollout slot; zero when
+	// it does not wait for one.
+	Turn Turn
+	// Rollout is the rollout Ripple started and follows; zero when none.
+	Rollout Rollout
+}
+
+// IsZero reports whether m remembers nothing: the store then drops it.
+func (m Memory) IsZero() bool {
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{})
+}
+
+// Notice is the memory after a source event that may change the workload
+// arrived at t: it opens or extends the settle window.
+func (m Memory) Notice(t time.Time) Memory {
+	m.Pending = m.Pending.Notice(t)
+	return m
+}
+
+// Planned is the memory after plan p, which For made from it: the settle
+// and storm-breaker state p keeps.
+func (m Memory) Planned(p Plan) Memory {
+	m.Pending, m.Storm = p.Pending, p.Storm
+	return m
+}
+
+// LeftScope is the memory of a workload whose namespace left the scope:
+// nothing is planned for it, so no settle window stays open.
+func (m Memory) LeftScope() Memory {
+	m.Pending = Pending{}
+	return m
+}
+
+// Gone is the memory of a workload that is gone, being deleted or has no
+// pod template: nothing. Its rollout is neither complete nor stalled, and
+// it leaves the line.
+func (m Memory) Gone() Memory { return Memory{} }
+
+// LeaveLine is the memory of a workload that needs no rollout (any more):
+// it leaves the line for a rollout slot.
+func (m Memory) LeaveLine() Memory {
+	m.Turn = Turn{}
+	return m
+}
+
+// Write is what the write of a plan did, as the controller saw it.
+type Write struct {
+	// Skipped is set when the kind rolled nothing (workload.Result.Skipped).
+	Skipped bool
+	// Instant is set when the write is the whole rollout (a CronJob
+	// starting a Job, a Job re-created): there is nothing to follow.
+	Instant bool
+	// StaleVersion is the resourceVersion the write was made on: a cached
+	// copy still at it does not show the write yet.
+	StaleVersion string
+}
+
+// Wrote is the memory after plan p was carried out at t without error:
+// its write made (if it has one) or, in dry-run, the rollout it would
+// have started. A rollout leaves the line, is followed (unless instant),
+// closes the settle window and counts for the minimum rollout interval; a
+// write that rolled nothing leaves the line.
+func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
+	rolled := p.Reloads() && !w.Skipped
+	if p.Writes() {
+		m.Turn = Turn{}
+	}
+	if rolled && !w.Instant {
+		started := t
+		if m.Rollout.Followed() {
+			started = m.Rollout.Started // a second write during a rollout keeps its start
+		}
+		m.Rollout = Rollout{Started: started, StaleVersion: w.StaleVersion}
+	}
+	if p.Reloads() {
+		m.Pending = Pending{}
+	}
+	if rolled || p.WouldReload {
+		m.Storm = m.Storm.AfterRollout(p, t)
+	}
+	return m
+}
