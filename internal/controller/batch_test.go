@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -82,7 +81,7 @@ func TestJobRecreateResumes(t *testing.T) {
 	if err := w.c.List(t.Context(), records, client.InNamespace("ripple")); err != nil || len(records.Items) != 0 {
 		t.Errorf("records left: %d (%v), want none", len(records.Items), err)
 	}
-	if w.deps.Memory.Following(plan.Key{Kind: "Job", NamespacedName: types.NamespacedName{Namespace: ns, Name: "batch"}}) {
+	if w.deps.Memory.Following(workload.RefFor("Job", types.NamespacedName{Namespace: ns, Name: "batch"})) {
 		t.Error("a Job's rollout (the write itself) is followed")
 	}
 }

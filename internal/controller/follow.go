@@ -36,7 +36,7 @@ type follower struct {
 
 // Reconcile implements reconcile.Reconciler.
 func (f *follower) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	key := plan.Key{Kind: f.Kind.Name(), NamespacedName: req.NamespacedName}
+	key := workload.RefFor(f.Kind.Name(), req.NamespacedName)
 	if !f.Memory.Following(key) {
 		return ctrl.Result{}, nil
 	}
@@ -104,7 +104,7 @@ func (f *follower) start(_ context.Context, q queue) error {
 // that was followed before the follower started.
 func (f *follower) followed() predicate.Predicate {
 	is := func(obj client.Object) bool {
-		return f.Memory.Following(plan.Key{Kind: f.Kind.Name(), NamespacedName: client.ObjectKeyFromObject(obj)})
+		return f.Memory.Following(workload.RefFor(f.Kind.Name(), client.ObjectKeyFromObject(obj)))
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return is(e.Object) },

@@ -38,7 +38,7 @@ func TestSourceHandler(t *testing.T) {
 	h := w.recs["Deployment"].sourceHandler(refs.ConfigMap)
 	cm := configMap()
 	h.Create(t.Context(), event.CreateEvent{Object: cm, IsInInitialList: true}, w.queue)
-	key := plan.Key{Kind: "Deployment", NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
+	key := workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: "web"})
 	if len(w.queue.added) != 1 || w.queue.added[0].Name != "web" || w.queue.after[0] != 0 || !w.deps.Memory.Load(key).IsZero() {
 		t.Fatalf("initial list: queued %v after %v, memory %+v; want web at once, nothing remembered", w.queue.added, w.queue.after, w.deps.Memory.Load(key))
 	}
@@ -121,7 +121,7 @@ func TestReloadFailed(t *testing.T) {
 		t.Errorf("failed reloads %v, error reconciles %v; want 1, 1",
 			w.metric("reloader_reload_executed_total", "success=false"), w.metric("reloader_reconcile_total", "result=error"))
 	}
-	if w.deps.Memory.Following(plan.Key{Kind: "Deployment", NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}) {
+	if w.deps.Memory.Following(workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: "web"})) {
 		t.Error("a failed write is followed as a rollout")
 	}
 }
@@ -150,7 +150,7 @@ func TestPauseEndsOutOfScope(t *testing.T) {
 	d.Annotations[keys.PausePeriod] = "5m"
 	d.Annotations[keys.PausedAt] = w.clk.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	w.create(configMap(), d)
-	key := plan.Key{Kind: "Deployment", NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
+	key := workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: "web"})
 	w.deps.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Notice(w.clk.Now()) })
 	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 4*time.Minute {
 		t.Fatalf("inside the pause period: requeue %s, want the 4m left", res.RequeueAfter)
@@ -188,7 +188,7 @@ func TestGoneForgetsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.reconcile("Deployment", "web")
-	if w.metric("ripple_rollouts_in_progress") != 0 || !w.deps.Memory.Load(plan.Key{Kind: "Deployment", NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}).IsZero() {
+	if w.metric("ripple_rollouts_in_progress") != 0 || !w.deps.Memory.Load(workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: "web"})).IsZero() {
 		t.Error("a deleted workload is still remembered")
 	}
 	if res := w.follow("web"); res.RequeueAfter != 0 {

@@ -312,7 +312,7 @@ func TestSettleWindowThenReload(t *testing.T) {
 	if got := w.metric("ripple_reloads_total", "result=success"); got != 1 {
 		t.Errorf("ripple_reloads_total = %v, want 1", got)
 	}
-	if !w.deps.Memory.Load(plan.Key{Kind: "Deployment", NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}).Pending.First.IsZero() {
+	if !w.deps.Memory.Load(workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: "web"})).Pending.First.IsZero() {
 		t.Error("the settle window is still open after the rollout")
 	}
 	if len(w.queue.followed) != 1 || w.metric("ripple_rollouts_in_progress") != 1 {

@@ -69,8 +69,8 @@ type Reconciler struct {
 }
 
 // key is the store's key of the workload named n.
-func (r *Reconciler) key(n types.NamespacedName) plan.Key {
-	return plan.Key{Kind: r.Kind.Name(), NamespacedName: n}
+func (r *Reconciler) key(n types.NamespacedName) workload.Ref {
+	return workload.RefFor(r.Kind.Name(), n)
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -101,7 +101,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // converge plans the workload from what Ripple remembers of it, keeps
 // what the plan remembers, and writes the plan once a rollout slot is free
 // for a reload.
-func (r *Reconciler) converge(ctx context.Context, key plan.Key, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
+func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
 	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	if err != nil {
@@ -130,7 +130,7 @@ func (r *Reconciler) converge(ctx context.Context, key plan.Key, obj client.Obje
 }
 
 // admit asks for a rollout slot for the plan p of key (plan.Admit).
-func (r *Reconciler) admit(key plan.Key, p plan.Plan) plan.Admission {
+func (r *Reconciler) admit(key workload.Ref, p plan.Plan) plan.Admission {
 	a := plan.Admission{OK: true}
 	if l := r.Settings.Rollouts; l.Max <= 0 && l.MaxPerNamespace <= 0 {
 		return a // no line to look at
@@ -145,7 +145,7 @@ func (r *Reconciler) admit(key plan.Key, p plan.Plan) plan.Admission {
 
 // write makes the write of p, if it has one, and keeps what it did in the
 // workload's memory; a rollout it started goes to the rollout follower.
-func (r *Reconciler) write(ctx context.Context, key plan.Key, obj client.Object, p plan.Plan) (workload.Result, error) {
+func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Object, p plan.Plan) (workload.Result, error) {
 	w := plan.Write{StaleVersion: obj.GetResourceVersion(), Instant: rollout.Instant(obj)} // a custom kind's write updates obj
 	var res workload.Result
 	if p.Writes() {
@@ -158,7 +158,7 @@ func (r *Reconciler) write(ctx context.Context, key plan.Key, obj client.Object,
 	now := r.Clock.Now()
 	m := r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Wrote(p, w, now) })
 	if m.Rollout.Followed() && r.follow != nil && p.Reloads() && !w.Skipped {
-		r.follow(key.NamespacedName)
+		r.follow(key.Key())
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Store holds the plan.Memory of every workload Ripple remembers
@@ -21,14 +22,14 @@ type Store struct {
 	Metrics *metrics.Metrics
 
 	mu sync.Mutex
-	m  map[plan.Key]plan.Memory
+	m  map[workload.Ref]plan.Memory
 	// waiting and following index the workloads in line for a rollout
 	// slot and those whose rollout is followed, for Admit.
-	waiting, following map[plan.Key]struct{}
+	waiting, following map[workload.Ref]struct{}
 }
 
 // Load returns the memory of k.
-func (s *Store) Load(k plan.Key) plan.Memory {
+func (s *Store) Load(k workload.Ref) plan.Memory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[k]
@@ -36,7 +37,7 @@ func (s *Store) Load(k plan.Key) plan.Memory {
 
 // Update applies the transition t to the memory of k and keeps the
 // result, which it returns.
-func (s *Store) Update(k plan.Key, t func(plan.Memory) plan.Memory) plan.Memory {
+func (s *Store) Update(k workload.Ref, t func(plan.Memory) plan.Memory) plan.Memory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := t(s.m[k])
@@ -45,7 +46,7 @@ func (s *Store) Update(k plan.Key, t func(plan.Memory) plan.Memory) plan.Memory 
 }
 
 // Following reports whether the rollout of k is followed.
-func (s *Store) Following(k plan.Key) bool {
+func (s *Store) Following(k workload.Ref) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.following[k]
@@ -56,7 +57,7 @@ func (s *Store) Following(k plan.Key) bool {
 // it stands at now: the workloads that stopped asking for a slot leave it
 // first (plan.Memory.Expire). The lock is held throughout, so that two
 // workloads never take one slot.
-func (s *Store) Admit(k plan.Key, now time.Time, decide func(plan.Memory, plan.Line) plan.Memory) {
+func (s *Store) Admit(k workload.Ref, now time.Time, decide func(plan.Memory, plan.Line) plan.Memory) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	line := plan.Line{InProgress: map[string]int{}}
@@ -77,7 +78,7 @@ func (s *Store) Admit(k plan.Key, now time.Time, decide func(plan.Memory, plan.L
 }
 
 // set keeps m as the memory of k, and the indexes and gauges with it.
-func (s *Store) set(k plan.Key, m plan.Memory) {
+func (s *Store) set(k workload.Ref, m plan.Memory) {
 	old := s.m[k]
 	switch {
 	case old.Storm.Held.IsZero() && !m.Storm.Held.IsZero():
@@ -89,7 +90,7 @@ func (s *Store) set(k plan.Key, m plan.Memory) {
 		delete(s.m, k)
 	} else {
 		if s.m == nil {
-			s.m = map[plan.Key]plan.Memory{}
+			s.m = map[workload.Ref]plan.Memory{}
 		}
 		s.m[k] = m
 	}
@@ -103,14 +104,14 @@ func (s *Store) set(k plan.Key, m plan.Memory) {
 
 // index adds k to or removes it from the set, and reports whether that
 // changed it.
-func index(set *map[plan.Key]struct{}, k plan.Key, in bool) bool {
+func index(set *map[workload.Ref]struct{}, k workload.Ref, in bool) bool {
 	_, was := (*set)[k]
 	switch {
 	case in == was:
 		return false
 	case in:
 		if *set == nil {
-			*set = map[plan.Key]struct{}{}
+			*set = map[workload.Ref]struct{}{}
 		}
 		(*set)[k] = struct{}{}
 	default:

@@ -43,7 +43,7 @@ func newLines(t *testing.T, l plan.RolloutLimits) (*lines, *clocktesting.FakePas
 }
 
 func (l *lines) Admit(kind string, n types.NamespacedName, seen time.Time) plan.Admission {
-	k := plan.Key{Kind: kind, NamespacedName: n}
+	k := workload.RefFor(kind, n)
 	a := plan.Admission{}
 	l.Store.Admit(k, l.clk.Now(), func(m plan.Memory, line plan.Line) plan.Memory {
 		m, a = plan.Admit(k, m, line, l.limits, seen, l.clk.Now())
@@ -56,7 +56,7 @@ func (l *lines) Admit(kind string, n types.NamespacedName, seen time.Time) plan.
 func (l *lines) Start(kind string, obj client.Object, rv string) {
 	p := plan.Plan{Update: workload.Update{Template: &corev1.PodTemplateSpec{}}}
 	w := plan.Write{StaleVersion: rv, Instant: rollout.Instant(obj)}
-	l.Update(plan.Key{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, func(m plan.Memory) plan.Memory {
+	l.Update(workload.RefFor(kind, client.ObjectKeyFromObject(obj)), func(m plan.Memory) plan.Memory {
 		return m.Wrote(p, w, l.clk.Now())
 	})
 }
@@ -65,7 +65,7 @@ func (l *lines) Observe(kind string, obj client.Object) (plan.Progress, bool) {
 	var p plan.Progress
 	var ok bool
 	o := plan.Observed{ResourceVersion: obj.GetResourceVersion(), Status: rollout.Of(obj)}
-	l.Update(plan.Key{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, func(m plan.Memory) plan.Memory {
+	l.Update(workload.RefFor(kind, client.ObjectKeyFromObject(obj)), func(m plan.Memory) plan.Memory {
 		m, p, ok = m.Follow(o, l.limits.Timeout, l.clk.Now())
 		return m
 	})
@@ -112,7 +112,7 @@ func TestLineTurnsInOrder(t *testing.T) {
 			t.Fatalf("Observe(%s) = %+v %v, want complete", done, p, ok)
 		}
 		for _, n := range []string{"b", "a", "c"} {
-			if _, waits := tr.waiting[plan.Key{Kind: "Deployment", NamespacedName: key("ns", n)}]; !waits {
+			if _, waits := tr.waiting[workload.RefFor("Deployment", key("ns", n))]; !waits {
 				continue
 			}
 			if a := tr.Admit("Deployment", key("ns", n), seen[n]); a.OK != (n == next) {
@@ -183,7 +183,7 @@ func TestLineUnlimitedAndInstant(t *testing.T) {
 		}
 	}
 	tr.Start("CronJob", &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cj"}}, "1")
-	if tr.Following(plan.Key{Kind: "CronJob", NamespacedName: key("ns", "cj")}) {
+	if tr.Following(workload.RefFor("CronJob", key("ns", "cj"))) {
 		t.Fatal("a CronJob's rollout (the Job it started) is followed")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Rollout waves: with a cap on the rollouts in progress, a workload that
@@ -72,7 +74,7 @@ type Line struct {
 
 // Waiter is a workload in line.
 type Waiter struct {
-	Key  Key
+	Key  workload.Ref
 	Turn Turn
 }
 
@@ -92,7 +94,7 @@ type Admission struct {
 // seen, then namespace, name and kind) and the Admission says why. A
 // workload is admitted when the free slots, handed out in that order,
 // reach it.
-func Admit(k Key, m Memory, line Line, l RolloutLimits, seen, now time.Time) (Memory, Admission) {
+func Admit(k workload.Ref, m Memory, line Line, l RolloutLimits, seen, now time.Time) (Memory, Admission) {
 	if l.Max <= 0 && l.MaxPerNamespace <= 0 {
 		return m, Admission{OK: true}
 	}
@@ -116,7 +118,7 @@ func Admit(k Key, m Memory, line Line, l RolloutLimits, seen, now time.Time) (Me
 
 // turn hands the free slots to the workloads in line in order and reports
 // whether k, with its turn t, gets one, else why not.
-func turn(k Key, t Turn, line Line, l RolloutLimits) (bool, string) {
+func turn(k workload.Ref, t Turn, line Line, l RolloutLimits) (bool, string) {
 	active := 0
 	perNS := map[string]int{}
 	for ns, n := range line.InProgress {

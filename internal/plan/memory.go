@@ -2,16 +2,7 @@ package plan
 
 import (
 	"time"
-
-	"k8s.io/apimachinery/pkg/types"
 )
-
-// Key names a workload: its kind and its namespace and name. Ripple's
-// memory is kept per key.
-type Key struct {
-	Kind string
-	types.NamespacedName
-}
 
 // Memory is everything Ripple remembers about one workload between
 // reconciles; what was applied is on the workload itself, never here.

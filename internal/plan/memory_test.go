@@ -17,8 +17,8 @@ var t0 = time.Unix(1000, 0)
 
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
-func wkey(ns, name string) Key {
-	return Key{Kind: "Deployment", NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+func wkey(ns, name string) workload.Ref {
+	return workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: name})
 }
 
 // rolls is a plan that rolls the workload, with a minimum interval.

@@ -50,6 +50,11 @@ func RefTo(kind Kind, obj client.Object) Ref {
 	return Ref{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
+// RefFor is the Ref of the workload of kind named n.
+func RefFor(kind string, n types.NamespacedName) Ref {
+	return Ref{Kind: kind, Namespace: n.Namespace, Name: n.Name}
+}
+
 // Key is the workload's namespace and name.
 func (r Ref) Key() types.NamespacedName {
 	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
