@@ -27,20 +27,19 @@ func TestInvalidValuesExit2(t *testing.T) {
 		"bad workload type":      {[]string{"--ignored-workload-types=pods"}, `--ignored-workload-types: "pods" is not a workload type; use jobs, cronjobs or both`},
 		"unknown log level":      {[]string{"--log-level=loud"}, `--log-level: "loud" is not a level; use trace, debug, info, warning, error, fatal or panic`},
 		"unknown log format":     {[]string{"--log-format=xml"}, `--log-format: "xml" is not a format; use json or text`},
-		"bad boolean":            {[]string{"--reload-on-create=yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
+		"bad boolean":            {[]string{"--auto-reload-all=yes"}, `invalid argument "yes" for "--auto-reload-all" flag`},
 		"unknown flag":           {[]string{"--reload-everything"}, "unknown flag: --reload-everything"},
 		"bad namespace":          {[]string{"--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
 		// Reloader's string-valued booleans as two arguments: the value is
 		// taken, so the next error is the strategy's.
-		"two-argument booleans":  {[]string{"--reload-on-create", "true", "--is-Argo-Rollouts", "True", "--reload-strategy=rolling"}, `--reload-strategy: "rolling" is not a strategy`},
-		"bad two-argument value": {[]string{"--reload-on-create", "yes"}, `invalid argument "yes" for "--reload-on-create" flag`},
-		"value after a boolean":  {[]string{"--enable-ha", "maybe"}, `unexpected argument "maybe" after --enable-ha: a boolean flag takes true or false, as --enable-ha=true or --enable-ha false`},
-		"bad webhook":            {[]string{"--webhook-url=ftp://example.com/"}, "--webhook-url: must be an http or https URL"},
-		"empty annotation":       {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
-		"renew not below lease":  {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-renew-deadline=15s"}, "--leader-election-renew-deadline: 15s must be less than --leader-election-lease-duration 15s"},
-		"fractional lease":       {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-lease-duration=1500ms"}, "--leader-election-lease-duration: 1.5s must be a whole number of seconds"},
-		"pprof on metrics port":  {[]string{"--enable-pprof", "--pprof-addr=:9090"}, `--pprof-addr: ":9090" must be an address of its own`},
-		"unknown command":        {[]string{"explain-everything"}, `unknown command "explain-everything"`},
+		"two-argument booleans": {[]string{"--reload-on-create", "true", "--is-Argo-Rollouts", "True", "--reload-strategy=rolling"}, `--reload-strategy: "rolling" is not a strategy`},
+		"value after a boolean": {[]string{"--enable-ha", "maybe"}, `unexpected argument "maybe" after --enable-ha: a boolean flag takes true or false, as --enable-ha=true or --enable-ha false`},
+		"bad webhook":           {[]string{"--webhook-url=ftp://example.com/"}, "--webhook-url: must be an http or https URL"},
+		"empty annotation":      {[]string{"--auto-annotation="}, "--auto-annotation: must not be empty"},
+		"renew not below lease": {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-renew-deadline=15s"}, "--leader-election-renew-deadline: 15s must be less than --leader-election-lease-duration 15s"},
+		"fractional lease":      {[]string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-lease-duration=1500ms"}, "--leader-election-lease-duration: 1.5s must be a whole number of seconds"},
+		"pprof on metrics port": {[]string{"--enable-pprof", "--pprof-addr=:9090"}, `--pprof-addr: ":9090" must be an address of its own`},
+		"unknown command":       {[]string{"explain-everything"}, `unknown command "explain-everything"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

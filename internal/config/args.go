@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -54,4 +55,38 @@ func isBoolValue(flag, v string) bool {
 	}
 	_, err := strconv.ParseBool(v)
 	return err == nil
+}
+
+// reloaderBool is one of reloaderStringBools. Reloader declares them as
+// strings and turns them on only for the exact value "true", so
+// `--is-Argo-Rollouts=True` leaves Argo Rollouts off there; it does here
+// too, so a Reloader user's flags keep their meaning, and Config warns
+// about every value other than true and false.
+type reloaderBool struct {
+	on  *bool
+	raw *string
+}
+
+// bindReloaderBool registers a reloaderBool; alone, the flag means true.
+func bindReloaderBool(fs *pflag.FlagSet, on *bool, raw *string, name, usage string) {
+	fs.VarPF(reloaderBool{on: on, raw: raw}, name, "", usage).NoOptDefVal = "true"
+}
+
+func (b reloaderBool) Set(v string) error {
+	*b.raw, *b.on = v, v == "true"
+	return nil
+}
+
+func (b reloaderBool) String() string { return strconv.FormatBool(*b.on) }
+
+// Type is "bool" so usage shows no value and JoinBoolValues joins it.
+func (b reloaderBool) Type() string { return "bool" }
+
+// looseBool is the warning for a reloaderBool given a value that Reloader
+// reads as false without saying so, or "".
+func looseBool(name, raw string) string {
+	if raw == "" || raw == "true" || raw == "false" {
+		return ""
+	}
+	return fmt.Sprintf("--%s=%q is read as false, as Reloader reads every value but the exact string true; write --%s=true to turn it on", name, raw, name)
 }

@@ -112,6 +112,12 @@ func (o *Options) Config() (Config, error) {
 		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))
 	}
 	cfg.Alert = o.AlertOptions.validate(&errs)
+	for _, w := range []string{looseBool("reload-on-create", o.reloadOnCreateRaw), looseBool("reload-on-delete", o.reloadOnDeleteRaw),
+		looseBool("is-Argo-Rollouts", o.argoRolloutsRaw)} {
+		if w != "" {
+			cfg.Warnings = append(cfg.Warnings, w)
+		}
+	}
 	if o.MetaInfoNamespace != "" {
 		cfg.MetaInfo = MetaInfo{Namespace: o.MetaInfoNamespace, Deployment: o.MetaInfoDeployment, Options: o.reloaderOptions(keys)}
 	}

@@ -119,13 +119,15 @@ func TestParseSelector(t *testing.T) {
 	}
 }
 
-// Reloader's string booleans keep working, and so do bare flags (its bug
-// 12: only the exact string "true" counted, and typos were silently false).
+// Reloader's string booleans keep working, and so do bare flags. (Its bug
+// 12, only the exact string "true" counts and anything else is silently
+// false, is kept for those three flags so a Reloader user's flags mean
+// the same, but no longer silently: TestReloaderStringBooleans.)
 func TestBooleanFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--reload-on-create=true", "--reload-on-delete=true", "--is-Argo-Rollouts=true", "--enable-csi-integration=true", "--sync-after-restart=true", "--auto-reload-all=true"},
 		{"--reload-on-create", "--reload-on-delete", "--is-Argo-Rollouts", "--enable-csi-integration", "--sync-after-restart", "--auto-reload-all"},
-		{"--reload-on-create=True", "--reload-on-delete=1", "--is-Argo-Rollouts=TRUE", "--enable-csi-integration=t", "--sync-after-restart=true", "--auto-reload-all=true"},
+		{"--reload-on-create=true", "--reload-on-delete", "--is-Argo-Rollouts", "--enable-csi-integration=t", "--sync-after-restart=True", "--auto-reload-all=1"},
 	} {
 		cfg, err := parse(t, nil, args...)
 		if err != nil {
@@ -138,32 +140,42 @@ func TestBooleanFlags(t *testing.T) {
 	for _, args := range [][]string{
 		// Reloader's string-valued booleans as two arguments, as
 		// Reloader users may write them.
-		{"--reload-on-create", "true", "--reload-on-delete", "True", "--is-Argo-Rollouts", "True", "--sync-after-restart", "--auto-reload-all", "1"},
-		{"--is-Argo-Rollouts", "true", "--reload-on-create=true", "--reload-on-delete", "t", "--sync-after-restart", "true", "--auto-reload-all"},
+		{"--reload-on-create", "true", "--reload-on-delete", "true", "--is-Argo-Rollouts", "true", "--sync-after-restart", "--auto-reload-all", "1"},
+		{"--is-Argo-Rollouts", "true", "--reload-on-create=true", "--reload-on-delete", "--sync-after-restart", "true", "--auto-reload-all"},
 	} {
 		cfg, err := parse(t, nil, args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
-		if !cfg.ReloadOnCreate || !cfg.ReloadOnDelete || !cfg.ArgoRollouts || !cfg.SyncAfterRestart || !cfg.AutoReloadAll {
-			t.Errorf("%v: create %v, delete %v, argo %v, sync %v, all %v; want all true", args,
-				cfg.ReloadOnCreate, cfg.ReloadOnDelete, cfg.ArgoRollouts, cfg.SyncAfterRestart, cfg.AutoReloadAll)
+		if !cfg.ReloadOnCreate || !cfg.ReloadOnDelete || !cfg.ArgoRollouts || !cfg.SyncAfterRestart || !cfg.AutoReloadAll || len(cfg.Warnings) > 0 {
+			t.Errorf("%v: create %v, delete %v, argo %v, sync %v, all %v, warnings %q; want all true, no warning", args,
+				cfg.ReloadOnCreate, cfg.ReloadOnDelete, cfg.ArgoRollouts, cfg.SyncAfterRestart, cfg.AutoReloadAll, cfg.Warnings)
 		}
 	}
-	cfg, err := parse(t, nil, "--reload-on-create", "false", "--is-Argo-Rollouts", "False", "--reload-on-delete")
-	if err != nil || cfg.ReloadOnCreate || cfg.ArgoRollouts || !cfg.ReloadOnDelete {
-		t.Errorf("--reload-on-create false --is-Argo-Rollouts False --reload-on-delete: create %v, argo %v, delete %v, %v",
-			cfg.ReloadOnCreate, cfg.ArgoRollouts, cfg.ReloadOnDelete, err)
+}
+
+// TestReloaderStringBooleans: Reloader turns its three string-valued
+// booleans on only for the exact value "true"; anything else is false
+// there, silently. Ripple reads them the same and warns.
+func TestReloaderStringBooleans(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse(t, nil, "--reload-on-create", "false", "--is-Argo-Rollouts", "True", "--reload-on-delete=yes", "--enable-csi-integration=TRUE")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := parse(t, nil, "--reload-on-create", "yes"); err == nil || !strings.Contains(err.Error(), `"yes" for "--reload-on-create"`) {
-		t.Errorf("--reload-on-create yes: got %v, want an error naming the flag and value", err)
+	if cfg.ReloadOnCreate || cfg.ArgoRollouts || cfg.ReloadOnDelete || !cfg.CSI {
+		t.Errorf("create %v, argo %v, delete %v, csi %v; want all false, as Reloader, and csi true", cfg.ReloadOnCreate, cfg.ArgoRollouts, cfg.ReloadOnDelete, cfg.CSI)
 	}
-	cfg, err = parse(t, nil, "--reload-on-create=false")
-	if err != nil || cfg.ReloadOnCreate {
-		t.Errorf("--reload-on-create=false: %v, %v", cfg.ReloadOnCreate, err)
+	want := []string{
+		`--reload-on-delete="yes" is read as false, as Reloader reads every value but the exact string true; write --reload-on-delete=true to turn it on`,
+		`--is-Argo-Rollouts="True" is read as false, as Reloader reads every value but the exact string true; write --is-Argo-Rollouts=true to turn it on`,
 	}
-	if _, err := parse(t, nil, "--reload-on-create=yes"); err == nil || !strings.Contains(err.Error(), "reload-on-create") {
-		t.Errorf("--reload-on-create=yes: got %v, want an error naming the flag", err)
+	if !slices.Equal(cfg.Warnings, want) {
+		t.Errorf("warnings:\n%q\nwant\n%q", cfg.Warnings, want)
+	}
+	// Other boolean flags keep Go's reading and reject a non-boolean.
+	if _, err := parse(t, nil, "--auto-reload-all=yes"); err == nil || !strings.Contains(err.Error(), "auto-reload-all") {
+		t.Errorf("--auto-reload-all=yes: got %v, want an error naming the flag", err)
 	}
 }
 

@@ -45,6 +45,8 @@ type ReloadOptions struct {
 	ReloadStrategy    string
 	ResourcesToIgnore []string
 	ReloadFlags
+	// The values given to Reloader's string-valued booleans, for looseBool.
+	reloadOnCreateRaw, reloadOnDeleteRaw string
 }
 
 // Reload is the validated reload behaviour.
@@ -76,8 +78,8 @@ func defaultReloadOptions() ReloadOptions {
 
 // BindFlags registers the reload flags.
 func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.ReloadOnCreate, "reload-on-create", o.ReloadOnCreate, "Also reload when a config a workload reloads on is created after the workload.")
-	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
+	bindReloaderBool(fs, &o.ReloadOnCreate, &o.reloadOnCreateRaw, "reload-on-create", "Also reload when a config a workload reloads on is created after the workload.")
+	bindReloaderBool(fs, &o.ReloadOnDelete, &o.reloadOnDeleteRaw, "reload-on-delete", "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
 	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}.`)
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
