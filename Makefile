@@ -67,8 +67,12 @@ test-e2e: tools build ## End-to-end tests on the full local cluster (controller-
 test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing, dry runs, install and RBAC on a real API server.
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
 
+.PHONY: test-docs
+test-docs: ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code (no cluster).
+	$(GOTEST) -count=1 ./test/docs/...
+
 .PHONY: test
-test: tools vet test-unit test-integration test-chart test-e2e test-image ## Everything CI runs: vet, unit, integration, chart, e2e and image tests.
+test: tools vet test-unit test-docs test-integration test-chart test-e2e test-image ## Everything CI runs: vet, unit, docs, integration, chart, e2e and image tests.
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local cluster in the background (NAME=default); prints the kubeconfig path.
