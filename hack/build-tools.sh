@@ -42,6 +42,17 @@ cache=${RIPPLE_TOOLS_DIR:-$tools_root/$k8s_version}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
+# One build per cache at a time: a second run (another make, or `make -n`,
+# which expands $(TOOLS_DIR)) waits for the first and then finds its
+# binaries cached, instead of building the same files beside it.
+if command -v flock >/dev/null; then
+	exec 9>"$cache/.lock"
+	if ! flock -n 9; then
+		log "another build-tools.sh is building into $cache; waiting for it"
+		flock 9
+	fi
+fi
+
 # build compiles one binary unless the cached one was built from the same pin.
 build() { # name module-dir package pin [ldflags]
 	local name=$1 dir=$2 pkg=$3 pin=$4 ldflags=${5:-}
@@ -54,7 +65,7 @@ build() { # name module-dir package pin [ldflags]
 	local other
 	for other in "$tools_root"/*/"$name"; do
 		if [[ -x $other && $other != "$out" && -f $(dirname "$other")/.$name.version && $(<"$(dirname "$other")/.$name.version") == "$pin" ]]; then
-			cp "$other" "$out.tmp" && mv "$out.tmp" "$out"
+			cp "$other" "$out.$$.tmp" && mv "$out.$$.tmp" "$out"
 			printf '%s' "$pin" >"$stamp"
 			log "$name $pin: copied from $(dirname "$other")"
 			return
@@ -66,12 +77,12 @@ build() { # name module-dir package pin [ldflags]
 	fi
 	log "$name $pin: building..."
 	local start=$SECONDS
-	if ! (cd "$here/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg"); then
-		rm -f "$out.tmp"
+	if ! (cd "$here/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.$$.tmp" "$pkg"); then
+		rm -f "$out.$$.tmp"
 		log "ERROR: building $name from $pkg ($pin) failed; see the go build output above"
 		exit 1
 	fi
-	mv "$out.tmp" "$out"
+	mv "$out.$$.tmp" "$out"
 	printf '%s' "$pin" >"$stamp"
 	log "$name $pin: built in $((SECONDS - start))s"
 }
