@@ -82,7 +82,11 @@ var (
 )
 
 // foreign are commands of other tools: their flags are theirs.
-var foreign = []string{"helm", "kubectl", "skopeo", "podman", "docker", "kind", "k3d", "minikube", "crane", "git", "curl", "go"}
+var foreign = []string{
+	"helm", "kubectl", "kustomize", "argocd", "flux", "kind", "k3d", "minikube",
+	"skopeo", "podman", "docker", "nerdctl", "ctr", "crane", "oras",
+	"git", "curl", "jq", "yq", "go", "sudo",
+}
 
 // ours are the command lines of Ripple's own programs that begin like a
 // foreign one.
