@@ -130,6 +130,7 @@ func Check(file, text string, known Names) []Finding {
 		para = append(para, line)
 	}
 	flush()
+	slices.SortStableFunc(c.findings, func(a, b Finding) int { return a.Line - b.Line })
 	return append(c.findings, c.unusedDirectives()...)
 }
 
