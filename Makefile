@@ -67,6 +67,20 @@ test-unit: ## Unit tests (no API server, no network), with the race detector; pr
 test-integration: tools build ## Integration tests against a real kube-apiserver and etcd (envtest).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) $(RACE) -count=1 -parallel 32 -timeout 20m ./test/integration/...
 
+# The oldest supported Kubernetes minor (README, "Supported versions") is
+# pinned in hack/tools/kube-oldest and cached beside the default version.
+# Its directory is found when the recipe runs, so `make -n` builds nothing.
+OLDEST_TOOLS = RIPPLE_TOOLS_DIR= bash hack/build-tools.sh kube-oldest
+
+.PHONY: tools-oldest
+tools-oldest: ## Build the oldest supported Kubernetes minor's control plane and etcd (cached; ~10 min the first time).
+	@$(OLDEST_TOOLS) >/dev/null
+
+.PHONY: test-integration-oldest
+test-integration-oldest: build ## Integration tests against the oldest supported Kubernetes minor (builds it once; not part of make test).
+	dir=$$($(OLDEST_TOOLS) | tail -n 1); \
+	RIPPLE_TOOLS_DIR=$$dir RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) $(RACE) -count=1 -parallel 32 -timeout 20m ./test/integration/...
+
 .PHONY: test-e2e
 test-e2e: tools build ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
@@ -75,8 +89,12 @@ test-e2e: tools build ## End-to-end tests on the full local cluster (controller-
 test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing, dry runs, install and RBAC on a real API server.
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
 
+.PHONY: test-docs
+test-docs: ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code (no cluster).
+	$(GOTEST) -count=1 ./test/docs/...
+
 .PHONY: test
-test: tools vet test-unit test-integration test-chart test-e2e test-image ## Everything CI runs: vet, unit, integration, chart, e2e and image tests.
+test: tools vet test-unit test-docs test-integration test-chart test-e2e test-image ## Everything CI runs: vet, unit, docs, integration, chart, e2e and image tests.
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local cluster in the background (NAME=default); prints the kubeconfig path.

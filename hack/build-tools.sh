@@ -5,14 +5,18 @@
 # so a second run with everything present takes a second or two.
 #
 # Prints the directory holding the binaries on the last line of stdout.
+#
+# Usage: bash hack/build-tools.sh [kube-module]
+# kube-module is the directory under hack/tools that pins k8s.io/kubernetes
+# and etcd: "kube" (the default: the version every test tier runs) or
+# "kube-oldest" (the oldest supported minor, for `make
+# test-integration-oldest`). Each version has its own cache directory,
+# ripple-k8s/<version>; kwok, helm and the CRDs are the same for all.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-k8s_version=v1.35.4
-
-cache=${RIPPLE_TOOLS_DIR:-$(go env GOCACHE)/../ripple-k8s/$k8s_version}
-mkdir -p "$cache"
-cache=$(cd "$cache" && pwd)
+default_version=v1.35.4 # test/cluster.KubernetesVersion names the same cache
+kube_module=${1:-kube}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
 
@@ -20,6 +24,34 @@ log() { printf '[build-tools] %s\n' "$*" >&2; }
 version_of() { # module-dir module-path
 	(cd "$here/tools/$1" && go list -m -f '{{.Version}}' "$2")
 }
+
+if [[ ! -f $here/tools/$kube_module/go.mod ]]; then
+	log "ERROR: no module hack/tools/$kube_module (use kube or kube-oldest)"
+	exit 1
+fi
+k8s_version=$(version_of "$kube_module" k8s.io/kubernetes)
+if [[ $kube_module == kube && $k8s_version != "$default_version" ]]; then
+	log "ERROR: hack/tools/kube pins k8s.io/kubernetes $k8s_version but build-tools.sh expects $default_version"
+	exit 1
+fi
+k8s_minor=${k8s_version#v1.}
+k8s_minor=${k8s_minor%%.*}
+
+tools_root=$(go env GOCACHE)/../ripple-k8s
+cache=${RIPPLE_TOOLS_DIR:-$tools_root/$k8s_version}
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+
+# One build per cache at a time: a second run (another make, or `make -n`,
+# which expands $(TOOLS_DIR)) waits for the first and then finds its
+# binaries cached, instead of building the same files beside it.
+if command -v flock >/dev/null; then
+	exec 9>"$cache/.lock"
+	if ! flock -n 9; then
+		log "another build-tools.sh is building into $cache; waiting for it"
+		flock 9
+	fi
+fi
 
 # build compiles one binary unless the cached one was built from the same pin.
 build() { # name module-dir package pin [ldflags]
@@ -29,34 +61,39 @@ build() { # name module-dir package pin [ldflags]
 		log "$name $pin: cached"
 		return
 	fi
+	# Another version's cache may hold the same pin (kwok and helm).
+	local other
+	for other in "$tools_root"/*/"$name"; do
+		if [[ -x $other && $other != "$out" && -f $(dirname "$other")/.$name.version && $(<"$(dirname "$other")/.$name.version") == "$pin" ]]; then
+			cp "$other" "$out.$$.tmp" && mv "$out.$$.tmp" "$out"
+			printf '%s' "$pin" >"$stamp"
+			log "$name $pin: copied from $(dirname "$other")"
+			return
+		fi
+	done
 	if [[ -z ${announced:-} ]]; then
 		log "building into $cache; the first build of all six takes about 10 minutes on 2 cores"
 		announced=1
 	fi
 	log "$name $pin: building..."
 	local start=$SECONDS
-	if ! (cd "$here/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg"); then
-		rm -f "$out.tmp"
+	if ! (cd "$here/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.$$.tmp" "$pkg"); then
+		rm -f "$out.$$.tmp"
 		log "ERROR: building $name from $pkg ($pin) failed; see the go build output above"
 		exit 1
 	fi
-	mv "$out.tmp" "$out"
+	mv "$out.$$.tmp" "$out"
 	printf '%s' "$pin" >"$stamp"
 	log "$name $pin: built in $((SECONDS - start))s"
 }
 
 vpkg=k8s.io/component-base/version
-kube_ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=35 -X $vpkg.gitTreeState=clean"
-kube_pin=$(version_of kube k8s.io/kubernetes)
-if [[ $kube_pin != "$k8s_version" ]]; then
-	log "ERROR: hack/tools/kube pins k8s.io/kubernetes $kube_pin but build-tools.sh expects $k8s_version"
-	exit 1
-fi
+kube_ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$k8s_minor -X $vpkg.gitTreeState=clean"
 
 for bin in kube-apiserver kube-controller-manager kube-scheduler; do
-	build "$bin" kube "k8s.io/kubernetes/cmd/$bin" "$kube_pin" "$kube_ldflags"
+	build "$bin" "$kube_module" "k8s.io/kubernetes/cmd/$bin" "$k8s_version" "$kube_ldflags"
 done
-build etcd kube go.etcd.io/etcd/server/v3 "$(version_of kube go.etcd.io/etcd/server/v3)" "-s -w"
+build etcd "$kube_module" go.etcd.io/etcd/server/v3 "$(version_of "$kube_module" go.etcd.io/etcd/server/v3)" "-s -w"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$(version_of kwok sigs.k8s.io/kwok)" "-s -w"
 build helm helm helm.sh/helm/v3/cmd/helm "$(version_of helm helm.sh/helm/v3)" "-s -w"
 
