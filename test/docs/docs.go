@@ -191,8 +191,9 @@ func (c *checker) fenced(first int, lines []string) {
 	foreignCmd := false
 	continued := false
 	for i, line := range lines {
-		if !continued {
-			foreignCmd = isForeign(line)
+		// A continued line that starts a pipe stage starts a new command.
+		if stage, piped := strings.CutPrefix(strings.TrimSpace(line), "| "); !continued || piped {
+			foreignCmd = isForeign(stage)
 		}
 		continued = strings.HasSuffix(strings.TrimSpace(line), `\`)
 		c.names(first+i, line)
