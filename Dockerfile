@@ -32,8 +32,9 @@ RUN --mount=type=cache,target=/go/pkg/mod \
       -ldflags "-s -w -X github.com/ripple-dev/ripple/internal/version.Version=${VERSION}" \
       -o /out/ripple ./cmd/ripple
 
-# The nonroot user 65532, Debian's CA certificates and /tmp: what `make
-# image` puts beside the binary.
+# The nonroot user 65532, CA certificates and /tmp, as `make image` puts
+# beside the binary (there, the CA certificates come from the pinned Go
+# module golang.org/x/crypto/x509roots/fallback; here, from distroless).
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev
 ARG REVISION=unknown
@@ -43,7 +44,7 @@ LABEL org.opencontainers.image.title="ripple" \
       org.opencontainers.image.url="https://github.com/ripple-dev/ripple" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.licenses="NOASSERTION"
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/ripple /ripple
 # Numerically, so that runAsNonRoot can check it.
 USER 65532:65532
