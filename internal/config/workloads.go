@@ -33,7 +33,7 @@ func (o *WorkloadOptions) BindFlags(fs *pflag.FlagSet) {
 	bindReloaderBool(fs, &o.ArgoRollouts, &o.argoRolloutsRaw, "is-Argo-Rollouts", "Also reload Argo Rollouts (argoproj.io/v1alpha1), once their API is served. The reloader.stakater.com/rollout-strategy: restart annotation sets spec.restartAt instead of changing the template.")
 	fs.BoolVar(&o.OpenShift, "is-openshift", o.OpenShift, "Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1), once their API is served.")
 	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Also reload on Secrets Store CSI driver changes: the SecretProviderClassPodStatus objects of a SecretProviderClass a workload mounts, once their API is served.")
-	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour; nothing runs while it is suspended), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
+	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour, except that a suspended CronJob starts nothing; Reloader starts one anyway), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
 }
 
 func (o *WorkloadOptions) validate(errs *problems) Workloads {
