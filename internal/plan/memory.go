@@ -31,11 +31,17 @@ type Memory struct {
 	Turn Turn
 	// Rollout is the rollout Ripple started and follows; zero when none.
 	Rollout Rollout
+	// Applied is the applied record (its JSON) that Ripple's last rollout
+	// of the workload wrote with the template. `kubectl rollout undo` of a
+	// Deployment restores the record of the revision it returns to along
+	// with its template, so only this tells that Ripple applied newer data
+	// since (rollback.go).
+	Applied string
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{})
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == ""
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -105,6 +111,9 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 	}
 	if rolled || p.WouldReload {
 		m.Storm = m.Storm.AfterRollout(p, t)
+	}
+	if rolled && p.record != "" {
+		m.Applied = p.record
 	}
 	return m
 }
