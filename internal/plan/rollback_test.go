@@ -18,7 +18,7 @@ func aliased(shown, means string) func(*Input) {
 // remembered is the record Ripple's last rollout wrote, in its memory.
 func remembered(rec map[string]string) func(*Input) {
 	b, _ := json.Marshal(rec)
-	return func(i *Input) { i.Memory.Applied = string(b) }
+	return func(i *Input) { i.Applied = string(b) }
 }
 
 func annotationsStrategy(sum string) func(*Input) {

@@ -24,7 +24,7 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		policies:  map[refs.Kind]annotation.Policy{},
 		ambiguous: ambiguousRefs(in),
 		record:    AppliedRecord(in.Workload.Annotations, in.Keys),
-		written:   parseRecord(in.Memory.Applied),
+		written:   parseRecord(in.Applied),
 		aliases:   appliedAliases(in.Workload.Annotations, in.Keys),
 		uses:      refs.Uses(&in.Workload.Template.Spec),
 	}
