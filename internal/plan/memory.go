@@ -5,7 +5,9 @@ import (
 )
 
 // Memory is everything Ripple remembers about one workload between
-// reconciles; what was applied is on the workload itself, never here.
+// reconciles; what was applied is on the workload itself (Applied only
+// recalls what Ripple's last rollout wrote there, to recognise a
+// Deployment's undo, which overwrites it).
 // Each part changes only through the transitions in this package, pure
 // functions of the memory, an input and the time. The controller loads a
 // workload's memory from its one store (controller.Store), calls them and
