@@ -55,13 +55,13 @@ func annotationDocs(k annotation.Keys) [][3]string {
 		{annotation.LastReloadedFrom, "pod template, written by Ripple", "With --reload-strategy=annotations: the last reload, as Reloader's JSON {type,name,namespace,hash,containerRefs,observedAt}."},
 		{k.SettleWindow, "workload", "Overrides --settle-window for this workload, e.g. 0s or 30s. An invalid value is a Warning event and the flag's value applies."},
 		{k.ReloadOnKeys, "workload (metadata, else pod template)", `Per-key reload: "true" rolls the workload only when the keys it uses change (an env var's valueFrom key, a volume's items; a config used whole by envFrom or a volume without items counts every key). A comma list may also give keys per config: "app-config[db.url,feature.*], secret/tls[ca.crt]" (a bare name means the ConfigMap and the Secret; a key made of key characters is exact, anything else an anchored regular expression). "false" or absent: any data change rolls, as with Reloader. An invalid value is a Warning event and any data change rolls. See docs/per-key-reload.md.`},
-		{k.AppliedAlias, "workload, written by Ripple", "With the reload-on-keys annotation switched on or off: JSON of which current digest the value shown on the pod template stands for, so that switching rolls nothing by itself. Metadata only."},
+		{k.AppliedAlias, "workload, written by Ripple", "With the reload-on-keys annotation switched on or off, or after a rollback of the pod template: JSON of which current digest the value shown on the pod template stands for, so that switching (or the rollback) rolls nothing by itself. Metadata only."},
 		{k.MinRolloutInterval, "workload", "Overrides --min-rollout-interval for this workload, e.g. 0s or 10m. An invalid value is a Warning event and the flag's value applies."},
 		{k.CronJobReload, "CronJob", `"run" or "template": overrides --cronjob-reload for this CronJob. An invalid value is a Warning event and the flag's value applies.`},
 		{k.PendingJob, "CronJob, written by Ripple", "The pod template of a Job decided but not yet created; Ripple creates it (also after a restart) and removes the annotation."},
 		{k.RecreateRecord, "ConfigMap, written by Ripple", "Labels the ConfigMap <namespace>.<job>.ripple-recreate, in Ripple's own namespace ($POD_NAMESPACE), that holds a Job being re-created for a reload, until the new Job exists; it survives errors and restarts."},
 		{k.Replaces, "ConfigMap, written by Ripple", "On that ConfigMap: the UID of the Job being replaced, to tell whether the delete happened."},
-		{k.Applied, "workload, written by Ripple", "JSON of the digests of configs that reload the workload but are not shown on its pod template: the baseline that makes first sight and restarts roll nothing. Metadata only, so writing it rolls nothing."},
+		{k.Applied, "workload, written by Ripple", "JSON of the digests of configs that reload the workload and are not shown on its pod template (the baseline that makes first sight and restarts roll nothing) or that Ripple rolled (what a rollback of the template leaves behind: docs/rollbacks.md). Metadata only, so writing it rolls nothing."},
 	}
 }
 
@@ -122,6 +122,7 @@ func writeContracts(b *strings.Builder) {
 		{"RolloutStalled", "Warning", "A rollout Ripple started stalled (--rollout-timeout, progress deadline)."},
 		{"ReloadHeld", "Warning", "The flap breaker holds the workload."},
 		{"ReloadResumed", "Normal", "The hold ended."},
+		{"RolledBack", "Normal", "The pod template was rolled back to a revision built for older config data than Ripple applied: nothing rolls; the message names the data the revision was built for and the data its pods read (docs/rollbacks.md)."},
 	} {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", e[0], e[1], e[2])
 	}

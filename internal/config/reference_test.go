@@ -56,7 +56,7 @@ func TestReferenceCoversEventsAndFieldManager(t *testing.T) {
 	ref := b.String()
 	for _, r := range []string{controller.ReasonReloaded, controller.ReasonReloadFailed, controller.ReasonInvalidAnnotation,
 		controller.ReasonReloadSkipped, controller.ReasonWouldReload, controller.ReasonRolloutComplete, controller.ReasonRolloutStalled,
-		controller.ReasonRolloutQueued, controller.ReasonReloadHeld, controller.ReasonReloadResumed} {
+		controller.ReasonRolloutQueued, controller.ReasonReloadHeld, controller.ReasonReloadResumed, controller.ReasonRolledBack} {
 		if !strings.Contains(ref, "| `"+r+"` |") {
 			t.Errorf("Event reason %s is not in the reference", r)
 		}

@@ -28,6 +28,7 @@ const (
 	ReasonRolloutComplete   = "RolloutComplete"
 	ReasonRolloutStalled    = "RolloutStalled"
 	ReasonRolloutQueued     = "RolloutQueued"
+	ReasonRolledBack        = "RolledBack"
 )
 
 // outcome is how a reconcile ended, for the metrics.
@@ -69,6 +70,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		}
 		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), client.ObjectKeyFromObject(obj), err)
 	}
+	r.reportRollback(ctx, obj, p)
 	if p.Update.Paused != nil {
 		if *p.Update.Paused {
 			log.Info("paused", "workload", klog.KObj(obj), "kind", r.Kind.Name())
@@ -103,6 +105,32 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Alert(alert) // queued: a slow endpoint never holds a reload up
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, reloaded, nil
+}
+
+// reportRollback tells of a rollback of the pod template that plan p is
+// the first to see (plan.RolledBack): which data the restored revision was
+// built for, and which the pods read now. Its write recorded the rollback,
+// so it is told once.
+func (r *Reconciler) reportRollback(ctx context.Context, obj client.Object, p plan.Plan) {
+	if len(p.RolledBack) == 0 {
+		return
+	}
+	built := make([]string, len(p.RolledBack))
+	read := make([]string, len(p.RolledBack))
+	for i, sp := range p.RolledBack {
+		built[i] = fmt.Sprintf("%s %q %s", sp.Ref.Kind, sp.Ref.Name, shortDigest(sp.Applied))
+		read[i] = fmt.Sprintf("%s %q %s (changed since)", sp.Ref.Kind, sp.Ref.Name, shortDigest(sp.Digest))
+	}
+	ctrl.LoggerFrom(ctx).Info("rolled back", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "builtFor", built, "reads", read)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolledBack, "Reload",
+		"Pod template rolled back to a revision built for %s; its pods read the current data: %s. Ripple keeps the rollback and rolls again on the next config change",
+		strings.Join(built, ", "), strings.Join(read, ", "))
+}
+
+// shortDigest is the first 12 hex digits of a digest, as explain and
+// history show it.
+func shortDigest(sum string) string {
+	return sum[:min(len(sum), 12)]
 }
 
 // changeNames names the changed sources, e.g. `ConfigMap "app"`.

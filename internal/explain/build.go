@@ -232,6 +232,9 @@ func verdict(f Facts, r Report) (State, string, string) {
 	if len(f.Plan.Warnings) > 0 {
 		return Invalid, "InvalidAnnotation", "invalid annotation: " + f.Plan.Warnings[0]
 	}
+	if line := rolledBackVerdict(r.Sources); line != "" {
+		return UpToDate, string(plan.RolledBack), line
+	}
 	var reloading []string
 	for _, s := range r.Sources {
 		if s.Reload {
@@ -250,6 +253,24 @@ func verdict(f Facts, r Report) (State, string, string) {
 		msg += "; " + s.Hint
 	}
 	return NotReloading, s.Reason, msg
+}
+
+// rolledBackVerdict is the verdict of a workload whose pod template was
+// rolled back to a revision built for older data (plan.RolledBack); empty
+// when none was.
+func rolledBackVerdict(sources []Source) string {
+	var built, read []string
+	for _, s := range sources {
+		if s.State == string(plan.RolledBack) {
+			built = append(built, fmt.Sprintf("%s %q %s", s.Kind, s.Name, s.Applied))
+			read = append(read, fmt.Sprintf("%s %q %s", s.Kind, s.Name, s.Digest))
+		}
+	}
+	if len(built) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("up to date: the pod template was rolled back to a revision built for %s; its pods read the current data (%s), "+
+		"so Ripple keeps the rollback and rolls again on the next config change", strings.Join(built, ", "), strings.Join(read, ", "))
 }
 
 // outOfReach says why Ripple does not reload the workload at all: it runs

@@ -125,6 +125,24 @@ func TestBuildStates(t *testing.T) {
 	}
 }
 
+// A template rolled back to older data than the record, which is the
+// current data: up to date, reason RolledBack, naming both digests.
+func TestBuildRolledBack(t *testing.T) {
+	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	f := facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), defaults(t))
+	f.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_APP_CONFIGMAP", Value: old}}
+	f.Input.Workload.Template = f.Template
+	f.Plan = plan.For(f.Input)
+	r := Build(f)
+	if r.State != UpToDate || r.Reason != "RolledBack" || !strings.Contains(r.Verdict, `ConfigMap "app" `+old[:digestLen]) ||
+		!strings.Contains(r.Verdict, `ConfigMap "app" `+current[:digestLen]) {
+		t.Errorf("%s (%s): %s", r.State, r.Reason, r.Verdict)
+	}
+	if s := r.Sources[0]; s.State != "RolledBack" || s.Applied != old[:digestLen] || s.Digest != current[:digestLen] {
+		t.Errorf("source %+v", s)
+	}
+}
+
 // Every printer prints the report; none prints more than digests of data.
 func TestPrinters(t *testing.T) {
 	current := strings.Repeat("c", 40)

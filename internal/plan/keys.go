@@ -104,8 +104,11 @@ func (wv view) equivalent(src Source, sel selection, last, sum string) bool {
 func aliasWrite(in Input, sources []SourcePlan) *string {
 	out := map[string]alias{}
 	for _, sp := range sources {
-		if sp.State == Unchanged && sp.means != "" {
+		switch {
+		case sp.State == Unchanged && sp.means != "":
 			out[sp.Ref.String()] = alias{Shown: sp.Digest, Means: sp.means}
+		case sp.State == RolledBack:
+			out[sp.Ref.String()] = alias{Shown: sp.Applied, Means: sp.Digest}
 		}
 	}
 	if len(out) == 0 {

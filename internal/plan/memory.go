@@ -5,7 +5,9 @@ import (
 )
 
 // Memory is everything Ripple remembers about one workload between
-// reconciles; what was applied is on the workload itself, never here.
+// reconciles; what was applied is on the workload itself (Applied only
+// recalls what Ripple's last rollout wrote there, to recognise a
+// Deployment's undo, which overwrites it).
 // Each part changes only through the transitions in this package, pure
 // functions of the memory, an input and the time. The controller loads a
 // workload's memory from its one store (controller.Store), calls them and
@@ -31,11 +33,17 @@ type Memory struct {
 	Turn Turn
 	// Rollout is the rollout Ripple started and follows; zero when none.
 	Rollout Rollout
+	// Applied is the applied record (its JSON) that Ripple's last rollout
+	// of the workload wrote with the template. `kubectl rollout undo` of a
+	// Deployment restores the record of the revision it returns to along
+	// with its template, so only this tells that Ripple applied newer data
+	// since (rollback.go).
+	Applied string
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{})
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == ""
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -105,6 +113,9 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 	}
 	if rolled || p.WouldReload {
 		m.Storm = m.Storm.AfterRollout(p, t)
+	}
+	if rolled && p.record != "" {
+		m.Applied = p.record
 	}
 	return m
 }

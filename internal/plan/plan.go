@@ -141,6 +141,9 @@ type Input struct {
 //     re-created source with other data is a change.
 //   - Untracked: deleted with nothing applied, or a SecretProviderClass no
 //     pod mounts.
+//   - RolledBack: the pod template was rolled back to a revision built for
+//     older data than Ripple last applied, which is still the current data:
+//     the pods read it, so nothing rolls (rollback.go).
 type State string
 
 // The source states.
@@ -153,6 +156,7 @@ const (
 	Deleted      = State("Deleted")
 	Missing      = State("Missing")
 	Untracked    = State("Untracked")
+	RolledBack   = State("RolledBack")
 )
 
 // SourcePlan is the plan for one source, with its reason.
@@ -171,6 +175,9 @@ type SourcePlan struct {
 	Keys []string
 	// means is the current digest that Digest stands for when they differ.
 	means string
+	// noticed is set on a RolledBack source whose rollback no alias
+	// records yet: this plan is the first to see it.
+	noticed bool
 }
 
 // Plan is what a reconcile does.
@@ -180,6 +187,9 @@ type Plan struct {
 	Changes []strategy.Change
 	// Warnings are invalid annotations, for Warning events.
 	Warnings []string
+	// RolledBack are the sources of a rollback this plan is the first to
+	// see (State RolledBack): the write records it, so it is reported once.
+	RolledBack []SourcePlan
 	// Pending is the settle state to keep; zero means none.
 	Pending Pending
 	// Wait is how long to wait for the settle window before acting; while
@@ -202,6 +212,9 @@ type Plan struct {
 	Resumed  bool
 	Spaced   bool
 	Interval time.Duration
+	// record is the applied record the write leaves on the workload (its
+	// JSON), when the write changes it.
+	record string
 }
 
 // Reloads reports whether the plan rolls the workload.
@@ -216,6 +229,11 @@ func (p Plan) Writes() bool {
 func For(in Input) Plan {
 	var p Plan
 	p.Sources, p.Changes, p.Warnings = sources(in)
+	for _, sp := range p.Sources {
+		if sp.noticed {
+			p.RolledBack = append(p.RolledBack, sp)
+		}
+	}
 	window, warning := SettleWindow(in.Workload.Annotations, in.Keys, in.SettleWindow)
 	p.Warnings = appendNonEmpty(append(p.Warnings, in.Workload.Invalid...), warning)
 	period, warning := pausePeriod(in)
@@ -237,6 +255,12 @@ func For(in Input) Plan {
 		return p
 	}
 	p.Update, p.Requeue = update(in, p, period)
+	if p.Reloads() {
+		p.record = in.Workload.Annotations[in.Keys.Applied]
+		if v := p.Update.Annotations[in.Keys.Applied]; v != nil {
+			p.record = *v
+		}
+	}
 	return p
 }
 

@@ -159,7 +159,7 @@ func TestSourcesAndRecord(t *testing.T) {
 			states:  map[refs.Ref]State{cmApp: Changed, secDB: Baseline},
 			changes: []string{"ConfigMap/app=cm2"},
 			reloads: true,
-			record:  map[string]string{"Secret/db": "s1"},
+			record:  map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
 		},
 		{
 			name:   "no baseline yet, changed and changed back: nothing to roll",
@@ -178,7 +178,7 @@ func TestSourcesAndRecord(t *testing.T) {
 			name:   "a baseline written wins over the data before a change",
 			in:     in(both, digestOf(cmApp, "cm2"), before(cmApp, "cm0", now.Add(-time.Minute)), envVar(cmApp, "cm2")),
 			states: map[refs.Ref]State{cmApp: Unchanged, secDB: Unchanged},
-			record: map[string]string{"Secret/db": "s1"},
+			record: map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
 		},
 		{
 			name:   "recorded and unchanged: no write",
@@ -191,20 +191,21 @@ func TestSourcesAndRecord(t *testing.T) {
 			states:  map[refs.Ref]State{cmApp: Changed, secDB: Unchanged},
 			changes: []string{"ConfigMap/app=cm2"},
 			reloads: true,
-			record:  map[string]string{"Secret/db": "s1"},
+			record:  map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
 		},
 		{
 			name:    "the env var is the applied state and wins over the record",
 			in:      in(both, envVar(cmApp, "cm2"), digestOf(cmApp, "cm2")),
 			states:  map[refs.Ref]State{cmApp: Unchanged, secDB: Unchanged},
 			changes: nil,
-			record:  map[string]string{"Secret/db": "s1"},
+			record:  map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
 		},
 		{
 			name:    "both sources changed: one change set",
 			in:      in(both, digestOf(cmApp, "cm2"), digestOf(secDB, "s2")),
 			changes: []string{"ConfigMap/app=cm2", "Secret/db=s2"},
 			reloads: true,
+			record:  map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s2"},
 		},
 		{
 			name:       "excluded source: not reloading, reason Excluded",
@@ -225,7 +226,7 @@ func TestSourcesAndRecord(t *testing.T) {
 			states:  map[refs.Ref]State{cmApp: Changed, secDB: Unchanged},
 			changes: []string{"ConfigMap/app=cm9"},
 			reloads: true,
-			record:  map[string]string{"Secret/db": "s1"},
+			record:  map[string]string{"ConfigMap/app": "cm9", "Secret/db": "s1"},
 		},
 		{
 			name:   "re-created with the same data: nothing",
@@ -262,7 +263,7 @@ func TestSourcesAndRecord(t *testing.T) {
 			states:  map[refs.Ref]State{cmApp: Created, secDB: Baseline},
 			changes: []string{"ConfigMap/app=cm1"},
 			reloads: true,
-			record:  map[string]string{"Secret/db": "s1"},
+			record:  map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"},
 		},
 		{
 			name: "--reload-on-create: created before start is a baseline",
@@ -282,7 +283,7 @@ func TestSourcesAndRecord(t *testing.T) {
 			states:  map[refs.Ref]State{cmApp: Created, secDB: Baseline},
 			changes: []string{"ConfigMap/app=cm1"},
 			reloads: true,
-			record:  map[string]string{"Secret/db": "s1"},
+			record:  map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"},
 		},
 		{
 			name: "an invalid pattern warns; the rest still applies",
@@ -294,6 +295,7 @@ func TestSourcesAndRecord(t *testing.T) {
 			changes:  []string{"ConfigMap/app=cm2"},
 			reloads:  true,
 			warnings: 1,
+			record:   map[string]string{"ConfigMap/app": "cm2"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		policies:  map[refs.Kind]annotation.Policy{},
 		ambiguous: ambiguousRefs(in),
 		record:    AppliedRecord(in.Workload.Annotations, in.Keys),
+		written:   parseRecord(in.Applied),
 		aliases:   appliedAliases(in.Workload.Annotations, in.Keys),
 		uses:      refs.Uses(&in.Workload.Template.Spec),
 	}
@@ -55,6 +56,7 @@ type view struct {
 	policies  map[refs.Kind]annotation.Policy
 	ambiguous map[refs.Ref]bool
 	record    map[string]string
+	written   map[string]string
 	aliases   map[string]alias
 	spec      annotation.KeySpec
 	uses      []refs.Use
@@ -102,6 +104,7 @@ func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
 	}
 	if src.Found {
 		found(in, src, wv, &sp, last, ok)
+		rolledBack(wv, &sp)
 	} else {
 		sp.State, sp.Digest = gone(in, src, ok)
 	}
@@ -228,8 +231,12 @@ func mountedDigest(src Source, applied string) (sum string, mounted bool) {
 // keyed by refs.Ref.String(). A malformed record counts as empty: the next
 // write replaces it.
 func AppliedRecord(annotations map[string]string, keys annotation.Keys) map[string]string {
+	return parseRecord(annotations[keys.Applied])
+}
+
+func parseRecord(v string) map[string]string {
 	rec := map[string]string{}
-	if v := annotations[keys.Applied]; v != "" {
+	if v != "" {
 		_ = json.Unmarshal([]byte(v), &rec)
 	}
 	return rec
@@ -237,22 +244,30 @@ func AppliedRecord(annotations map[string]string, keys annotation.Keys) map[stri
 
 // record returns the applied record to store on the workload metadata: the
 // digest of every tracked (or deleted but not rolled) source that the new
-// pod template does not already show. That is the baseline of sources
-// never rolled, so that a change made while Ripple is down is still seen
-// as a change. It returns nil when no record is needed or it is unchanged.
+// pod template does not already show, that this write rolls, or that the
+// record holds already. That is the baseline of sources never rolled, so
+// that a change made while Ripple is down is still seen as a change, and,
+// for a source Ripple rolled, the digest it wrote on the template: a
+// rollback of the template leaves it behind (rollback.go). A template
+// showing a reloader's value that Ripple never rolled (Reloader's, on
+// migration) adds nothing. It returns nil when no record is needed or it
+// is unchanged.
 func record(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) *string {
 	ambiguous := ambiguousRefs(in)
+	old := AppliedRecord(in.Workload.Annotations, in.Keys)
 	rec := map[string]string{}
 	for _, sp := range sources {
 		sum := sp.Digest
 		switch sp.State {
 		case Missing:
 			sum = sp.Applied
-		case Baseline, Unchanged, Changed, Created:
+		case Baseline, Unchanged, Changed, Created, RolledBack:
 		default:
 			continue
 		}
-		if shown, ok := in.Strategy.Applied(tpl, sp.Ref); !ok || shown != sum || ambiguous[sp.Ref] {
+		_, kept := old[sp.Ref.String()]
+		if shown, ok := in.Strategy.Applied(tpl, sp.Ref); !ok || shown != sum || ambiguous[sp.Ref] || kept ||
+			sp.State == Changed || sp.State == Created {
 			rec[sp.Ref.String()] = sum
 		}
 	}
