@@ -21,10 +21,11 @@ package plan
 // Once the rollback is recorded (the write below), the state is read from
 // the objects alone, so a restart after it rolls nothing. A restart
 // between a Deployment's undo and that write (milliseconds while Ripple
-// runs) loses the memory, and the Deployment rolls forward as before. The first plan that sees a rollback records
-// an alias (the value the template shows, and the current digest it
-// stands for: the same record per-key reload keeps), so that it is
-// reported once; the next change of the source no longer matches the
+// runs) loses the memory, and the Deployment rolls forward as before.
+//
+// The first plan that sees a rollback records an alias (the value the
+// template shows, and the current digest it stands for: the same record
+// per-key reload keeps), so that it is reported once; the next change of the source no longer matches the
 // record and rolls as usual. A template showing a value with no record of
 // the source (Reloader's, on migration) is read as before, and so is a
 // record whose digest is not the current data (the source changed since:
