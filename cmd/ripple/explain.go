@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/explain"
 )
@@ -173,31 +172,12 @@ func runExplain(ctx context.Context, name string, args []string, stdin io.Reader
 	case err == nil:
 		err = f.explain(ctx, stdout, now)
 	}
-	if err == nil {
-		return 0
-	}
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(stderr, "%s explain: %s\n", name, line)
-	}
-	if errors.As(err, &usageError{}) {
-		return 2
-	}
-	return 1
+	return exitCode(err, stderr, name+" explain")
 }
 
 // explain connects, reads Ripple's settings and prints the report.
 func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loading, &f.overrides)
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return err
-	}
-	rc, err := cc.ClientConfig()
-	if err != nil {
-		return err
-	}
-	rc.UserAgent = "ripple-explain"
-	c, err := client.New(rc, client.Options{})
+	c, ns, err := connect(f.loading, &f.overrides, "ripple-explain")
 	if err != nil {
 		return err
 	}

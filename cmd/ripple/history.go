@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/history"
@@ -110,32 +109,13 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 	if err == nil {
 		err = f.history(ctx, stdout, now)
 	}
-	if err == nil {
-		return 0
-	}
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(stderr, "%s history: %s\n", name, line)
-	}
-	if errors.As(err, &usageError{}) {
-		return 2
-	}
-	return 1
+	return exitCode(err, stderr, name+" history")
 }
 
 // history connects, reads Ripple's settings and the workload, and prints
 // its history.
 func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loading, &f.overrides)
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return err
-	}
-	rc, err := cc.ClientConfig()
-	if err != nil {
-		return err
-	}
-	rc.UserAgent = "ripple-history"
-	c, err := client.New(rc, client.Options{})
+	c, ns, err := connect(f.loading, &f.overrides, "ripple-history")
 	if err != nil {
 		return err
 	}
