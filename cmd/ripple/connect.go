@@ -6,15 +6,50 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/explain"
 )
+
+// clusterFlags are the flag groups explain and history share: kubectl's
+// connection flags and the Ripple settings that override its meta-info.
+type clusterFlags struct {
+	connection, rippleFlags *pflag.FlagSet
+	loading                 *clientcmd.ClientConfigLoadingRules
+	overrides               clientcmd.ConfigOverrides
+	ripple                  *explain.Flags
+}
+
+// bind registers the flags on c in place: they point into c, so c must
+// not be copied afterwards.
+func (c *clusterFlags) bind() {
+	c.loading = clientcmd.NewDefaultClientConfigLoadingRules()
+	c.connection = pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	c.connection.StringVar(&c.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file; default: $KUBECONFIG, then $HOME/.kube/config.")
+	clientcmd.BindOverrideFlags(&c.overrides, c.connection, clientcmd.RecommendedConfigOverrideFlags(""))
+	c.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	c.ripple = explain.BindFlags(c.rippleFlags)
+	// Bound with its group, it changes no decision.
+	_ = c.rippleFlags.MarkHidden("cronjob-reload")
+}
+
+// join returns the command's whole flag set: its own flags first.
+func (c *clusterFlags) join(command string, own *pflag.FlagSet) *pflag.FlagSet {
+	all := pflag.NewFlagSet(command, pflag.ContinueOnError)
+	all.SortFlags = false
+	for _, fs := range []*pflag.FlagSet{own, c.connection, c.rippleFlags} {
+		all.AddFlagSet(fs)
+	}
+	return all
+}
 
 // connect builds a client on the user's credentials from kubectl's
 // connection flags, as explain and history read the cluster, and returns
 // the namespace the flags or the kubeconfig name.
-func connect(loading *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides, userAgent string) (client.Client, string, error) {
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, overrides)
+func (c *clusterFlags) connect(userAgent string) (client.Client, string, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, &c.overrides)
 	ns, _, err := cc.Namespace()
 	if err != nil {
 		return nil, "", err
@@ -24,8 +59,8 @@ func connect(loading *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.C
 		return nil, "", err
 	}
 	rc.UserAgent = userAgent
-	c, err := client.New(rc, client.Options{})
-	return c, ns, err
+	cl, err := client.New(rc, client.Options{})
+	return cl, ns, err
 }
 
 // exitCode prints a command's error, each line prefixed with the command,

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ripple-dev/ripple/internal/explain"
 )
@@ -34,37 +33,21 @@ type usageError struct{ error }
 
 // explainFlags are the flags of `explain`, in three groups for --help.
 type explainFlags struct {
-	all                          *pflag.FlagSet
-	own, connection, rippleFlags *pflag.FlagSet
-	opts                         explainOptions
-	loading                      *clientcmd.ClientConfigLoadingRules
-	overrides                    clientcmd.ConfigOverrides
-	ripple                       *explain.Flags
+	clusterFlags
+	all, own *pflag.FlagSet
+	opts     explainOptions
 }
 
 func newExplainFlags(name string) *explainFlags {
-	f := &explainFlags{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
+	f := &explainFlags{}
+	f.bind()
 	f.own = pflag.NewFlagSet("explain", pflag.ContinueOnError)
 	f.own.StringArrayVarP(&f.opts.files, "filename", "f", nil, "Explain the workloads of these manifest files instead of a cluster: a file, a directory (its .yaml, .yml and .json files, recursively) or - for stdin; repeatable. No cluster is read.")
 	f.own.BoolVar(&f.opts.all, "all", false, "Explain every opted-in workload (a Ripple or Reloader trigger annotation, or every workload with --auto-reload-all), one line each; with -f, also every workload with findings.")
 	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all: in every namespace.")
 	f.own.StringVarP(&f.opts.output, "output", "o", explain.FormatTable, "Output format: "+strings.Join(explain.Formats, ", ")+". docs/explain.md documents the json and yaml schema.")
 	f.own.StringVar(&f.opts.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple to explain; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
-
-	f.connection = pflag.NewFlagSet("connection", pflag.ContinueOnError)
-	f.connection.StringVar(&f.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file; default: $KUBECONFIG, then $HOME/.kube/config.")
-	clientcmd.BindOverrideFlags(&f.overrides, f.connection, clientcmd.RecommendedConfigOverrideFlags(""))
-
-	f.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
-	f.ripple = explain.BindFlags(f.rippleFlags)
-	// Bound with its group, it changes no decision.
-	_ = f.rippleFlags.MarkHidden("cronjob-reload")
-
-	f.all = pflag.NewFlagSet(name+" explain", pflag.ContinueOnError)
-	f.all.SortFlags = false
-	for _, fs := range []*pflag.FlagSet{f.own, f.connection, f.rippleFlags} {
-		f.all.AddFlagSet(fs)
-	}
+	f.all = f.join(name+" explain", f.own)
 	return f
 }
 
@@ -177,7 +160,7 @@ func runExplain(ctx context.Context, name string, args []string, stdin io.Reader
 
 // explain connects, reads Ripple's settings and prints the report.
 func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	c, ns, err := connect(f.loading, &f.overrides, "ripple-explain")
+	c, ns, err := f.connect("ripple-explain")
 	if err != nil {
 		return err
 	}

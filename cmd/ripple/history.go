@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/history"
@@ -23,33 +22,19 @@ var historyKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"}
 
 // historyFlags are the flags of `history`, in three groups for --help.
 type historyFlags struct {
-	all, own, connection, rippleFlags *pflag.FlagSet
-	output, rippleNamespace           string
-	kind, name                        string
-	loading                           *clientcmd.ClientConfigLoadingRules
-	overrides                         clientcmd.ConfigOverrides
-	ripple                            *explain.Flags
+	clusterFlags
+	all, own                *pflag.FlagSet
+	output, rippleNamespace string
+	kind, name              string
 }
 
 func newHistoryFlags(name string) *historyFlags {
-	f := &historyFlags{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
+	f := &historyFlags{}
+	f.bind()
 	f.own = pflag.NewFlagSet("history", pflag.ContinueOnError)
 	f.own.StringVarP(&f.output, "output", "o", history.FormatTable, "Output format: "+strings.Join(history.Formats, ", ")+". docs/history.md documents the json schema.")
 	f.own.StringVar(&f.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple whose settings (strategy, annotation prefix) apply; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
-
-	f.connection = pflag.NewFlagSet("connection", pflag.ContinueOnError)
-	f.connection.StringVar(&f.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file; default: $KUBECONFIG, then $HOME/.kube/config.")
-	clientcmd.BindOverrideFlags(&f.overrides, f.connection, clientcmd.RecommendedConfigOverrideFlags(""))
-
-	f.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
-	f.ripple = explain.BindFlags(f.rippleFlags)
-	_ = f.rippleFlags.MarkHidden("cronjob-reload")
-
-	f.all = pflag.NewFlagSet(name+" history", pflag.ContinueOnError)
-	f.all.SortFlags = false
-	for _, fs := range []*pflag.FlagSet{f.own, f.connection, f.rippleFlags} {
-		f.all.AddFlagSet(fs)
-	}
+	f.all = f.join(name+" history", f.own)
 	return f
 }
 
@@ -115,7 +100,7 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 // history connects, reads Ripple's settings and the workload, and prints
 // its history.
 func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	c, ns, err := connect(f.loading, &f.overrides, "ripple-history")
+	c, ns, err := f.connect("ripple-history")
 	if err != nil {
 		return err
 	}
