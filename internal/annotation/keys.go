@@ -55,6 +55,14 @@ type Keys struct {
 	// PendingJob is written by Ripple on a CronJob: the pod template of a
 	// Job decided but not yet created.
 	PendingJob string
+	// ReloadWindow and ReloadPolicy are Ripple's own: when a reload may
+	// roll the workload (reload windows) and whether it rolls by itself,
+	// waits for approval or only notifies (change policies). Both are read
+	// on the workload, its pod template and its Namespace.
+	ReloadWindow, ReloadPolicy string
+	// Approval is written by `ripple approve` on a workload: the change
+	// set (configs and digests) its approver lets roll.
+	Approval string
 	// RecreateRecord labels, and Replaces annotates, the ConfigMaps in which
 	// Ripple records a Job it is re-creating.
 	RecreateRecord, Replaces string
@@ -95,6 +103,10 @@ func DefaultKeys(prefix string) Keys {
 		ReloadOnKeys:       prefix + "/reload-on-keys",
 		AppliedAlias:       prefix + "/applied-alias",
 
+		ReloadWindow: prefix + "/reload-window",
+		ReloadPolicy: prefix + "/reload-policy",
+		Approval:     prefix + "/approval",
+
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",
 		RecreateRecord: prefix + "/recreate-job",
@@ -112,6 +124,7 @@ func (k Keys) All() []string {
 		k.ConfigMapExclude, k.SecretExclude, k.SecretProviderClassExclude,
 		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
 		k.SettleWindow, k.MinRolloutInterval, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
+		k.ReloadWindow, k.ReloadPolicy, k.Approval,
 		k.RecreateRecord, k.Replaces,
 	}
 }

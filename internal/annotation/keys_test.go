@@ -44,6 +44,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.ReloadOnKeys, want.AppliedAlias = tt.own+"/reload-on-keys", tt.own+"/applied-alias"
 			want.MinRolloutInterval = tt.own + "/min-rollout-interval"
 			want.CronJobReload, want.PendingJob = tt.own+"/cronjob-reload", tt.own+"/pending-job"
+			want.ReloadWindow, want.ReloadPolicy, want.Approval = tt.own+"/reload-window", tt.own+"/reload-policy", tt.own+"/approval"
 			want.RecreateRecord, want.Replaces = tt.own+"/recreate-job", tt.own+"/replaces-uid"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)

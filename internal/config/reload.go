@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
@@ -38,6 +39,9 @@ type ReloadFlags struct {
 	// breaker's limits; a threshold of 0 turns it off.
 	FlapThreshold               int
 	FlapWindow, FlapQuietPeriod time.Duration
+	// ReloadWindow and ReloadPolicy are the cluster defaults of the
+	// reload-window and reload-policy annotations.
+	ReloadWindow, ReloadPolicy string
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -91,6 +95,20 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "A rollout that Ripple started and that is not complete after this long is reported stalled (Warning Event RolloutStalled, ripple_rollouts_stalled_total) and frees its slot; a progress deadline exceeded reports it earlier. 0 never times out (a rollout then frees its slot only by completing or stalling by its own status).")
 	fs.DurationVar(&o.SettleWindow, "settle-window", o.SettleWindow, "Changes to one workload's configs that arrive within this window of each other become one rollout; 0 acts at once. A workload can override it with the <annotation-prefix>/settle-window annotation.")
 	o.bindBreakerFlags(fs)
+	o.bindPolicyFlags(fs)
+}
+
+// bindPolicyFlags registers the change-policy flags: when a reload may
+// roll a workload and whether it rolls by itself.
+func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ReloadWindow, "reload-window", o.ReloadWindow, `Default reload window of every workload: a change outside it is deferred to its next opening (a ReloadDeferred event), e.g. "Mon-Fri 02:00-04:00 Europe/Berlin"; several windows separated by ";". Empty or "always" means no window. A workload or its Namespace overrides it with the <annotation-prefix>/reload-window annotation.`)
+	fs.StringVar(&o.ReloadPolicy, "reload-policy", o.ReloadPolicy, `Default reload policy of every workload: "auto" (roll, as Reloader does), "manual" (wait for "ripple approve", a ReloadPending event) or "notify" (never roll, a WouldReload event). Empty means auto. A workload or its Namespace overrides it with the <annotation-prefix>/reload-policy annotation.`)
+}
+
+func (o *ReloadOptions) validatePolicy(errs *problems) {
+	if _, err := plan.ParsePolicy(o.ReloadPolicy); err != nil {
+		errs.bad("reload-policy", "%v", err)
+	}
 }
 
 // bindBreakerFlags registers the storm breaker's flags.
@@ -165,5 +183,6 @@ func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 		errs.bad("settle-window", "%s is negative; use 0 to act at once or a positive duration such as 1s", o.SettleWindow)
 	}
 	o.validateBreaker(errs)
+	o.validatePolicy(errs)
 	return r
 }

@@ -56,13 +56,20 @@ type Settings struct {
 	// baseline record, so that the rollouts dry-run held back still happen
 	// once it is off.
 	DryRun bool
+	// ReloadWindow and ReloadPolicy are the defaults of the reload-window
+	// and reload-policy annotations (--reload-window, --reload-policy), as
+	// written: a workload or its Namespace overrides them (Governing).
+	ReloadWindow, ReloadPolicy string
 }
 
 // Workload is the workload as gathered.
 type Workload struct {
 	Namespace   string
 	Annotations map[string]string
-	Created     time.Time
+	// NamespaceAnnotations are its Namespace's, for the defaults a
+	// Namespace sets for its workloads (Governing); nil when not read.
+	NamespaceAnnotations map[string]string
+	Created              time.Time
 	// Template is the pod template the reload is written on (for a Rollout
 	// with a workloadRef, its Deployment's). Never nil.
 	Template *corev1.PodTemplateSpec
