@@ -262,10 +262,10 @@ func formatDays(days [7]bool) string {
 			j++
 		}
 		name := func(k int) string { n := dayNames[(k+1)%7]; return strings.ToUpper(n[:1]) + n[1:] }
-		switch {
-		case j == i:
+		switch j {
+		case i:
 			parts = append(parts, name(i))
-		case j == i+1:
+		case i + 1:
 			parts = append(parts, name(i), name(j))
 		default:
 			parts = append(parts, name(i)+"-"+name(j))
