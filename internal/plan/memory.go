@@ -39,11 +39,15 @@ type Memory struct {
 	// with its template, so only this tells that Ripple applied newer data
 	// since (rollback.go).
 	Applied string
+	// Deferred identifies the change set last reported deferred by its
+	// reload window (window.go), so that it is reported once; empty when
+	// none is.
+	Deferred string
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == ""
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" && m.Deferred == ""
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -57,6 +61,7 @@ func (m Memory) Notice(t time.Time) Memory {
 // and storm-breaker state p keeps.
 func (m Memory) Planned(p Plan) Memory {
 	m.Pending, m.Storm = p.Pending, p.Storm
+	m.Deferred = deferredAfter(m.Deferred, p)
 	return m
 }
 
@@ -109,7 +114,7 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 		m.Rollout = Rollout{Started: started, StaleVersion: w.StaleVersion}
 	}
 	if p.Reloads() {
-		m.Pending = Pending{}
+		m.Pending, m.Deferred = Pending{}, ""
 	}
 	if rolled || p.WouldReload {
 		m.Storm = m.Storm.AfterRollout(p, t)

@@ -219,6 +219,10 @@ type Plan struct {
 	Resumed  bool
 	Spaced   bool
 	Interval time.Duration
+	// Deferred is set when the reload waits for the workload's reload
+	// window (window.go); Update then writes no template, and Requeue is
+	// the next opening.
+	Deferred *Deferred
 	// record is the applied record the write leaves on the workload (its
 	// JSON), when the write changes it.
 	record string
@@ -254,6 +258,9 @@ func For(in Input) Plan {
 		}
 	}
 	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
+		return p
+	}
+	if deferral(in, &p, period) {
 		return p
 	}
 	if in.DryRun {
