@@ -11,6 +11,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
+	"github.com/ripple-dev/ripple/internal/window"
 )
 
 // ReloadFlags are the reload flags that validation keeps as they are.
@@ -108,6 +109,9 @@ func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 func (o *ReloadOptions) validatePolicy(errs *problems) {
 	if _, err := plan.ParsePolicy(o.ReloadPolicy); err != nil {
 		errs.bad("reload-policy", "%v", err)
+	}
+	if _, err := window.Parse(o.ReloadWindow); err != nil {
+		errs.bad("reload-window", "%q: %v", o.ReloadWindow, err)
 	}
 }
 

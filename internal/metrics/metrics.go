@@ -62,6 +62,7 @@ type safety struct {
 	rolloutsInProgress prometheus.Gauge
 	rolloutsWaiting    prometheus.Gauge
 	held               prometheus.Gauge
+	deferred           prometheus.Gauge
 	holds              *prometheus.CounterVec
 }
 
@@ -75,12 +76,13 @@ func newSafety() safety {
 		rolloutsInProgress: gauge("ripple_rollouts_in_progress", "Rollouts Ripple started that are in progress; --max-concurrent-rollouts caps them."),
 		rolloutsWaiting:    gauge("ripple_rollouts_waiting", "Workloads whose rollout waits for a slot under --max-concurrent-rollouts or --max-concurrent-rollouts-per-namespace."),
 		held:               gauge("ripple_reloads_held", "Workloads the flap breaker holds now: their configs keep changing (ReloadHeld events name them)."),
+		deferred:           gauge("ripple_reloads_deferred", "Workloads whose reload waits for their reload window to open (ReloadDeferred events name them)."),
 		holds:              counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
 	}
 }
 
 func (s safety) safetyCollectors() []prometheus.Collector {
-	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.holds}
+	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.deferred, s.holds}
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -275,6 +277,9 @@ func (m *Metrics) RolloutsInProgress(n int) { m.rolloutsInProgress.Set(float64(n
 
 // RolloutsWaiting sets how many workloads wait for a rollout slot.
 func (m *Metrics) RolloutsWaiting(n int) { m.rolloutsWaiting.Set(float64(n)) }
+
+// ReloadsDeferred sets how many workloads wait for their reload window.
+func (m *Metrics) ReloadsDeferred(n int) { m.deferred.Set(float64(n)) }
 
 // HoldBegan counts a hold of a workload of kind by the flap breaker and
 // adds it to the workloads held.

@@ -43,6 +43,9 @@ type Reload struct {
 	// Held, when set, makes the alert tell of a hold by the flap breaker
 	// instead of a rollout: why, and when the hold ends.
 	Held string
+	// Deferred, when set, makes the alert tell that the reload waits for
+	// the workload's reload window, and until when.
+	Deferred string
 	// Stalled, when set, makes the alert tell that the rollout Ripple
 	// started stalled, and why.
 	Stalled string
@@ -63,6 +66,9 @@ func AlertText(r Reload, additionalInfo string) string {
 	case r.Held != "":
 		msg = fmt.Sprintf("Ripple holds the reload of *%s* of type *%s* in namespace *%s*: %s %s",
 			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Held)
+	case r.Deferred != "":
+		msg = fmt.Sprintf("Ripple defers the reload of *%s* of type *%s* in namespace *%s* for changes in %s: %s",
+			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Deferred)
 	case r.Stalled != "":
 		msg = fmt.Sprintf("The rollout Ripple started of *%s* of type *%s* in namespace *%s* stalled %s",
 			r.Workload, r.Kind, r.Namespace, r.Stalled)
@@ -82,7 +88,7 @@ func AlertMessage(sink Sink, r Reload, additionalInfo string) Message {
 	case Slack:
 		color := "good"
 		switch {
-		case r.Held != "":
+		case r.Held != "", r.Deferred != "":
 			color = "warning"
 		case r.Stalled != "":
 			color = "danger"

@@ -32,7 +32,7 @@ func (d *deferrer) at(ts string, sum string) Plan {
 	d.in.Now = t
 	digestOf(cmApp, sum)(&d.in)
 	p := For(d.in)
-	d.in.Memory = d.in.Memory.Planned(p)
+	d.in.Memory = d.in.Planned(p)
 	if p.Deferred != nil {
 		if p.Reloads() {
 			d.t.Fatalf("at %s: a deferred plan rolls", ts)
@@ -51,7 +51,7 @@ func (d *deferrer) at(ts string, sum string) Plan {
 			d.in.Workload.Annotations[k] = *v
 		}
 	}
-	d.in.Memory = d.in.Memory.Wrote(p, Write{Instant: true}, t)
+	d.in.Memory = d.in.Wrote(p, Write{Instant: true}, t)
 	if p.Reloads() {
 		got, _ := envOf(p, cmApp)
 		d.rolled = append(d.rolled, got)
@@ -147,18 +147,18 @@ func TestReloadWindowChangeSets(t *testing.T) {
 	}
 	// a second change: reported, still one change set when the window opens
 	d.at("2026-11-23T14:00:00Z", "cm3")
-	if d.in.Memory.Deferred == "" {
+	if d.in.Deferred == "" {
 		t.Error("memory does not keep the deferred change set")
 	}
 	d.at("2026-11-24T01:00:00Z", "cm3")
 	d.want([]string{"cm3"}, 2)
-	if d.in.Memory.Deferred != "" {
-		t.Errorf("memory keeps %q after the rollout", d.in.Memory.Deferred)
+	if d.in.Deferred != "" {
+		t.Errorf("memory keeps %q after the rollout", d.in.Deferred)
 	}
 	// back to the applied data during a deferral: nothing to roll, nothing deferred
 	d.at("2026-11-24T12:00:00Z", "cm4")
-	if p := d.at("2026-11-24T13:00:00Z", "cm3"); p.Deferred != nil || p.Reloads() || d.in.Memory.Deferred != "" {
-		t.Errorf("configs back to what is applied: deferred %+v, rolls %v, memory %q", p.Deferred, p.Reloads(), d.in.Memory.Deferred)
+	if p := d.at("2026-11-24T13:00:00Z", "cm3"); p.Deferred != nil || p.Reloads() || d.in.Deferred != "" {
+		t.Errorf("configs back to what is applied: deferred %+v, rolls %v, memory %q", p.Deferred, p.Reloads(), d.in.Deferred)
 	}
 	d.want([]string{"cm3"}, 3)
 }

@@ -17,7 +17,7 @@ func (w window) on(day time.Time) (span, bool) {
 	if end <= w.start {
 		end += 24 * 60 // across midnight: closes the next day
 	}
-	s := span{wall(y, m, d, w.start, w.loc), wall(y, m, d, end, w.loc)}
+	s := span{wall(y, m, d, w.start, w.loc).In(w.loc), wall(y, m, d, end, w.loc).In(w.loc)}
 	return s, s.open.Before(s.close)
 }
 
@@ -83,8 +83,8 @@ func (s Schedule) Open(t time.Time) bool {
 // window one DST change leaves nothing of still opens the week after.
 const horizon = 15
 
-// Next returns the next opening at or after t: t itself when the schedule
-// is open at t; the zero time when it never opens (it always does: every
+// Next returns the next opening at or after t, in the zone of the window
+// that opens then: t itself when the schedule is open at t; the zero time when it never opens (it always does: every
 // window opens at least once a week).
 func (s Schedule) Next(t time.Time) time.Time {
 	if s.Open(t) {
