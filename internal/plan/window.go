@@ -84,7 +84,7 @@ func deferral(in Input, p *Plan, period time.Duration) bool {
 	if err == nil && s.Open(in.Now) {
 		return false
 	}
-	d := &Deferred{Window: value, From: from, Began: in.Memory.Deferred != changeID(p.Changes), Closed: in.Turn.Waiting()}
+	d := &Deferred{Window: value, From: from, Began: in.Deferred != changeID(p.Changes), Closed: in.Turn.Waiting()}
 	wait := invalidWindowPoll
 	if err != nil {
 		d.Invalid = err.Error()
