@@ -286,7 +286,7 @@ func watchedObjects(cfg config.Config) []client.Object {
 	for _, k := range Kinds(cfg, nil) {
 		out = append(out, k.New())
 	}
-	if cfg.NamespaceSelector != nil {
+	if cfg.NamespaceSelector != nil || cfg.NamespaceDefaults {
 		out = append(out, dependents.NamespaceObject())
 	}
 	return out

@@ -43,6 +43,9 @@ type ReloadFlags struct {
 	// ReloadWindow and ReloadPolicy are the cluster defaults of the
 	// reload-window and reload-policy annotations.
 	ReloadWindow, ReloadPolicy string
+	// NamespaceDefaults reads those annotations on Namespaces too, from a
+	// metadata-only cache of Namespaces (a cluster-wide read).
+	NamespaceDefaults bool
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -104,6 +107,7 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReloadWindow, "reload-window", o.ReloadWindow, `Default reload window of every workload: a change outside it is deferred to its next opening (a ReloadDeferred event), e.g. "Mon-Fri 02:00-04:00 Europe/Berlin"; several windows separated by ";". Empty or "always" means no window. A workload or its Namespace overrides it with the <annotation-prefix>/reload-window annotation.`)
 	fs.StringVar(&o.ReloadPolicy, "reload-policy", o.ReloadPolicy, `Default reload policy of every workload: "auto" (roll, as Reloader does), "manual" (wait for "ripple approve", a ReloadPending event) or "notify" (never roll, a WouldReload event). Empty means auto. A workload or its Namespace overrides it with the <annotation-prefix>/reload-policy annotation.`)
+	fs.BoolVar(&o.NamespaceDefaults, "namespace-defaults", o.NamespaceDefaults, `Also read the <annotation-prefix>/reload-window and reload-policy annotations on Namespaces, as the default of their workloads. Ripple then caches Namespaces (metadata only), which needs get, list and watch on namespaces cluster-wide; off, Namespaces' annotations are ignored.`)
 }
 
 func (o *ReloadOptions) validatePolicy(errs *problems) {

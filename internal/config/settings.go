@@ -20,6 +20,6 @@ func (r Reload) PlanSettings(started time.Time) plan.Settings {
 			Max: r.MaxConcurrentRollouts, MaxPerNamespace: r.MaxConcurrentRolloutsPerNamespace, Timeout: r.RolloutTimeout,
 		},
 		Started: started, DryRun: r.DryRun,
-		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy,
+		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
 	}
 }

@@ -7,11 +7,13 @@ package gather
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,6 +47,12 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 		return k == refs.SecretProviderClass && !g.Rotations.Served() // the CSI driver's API is not served (yet)
 	})
 	in.Workload = Workload(kind, obj, tpl)
+	if g.Settings.NamespaceDefaults {
+		var err error
+		if in.Workload.NamespaceAnnotations, err = g.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
+			return in, err
+		}
+	}
 	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
 	for _, kind := range in.SourceKinds {
 		names, err := g.candidates(ctx, kind, obj, tpl, record)
@@ -158,4 +166,24 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 		}
 	}
 	return src, nil
+}
+
+// namespaceAnnotations are the annotations of Namespace ns, for the
+// defaults it sets for its workloads (--namespace-defaults): nil when it
+// is not found, or when the reader may not read it (ripple explain with
+// credentials that cannot read Namespaces shows no Namespace defaults).
+func (g Gatherer) namespaceAnnotations(ctx context.Context, ns string) (map[string]string, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := g.Reader.Get(ctx, types.NamespacedName{Name: ns}, obj)
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Namespace %s: %w", ns, err)
+	}
+	if obj.Annotations == nil {
+		return map[string]string{}, nil
+	}
+	return obj.Annotations, nil
 }

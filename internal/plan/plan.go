@@ -60,6 +60,9 @@ type Settings struct {
 	// and reload-policy annotations (--reload-window, --reload-policy), as
 	// written: a workload or its Namespace overrides them (Governing).
 	ReloadWindow, ReloadPolicy string
+	// NamespaceDefaults makes gather read the workload's Namespace's
+	// annotations (Workload.NamespaceAnnotations), with --namespace-defaults.
+	NamespaceDefaults bool
 }
 
 // Workload is the workload as gathered.

@@ -70,6 +70,10 @@ func rbacModes() []rbacMode {
 		{name: "namespace selector", selector: true, values: func(relNS string, _ []string, _ string) map[string]any {
 			return r(map[string]any{"namespaceSelector": "ripple-rbac-test=" + relNS})
 		}},
+		// --namespace-defaults caches Namespaces: their rule is needed.
+		{name: "namespace defaults", values: func(string, []string, string) map[string]any {
+			return map[string]any{"ripple": map[string]any{"namespaceDefaults": true}}
+		}},
 		// The optional kinds are on but unused in webhook mode, which grants
 		// nothing for them.
 		{name: "webhook", webhook: true, values: func(_ string, _ []string, url string) map[string]any {

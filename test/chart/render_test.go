@@ -150,6 +150,19 @@ func valueSets() []valueSet {
 				t.Errorf("dry run %v, args %q: want the default, not passed", cfg.DryRun, c.Args)
 			}
 		}},
+		{name: "change policies", values: map[string]any{"ripple": map[string]any{"reloadWindow": "Mon-Fri 02:00-04:00 Europe/Berlin", "reloadPolicy": "notify", "namespaceDefaults": true}}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			if cfg.ReloadWindow != "Mon-Fri 02:00-04:00 Europe/Berlin" || cfg.ReloadPolicy != "notify" || !cfg.NamespaceDefaults {
+				t.Errorf("window %q, policy %q, namespace defaults %v: not passed on", cfg.ReloadWindow, cfg.ReloadPolicy, cfg.NamespaceDefaults)
+			}
+			if !hasVerb(objs, "ClusterRole", "", "namespaces", "watch") {
+				t.Error("namespaceDefaults must grant watch on namespaces")
+			}
+		}},
+		{name: "namespaceDefaults in one namespace renders nothing", reloader: true, values: deepMerge(r(map[string]any{"watchGlobally": false}), map[string]any{"ripple": map[string]any{"namespaceDefaults": true}}), check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			if cfg.NamespaceDefaults || hasVerb(objs, "ClusterRole", "", "namespaces", "watch") {
+				t.Errorf("namespace defaults %v in a namespace-scoped install, want off and no namespace rule", cfg.NamespaceDefaults)
+			}
+		}},
 		{name: "reloadOnCreate and syncAfterRestart", reloader: true, values: r(map[string]any{"reloadOnCreate": true, "syncAfterRestart": true}), check: func(t *testing.T, _ []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
 			if !cfg.ReloadOnCreate || !cfg.SyncAfterRestart {
 				t.Errorf("reloadOnCreate %v, syncAfterRestart %v: want both", cfg.ReloadOnCreate, cfg.SyncAfterRestart)
@@ -312,6 +325,7 @@ func productionValues() map[string]any {
 		"ripple": map[string]any{
 			"settleWindow": "5s", "cronJobReload": "template", "annotationPrefix": "ripple.example.com", "kubeApiQps": 50, "kubeApiBurst": 100, "maxConcurrentReconciles": 16,
 			"maxConcurrentRollouts": 20, "maxConcurrentRolloutsPerNamespace": 5, "rolloutTimeout": "15m",
+			"reloadWindow": "Mon-Fri 02:00-04:00 Europe/Berlin; Sat,Sun 00:00-24:00 Europe/Berlin", "reloadPolicy": "auto", "namespaceDefaults": true,
 			"minRolloutInterval": "2m", "flapBreaker": map[string]any{"threshold": 0, "window": "30s", "quietPeriod": "20s"},
 			"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "15s", "retryPeriod": "3s"},
 			"metaInfo":       map[string]any{"enabled": true},

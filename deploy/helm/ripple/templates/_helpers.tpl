@@ -373,6 +373,9 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $r.autoReloadAll -}}{{- $args = append $args "--auto-reload-all=true" -}}{{- end -}}
 {{- $rp := .Values.ripple -}}
 {{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
+{{- if $rp.reloadWindow -}}{{- $args = append $args (printf "--reload-window=%s" (toString $rp.reloadWindow)) -}}{{- end -}}
+{{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
+{{- if and $rp.namespaceDefaults (eq $mode "global") -}}{{- $args = append $args "--namespace-defaults=true" -}}{{- end -}}
 {{- if $rp.minRolloutInterval -}}{{- $args = append $args (printf "--min-rollout-interval=%s" (toString $rp.minRolloutInterval)) -}}{{- end -}}
 {{- $fb := $rp.flapBreaker | default dict -}}
 {{- if not (kindIs "invalid" $fb.threshold) -}}{{- $args = append $args (printf "--flap-threshold=%d" (int $fb.threshold)) -}}{{- end -}}

@@ -1,0 +1,61 @@
+package gather
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// With --namespace-defaults the workload's Namespace's annotations are
+// gathered (metadata only); without it, or when the Namespace cannot be
+// read (ripple explain with credentials that may not), they are nil.
+func TestInputNamespaceAnnotations(t *testing.T) {
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Annotations: map[string]string{keys.ReloadWindow: "Sat 00:00-24:00 UTC"}}}
+	forbidden := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if key.Namespace == "" {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, key.Name, nil)
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}}
+	for _, tc := range []struct {
+		name     string
+		defaults bool
+		funcs    *interceptor.Funcs
+		want     map[string]string
+	}{
+		{name: "on", defaults: true, want: nsObj.Annotations},
+		{name: "off", defaults: false},
+		{name: "forbidden", defaults: true, funcs: &forbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := web()
+			b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(nsObj.DeepCopy(), d, cm("cfg", "v1"))
+			if tc.funcs != nil {
+				b.WithInterceptorFuncs(*tc.funcs)
+			}
+			g := Gatherer{Reader: b.Build(), Settings: plan.Settings{Keys: keys, NamespaceDefaults: tc.defaults}}
+			in, err := g.Input(t.Context(), workload.Deployment, d, &d.Spec.Template)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := in.Workload.NamespaceAnnotations
+			if len(got) != len(tc.want) || got[keys.ReloadWindow] != tc.want[keys.ReloadWindow] {
+				t.Errorf("namespace annotations %v, want %v", got, tc.want)
+			}
+			if v, from := in.Workload.Governing(keys.ReloadWindow, ""); tc.want != nil && (v != "Sat 00:00-24:00 UTC" || from != plan.FromNamespace) {
+				t.Errorf("governing window %q from %s", v, from)
+			}
+		})
+	}
+}
