@@ -63,6 +63,7 @@ func Build(f Facts) Report {
 	if n := f.Settings.Config.Shard.Count; n > 1 {
 		r.Shard = &Shard{Index: dependents.ShardOf(r.Workload.Namespace, n), Count: n}
 	}
+	r.ReloadWindow = reloadWindow(f)
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r
 }
@@ -209,6 +210,8 @@ func waitVerdict(w Wait, now time.Time) (State, string, string) {
 		return Waiting, "Held", "held: " + w.Message
 	case w.For == waitSlot:
 		return Waiting, "RolloutSlot", "waiting: " + w.Message
+	case w.For == waitWindow:
+		return Waiting, "ReloadDeferred", "deferred: " + w.Message
 	}
 	return "", "", ""
 }

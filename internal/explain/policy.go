@@ -92,6 +92,9 @@ func waiting(f Facts) []Wait {
 	if w, ok := holdWait(f); ok {
 		out = append(out, w)
 	}
+	if w, ok := windowWait(f); ok {
+		out = append(out, w)
+	}
 	if w, ok := slotWait(f); ok {
 		out = append(out, w)
 	}

@@ -126,6 +126,9 @@ func printReport(w io.Writer, r Report) error {
 	if r.Shard != nil {
 		fmt.Fprintf(tw, "Shard:\t%d of %d (the one run with --shard-index=%d)\n", r.Shard.Index, r.Shard.Count, r.Shard.Index)
 	}
+	if r.ReloadWindow != nil {
+		fmt.Fprintf(tw, "Reload window:\t%s\n", windowText(r.ReloadWindow))
+	}
 	printSources(tw, r.Sources)
 	section(tw, "POLICY", "KEY\tVALUE\tFROM\tNOTE", len(r.Policy), func(i int) string {
 		p := r.Policy[i]

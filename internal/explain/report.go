@@ -32,6 +32,9 @@ type Report struct {
 	Sources []Source `json:"sources"`
 	// Policy are the workload's Ripple and Reloader annotations.
 	Policy []PolicyEntry `json:"policy"`
+	// ReloadWindow is the reload window that governs the workload; nil
+	// when none does.
+	ReloadWindow *ReloadWindow `json:"reloadWindow,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
 	// Warnings are the invalid annotations Ripple reports as

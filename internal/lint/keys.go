@@ -9,6 +9,7 @@ import (
 	"github.com/agnivade/levenshtein"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/window"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -30,6 +31,12 @@ type home struct {
 	metadataOnly bool
 	// valid checks the value; nil accepts anything.
 	valid func(string) string
+	// namespace is set for keys a Namespace may carry too, as the default
+	// of its workloads (--namespace-defaults).
+	namespace bool
+	// strict makes an invalid value an error rather than a warning: Ripple
+	// does not fall back to a default for it.
+	strict bool
 }
 
 // homes returns the home of every key Ripple reads.
@@ -44,6 +51,7 @@ func homes(k annotation.Keys) map[string]home {
 		k.CronJobReload:   {kind: "CronJob", metadataOnly: true, valid: cronJobMode},
 	}
 	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
+	h[k.ReloadWindow] = home{valid: reloadWindow, namespace: true, strict: true}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -75,7 +83,11 @@ func (c *checker) annotations(o *target, ann map[string]string, template bool) [
 			out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q %s", key, msg)))
 		} else if h.valid != nil {
 			if msg := h.valid(v); msg != "" {
-				out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q: %q %s", key, v, msg)))
+				severity := Warning
+				if h.strict {
+					severity = Error
+				}
+				out = append(out, o.finding(severity, key, fmt.Sprintf("annotation %q: %q %s", key, v, msg)))
 			}
 		}
 	}
@@ -107,6 +119,8 @@ func (c *checker) unknown(key string, template bool) string {
 // misplaced says why a key with home h has no effect on o, or "".
 func misplaced(o *target, h home, template bool) string {
 	switch {
+	case h.namespace && o.kind == "Namespace" && !template:
+		return ""
 	case h.config && !o.config:
 		return fmt.Sprintf("goes on a ConfigMap or Secret, not on a %s", o.kind)
 	case !h.config && o.config:
@@ -154,4 +168,13 @@ func cronJobMode(v string) string {
 		return ""
 	}
 	return fmt.Sprintf("is not %q or %q, so Ripple ignores it", workload.CronJobRun, workload.CronJobTemplate)
+}
+
+// reloadWindow checks a reload window; an invalid one defers every reload
+// of its workloads until it is fixed.
+func reloadWindow(v string) string {
+	if _, err := window.Parse(v); err != nil {
+		return fmt.Sprintf("is not a reload window: %v; Ripple defers every reload until it is fixed", err)
+	}
+	return ""
 }

@@ -201,6 +201,29 @@ metadata:
 			},
 		},
 		{
+			name: "reload windows: invalid on a workload, its template or a Namespace is an error naming the position",
+			manifests: configs + web(
+				`{ripple.dev/reload-window: "Mon-Fry 02:00-04:00 Europe/Berlin", reloader.stakater.com/auto: "true"}`,
+				`{ripple.dev/reload-window: "02:00-04:00 Mars/Base"}`) + `---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  annotations: {ripple.dev/reload-window: "Sat 25:00-03:00"}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: fine
+  annotations: {ripple.dev/reload-window: "Sat,Sun 00:00-24:00 UTC"}
+`,
+			want: []Finding{
+				{Error, "Deployment shop/web", "ripple.dev/reload-window", `annotation "ripple.dev/reload-window": "02:00-04:00 Mars/Base" is not a reload window: at character 13 (window 1): unknown time zone "Mars/Base": expected an IANA name such as UTC or Europe/Berlin; Ripple defers every reload until it is fixed`},
+				{Error, "Deployment shop/web", "ripple.dev/reload-window", `annotation "ripple.dev/reload-window": "Mon-Fry 02:00-04:00 Europe/Berlin" is not a reload window: at character 5 (window 1): expected a day such as Fri after "Mon-", found "Fry"; Ripple defers every reload until it is fixed`},
+				{Error, "Namespace shop", "ripple.dev/reload-window", `annotation "ripple.dev/reload-window": "Sat 25:00-03:00" is not a reload window: at character 5 (window 1): expected a time HH:MM such as 02:00, found "25:00"; Ripple defers every reload until it is fixed`},
+			},
+		},
+		{
 			name: "named reloads that match nothing in the namespace",
 			manifests: configs + web(
 				`{configmap.reloader.stakater.com/reload: "app-config, missing, gone-.*", secret.reloader.stakater.com/reload: elsewhere}`, `{}`) + `---

@@ -1,0 +1,80 @@
+package explain
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+)
+
+// waitWindow is the wait of a reload deferred by the reload window.
+const waitWindow = "reloadWindow"
+
+// ReloadWindow is the reload window that governs the workload.
+type ReloadWindow struct {
+	// Value is the window as written; From where: workload, pod template,
+	// namespace or flag.
+	Value string `json:"value"`
+	From  string `json:"from"`
+	// Open says whether a reload may roll now.
+	Open bool `json:"open"`
+	// Closes is when the current opening ends, while open; NextOpening the
+	// next opening, while closed.
+	Closes      *time.Time `json:"closes,omitempty"`
+	NextOpening *time.Time `json:"nextOpening,omitempty"`
+	// Invalid is why the window cannot be read: reloads then wait.
+	Invalid string `json:"invalid,omitempty"`
+}
+
+// reloadWindow is the workload's reload window; nil when none governs it
+// (no value, or "always").
+func reloadWindow(f Facts) *ReloadWindow {
+	s, value, from, err := plan.ReloadWindow(f.Input.Workload, f.Settings.Plan.Keys, f.Settings.Plan.ReloadWindow)
+	if err != nil {
+		return &ReloadWindow{Value: value, From: from, Invalid: err.Error()}
+	}
+	if s.Always() {
+		return nil
+	}
+	w := &ReloadWindow{Value: value, From: from, Open: s.Open(f.Now)}
+	if w.Open {
+		end := s.End(f.Now)
+		w.Closes = &end
+	} else {
+		next := s.Next(f.Now)
+		w.NextOpening = &next
+	}
+	return w
+}
+
+// windowWait is the wait of a reload the reload window defers.
+func windowWait(f Facts) (Wait, bool) {
+	d := f.Plan.Deferred
+	if d == nil {
+		return Wait{}, false
+	}
+	setting := f.Settings.Plan.Keys.ReloadWindow
+	if d.From == plan.FromFlag {
+		setting = "--reload-window"
+	}
+	if d.Invalid != "" {
+		return Wait{For: waitWindow, Setting: setting, Message: fmt.Sprintf(
+			"changes in %s wait: the reload window is invalid (%s); they roll once it is fixed", changeNames(f.Plan), d.Invalid)}, true
+	}
+	next := d.Next
+	return Wait{For: waitWindow, Setting: setting, Until: &next, Message: fmt.Sprintf(
+		"changes in %s are deferred: the reload window %q (from the %s) is closed; Ripple rolls them once, with the latest data, at its next opening, %s (%s)",
+		changeNames(f.Plan), d.Window, d.From, next.Format("Mon 2006-01-02 15:04 MST"), stamp(next))}, true
+}
+
+// windowText is the reload window for people, e.g. `"Mon-Fri 02:00-04:00
+// Europe/Berlin" (from the namespace): closed, next opening ...`.
+func windowText(w *ReloadWindow) string {
+	switch {
+	case w.Invalid != "":
+		return fmt.Sprintf("%q (from the %s): invalid, reloads wait: %s", w.Value, w.From, w.Invalid)
+	case w.Open:
+		return fmt.Sprintf("%q (from the %s): open until %s (%s)", w.Value, w.From, w.Closes.Format("Mon 2006-01-02 15:04 MST"), stamp(*w.Closes))
+	}
+	return fmt.Sprintf("%q (from the %s): closed, next opening %s (%s)", w.Value, w.From, w.NextOpening.Format("Mon 2006-01-02 15:04 MST"), stamp(*w.NextOpening))
+}
