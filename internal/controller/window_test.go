@@ -6,10 +6,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -107,5 +111,44 @@ func TestReloadWindowInvalid(t *testing.T) {
 	w.reconcile("Deployment", "web")
 	if w.applied("web") != sum {
 		t.Errorf("fixed window: applied %q, want %q", w.applied("web"), sum)
+	}
+}
+
+// A deferred CronJob reload starts its Job in the window, once, with the
+// latest data: none outside it.
+func TestReloadWindowCronJob(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun})}, noSettle,
+		withSettings(func(s *plan.Settings) { s.ReloadWindow = "Fri 00:00-01:00 UTC" }))
+	k := w.deps.Settings.Keys
+	w.addKind(workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun, ModeKey: k.CronJobReload, PendingKey: k.PendingJob, Reader: w.c}))
+	w.create(configMap(), &batchv1.CronJob{ObjectMeta: batchMeta("nightly"),
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podSpec("cfg")}}}})
+	w.clk.Step(time.Hour) // Thursday 01:00: closed
+	w.reconcile("CronJob", "nightly")
+	w.change("CronJob", "v2")
+	sum := w.change("CronJob", "v3")
+	if res := w.reconcile("CronJob", "nightly"); res.RequeueAfter != 23*time.Hour {
+		t.Errorf("requeue %s, want 23h", res.RequeueAfter)
+	}
+	jobs := func() []batchv1.Job {
+		l := &batchv1.JobList{}
+		if err := w.c.List(t.Context(), l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return l.Items
+	}
+	if n := len(jobs()); n != 0 {
+		t.Fatalf("%d Jobs started outside the window", n)
+	}
+	w.wantEvent(w.drain(), ReasonReloadDeferred)
+	w.clk.Step(23 * time.Hour)
+	w.reconcile("CronJob", "nightly") // records the pending Job and starts it
+	w.reconcile("CronJob", "nightly")
+	got := jobs()
+	if len(got) != 1 {
+		t.Fatalf("%d Jobs in the window, want 1", len(got))
+	}
+	if applied, _ := (strategy.EnvVars{}).Applied(&got[0].Spec.Template, refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}); applied != sum {
+		t.Errorf("started Job: applied %q, want the latest %q", applied, sum)
 	}
 }
