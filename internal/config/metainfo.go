@@ -50,6 +50,8 @@ type ReloaderOptions struct {
 	AnnotationPrefix     string   `json:"annotationPrefix"`
 	SettleWindow         string   `json:"settleWindow"`
 	DryRun               bool     `json:"dryRun"`
+	ReloadWindow         string   `json:"reloadWindow"`
+	NamespaceDefaults    bool     `json:"namespaceDefaults"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -94,6 +96,8 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		EnableCSIIntegration:               o.CSIIntegration,
 		AnnotationPrefix:                   o.AnnotationPrefix,
 		SettleWindow:                       o.SettleWindow.String(),
+		ReloadWindow:                       o.ReloadWindow,
+		NamespaceDefaults:                  o.NamespaceDefaults,
 		DryRun:                             o.DryRun,
 		ShardCount:                         o.ShardCount,
 	}

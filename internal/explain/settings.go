@@ -74,6 +74,8 @@ var metaFlags = []struct {
 	{"syncAfterRestart", "sync-after-restart", false},
 	{"dryRun", "dry-run", false},
 	{"settleWindow", "settle-window", false},
+	{"reloadWindow", "reload-window", false},
+	{"namespaceDefaults", "namespace-defaults", false},
 	{"annotationPrefix", "annotation-prefix", false},
 	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 const reloadWindowKey = "ripple.dev/reload-window"
@@ -60,5 +62,37 @@ func TestReloadWindowNamespaceDefault(t *testing.T) {
 			}
 			e.expectNoRollout(t, web, kit.Deployment, before)
 		})
+	}
+}
+
+// ripple explain, with the controller's --reload-window read from its
+// reloader-meta-info, shows the window closed with its next opening and the
+// change deferred, with the controller's ReloadDeferred event.
+func TestExplainReloadDeferred(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.environ = map[string]string{"RELOADER_NAMESPACE": e.ns}
+	e.newConfig(t, appConfig)
+	w := e.newWorkload(t, kit.Deployment, "w", map[string]string{autoKey: "true"}, envFrom(refs.ConfigMap, "app"))
+	window := closedWindow()
+	e.run(t, "--reload-window="+window)
+	e.waitFor(t, w, "the baseline", hasBaseline)
+	e.waitMetaInfo(t)
+	e.setConfig(t, appConfig, "v2")
+	e.waitEvent(t, "w", corev1.EventTypeNormal, "ReloadDeferred")
+
+	r := e.explainJSON(t, "deployment/w")
+	if r.State != explain.Waiting || r.Reason != "ReloadDeferred" {
+		t.Errorf("%s (%s): %s; want Waiting (ReloadDeferred)", r.State, r.Reason, r.Verdict)
+	}
+	rw := r.ReloadWindow
+	if rw == nil || rw.Value != window || rw.From != "flag" || rw.Open || rw.NextOpening == nil {
+		t.Fatalf("reload window %+v, want %q from the flag, closed, with its next opening", rw, window)
+	}
+	if d := time.Until(*rw.NextOpening); d < 11*time.Hour || d > 13*time.Hour {
+		t.Errorf("next opening %s, want about 12h from now", rw.NextOpening)
+	}
+	if len(r.Events) == 0 || r.Events[0].Reason != "ReloadDeferred" {
+		t.Errorf("events %+v, want ReloadDeferred first", r.Events)
 	}
 }
