@@ -66,9 +66,10 @@ func (m Memory) Planned(p Plan) Memory {
 }
 
 // LeftScope is the memory of a workload whose namespace left the scope:
-// nothing is planned for it, so no settle window stays open.
+// nothing is planned for it, so no settle window stays open and no reload
+// stays deferred.
 func (m Memory) LeftScope() Memory {
-	m.Pending = Pending{}
+	m.Pending, m.Deferred = Pending{}, ""
 	return m
 }
 

@@ -150,6 +150,9 @@ func TestReloadWindowChangeSets(t *testing.T) {
 	if d.in.Deferred == "" {
 		t.Error("memory does not keep the deferred change set")
 	}
+	if m := d.in.LeftScope(); m.Deferred != "" {
+		t.Errorf("a workload out of scope stays deferred: %q", m.Deferred)
+	}
 	d.at("2026-11-24T01:00:00Z", "cm3")
 	d.want([]string{"cm3"}, 2)
 	if d.in.Deferred != "" {
