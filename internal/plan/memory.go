@@ -39,11 +39,15 @@ type Memory struct {
 	// with its template, so only this tells that Ripple applied newer data
 	// since (rollback.go).
 	Applied string
+	// Awaiting is the change set a manual policy holds for an approval,
+	// as last reported (approval.go); zero when none.
+	Awaiting AwaitingState
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == ""
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
+		m.Awaiting == (AwaitingState{})
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -57,13 +61,17 @@ func (m Memory) Notice(t time.Time) Memory {
 // and storm-breaker state p keeps.
 func (m Memory) Planned(p Plan) Memory {
 	m.Pending, m.Storm = p.Pending, p.Storm
+	if p.Wait <= 0 {
+		// a plan that waits never reached the policy gate
+		m.Awaiting = p.awaiting()
+	}
 	return m
 }
 
 // LeftScope is the memory of a workload whose namespace left the scope:
 // nothing is planned for it, so no settle window stays open.
 func (m Memory) LeftScope() Memory {
-	m.Pending = Pending{}
+	m.Pending, m.Awaiting = Pending{}, AwaitingState{}
 	return m
 }
 

@@ -219,6 +219,15 @@ type Plan struct {
 	Resumed  bool
 	Spaced   bool
 	Interval time.Duration
+	// Policy is the workload's reload policy and PolicyFrom where it
+	// comes from (Governing); Awaiting is the change set a manual policy
+	// holds for an approval, Approving what the plan does with the
+	// workload's approval (approval.go). Changes then only hold what was
+	// approved.
+	Policy     Policy
+	PolicyFrom string
+	Awaiting   *Awaiting
+	Approving  *Approving
 	// record is the applied record the write leaves on the workload (its
 	// JSON), when the write changes it.
 	record string
@@ -253,15 +262,24 @@ func For(in Input) Plan {
 			p.Seen = p.Pending.First
 		}
 	}
+	p.Policy, p.PolicyFrom, warning = policy(in)
+	p.Warnings = appendNonEmpty(p.Warnings, warning)
 	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
 		return p
 	}
-	if in.DryRun {
+	if in.DryRun || p.Policy == Notify {
 		p.Update, p.Requeue = dryRun(in, p, period)
 		p.WouldReload = len(p.Changes) > 0
 		return p
 	}
-	p.Update, p.Requeue = update(in, p, period)
+	w := p
+	if p.Policy == Manual {
+		w = gate(in, &p)
+	}
+	p.Update, p.Requeue = update(in, w, period)
+	if p.Approving != nil {
+		p.Update.Annotations = dropApproval(in, p.Update.Annotations)
+	}
 	if p.Reloads() {
 		p.record = in.Workload.Annotations[in.Keys.Applied]
 		if v := p.Update.Annotations[in.Keys.Applied]; v != nil {
