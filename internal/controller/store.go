@@ -17,7 +17,8 @@ import (
 // each other's change. A memory that remembers nothing is dropped.
 //
 // It keeps the gauges of what it holds: the workloads held by the flap
-// breaker, waiting for a rollout slot, and the rollouts followed.
+// breaker, waiting for a rollout slot or an approval, and the rollouts
+// followed.
 type Store struct {
 	Metrics *metrics.Metrics
 
@@ -26,6 +27,8 @@ type Store struct {
 	// waiting and following index the workloads in line for a rollout
 	// slot and those whose rollout is followed, for Admit.
 	waiting, following map[workload.Ref]struct{}
+	// awaiting are the workloads whose reload waits for an approval.
+	awaiting map[workload.Ref]struct{}
 }
 
 // Load returns the memory of k.
@@ -99,6 +102,9 @@ func (s *Store) set(k workload.Ref, m plan.Memory) {
 	}
 	if index(&s.following, k, m.Rollout.Followed()) {
 		s.Metrics.RolloutsInProgress(len(s.following))
+	}
+	if index(&s.awaiting, k, m.Awaiting.ID != "") {
+		s.Metrics.ReloadsPending(len(s.awaiting))
 	}
 }
 
