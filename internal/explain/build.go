@@ -63,6 +63,7 @@ func Build(f Facts) Report {
 	if n := f.Settings.Config.Shard.Count; n > 1 {
 		r.Shard = &Shard{Index: dependents.ShardOf(r.Workload.Namespace, n), Count: n}
 	}
+	r.ReloadPolicy = reloadPolicy(f)
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r
 }
@@ -222,6 +223,9 @@ func verdict(f Facts, r Report) (State, string, string) {
 		if state, reason, line := waitVerdict(w, f.Now); state != "" {
 			return state, reason, line
 		}
+	}
+	if state, reason, line := policyVerdict(f, r); state != "" {
+		return state, reason, line
 	}
 	if changes := changeNames(f.Plan); changes != "" {
 		if f.Settings.Plan.DryRun {

@@ -32,6 +32,9 @@ type Report struct {
 	Sources []Source `json:"sources"`
 	// Policy are the workload's Ripple and Reloader annotations.
 	Policy []PolicyEntry `json:"policy"`
+	// ReloadPolicy is the workload's reload policy, where it was set, and
+	// what waits for an approval; nil without a pod template.
+	ReloadPolicy *ReloadPolicy `json:"reloadPolicy,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
 	// Warnings are the invalid annotations Ripple reports as
@@ -90,6 +93,8 @@ func (s State) Text() string {
 		return "paused"
 	case Invalid:
 		return "invalid"
+	case PendingApproval:
+		return "pending approval"
 	}
 	return "not reloading"
 }
