@@ -9,6 +9,7 @@ import (
 	"github.com/agnivade/levenshtein"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -30,6 +31,9 @@ type home struct {
 	metadataOnly bool
 	// valid checks the value; nil accepts anything.
 	valid func(string) string
+	// strict makes an invalid value an error rather than a warning: Ripple
+	// does not ignore it but acts on it otherwise than meant.
+	strict bool
 }
 
 // homes returns the home of every key Ripple reads.
@@ -44,6 +48,7 @@ func homes(k annotation.Keys) map[string]home {
 		k.CronJobReload:   {kind: "CronJob", metadataOnly: true, valid: cronJobMode},
 	}
 	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
+	h[k.ReloadPolicy] = home{valid: reloadPolicy, strict: true}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -75,7 +80,11 @@ func (c *checker) annotations(o *target, ann map[string]string, template bool) [
 			out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q %s", key, msg)))
 		} else if h.valid != nil {
 			if msg := h.valid(v); msg != "" {
-				out = append(out, o.finding(Warning, key, fmt.Sprintf("annotation %q: %q %s", key, v, msg)))
+				sev := Warning
+				if h.strict {
+					sev = Error
+				}
+				out = append(out, o.finding(sev, key, fmt.Sprintf("annotation %q: %q %s", key, v, msg)))
 			}
 		}
 	}
@@ -117,6 +126,15 @@ func misplaced(o *target, h home, template bool) string {
 		return fmt.Sprintf("has no effect on a %s, only on a %s", o.kind, h.kind)
 	case h.metadataOnly && template:
 		return "is read from the workload's metadata, not from its pod template"
+	}
+	return ""
+}
+
+// reloadPolicy checks a reload policy: an invalid one holds every reload
+// for an approval (plan.ParsePolicy).
+func reloadPolicy(v string) string {
+	if _, err := plan.ParsePolicy(v); err != nil {
+		return "is not a reload policy (auto, manual or notify), so every reload waits for an approval"
 	}
 	return ""
 }
