@@ -8,7 +8,8 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 )
 
-// PendingApproval: a change waits for an approval (reload policy manual).
+// PendingApproval is the state of a workload whose change waits for an
+// approval (reload policy manual).
 const PendingApproval = State("PendingApproval")
 
 // ReloadPolicy is the workload's reload policy and what waits for an
