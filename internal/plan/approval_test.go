@@ -257,3 +257,26 @@ func refOf(s string) refs.Ref {
 	kind, name, _ := strings.Cut(s, "/")
 	return refs.Ref{Kind: refs.Kind(kind), Name: name}
 }
+
+// A change set waiting for an approval keeps no settle state, so a new
+// change to the workload settles in a window of its own.
+func TestWaitingChangeSetSettled(t *testing.T) {
+	window := func(i *Input) { i.SettleWindow = time.Second }
+	first := in(manual, window, both, digestOf(cmApp, "cm2"))
+	first.Memory = Memory{}.Notice(now.Add(-time.Minute))
+	p := For(first)
+	if p.Wait > 0 || p.Awaiting == nil {
+		t.Fatalf("wait %v, awaiting %v: want the settled change waiting for approval", p.Wait, p.Awaiting)
+	}
+	m := first.Memory.Planned(p)
+	again := in(manual, window, both, digestOf(cmApp, "cm2"))
+	again.Memory = m
+	if p := For(again); p.Wait > 0 || p.Pending != (Pending{}) || p.Awaiting == nil || p.Awaiting.Began {
+		t.Fatalf("the waiting change set again: wait %v, pending %+v, awaiting %+v", p.Wait, p.Pending, p.Awaiting)
+	}
+	later := in(manual, window, both, digestOf(cmApp, "cm3"))
+	later.Memory = m.Planned(For(again)).Notice(now)
+	if p := For(later); p.Wait != time.Second || p.Awaiting != nil {
+		t.Fatalf("a new change: wait %v, awaiting %v; want a settle window of its own", p.Wait, p.Awaiting)
+	}
+}

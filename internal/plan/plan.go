@@ -256,8 +256,10 @@ func For(in Input) Plan {
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 
 	p.Seen = in.Now
-	if len(p.Changes) > 0 {
-		p.Pending, p.Wait = settle(in.Pending, changeID(p.Changes), window, in.Now)
+	// A change set already waiting for an approval has settled: its settle
+	// state is dropped, so that the next change opens a window of its own.
+	if id := changeID(p.Changes); len(p.Changes) > 0 && id != in.Awaiting.ID {
+		p.Pending, p.Wait = settle(in.Pending, id, window, in.Now)
 		if !p.Pending.First.IsZero() {
 			p.Seen = p.Pending.First
 		}
