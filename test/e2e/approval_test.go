@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/explain"
 )
 
 const reloadPolicyAnnotation = "ripple.dev/reload-policy"
@@ -38,7 +40,17 @@ func TestManualPolicyApprove(t *testing.T) {
 	waitEventNaming(t, cs, w, "ReloadPending", sum[:12])
 	before = expectNoRollout(t, cs, before)
 
-	out, err := runApprove(t, ns, "deploy/web")
+	out, err := runCommand(t, ns, "explain", "--pending", "-o", "json")
+	var pending explain.List
+	if err != nil || json.Unmarshal([]byte(out), &pending) != nil || len(pending.Items) != 1 {
+		t.Fatalf("explain --pending: %v\n%s", err, out)
+	}
+	if rp := pending.Items[0].ReloadPolicy; pending.Items[0].State != explain.PendingApproval || rp == nil || rp.Pending == nil ||
+		len(rp.Pending.Configs) != 1 || rp.Pending.Configs[0].Digest != sum[:12] {
+		t.Errorf("explain --pending: %s", out)
+	}
+
+	out, err = runCommand(t, ns, "approve", "deploy/web")
 	if err != nil || !strings.Contains(out, `ConfigMap "`+configName+`" `+sum[:12]) {
 		t.Fatalf("approve: %v\n%s", err, out)
 	}
@@ -51,7 +63,7 @@ func TestManualPolicyApprove(t *testing.T) {
 	if v, ok := d.Annotations["ripple.dev/approval"]; ok {
 		t.Errorf("the spent approval is still on the Deployment: %s", v)
 	}
-	if out, err := runApprove(t, ns, "deploy/web"); err == nil || !strings.Contains(out, "nothing waits for an approval") {
+	if out, err := runCommand(t, ns, "approve", "deploy/web"); err == nil || !strings.Contains(out, "nothing waits for an approval") {
 		t.Errorf("approve with nothing pending: %v\n%s", err, out)
 	}
 
@@ -92,12 +104,12 @@ func waitEventNaming(t *testing.T, cs kubernetes.Interface, w workload, reason, 
 	})
 }
 
-// runApprove runs `ripple approve` with args against the cluster, on
+// runCommand runs `ripple <command>` with args against the cluster, on
 // namespace ns, as a user would: its stdout and stderr, and an error for a
 // non-zero exit code.
-func runApprove(t *testing.T, ns string, args ...string) (string, error) {
+func runCommand(t *testing.T, ns, command string, args ...string) (string, error) {
 	t.Helper()
-	base := []string{"approve", "--kubeconfig=" + kc.Kubeconfig, "-n", ns, "--ripple-namespace=" + ns}
+	base := []string{command, "--kubeconfig=" + kc.Kubeconfig, "-n", ns, "--ripple-namespace=" + ns}
 	cmd := exec.CommandContext(t.Context(), os.Getenv("RIPPLE_BINARY"), append(base, args...)...)
 	cmd.Env = []string{"HOME=" + t.TempDir()} // no kubeconfig but the test's
 	var out bytes.Buffer
