@@ -33,12 +33,16 @@ func TestManualPolicyApprove(t *testing.T) {
 	annotations[reloadPolicyAnnotation] = "manual"
 	w.create(t, cs, spec{configMaps: []string{configName}, annotations: annotations})
 	before := waitRolledOut(t, cs, w)
-	startRipple(t, ns)
+	addr := freeAddr(t)
+	startRipple(t, ns, "--metrics-bind-address="+addr)
 	waitBaseline(t, cs, w, digest.ConfigMap(cm))
 
 	sum := setConfigMapValue(t, cs, ns, configName, "v2")
 	waitEventNaming(t, cs, w, "ReloadPending", sum[:12])
 	before = expectNoRollout(t, cs, before)
+	if got := kit.Scrape(t, addr)[`ripple_reloads_pending{}`]; got != 1 {
+		t.Errorf("ripple_reloads_pending = %v while the change waits, want 1", got)
+	}
 
 	out, err := runCommand(t, ns, "explain", "--pending", "-o", "json")
 	var pending explain.List
@@ -56,6 +60,9 @@ func TestManualPolicyApprove(t *testing.T) {
 	}
 	before = expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
 	waitEventNaming(t, cs, w, "Reloaded", "approved by")
+	if got := kit.Scrape(t, addr)[`ripple_reloads_pending{}`]; got != 0 {
+		t.Errorf("ripple_reloads_pending = %v after the approval, want 0", got)
+	}
 	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), w.name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
