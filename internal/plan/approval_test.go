@@ -268,7 +268,7 @@ func TestWaitingChangeSetSettled(t *testing.T) {
 	if p.Wait > 0 || p.Awaiting == nil {
 		t.Fatalf("wait %v, awaiting %v: want the settled change waiting for approval", p.Wait, p.Awaiting)
 	}
-	m := first.Memory.Planned(p)
+	m := first.Planned(p)
 	again := in(manual, window, both, digestOf(cmApp, "cm2"))
 	again.Memory = m
 	if p := For(again); p.Wait > 0 || p.Pending != (Pending{}) || p.Awaiting == nil || p.Awaiting.Began {
