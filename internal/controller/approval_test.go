@@ -6,10 +6,14 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -134,5 +138,46 @@ func TestNotifyPolicy(t *testing.T) {
 	}
 	if len(alerts) != 1 || !alerts[0].Notify {
 		t.Errorf("alerts %+v", alerts)
+	}
+}
+
+// A manual CronJob starts no Job until approved; the approval starts
+// exactly one, with the approved data, and is removed.
+func TestManualCronJob(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun})}, noSettle)
+	k := w.deps.Settings.Keys
+	w.addKind(workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun, ModeKey: k.CronJobReload, PendingKey: k.PendingJob, Reader: w.c}))
+	meta := batchMeta("nightly")
+	meta.Annotations[k.ReloadPolicy] = "manual"
+	w.create(configMap(), &batchv1.CronJob{ObjectMeta: meta,
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podSpec("cfg")}}}})
+	w.reconcile("CronJob", "nightly")
+	sum := w.change("CronJob", "v2")
+	w.reconcile("CronJob", "nightly")
+	w.wantEvent(w.drain(), ReasonReloadPending)
+	jobs := &batchv1.JobList{}
+	if err := w.c.List(t.Context(), jobs, client.InNamespace(ns)); err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("Jobs: %d (%v), want none before the approval", len(jobs.Items), err)
+	}
+
+	cj := &batchv1.CronJob{}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "nightly"}, cj); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(plan.Approval{Changes: []plan.Approved{{Config: "ConfigMap/cfg", Digest: sum}}})
+	cj.Annotations[k.Approval] = string(b)
+	if err := w.c.Update(t.Context(), cj); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile("CronJob", "nightly")
+	w.reconcile("CronJob", "nightly")
+	if err := w.c.List(t.Context(), jobs, client.InNamespace(ns)); err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("Jobs: %d (%v), want the one approved", len(jobs.Items), err)
+	}
+	if applied, _ := (strategy.EnvVars{}).Applied(&jobs.Items[0].Spec.Template, refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}); applied != sum {
+		t.Errorf("started Job: applied %q, want %q", applied, sum)
+	}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "nightly"}, cj); err != nil || cj.Annotations[k.Approval] != "" {
+		t.Errorf("the approval stays on the CronJob (%v)", err)
 	}
 }
