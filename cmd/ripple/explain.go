@@ -17,8 +17,10 @@ import (
 // explainOptions are explain's own flags and arguments.
 type explainOptions struct {
 	all, allNamespaces bool
-	output             string
-	rippleNamespace    string
+	// pending lists only the workloads that wait for an approval.
+	pending         bool
+	output          string
+	rippleNamespace string
 	// files are the manifest files, directories or stdin given with -f.
 	files []string
 	// kind (as Kind.Name() names it) and name of the workload, without --all.
@@ -44,7 +46,8 @@ func newExplainFlags(name string) *explainFlags {
 	f.own = pflag.NewFlagSet("explain", pflag.ContinueOnError)
 	f.own.StringArrayVarP(&f.opts.files, "filename", "f", nil, "Explain the workloads of these manifest files instead of a cluster: a file, a directory (its .yaml, .yml and .json files, recursively) or - for stdin; repeatable. No cluster is read.")
 	f.own.BoolVar(&f.opts.all, "all", false, "Explain every opted-in workload (a Ripple or Reloader trigger annotation, or every workload with --auto-reload-all), one line each; with -f, also every workload with findings.")
-	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all: in every namespace.")
+	f.own.BoolVar(&f.opts.pending, "pending", false, "List every workload whose reload waits for an approval (reload policy manual) or for its reload window, with --all's columns; implies --all.")
+	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all or --pending: in every namespace.")
 	f.own.StringVarP(&f.opts.output, "output", "o", explain.FormatTable, "Output format: "+strings.Join(explain.Formats, ", ")+". docs/explain.md documents the json and yaml schema.")
 	f.own.StringVar(&f.opts.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple to explain; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
 	f.all = f.join(name+" explain", f.own)
@@ -59,6 +62,7 @@ waits for, the settings in play and Ripple's last events on it.
 Usage:
   %[1]s explain <kind>/<name> [-n namespace] [flags]
   %[1]s explain --all [-n namespace | -A] [flags]
+  %[1]s explain --pending [-n namespace | -A] [flags]
   %[1]s explain -f <file|dir|-> [<kind>/<name>] [flags]
 
 With -f (offline), the workloads and configs are read from manifest files
@@ -102,6 +106,12 @@ func (f *explainFlags) parse(args []string) (help bool, err error) {
 	}
 	if len(o.files) > 0 && len(f.all.Args()) == 0 {
 		o.all = true // the files' workloads
+	}
+	if o.pending {
+		if len(o.files) > 0 {
+			return false, usageError{errors.New("--pending: not with -f: what waits is read from a cluster")}
+		}
+		o.all = true
 	}
 	if o.allNamespaces && !o.all {
 		return false, usageError{errors.New("--all-namespaces: only with --all")}
@@ -181,6 +191,9 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func()
 		list, err := e.All(ctx, kinds, ns)
 		if err != nil {
 			return err
+		}
+		if f.opts.pending {
+			list = list.Awaiting()
 		}
 		return explain.PrintList(stdout, f.opts.output, list, f.opts.allNamespaces)
 	}

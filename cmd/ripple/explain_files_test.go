@@ -128,6 +128,7 @@ func TestExplainFilesErrors(t *testing.T) {
 		"path that does not exist":  {[]string{"-f", "testdata/explain/nothing-here"}, 1, "nothing-here: no such file or directory"},
 		"ripple-namespace":          {[]string{"-f", "testdata/explain/clean", "--ripple-namespace=ops"}, 2, "--ripple-namespace: not with -f"},
 		"bad setting":               {[]string{"-f", "testdata/explain/clean", "--reload-strategy=rolling"}, 2, "--reload-strategy"},
+		"pending":                   {[]string{"-f", "testdata/explain/clean", "--pending"}, 2, "--pending: not with -f"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@
 //	ripple [flags]                 run the controller
 //	ripple explain <kind>/<name>   say why a workload reloads or not
 //	ripple history <kind>/<name>   the configs each revision was built for
+//	ripple approve <kind>/<name>   approve the reload a manual workload waits for
 //	ripple version                 print the version
 //
 // Installed as kubectl-ripple, it is the kubectl plugin `kubectl ripple`.
@@ -87,6 +88,8 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			return runExplain(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
 		case "history":
 			return runHistory(ctx, name, args[1:], stdout, stderr, time.Now)
+		case "approve":
+			return runApprove(ctx, name, args[1:], stdout, stderr, time.Now)
 		case "help":
 			commandsUsage(stdout, name)
 			return 0
@@ -103,11 +106,11 @@ func unexpectedArgument(args []string, arg string) string {
 	if prev := ""; i > 0 {
 		prev = args[i-1]
 		if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
-			return fmt.Sprintf("unexpected argument %q after %s: a boolean flag takes true or false, as %s=true or %s false; commands: explain, history, version",
+			return fmt.Sprintf("unexpected argument %q after %s: a boolean flag takes true or false, as %s=true or %s false; commands: explain, history, approve, version",
 				arg, prev, prev, prev)
 		}
 	}
-	return fmt.Sprintf("unknown command %q; commands: explain, history, version", arg)
+	return fmt.Sprintf("unknown command %q; commands: explain, history, approve, version", arg)
 }
 
 // commandsUsage lists the commands.
@@ -120,6 +123,7 @@ Usage:
   %[1]s explain --all              the state of every opted-in workload
   %[1]s explain -f <manifests>     the same from files, offline, with lint findings
   %[1]s history <kind>/<name>      the configs and digests each revision was built for
+  %[1]s approve <kind>/<name>      approve the reload a manual workload waits for
   %[1]s version                    print the version
 
 Run '%[1]s <command> --help' for a command's flags.

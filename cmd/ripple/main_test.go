@@ -128,6 +128,7 @@ func TestExplainBadArgumentsExit2(t *testing.T) {
 		{[]string{"explain", "a/b/c"}, `arguments "a/b/c": name one workload as <kind>/<name>`},
 		{[]string{"explain", "--all", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
 		{[]string{"explain", "-A", "deploy/web"}, "--all-namespaces: only with --all"},
+		{[]string{"explain", "--pending", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
 		{[]string{"explain", "deploy/web", "-o", "wide"}, `--output: "wide" is not a format; use table, json, yaml`},
 		{[]string{"explain", "deploy/web", "--settle-window=soon"}, `invalid argument "soon" for "--settle-window" flag`},
 		{[]string{"version", "now"}, `unexpected argument "now"`},

@@ -32,10 +32,12 @@ func failJobCreates(n *int) option {
 	})
 }
 
-func podSpec(cm string) corev1.PodTemplateSpec {
+// jobPod is the pod template of the Jobs and CronJobs here: it uses the
+// ConfigMap "cfg" whole.
+func jobPod() corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 		Name: "job", Image: "job",
-		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}},
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
 	}}}}
 }
 
@@ -59,7 +61,7 @@ func TestJobRecreateResumes(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.NewJob(workload.JobOptions{})}, noSettle, failJobCreates(&fails))
 	k := w.deps.Settings.Keys
 	w.addKind(workload.NewJob(workload.JobOptions{Reader: w.c, Namespace: "ripple", RecordLabel: k.RecreateRecord, ReplacesKey: k.Replaces}))
-	w.create(configMap(), &batchv1.Job{ObjectMeta: batchMeta("batch"), Spec: batchv1.JobSpec{Template: podSpec("cfg")}})
+	w.create(configMap(), &batchv1.Job{ObjectMeta: batchMeta("batch"), Spec: batchv1.JobSpec{Template: jobPod()}})
 	w.reconcile("Job", "batch")
 	fails = 1
 	sum := w.change("Job", "v2")
@@ -94,7 +96,7 @@ func TestCronJobPendingJob(t *testing.T) {
 	k := w.deps.Settings.Keys
 	w.addKind(workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun, ModeKey: k.CronJobReload, PendingKey: k.PendingJob, Reader: w.c}))
 	w.create(configMap(), &batchv1.CronJob{ObjectMeta: batchMeta("nightly"),
-		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podSpec("cfg")}}}})
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobPod()}}}})
 	w.reconcile("CronJob", "nightly")
 	fails = 1
 	sum := w.change("CronJob", "v2")

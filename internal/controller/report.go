@@ -71,6 +71,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), client.ObjectKeyFromObject(obj), err)
 	}
 	r.reportRollback(ctx, obj, p)
+	approved := r.reportApproval(ctx, obj, p)
 	if p.Update.Paused != nil {
 		if *p.Update.Paused {
 			log.Info("paused", "workload", klog.KObj(obj), "kind", r.Kind.Name())
@@ -80,8 +81,12 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	}
 	if p.WouldReload {
 		r.Metrics.WouldReload(r.Kind.Name())
-		log.Info("would reload (dry run)", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (--dry-run)", list)
+		by := wouldReloadBy(r.Settings)
+		log.Info("would reload", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "by", by)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (%s)", list, by)
+		if r.Alert != nil && !r.Settings.DryRun {
+			r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes), Notify: true})
+		}
 	}
 	if !p.Reloads() {
 		if p.Writes() {
@@ -96,13 +101,9 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	}
 	strategyName := r.Settings.Strategy.Name()
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)", list, strategyName)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s%s)", list, strategyName, approved)
 	if r.Alert != nil {
-		alert := notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName()}
-		for _, c := range p.Changes {
-			alert.Sources = append(alert.Sources, notify.Source{Type: c.Ref.Kind.Type(), Name: c.Ref.Name})
-		}
-		r.Alert(alert) // queued: a slow endpoint never holds a reload up
+		r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes)}) // queued: a slow endpoint never holds a reload up
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, reloaded, nil
 }

@@ -17,8 +17,8 @@ import (
 // each other's change. A memory that remembers nothing is dropped.
 //
 // It keeps the gauges of what it holds: the workloads held by the flap
-// breaker, waiting for a rollout slot or for their reload window, and the
-// rollouts followed.
+// breaker, waiting for a rollout slot, their reload window or an approval,
+// and the rollouts followed.
 type Store struct {
 	Metrics *metrics.Metrics
 
@@ -30,6 +30,8 @@ type Store struct {
 	// deferred indexes the workloads whose reload waits for their reload
 	// window, for its gauge.
 	deferred map[workload.Ref]struct{}
+	// awaiting are the workloads whose reload waits for an approval.
+	awaiting map[workload.Ref]struct{}
 }
 
 // Load returns the memory of k.
@@ -106,6 +108,9 @@ func (s *Store) set(k workload.Ref, m plan.Memory) {
 	}
 	if index(&s.deferred, k, m.Deferred != "") {
 		s.Metrics.ReloadsDeferred(len(s.deferred))
+	}
+	if index(&s.awaiting, k, m.Awaiting.ID != "") {
+		s.Metrics.ReloadsPending(len(s.awaiting))
 	}
 }
 

@@ -122,7 +122,7 @@ func TestReloadWindowCronJob(t *testing.T) {
 	k := w.deps.Settings.Keys
 	w.addKind(workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun, ModeKey: k.CronJobReload, PendingKey: k.PendingJob, Reader: w.c}))
 	w.create(configMap(), &batchv1.CronJob{ObjectMeta: batchMeta("nightly"),
-		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podSpec("cfg")}}}})
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobPod()}}}})
 	w.clk.Step(time.Hour) // Thursday 01:00: closed
 	w.reconcile("CronJob", "nightly")
 	w.change("CronJob", "v2")

@@ -64,6 +64,7 @@ func Build(f Facts) Report {
 		r.Shard = &Shard{Index: dependents.ShardOf(r.Workload.Namespace, n), Count: n}
 	}
 	r.ReloadWindow = reloadWindow(f)
+	r.ReloadPolicy = reloadPolicy(f)
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r
 }
@@ -211,7 +212,7 @@ func waitVerdict(w Wait, now time.Time) (State, string, string) {
 	case w.For == waitSlot:
 		return Waiting, "RolloutSlot", "waiting: " + w.Message
 	case w.For == waitWindow:
-		return Waiting, "ReloadDeferred", "deferred: " + w.Message
+		return Waiting, reasonDeferred, "deferred: " + w.Message
 	}
 	return "", "", ""
 }
@@ -225,6 +226,9 @@ func verdict(f Facts, r Report) (State, string, string) {
 		if state, reason, line := waitVerdict(w, f.Now); state != "" {
 			return state, reason, line
 		}
+	}
+	if state, reason, line := policyVerdict(f, r); state != "" {
+		return state, reason, line
 	}
 	if changes := changeNames(f.Plan); changes != "" {
 		if f.Settings.Plan.DryRun {

@@ -123,6 +123,7 @@ func printReport(w io.Writer, r Report) error {
 	fmt.Fprintf(tw, "State:\t%s\n", r.State.Text())
 	fmt.Fprintf(tw, "Reason:\t%s\n", r.Reason)
 	fmt.Fprintf(tw, "Verdict:\t%s\n", r.Verdict)
+	printReloadPolicy(tw, r.ReloadPolicy)
 	if r.Shard != nil {
 		fmt.Fprintf(tw, "Shard:\t%d of %d (the one run with --shard-index=%d)\n", r.Shard.Index, r.Shard.Count, r.Shard.Index)
 	}

@@ -35,6 +35,9 @@ type Report struct {
 	// ReloadWindow is the reload window that governs the workload; nil
 	// when none does.
 	ReloadWindow *ReloadWindow `json:"reloadWindow,omitempty"`
+	// ReloadPolicy is the workload's reload policy, where it was set, and
+	// what waits for an approval; nil without a pod template.
+	ReloadPolicy *ReloadPolicy `json:"reloadPolicy,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
 	// Warnings are the invalid annotations Ripple reports as
@@ -93,6 +96,8 @@ func (s State) Text() string {
 		return "paused"
 	case Invalid:
 		return "invalid"
+	case PendingApproval:
+		return "pending approval"
 	}
 	return "not reloading"
 }

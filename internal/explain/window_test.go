@@ -28,6 +28,10 @@ func TestBuildReloadWindow(t *testing.T) {
 	if len(r.Waiting) != 1 || r.Waiting[0].For != "reloadWindow" || !r.Waiting[0].Until.Equal(next) || r.Waiting[0].Setting != "ripple.dev/reload-window" {
 		t.Errorf("waiting %+v, want the reload window until %s", r.Waiting, next)
 	}
+	open := Build(facts(t, meta("always"), old, current, written, defaults(t)))
+	if l := (List{Items: []Report{open, r}}).Awaiting(); len(l.Items) != 1 || l.Items[0].Reason != "ReloadDeferred" {
+		t.Errorf("--pending lists %+v, want the deferred workload only", l.Items)
+	}
 	var b bytes.Buffer
 	if err := Print(&b, FormatTable, r); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/agnivade/levenshtein"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/window"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -35,7 +36,7 @@ type home struct {
 	// of its workloads (--namespace-defaults).
 	namespace bool
 	// strict makes an invalid value an error rather than a warning: Ripple
-	// does not fall back to a default for it.
+	// does not fall back to a default for it, but holds reloads.
 	strict bool
 }
 
@@ -52,6 +53,7 @@ func homes(k annotation.Keys) map[string]home {
 	}
 	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
 	h[k.ReloadWindow] = home{valid: reloadWindow, namespace: true, strict: true}
+	h[k.ReloadPolicy] = home{valid: reloadPolicy, namespace: true, strict: true}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -131,6 +133,15 @@ func misplaced(o *target, h home, template bool) string {
 		return fmt.Sprintf("has no effect on a %s, only on a %s", o.kind, h.kind)
 	case h.metadataOnly && template:
 		return "is read from the workload's metadata, not from its pod template"
+	}
+	return ""
+}
+
+// reloadPolicy checks a reload policy: an invalid one holds every reload
+// for an approval (plan.ParsePolicy).
+func reloadPolicy(v string) string {
+	if _, err := plan.ParsePolicy(v); err != nil {
+		return "is not a reload policy (auto, manual or notify), so every reload waits for an approval"
 	}
 	return ""
 }

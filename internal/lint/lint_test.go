@@ -378,6 +378,13 @@ spec:
 			},
 		},
 		{
+			name:      "an invalid reload policy is an error; a valid one on the pod template is fine",
+			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/reload-policy: sometimes}`, `{ripple.dev/reload-policy: Manual}`),
+			want: []Finding{
+				{Error, "Deployment shop/web", "ripple.dev/reload-policy", `annotation "ripple.dev/reload-policy": "sometimes" is not a reload policy (auto, manual or notify), so every reload waits for an approval`},
+			},
+		},
+		{
 			name: "search with no matched config among the referenced ones in the files",
 			manifests: web(`{reloader.stakater.com/search: "true"}`, `{}`) + `---
 apiVersion: v1

@@ -52,6 +52,7 @@ type Metrics struct {
 	controllerDepth     *prometheus.GaugeVec
 	wouldReload         *prometheus.CounterVec
 	safety
+	approval
 }
 
 // safety are the metrics of the safety settings: rollout verification and
@@ -122,14 +123,16 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		queueLatency: histogram("reloader_workqueue_latency_seconds", "Time a workload waits in a work queue before it is reconciled.",
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 		controllerDepth: gaugeVec("ripple_workqueue_depth", "Workloads waiting in the work queue, by controller (workload kind).", "controller"),
-		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run decided but did not write, by workload kind.", "kind"),
+		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run or the notify reload policy decided but did not write, by workload kind.", "kind"),
 		safety:          newSafety(),
+		approval:        newApproval(),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
 	collectors = append(collectors, m.safetyCollectors()...)
+	collectors = append(collectors, m.pending)
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")

@@ -49,6 +49,11 @@ type Reload struct {
 	// Stalled, when set, makes the alert tell that the rollout Ripple
 	// started stalled, and why.
 	Stalled string
+	// Pending, when set, makes the alert tell that the reload waits for an
+	// approval (the manual reload policy): since when, and how to approve.
+	// Notify makes it tell of a reload the notify policy did not make.
+	Pending string
+	Notify  bool
 }
 
 // AlertText is Reloader's alert sentence, extended to name every config of
@@ -69,6 +74,12 @@ func AlertText(r Reload, additionalInfo string) string {
 	case r.Deferred != "":
 		msg = fmt.Sprintf("Ripple defers the reload of *%s* of type *%s* in namespace *%s* for changes in %s: %s",
 			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Deferred)
+	case r.Pending != "":
+		msg = fmt.Sprintf("Ripple waits for an approval to reload *%s* of type *%s* in namespace *%s* for changes in %s: %s",
+			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Pending)
+	case r.Notify:
+		msg = fmt.Sprintf("Ripple detected changes in %s in namespace *%s* and would reload *%s* of type *%s* (reload policy notify: not reloaded)",
+			strings.Join(parts, ", "), r.Namespace, r.Workload, r.Kind)
 	case r.Stalled != "":
 		msg = fmt.Sprintf("The rollout Ripple started of *%s* of type *%s* in namespace *%s* stalled %s",
 			r.Workload, r.Kind, r.Namespace, r.Stalled)
@@ -88,7 +99,7 @@ func AlertMessage(sink Sink, r Reload, additionalInfo string) Message {
 	case Slack:
 		color := "good"
 		switch {
-		case r.Held != "", r.Deferred != "":
+		case r.Held != "", r.Deferred != "", r.Pending != "":
 			color = "warning"
 		case r.Stalled != "":
 			color = "danger"

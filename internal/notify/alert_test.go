@@ -9,6 +9,10 @@ func TestAlertPayloads(t *testing.T) {
 	held.Held = "changed 11 times within 1m0s; it rolls once when quiet"
 	stalled := one
 	stalled.Sources, stalled.Stalled = nil, "after 10m0s: 1 of 3 replicas unavailable"
+	pending := one
+	pending.Pending = "waiting since 2026-11-25T14:00:00Z; approve with `ripple approve deployment/web -n team`"
+	notified := one
+	notified.Notify = true
 	tests := map[string]struct {
 		sink        Sink
 		reload      Reload
@@ -30,6 +34,10 @@ func TestAlertPayloads(t *testing.T) {
 			`{"attachments":[{"author_name":"Reloader","color":"danger","text":"The rollout Ripple started of *web* of type *Deployment* in namespace *team* stalled after 10m0s: 1 of 3 replicas unavailable"}]}`},
 		"a hold is a warning": {Slack, held, "", "application/json",
 			`{"attachments":[{"author_name":"Reloader","color":"warning","text":"Ripple holds the reload of *web* of type *Deployment* in namespace *team*: *app* of type *CONFIGMAP* changed 11 times within 1m0s; it rolls once when quiet"}]}`},
+		"a reload waiting for approval is a warning": {Slack, pending, "", "application/json",
+			`{"attachments":[{"author_name":"Reloader","color":"warning","text":"Ripple waits for an approval to reload *web* of type *Deployment* in namespace *team* for changes in *app* of type *CONFIGMAP*: waiting since 2026-11-25T14:00:00Z; approve with ` + "`ripple approve deployment/web -n team`" + `"}]}`},
+		"notify tells what it would reload": {Raw, notified, "", "text/plain",
+			`Ripple detected changes in app of type CONFIGMAP in namespace team and would reload web of type Deployment (reload policy notify: not reloaded)`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

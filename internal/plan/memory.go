@@ -43,11 +43,15 @@ type Memory struct {
 	// reload window (window.go), so that it is reported once; empty when
 	// none is.
 	Deferred string
+	// Awaiting is the change set a manual policy holds for an approval,
+	// as last reported (approval.go); zero when none.
+	Awaiting AwaitingState
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" && m.Deferred == ""
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
+		m.Deferred == "" && m.Awaiting == (AwaitingState{})
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -62,6 +66,10 @@ func (m Memory) Notice(t time.Time) Memory {
 func (m Memory) Planned(p Plan) Memory {
 	m.Pending, m.Storm = p.Pending, p.Storm
 	m.Deferred = deferredAfter(m.Deferred, p)
+	if p.Wait <= 0 {
+		// a plan that waits never reached the policy gate
+		m.Awaiting = p.awaiting()
+	}
 	return m
 }
 
@@ -69,7 +77,7 @@ func (m Memory) Planned(p Plan) Memory {
 // nothing is planned for it, so no settle window stays open and no reload
 // stays deferred.
 func (m Memory) LeftScope() Memory {
-	m.Pending, m.Deferred = Pending{}, ""
+	m.Pending, m.Deferred, m.Awaiting = Pending{}, "", AwaitingState{}
 	return m
 }
 

@@ -226,6 +226,15 @@ type Plan struct {
 	// window (window.go); Update then writes no template, and Requeue is
 	// the next opening.
 	Deferred *Deferred
+	// Policy is the workload's reload policy and PolicyFrom where it
+	// comes from (Governing); Awaiting is the change set a manual policy
+	// holds for an approval, Approving what the plan does with the
+	// workload's approval (approval.go). Changes then only hold what was
+	// approved.
+	Policy     Policy
+	PolicyFrom string
+	Awaiting   *Awaiting
+	Approving  *Approving
 	// record is the applied record the write leaves on the workload (its
 	// JSON), when the write changes it.
 	record string
@@ -253,32 +262,57 @@ func For(in Input) Plan {
 	period, warning := pausePeriod(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 
-	p.Seen = in.Now
-	if len(p.Changes) > 0 {
-		p.Pending, p.Wait = settle(in.Pending, changeID(p.Changes), window, in.Now)
-		if !p.Pending.First.IsZero() {
-			p.Seen = p.Pending.First
-		}
-	}
+	p.settle(in, window)
+	p.Policy, p.PolicyFrom, warning = policy(in)
+	p.Warnings = appendNonEmpty(p.Warnings, warning)
 	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
 		return p
 	}
-	if deferral(in, &p, period) {
+	// The manual policy keeps only the approved changes; the reload window
+	// then defers them, unless the approval overrides it (--now).
+	w := p
+	if p.Policy == Manual && !in.DryRun {
+		w = gate(in, &p)
+	}
+	if (p.Approving == nil || !p.Approving.Now) && deferral(in, &p, period) {
 		return p
 	}
-	if in.DryRun {
+	if in.DryRun || p.Policy == Notify {
 		p.Update, p.Requeue = dryRun(in, p, period)
 		p.WouldReload = len(p.Changes) > 0
 		return p
 	}
-	p.Update, p.Requeue = update(in, p, period)
+	p.write(in, w, period)
+	return p
+}
+
+// settle sets the settle state of p's change set, the wait for its settle
+// window and when it was first seen. A change set already waiting for an
+// approval has settled: its settle state is dropped, so that the next
+// change opens a window of its own.
+func (p *Plan) settle(in Input, window time.Duration) {
+	p.Seen = in.Now
+	if id := changeID(p.Changes); len(p.Changes) > 0 && id != in.Awaiting.ID {
+		p.Pending, p.Wait = settle(in.Pending, id, window, in.Now)
+		if !p.Pending.First.IsZero() {
+			p.Seen = p.Pending.First
+		}
+	}
+}
+
+// write sets the one write of p, built from w (p, or what the manual
+// policy lets through of it), and the applied record it leaves.
+func (p *Plan) write(in Input, w Plan, period time.Duration) {
+	p.Update, p.Requeue = update(in, w, period)
+	if p.Approving != nil {
+		p.Update.Annotations = dropApproval(in, p.Update.Annotations)
+	}
 	if p.Reloads() {
 		p.record = in.Workload.Annotations[in.Keys.Applied]
 		if v := p.Update.Annotations[in.Keys.Applied]; v != nil {
 			p.record = *v
 		}
 	}
-	return p
 }
 
 func appendNonEmpty(list []string, s string) []string {

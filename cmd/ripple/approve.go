@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+// approveFlags are the flags of `approve`, in three groups for --help.
+type approveFlags struct {
+	clusterFlags
+	all, own        *pflag.FlagSet
+	now             bool
+	rippleNamespace string
+	kind, name      string
+}
+
+func newApproveFlags(name string) *approveFlags {
+	f := &approveFlags{}
+	f.bind()
+	f.own = pflag.NewFlagSet("approve", pflag.ContinueOnError)
+	f.own.BoolVar(&f.now, "now", false, "Roll even outside the workload's reload window: an emergency fix.")
+	f.own.StringVar(&f.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple whose settings apply; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
+	f.all = f.join(name+" approve", f.own)
+	return f
+}
+
+func (f *approveFlags) usage(w io.Writer, name string) {
+	fmt.Fprintf(w, `Approve the reload a workload with the manual reload policy
+(ripple.dev/reload-policy: manual) waits for: the configs that changed and
+their current digests, as Ripple plans them now. It writes the approval on
+the workload's metadata (the ripple.dev/approval annotation) with your own
+credentials, so the API server's audit log says who approved what; Ripple
+then rolls exactly that change set, once. A config that changes again
+before Ripple acts needs a new approval. Needs patch on the workload.
+
+Usage:
+  %[1]s approve <kind>/<name> [-n namespace] [--now] [flags]
+
+Kinds: deployment (deploy), statefulset (sts), daemonset (ds), cronjob (cj),
+job, rollout (ro), deploymentconfig (dc).
+
+Flags:
+%[2]s
+Connection flags, as kubectl's (-n/--namespace is the workload's namespace):
+%[3]s
+Ripple's settings: read from its reloader-meta-info ConfigMap, else the
+defaults; a flag given here overrides them:
+%[4]s`, name, f.own.FlagUsages(), f.connection.FlagUsages(), f.rippleFlags.FlagUsages())
+}
+
+// parse parses args; help is true for --help.
+func (f *approveFlags) parse(args []string) (help bool, err error) {
+	if err := f.all.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err}
+	}
+	o := explainOptions{}
+	if err := o.target(f.all.Args()); err != nil {
+		return false, err
+	}
+	f.kind, f.name = o.kind, o.name
+	return false, nil
+}
+
+// runApprove runs `approve`; now is the clock of the approval.
+func runApprove(ctx context.Context, name string, args []string, stdout, stderr io.Writer, now func() time.Time) int {
+	f := newApproveFlags(name)
+	f.all.SetOutput(io.Discard)
+	help, err := f.parse(args)
+	if help {
+		f.usage(stdout, name)
+		return 0
+	}
+	if err == nil {
+		err = f.approve(ctx, stdout, now)
+	}
+	return exitCode(err, stderr, name+" approve")
+}
+
+// approve plans the workload as the controller would, and writes the
+// approval of what waits.
+func (f *approveFlags) approve(ctx context.Context, stdout io.Writer, now func() time.Time) error {
+	c, ns, err := f.connect("ripple-approve")
+	if err != nil {
+		return err
+	}
+	meta, err := explain.ReadMetaInfo(ctx, c, f.rippleNamespace)
+	if err != nil {
+		return err
+	}
+	settings, err := f.ripple.Resolve(meta)
+	if err != nil {
+		return usageError{err}
+	}
+	kind, _ := explain.Find(explain.Kinds(settings, c), f.kind)
+	obj := kind.New()
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: f.name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s %s/%s not found", kind.Name(), ns, f.name)
+		}
+		return err
+	}
+	what := fmt.Sprintf("%s %s/%s", kind.Name(), ns, f.name)
+	// Planned without an approval not yet acted on: this one replaces it
+	// and approves the whole change set.
+	bare, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%s: cannot copy", what)
+	}
+	annotations := bare.GetAnnotations()
+	delete(annotations, settings.Plan.Keys.Approval)
+	bare.SetAnnotations(annotations)
+	p, err := explain.Explainer{Reader: c, Settings: settings, Now: now}.Plan(ctx, kind, bare)
+	if err != nil {
+		return err
+	}
+	changes, err := approvable(what, p, settings.Plan.Keys.ReloadPolicy)
+	if err != nil {
+		return err
+	}
+	a := plan.ApprovalOf(changes, whoAmI(ctx, c), now(), f.now)
+	if err := writeApproval(ctx, c, obj, settings.Plan.Keys.Approval, a); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("%s changed while approving: approve again to approve what waits now", what)
+		}
+		return fmt.Errorf("writing the approval on %s: %w", what, err)
+	}
+	fmt.Fprintf(stdout, "Approved the reload of %s", what)
+	if f.now {
+		fmt.Fprint(stdout, " (--now: even outside its reload window)")
+	}
+	fmt.Fprintln(stdout, ":")
+	for _, ch := range changes {
+		digest := ch.Hash[:min(len(ch.Hash), 12)] // as ReloadPending and explain show it
+		if ch.Deleted {
+			digest = "(deleted)"
+		}
+		fmt.Fprintf(stdout, "  %s %q %s\n", ch.Ref.Kind, ch.Ref.Name, digest)
+	}
+	return nil
+}
+
+// approvable returns the changes of p that wait for an approval, or why
+// there is nothing to approve.
+func approvable(what string, p plan.Plan, key string) ([]strategy.Change, error) {
+	switch {
+	case p.Policy != plan.Manual:
+		return nil, fmt.Errorf("%s has reload policy %q (from the %s), not manual: it waits for no approval; set %s: manual to gate its reloads", what, p.Policy, p.PolicyFrom, key)
+	case p.Awaiting != nil:
+		return p.Awaiting.Changes, nil
+	case len(p.Changes) > 0 && p.Wait > 0:
+		return nil, fmt.Errorf("%s: the changes in %s are still settling (%s): approve once they wait for approval (ripple explain shows it)", what, strings.Join(names(p.Changes), ", "), p.Wait.Round(time.Second))
+	}
+	return nil, fmt.Errorf("%s: nothing waits for an approval", what)
+}
+
+func names(changes []strategy.Change) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
+	}
+	return out
+}
+
+// writeApproval writes the approval on obj's metadata: a merge patch
+// locked on the resourceVersion that was planned, so that an approval is
+// never written for data Ripple has already moved past.
+func writeApproval(ctx context.Context, c client.Client, obj client.Object, key string, a plan.Approval) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"annotations":     map[string]string{key: string(b)},
+	}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// whoAmI is the user the credentials authenticate as, for the approval's
+// informational "by"; empty when the API server does not say.
+func whoAmI(ctx context.Context, c client.Client) string {
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, r); err != nil {
+		return ""
+	}
+	return r.Status.UserInfo.Username
+}

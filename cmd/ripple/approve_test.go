@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+// `approve` exits 2 on a bad argument, 1 when the cluster cannot be read,
+// 0 with its help; as kubectl-ripple it names itself `kubectl ripple
+// approve`, and both list it among the commands.
+func TestApproveExitCodes(t *testing.T) {
+	tests := map[string]struct {
+		prog string
+		args []string
+		code int
+		want string
+	}{
+		"no workload":    {"ripple", nil, 2, "ripple approve: name a workload as <kind>/<name>"},
+		"unknown kind":   {"ripple", []string{"pod/web"}, 2, `argument "pod/web": unknown workload kind "pod"`},
+		"unknown flag":   {"ripple", []string{"deploy/web", "--all"}, 2, "unknown flag: --all"},
+		"plugin name":    {"kubectl-ripple", []string{"ds"}, 2, "kubectl ripple approve: "},
+		"no cluster":     {"ripple", []string{"deploy/web", "--now", "--server=https://127.0.0.1:1", "--request-timeout=5s"}, 1, "ripple approve: "},
+		"help":           {"ripple", []string{"--help"}, 0, ""},
+		"help of plugin": {"kubectl-ripple", []string{"-h"}, 0, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", "/nonexistent")
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tc.prog, append([]string{"approve"}, tc.args...), &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.want)
+			}
+			if tc.code == 0 && !strings.Contains(stdout.String(), "approve <kind>/<name>") {
+				t.Errorf("help lacks the usage line:\n%s", stdout.String())
+			}
+		})
+	}
+	for _, prog := range []string{"ripple", "kubectl-ripple"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), prog, []string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), " approve <kind>/<name>") {
+			t.Errorf("%s help, exit %d:\n%s", prog, code, stdout.String())
+		}
+	}
+}
+
+// approve approves what waits, and says why when nothing does.
+func TestApprovable(t *testing.T) {
+	c := strategy.Change{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "app"}, Hash: "abc"}
+	tests := map[string]struct {
+		p    plan.Plan
+		want string
+	}{
+		"not manual":      {plan.Plan{Policy: plan.Auto, PolicyFrom: plan.FromFlag}, `reload policy "auto" (from the flag), not manual`},
+		"settling":        {plan.Plan{Policy: plan.Manual, Changes: []strategy.Change{c}, Wait: 3 * time.Second}, `changes in ConfigMap "app" are still settling (3s)`},
+		"nothing pending": {plan.Plan{Policy: plan.Manual}, "nothing waits for an approval"},
+		"waiting":         {plan.Plan{Policy: plan.Manual, Awaiting: &plan.Awaiting{Changes: []strategy.Change{c}}}, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := approvable("Deployment shop/web", tc.p, "ripple.dev/reload-policy")
+			switch {
+			case tc.want == "" && (err != nil || len(got) != 1 || got[0] != c):
+				t.Errorf("got %v, %v; want the waiting change", got, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/strategy"
+)
+
+// The reload policy gates a plan whose settle window and storm breaker
+// let it roll:
+//
+//   - auto: it rolls (Reloader's behaviour, the default).
+//   - notify: a dry-run of this workload: WouldReload, only the baseline
+//     record is written, so that switching to auto rolls the held-back
+//     change once.
+//   - manual: the change set waits for an approval (the approval
+//     annotation, written by `ripple approve`) naming each config and its
+//     digest. An approved config whose digest is still the current one
+//     rolls, once, and the same write removes the approval; the rest waits
+//     for an approval of its own. An approval of a digest that is not
+//     current (the config changed again since) is reported and dropped,
+//     never applied.
+//
+// An invalid policy is a warning and counts as manual: an owner who wrote a
+// policy wanted the workload gated, and a reload that waits says so
+// (ReloadPending) where a silent rollout could not be taken back.
+//
+// Whether a change set waits is derived from the objects (what the
+// workload shows applied against the current digests), so a restart loses
+// no pending change; the memory only keeps which change set was reported
+// (Memory.Awaiting), so that ReloadPending is emitted once per change set.
+
+// Approval is an approval of a workload's pending changes, the JSON value
+// of the approval annotation.
+type Approval struct {
+	// Changes are the approved configs with the digest approved, as the
+	// plan's Changes carry them.
+	Changes []Approved `json:"changes"`
+	// By and At say who approved, and when; informational only (the API
+	// server's audit log is the record).
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at,omitzero"`
+	// Now asks to roll even outside the workload's reload window: an
+	// emergency fix.
+	Now bool `json:"now,omitempty"`
+}
+
+// Approved is one approved config: its reference (refs.Ref.String(), e.g.
+// ConfigMap/app) and its digest.
+type Approved struct {
+	Config string `json:"config"`
+	Digest string `json:"digest"`
+}
+
+// ApprovalOf is the approval of changes: the value `ripple approve` writes.
+func ApprovalOf(changes []strategy.Change, by string, at time.Time, now bool) Approval {
+	a := Approval{By: by, At: at.UTC().Truncate(time.Second), Now: now}
+	for _, c := range changes {
+		a.Changes = append(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash})
+	}
+	return a
+}
+
+// Awaiting is a change set that waits for an approval.
+type Awaiting struct {
+	// Changes are the configs waiting, with their current digests.
+	Changes []strategy.Change
+	// ID identifies the change set; Since is when it was first seen
+	// waiting (as far as this Ripple remembers: a restart starts it again).
+	ID    string
+	Since time.Time
+	// Began is set on the plan that first sees this change set waiting,
+	// so that it is reported once.
+	Began bool
+}
+
+// Approving is what a plan does with the workload's approval.
+type Approving struct {
+	Approval
+	// Applied are the approved changes this plan rolls.
+	Applied []strategy.Change
+	// Stale are the approved configs whose digest is not the current
+	// pending one: superseded by a later change, or nothing pending.
+	Stale []Approved
+}
+
+// AwaitingState is what the memory keeps of a change set waiting for
+// approval: which one was reported, and since when it waits.
+type AwaitingState struct {
+	ID    string
+	Since time.Time
+}
+
+// policy returns the workload's reload policy and where it comes from;
+// an invalid value is a warning and counts as Manual.
+func policy(in Input) (Policy, string, string) {
+	v, from := in.Workload.Governing(in.Keys.ReloadPolicy, in.ReloadPolicy)
+	pol, err := ParsePolicy(v)
+	if err != nil {
+		where := ""
+		if from == FromNamespace {
+			where = " on the namespace"
+		}
+		return Manual, from, fmt.Sprintf("annotation %q%s: %v; reloads wait for an approval (manual) until it is fixed", in.Keys.ReloadPolicy, where, err)
+	}
+	return pol, from, ""
+}
+
+// gate applies the manual policy to p: it keeps in p.Changes only the
+// approved changes, sets what waits (Awaiting) and what the approval did
+// (Approving), and returns the plan the write is built from: the approved
+// changes, and the sources as if the rest had not happened, so that their
+// applied digests stay and they still show as changes next time.
+func gate(in Input, p *Plan) Plan {
+	a, present, warning := approval(in)
+	p.Warnings = appendNonEmpty(p.Warnings, warning)
+	var approved, waiting []strategy.Change
+	for _, c := range p.Changes {
+		if present && slices.Contains(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash}) {
+			approved = append(approved, c)
+		} else {
+			waiting = append(waiting, c)
+		}
+	}
+	if present {
+		p.Approving = &Approving{Approval: a, Applied: approved}
+		for _, ap := range a.Changes {
+			if !slices.ContainsFunc(approved, func(c strategy.Change) bool { return c.Ref.String() == ap.Config && c.Hash == ap.Digest }) {
+				p.Approving.Stale = append(p.Approving.Stale, ap)
+			}
+		}
+	}
+	if len(waiting) > 0 {
+		id := changeID(waiting)
+		since := p.Seen
+		if in.Awaiting.ID == id {
+			since = in.Awaiting.Since
+		}
+		p.Awaiting = &Awaiting{Changes: waiting, ID: id, Since: since, Began: in.Awaiting.ID != id}
+	}
+	p.Changes = approved
+	w := *p
+	w.Sources = make([]SourcePlan, 0, len(p.Sources))
+	for _, sp := range p.Sources {
+		if slices.ContainsFunc(waiting, func(c strategy.Change) bool { return c.Ref == sp.Ref }) {
+			switch sp.State {
+			case Changed:
+				sp.Digest = sp.Applied
+			case Created:
+				continue
+			}
+		}
+		w.Sources = append(w.Sources, sp)
+	}
+	return w
+}
+
+// approval reads the workload's approval: whether one is present, and a
+// warning when it is not valid JSON (it is then not applied, and left for
+// its writer to replace).
+func approval(in Input) (Approval, bool, string) {
+	v, ok := in.Workload.Annotations[in.Keys.Approval]
+	if !ok {
+		return Approval{}, false, ""
+	}
+	var a Approval
+	if err := json.Unmarshal([]byte(v), &a); err != nil {
+		return Approval{}, false, fmt.Sprintf("annotation %q: not an approval (%v); write it with `ripple approve`", in.Keys.Approval, err)
+	}
+	return a, true, ""
+}
+
+// dropApproval adds to u the removal of the approval a plan acted on:
+// applied or stale, it is spent.
+func dropApproval(in Input, u map[string]*string) map[string]*string {
+	if u == nil {
+		u = map[string]*string{}
+	}
+	u[in.Keys.Approval] = nil
+	return u
+}
+
+// awaiting is the memory's state of what p leaves waiting for approval.
+func (p Plan) awaiting() AwaitingState {
+	if p.Awaiting == nil {
+		return AwaitingState{}
+	}
+	return AwaitingState{ID: p.Awaiting.ID, Since: p.Awaiting.Since}
+}
