@@ -39,11 +39,19 @@ type Memory struct {
 	// with its template, so only this tells that Ripple applied newer data
 	// since (rollback.go).
 	Applied string
+	// OnTemplate is what Ripple's last rollout wrote on the pod template
+	// (ref=digest; for each source the strategy shows there), Tries how
+	// many rollouts in a row wrote the record Applied, RevertSeen the
+	// OnTemplate whose revert was reported, and Held the record whose
+	// rollout is held after MaxAttempts (revert.go).
+	OnTemplate, RevertSeen, Held string
+	Tries                        int
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == ""
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
+		m.OnTemplate == "" && m.RevertSeen == "" && m.Held == "" && m.Tries == 0
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -57,6 +65,12 @@ func (m Memory) Notice(t time.Time) Memory {
 // and storm-breaker state p keeps.
 func (m Memory) Planned(p Plan) Memory {
 	m.Pending, m.Storm = p.Pending, p.Storm
+	if len(p.Reverted) > 0 {
+		m.RevertSeen = m.OnTemplate
+	}
+	if p.RevertHeld {
+		m.Held = p.record
+	}
 	return m
 }
 
@@ -115,7 +129,15 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 		m.Storm = m.Storm.AfterRollout(p, t)
 	}
 	if rolled && p.record != "" {
+		if p.record == m.Applied {
+			m.Tries++
+		} else {
+			m.Tries = 1
+		}
 		m.Applied = p.record
+	}
+	if rolled {
+		m.OnTemplate, m.Held = p.onTemplate, ""
 	}
 	return m
 }
