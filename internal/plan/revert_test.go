@@ -42,12 +42,12 @@ func TestReverted(t *testing.T) {
 			reverted: true,
 		},
 		{
-			name:     "the owner replaced the whole object, the record gone too: reverted, the record written back, nothing rolls",
+			name:     "the owner replaced the whole object, the record gone too: reverted, nothing written back, nothing rolls",
 			in:       in(digestOf(cmApp, "cm3"), wrote),
 			state:    Unchanged,
 			reverted: true,
 			noticed:  true,
-			record:   map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+			record:   map[string]string{"Secret/db": "s1"},
 		},
 		{
 			name:  "the template shows an older value: a rollback, not a revert",

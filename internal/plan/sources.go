@@ -271,6 +271,9 @@ func record(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) *string
 			continue
 		}
 		_, kept := old[sp.Ref.String()]
+		if sp.Reverted && !kept {
+			continue // the owner removed the record too: writing it back would fight it (revert.go)
+		}
 		if shown, ok := in.Strategy.Applied(tpl, sp.Ref); !ok || shown != sum || ambiguous[sp.Ref] || kept ||
 			sp.State == Changed || sp.State == Created {
 			rec[sp.Ref.String()] = sum
