@@ -282,7 +282,7 @@ func For(in Input) Plan {
 			p.record = *v
 		}
 		if heldAfterAttempts(in, p) {
-			p.RevertHeld, p.HeldNoticed = true, in.Memory.Held != p.record
+			p.RevertHeld, p.HeldNoticed = true, in.Held != p.record
 			p.Update, p.Requeue = workload.Update{}, 0
 			return p
 		}

@@ -87,7 +87,7 @@ func parseOnTemplate(v string) map[string]string {
 // revertsNoticed are the reverted sources of p that this plan is the first
 // to see since Ripple's last rollout of the workload.
 func revertsNoticed(in Input, sources []SourcePlan) []SourcePlan {
-	if in.Memory.RevertSeen != "" && in.Memory.RevertSeen == in.Memory.OnTemplate {
+	if in.RevertSeen != "" && in.RevertSeen == in.OnTemplate {
 		return nil
 	}
 	var out []SourcePlan
@@ -102,5 +102,5 @@ func revertsNoticed(in Input, sources []SourcePlan) []SourcePlan {
 // heldAfterAttempts reports whether p, a rollout, writes the applied record
 // the last MaxAttempts rollouts already wrote.
 func heldAfterAttempts(in Input, p Plan) bool {
-	return p.record != "" && p.record == in.Memory.Applied && in.Memory.Tries >= MaxAttempts
+	return p.record != "" && p.record == in.Applied && in.Tries >= MaxAttempts
 }

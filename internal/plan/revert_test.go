@@ -117,7 +117,8 @@ func TestReverted(t *testing.T) {
 // again.
 func TestRevertReportedOnce(t *testing.T) {
 	input := in(recorded(map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"}), digestOf(cmApp, "cm3"), wroteOnTemplate("ConfigMap/app=cm3;"))
-	m := input.Memory.Planned(For(input))
+	mem := input.Memory // what the reconciler loads from the store
+	m := mem.Planned(For(input))
 	if m.RevertSeen != "ConfigMap/app=cm3;" {
 		t.Fatalf("the revert is not remembered: %+v", m)
 	}

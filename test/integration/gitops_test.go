@@ -120,7 +120,7 @@ func TestGitOpsReapplyKeepsRipplesField(t *testing.T) {
 	e.newConfig(t, app)
 	env := strategy.EnvVarName(app)
 	appliers := map[string]func(*appsv1.Deployment){
-		"argocd": func(m *appsv1.Deployment) { e.serverSideApply(t, m, "argocd-controller") },
+		"argocd":  func(m *appsv1.Deployment) { e.serverSideApply(t, m, "argocd-controller") },
 		"kubectl": func(m *appsv1.Deployment) { e.clientSideApply(t, m) },
 	}
 	manifests := map[string]*appsv1.Deployment{}
