@@ -21,6 +21,9 @@ type explainOptions struct {
 	pending         bool
 	output          string
 	rippleNamespace string
+	// gitops names the GitOps tool whose settings to print instead of the
+	// report.
+	gitops string
 	// files are the manifest files, directories or stdin given with -f.
 	files []string
 	// kind (as Kind.Name() names it) and name of the workload, without --all.
@@ -49,6 +52,7 @@ func newExplainFlags(name string) *explainFlags {
 	f.own.BoolVar(&f.opts.pending, "pending", false, "List every workload whose reload waits for an approval (reload policy manual) or for its reload window, with --all's columns; implies --all.")
 	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all or --pending: in every namespace.")
 	f.own.StringVarP(&f.opts.output, "output", "o", explain.FormatTable, "Output format: "+strings.Join(explain.Formats, ", ")+". docs/explain.md documents the json and yaml schema.")
+	f.own.StringVar(&f.opts.gitops, "gitops", "", "Print, instead of the report, the settings "+strings.Join(explain.GitOpsTools, " or ")+" needs for the workloads (the one named, or --all) so that it shows no drift for what Ripple writes, as YAML to paste (docs/gitops.md).")
 	f.own.StringVar(&f.opts.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple to explain; default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
 	f.all = f.join(name+" explain", f.own)
 	return f
@@ -100,6 +104,9 @@ func (f *explainFlags) parse(args []string) (help bool, err error) {
 	o := &f.opts
 	if !slices.Contains(explain.Formats, o.output) {
 		return false, usageError{fmt.Errorf("--output: %q is not a format; use %s", o.output, strings.Join(explain.Formats, ", "))}
+	}
+	if o.gitops != "" && !slices.Contains(explain.GitOpsTools, o.gitops) {
+		return false, usageError{fmt.Errorf("--gitops: %q is not a GitOps tool; use %s", o.gitops, strings.Join(explain.GitOpsTools, ", "))}
 	}
 	if o.rippleNamespace != "" && len(o.files) > 0 {
 		return false, usageError{errors.New("--ripple-namespace: not with -f, which reads no cluster")}
@@ -195,12 +202,18 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func()
 		if f.opts.pending {
 			list = list.Awaiting()
 		}
+		if f.opts.gitops != "" {
+			return explain.PrintGitOps(stdout, f.opts.gitops, list.Items, settings)
+		}
 		return explain.PrintList(stdout, f.opts.output, list, f.opts.allNamespaces)
 	}
 	kind, _ := explain.Find(kinds, f.opts.kind)
 	r, err := e.Explain(ctx, kind, ns, f.opts.name)
 	if err != nil {
 		return err
+	}
+	if f.opts.gitops != "" {
+		return explain.PrintGitOps(stdout, f.opts.gitops, []explain.Report{r}, settings)
 	}
 	return explain.Print(stdout, f.opts.output, r)
 }

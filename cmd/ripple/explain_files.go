@@ -45,6 +45,9 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 			return err
 		}
 		list.Findings = findings
+		if f.opts.gitops != "" {
+			return explain.PrintGitOps(stdout, f.opts.gitops, list.Items, settings)
+		}
 		if err := explain.PrintList(stdout, f.opts.output, list, true); err != nil {
 			return err
 		}
@@ -57,6 +60,9 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 	}
 	if err != nil {
 		return err
+	}
+	if f.opts.gitops != "" {
+		return explain.PrintGitOps(stdout, f.opts.gitops, []explain.Report{r}, settings)
 	}
 	if err := explain.Print(stdout, f.opts.output, r); err != nil {
 		return err

@@ -73,6 +73,10 @@ func TestExplainFilesGolden(t *testing.T) {
 		{"rollout.txt", []string{"-f", "testdata/explain/rollout", "--is-Argo-Rollouts"}, 0, ""},
 		{"rollout-canary.txt", []string{"-f", "testdata/explain/rollout", "--is-Argo-Rollouts", "ro/canary", "-n", "shop"}, 0, ""},
 		{"rollout-ignored.txt", []string{"-f", "testdata/explain/rollout"}, 0, ""},
+		// The GitOps settings for the workloads in the files.
+		{"gitops-argocd.yaml", []string{"-f", clean, "--gitops", "argocd"}, 0, ""},
+		{"gitops-flux.yaml", []string{"-f", clean, "--gitops=flux"}, 0, ""},
+		{"gitops-argocd-web.yaml", []string{"-f", clean, "deploy/web", "-n", "shop", "--gitops", "argocd", "--reload-strategy=annotations"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {

@@ -343,7 +343,9 @@ func writeClient(rc *rest.Config, o client.Options) (client.Client, error) {
 	return client.New(rc, o)
 }
 
-// defaultTransform strips managedFields from every cached object, and
+// defaultTransform trims managedFields on every cached object to Ripple's
+// own applied fields and the other managers' names
+// (workload.TrimManagedFields), and
 // replaces a SecretProviderClassPodStatus's mounted versions by their
 // digest. (The pod statuses cannot have a ByObject entry: their API may
 // not be served when the cache is built.)
@@ -352,7 +354,7 @@ func defaultTransform(obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cache.TransformStripManagedFields()(obj)
+	return workload.TrimManagedFields(obj)
 }
 
 // healthChecks serves Reloader's /live and the Kubernetes-style /healthz

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -117,13 +118,20 @@ func TestCacheOptions(t *testing.T) {
 	}
 }
 
-// No cached object keeps its managedFields, and a CSI pod status keeps
-// only the digest of what it mounted.
+// No cached object keeps another manager's field set (only its name, for
+// a revert's Event), Ripple keeps its own applied fields (its next apply
+// starts from them), and a CSI pod status keeps only the digest of what it
+// mounted.
 func TestDefaultTransform(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := defaultTransform(cm)
-	if err != nil || len(out.(*corev1.ConfigMap).ManagedFields) != 0 {
-		t.Errorf("ConfigMap after the transform: %v, %v", out, err)
+	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fields},
+		{Manager: "ripple", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: fields},
+	}}}
+	out, err := defaultTransform(d)
+	mf := out.(*appsv1.Deployment).ManagedFields
+	if err != nil || len(mf) != 2 || mf[0].Manager != "kubectl" || mf[0].FieldsV1 != nil || mf[1].FieldsV1 == nil {
+		t.Errorf("Deployment after the transform: %v, %v", mf, err)
 	}
 	ps := source.PodStatusObject()
 	_ = unstructured.SetNestedField(ps.Object, "vault", "status", "secretProviderClassName")

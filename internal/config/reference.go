@@ -128,13 +128,16 @@ func writeContracts(b *strings.Builder) {
 		{"ReloadHeld", "Warning", "The flap breaker holds the workload."},
 		{"ReloadResumed", "Normal", "The hold ended."},
 		{"RolledBack", "Normal", "The pod template was rolled back to a revision built for older config data than Ripple applied: nothing rolls; the message names the data the revision was built for and the data its pods read (docs/rollbacks.md)."},
+		{"ReloadReverted", "Warning", "Another manager removed the value Ripple's rollout wrote on the pod template (its rewrite restarted the pods), or a change set was rolled twice and not kept: Ripple does not write it again until the next config change; the message names the manager (docs/gitops.md)."},
 	} {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", e[0], e[1], e[2])
 	}
 	b.WriteString("\n## Writes\n\n")
 	fmt.Fprintf(b, "Every write Ripple makes (reload patches, Jobs, its records) has the field manager `%s`, where Reloader's is `Reloader`: ", workload.FieldManager)
-	b.WriteString("a deliberate difference, as Ripple becomes a server-side-apply field manager of its own. ")
-	fmt.Fprintf(b, "GitOps rules that name Reloader's manager (Argo CD `managedFieldsManagers` in `ignoreDifferences`) must name `%s`.\n\n", workload.FieldManager)
+	b.WriteString("a deliberate difference: a Deployment's, StatefulSet's or DaemonSet's reload is a server-side apply (forced) of only Ripple's fields, ")
+	b.WriteString("the strategy's env var or annotation and Ripple's metadata records, so a GitOps tool re-applying its manifest keeps them; other kinds are patched. ")
+	fmt.Fprintf(b, "GitOps rules that name Reloader's manager (Argo CD `managedFieldsManagers` in `ignoreDifferences`) must name `%s`; ", workload.FieldManager)
+	b.WriteString("`ripple explain --gitops argocd|flux` prints them (docs/gitops.md).\n\n")
 	b.WriteString("The `reloader-meta-info` ConfigMap (label `reloader.stakater.com/meta-info=reloader`) is published in `$RELOADER_NAMESPACE` when it is set, ")
 	b.WriteString("as Reloader does; the chart sets it by default (`ripple.metaInfo.enabled`), and `ripple explain` reads its settings from it.\n")
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -81,7 +83,7 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	settings := cfg.PlanSettings(clk.Now().Add(-time.Hour))
-	b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme)
+	b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithReturnManagedFields()
 	for _, o := range opts {
 		o(&settings, b)
 	}
@@ -331,6 +333,13 @@ func TestConflictConverges(t *testing.T) {
 				return apierrors.NewConflict(appsv1.Resource("deployments"), obj.GetName(), errors.New("the object has been modified"))
 			}
 			return c.Patch(ctx, obj, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if b, err := json.Marshal(obj); err == nil && conflicts > 0 && strings.Contains(string(b), "STAKATER_CFG_CONFIGMAP") {
+				conflicts--
+				return apierrors.NewConflict(appsv1.Resource("deployments"), "web", errors.New("the object has been modified"))
+			}
+			return c.Apply(ctx, obj, opts...)
 		},
 	}))
 	w.create(configMap(), deployment("web"))

@@ -114,6 +114,7 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 	r.reportHold(ctx, obj, p)
 	r.reportDeferred(ctx, obj, p)
 	r.reportPending(ctx, obj, p)
+	r.reportRevert(ctx, obj, p)
 	if p.Wait > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info(waitMessage(p), "configs", changeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil

@@ -12,7 +12,8 @@ import (
 // eventReasons are the reasons of the events Ripple records on workloads
 // (package controller).
 var eventReasons = []string{"Reloaded", "ReloadFail", "InvalidAnnotation", "ReloadSkipped", "WouldReload",
-	reasonHeld, reasonResumed, reasonQueued, "RolloutComplete", "RolloutStalled", "RolledBack", reasonDeferred}
+	reasonHeld, reasonResumed, reasonQueued, "RolloutComplete", "RolloutStalled", "RolledBack", reasonDeferred, reasonReverted,
+	"ReloadPending", "ApprovalSuperseded"}
 
 // The storm breaker's events: a hold lives only in Ripple's memory, so the
 // newest of these, or a Reloaded after them, says whether one is on.

@@ -144,6 +144,7 @@ func printReport(w io.Writer, r Report) error {
 		return fmt.Sprintf("%s\t%s\t%s\t%s", wt.For, until, wt.Setting, wt.Message)
 	})
 	section(tw, "WARNINGS", "MESSAGE", len(r.Warnings), func(i int) string { return r.Warnings[i] })
+	section(tw, "OWNERSHIP", "NOTE", len(r.Ownership), func(i int) string { return r.Ownership[i] })
 	section(tw, "SETTINGS (from "+r.SettingsFrom+")", "FLAG\tVALUE\tFROM", len(r.Settings), func(i int) string {
 		s := r.Settings[i]
 		return fmt.Sprintf("%s\t%s\t%s", s.Flag, dash(s.Value), s.From)

@@ -43,6 +43,9 @@ type Report struct {
 	// Warnings are the invalid annotations Ripple reports as
 	// InvalidAnnotation events.
 	Warnings []string `json:"warnings,omitempty"`
+	// Ownership flags a pod template another controller owns, or a reload
+	// another manager reverted (a ReloadReverted event), with what to do.
+	Ownership []string `json:"ownership,omitempty"`
 	// Shard names the Ripple shard that acts in the workload's namespace,
 	// when the namespaces are split between shards.
 	Shard *Shard `json:"shard,omitempty"`

@@ -65,6 +65,7 @@ type safety struct {
 	held               prometheus.Gauge
 	deferred           prometheus.Gauge
 	holds              *prometheus.CounterVec
+	reverted           *prometheus.CounterVec
 }
 
 func newSafety() safety {
@@ -79,11 +80,13 @@ func newSafety() safety {
 		held:               gauge("ripple_reloads_held", "Workloads the flap breaker holds now: their configs keep changing (ReloadHeld events name them)."),
 		deferred:           gauge("ripple_reloads_deferred", "Workloads whose reload waits for their reload window to open (ReloadDeferred events name them)."),
 		holds:              counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
+		reverted: counterVec("ripple_reloads_reverted_total",
+			"Reloads another manager undid (ReloadReverted events), and rollouts held after being undone twice, by workload kind.", "kind"),
 	}
 }
 
 func (s safety) safetyCollectors() []prometheus.Collector {
-	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.deferred, s.holds}
+	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.deferred, s.holds, s.reverted}
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -179,6 +182,7 @@ func (m *Metrics) InitKinds(kinds ...string) {
 		m.rolloutDuration.WithLabelValues(k)
 		m.rolloutsStalled.WithLabelValues(k)
 		m.holds.WithLabelValues(k)
+		m.reverted.WithLabelValues(k)
 	}
 }
 
@@ -290,6 +294,10 @@ func (m *Metrics) HoldBegan(kind string) {
 	m.holds.WithLabelValues(kind).Inc()
 	m.held.Inc()
 }
+
+// Reverted counts a reload another manager undid, or a rollout held
+// after it was undone (ReloadReverted).
+func (m *Metrics) Reverted(kind string) { m.reverted.WithLabelValues(kind).Inc() }
 
 // HoldEnded removes a workload from the workloads held.
 func (m *Metrics) HoldEnded() { m.held.Dec() }

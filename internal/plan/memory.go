@@ -46,12 +46,20 @@ type Memory struct {
 	// Awaiting is the change set a manual policy holds for an approval,
 	// as last reported (approval.go); zero when none.
 	Awaiting AwaitingState
+	// OnTemplate is what Ripple's last rollout wrote on the pod template
+	// (ref=digest; for each source the strategy shows there), Tries how
+	// many rollouts in a row wrote the record Applied, RevertSeen the
+	// OnTemplate whose revert was reported, and Held the record whose
+	// rollout is held after MaxAttempts (revert.go).
+	OnTemplate, RevertSeen, Held string
+	Tries                        int
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
 	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
-		m.Deferred == "" && m.Awaiting == (AwaitingState{})
+		m.Deferred == "" && m.Awaiting == (AwaitingState{}) &&
+		m.OnTemplate == "" && m.RevertSeen == "" && m.Held == "" && m.Tries == 0
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -69,6 +77,12 @@ func (m Memory) Planned(p Plan) Memory {
 	if p.Wait <= 0 {
 		// a plan that waits never reached the policy gate
 		m.Awaiting = p.awaiting()
+	}
+	if len(p.Reverted) > 0 {
+		m.RevertSeen = m.OnTemplate
+	}
+	if p.RevertHeld {
+		m.Held = p.record
 	}
 	return m
 }
@@ -129,7 +143,15 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 		m.Storm = m.Storm.AfterRollout(p, t)
 	}
 	if rolled && p.record != "" {
+		if p.record == m.Applied {
+			m.Tries++
+		} else {
+			m.Tries = 1
+		}
 		m.Applied = p.record
+	}
+	if rolled {
+		m.OnTemplate, m.Held = p.onTemplate, ""
 	}
 	return m
 }

@@ -188,6 +188,10 @@ type SourcePlan struct {
 	// noticed is set on a RolledBack source whose rollback no alias
 	// records yet: this plan is the first to see it.
 	noticed bool
+	// Reverted is set when another manager removed the value Ripple's last
+	// rollout wrote on the template; the source then counts as applied
+	// (revert.go).
+	Reverted bool
 }
 
 // Plan is what a reconcile does.
@@ -200,6 +204,13 @@ type Plan struct {
 	// RolledBack are the sources of a rollback this plan is the first to
 	// see (State RolledBack): the write records it, so it is reported once.
 	RolledBack []SourcePlan
+	// Reverted are the reverted sources this plan is the first to see
+	// since Ripple's last rollout, for a ReloadReverted event.
+	Reverted []SourcePlan
+	// RevertHeld is set when the rollout is held because it would write
+	// the change set its last MaxAttempts rollouts wrote (revert.go); Held
+	// is then set on the first plan that holds it.
+	RevertHeld, HeldNoticed bool
 	// Pending is the settle state to keep; zero means none.
 	Pending Pending
 	// Wait is how long to wait for the settle window before acting; while
@@ -238,6 +249,8 @@ type Plan struct {
 	// record is the applied record the write leaves on the workload (its
 	// JSON), when the write changes it.
 	record string
+	// onTemplate is what the write shows on the template (Memory.OnTemplate).
+	onTemplate string
 }
 
 // Reloads reports whether the plan rolls the workload.
@@ -257,6 +270,7 @@ func For(in Input) Plan {
 			p.RolledBack = append(p.RolledBack, sp)
 		}
 	}
+	p.Reverted = revertsNoticed(in, p.Sources)
 	window, warning := SettleWindow(in.Workload.Annotations, in.Keys, in.SettleWindow)
 	p.Warnings = appendNonEmpty(append(p.Warnings, in.Workload.Invalid...), warning)
 	period, warning := pausePeriod(in)
@@ -312,6 +326,12 @@ func (p *Plan) write(in Input, w Plan, period time.Duration) {
 		if v := p.Update.Annotations[in.Keys.Applied]; v != nil {
 			p.record = *v
 		}
+		if heldAfterAttempts(in, *p) {
+			p.RevertHeld, p.HeldNoticed = true, in.Held != p.record
+			p.Update, p.Requeue = workload.Update{}, 0
+			return
+		}
+		p.onTemplate = onTemplate(in.Strategy, p.Changes, p.Update.Template)
 	}
 }
 

@@ -21,12 +21,13 @@ import (
 func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 	var warnings []string
 	wv := view{
-		policies:  map[refs.Kind]annotation.Policy{},
-		ambiguous: ambiguousRefs(in),
-		record:    AppliedRecord(in.Workload.Annotations, in.Keys),
-		written:   parseRecord(in.Applied),
-		aliases:   appliedAliases(in.Workload.Annotations, in.Keys),
-		uses:      refs.Uses(&in.Workload.Template.Spec),
+		policies:   map[refs.Kind]annotation.Policy{},
+		ambiguous:  ambiguousRefs(in),
+		record:     AppliedRecord(in.Workload.Annotations, in.Keys),
+		written:    parseRecord(in.Applied),
+		onTemplate: parseOnTemplate(in.OnTemplate),
+		aliases:    appliedAliases(in.Workload.Annotations, in.Keys),
+		uses:       refs.Uses(&in.Workload.Template.Spec),
 	}
 	for _, kind := range in.SourceKinds {
 		p := annotation.Parse(in.Keys, kind, in.Workload.Annotations, in.Workload.Template.Annotations)
@@ -57,9 +58,11 @@ type view struct {
 	ambiguous map[refs.Ref]bool
 	record    map[string]string
 	written   map[string]string
-	aliases   map[string]alias
-	spec      annotation.KeySpec
-	uses      []refs.Use
+	// onTemplate is what Ripple's last rollout wrote on the template.
+	onTemplate map[string]string
+	aliases    map[string]alias
+	spec       annotation.KeySpec
+	uses       []refs.Use
 }
 
 // Reloads reports whether a change of src reloads the workload under its
@@ -94,6 +97,7 @@ func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
 	if !wv.ambiguous[src.Ref] {
 		last, ok = in.Strategy.Applied(in.Workload.Template, src.Ref)
 	}
+	shown := ok || wv.ambiguous[src.Ref]
 	if !ok {
 		last, ok = wv.record[src.Ref.String()]
 	}
@@ -105,6 +109,7 @@ func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
 	if src.Found {
 		found(in, src, wv, &sp, last, ok)
 		rolledBack(wv, &sp)
+		reverted(wv, &sp, shown)
 	} else {
 		sp.State, sp.Digest = gone(in, src, ok)
 	}
@@ -266,6 +271,9 @@ func record(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) *string
 			continue
 		}
 		_, kept := old[sp.Ref.String()]
+		if sp.Reverted && !kept {
+			continue // the owner removed the record too: writing it back would fight it (revert.go)
+		}
 		if shown, ok := in.Strategy.Applied(tpl, sp.Ref); !ok || shown != sum || ambiguous[sp.Ref] || kept ||
 			sp.State == Changed || sp.State == Created {
 			rec[sp.Ref.String()] = sum

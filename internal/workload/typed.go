@@ -8,8 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// typed adapts a built-in kind whose pod template is a typed field and whose
-// reload is a patch of that template.
+// typed adapts a built-in kind whose pod template is a typed field. Its
+// reload is a server-side apply of Ripple's fields (apply.go) when the kind
+// can extract them, else a patch of the template.
 type typed[T client.Object] struct {
 	name     string
 	newObj   func() T
@@ -17,6 +18,9 @@ type typed[T client.Object] struct {
 	template func(T) *corev1.PodTemplateSpec
 	// paused is spec.paused, for kinds that have it.
 	paused func(T) *bool
+	// extract is the apply configuration of the fields a manager owns
+	// (client-go's Extract<Kind>); nil writes by patch.
+	extract func(T, string) (any, error)
 }
 
 func (k typed[T]) Name() string                     { return k.name }
@@ -33,19 +37,49 @@ func (k typed[T]) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error
 }
 
 func (k typed[T]) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
-	return Result{}, patch(ctx, c, obj, u, func(o client.Object) bool {
-		w, ok := o.(T)
-		if !ok {
-			return false
+	o, ok := obj.(T)
+	if !ok {
+		return Result{}, fmt.Errorf("unexpected object type %T for a %s", obj, k.name)
+	}
+	if old := k.template(o); k.extract != nil && supports(old, u.Template) {
+		return Result{}, k.applier().write(ctx, c, obj, old.DeepCopy(), u, k.set)
+	}
+	return Result{}, patch(ctx, c, obj, u, func(o client.Object) bool { return k.set(o, u) })
+}
+
+// set writes the template and spec.paused of u on o.
+func (k typed[T]) set(o client.Object, u Update) bool {
+	w, ok := o.(T)
+	if !ok {
+		return false
+	}
+	if u.Template != nil {
+		*k.template(w) = *u.Template
+	}
+	if u.Paused != nil && k.paused != nil {
+		*k.paused(w) = *u.Paused
+	}
+	return true
+}
+
+func (k typed[T]) applier() applier {
+	ap := applier{
+		extract: func(obj client.Object, manager string) (any, error) {
+			o, ok := obj.(T)
+			if !ok {
+				return nil, fmt.Errorf("unexpected object type %T for a %s", obj, k.name)
+			}
+			return k.extract(o, manager)
+		},
+		templatePath: []string{"spec", "template"},
+	}
+	if k.paused != nil {
+		ap.paused = func(obj client.Object) bool {
+			o, ok := obj.(T)
+			return ok && *k.paused(o)
 		}
-		if u.Template != nil {
-			*k.template(w) = *u.Template
-		}
-		if u.Paused != nil && k.paused != nil {
-			*k.paused(w) = *u.Paused
-		}
-		return true
-	})
+	}
+	return ap
 }
 
 // pausable is a typed kind with spec.paused.
