@@ -117,6 +117,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		return err
 	}
 	kinds, optional := Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk)
+	for i, k := range kinds {
+		kinds[i] = workload.WithRestarts(k, cfg.RestartOptions(clk.Now))
+	}
 	for _, k := range kinds {
 		m.InitKinds(k.Name())
 	}

@@ -94,9 +94,9 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload", "Changes in %s not reloaded: %s", list, res.Skipped)
 		return ctrl.Result{}, notUpdated, nil
 	}
-	strategyName := r.Settings.Strategy.Name()
-	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)", list, strategyName)
+	how := r.reloadedHow(obj)
+	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "how", how)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (%s)", list, how)
 	if r.Alert != nil {
 		alert := notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName()}
 		for _, c := range p.Changes {
