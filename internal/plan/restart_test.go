@@ -26,10 +26,10 @@ func TestNextRestart(t *testing.T) {
 		state       rollout.State
 		wantRequeue time.Duration
 	}{{
-		name:    "waits for the second of the write to pass before the first restart",
-		r:       PodRestart{At: at, Want: 2, MaxUnavailable: 1, Pods: []Pod{pod("a", before, true), pod("b", before, true)}},
-		now:     at.Add(100 * time.Millisecond),
-		left:    2, state: rollout.Progressing, wantRequeue: 500 * time.Millisecond,
+		name: "waits for the second of the write to pass before the first restart",
+		r:    PodRestart{At: at, Want: 2, MaxUnavailable: 1, Pods: []Pod{pod("a", before, true), pod("b", before, true)}},
+		now:  at.Add(100 * time.Millisecond),
+		left: 2, state: rollout.Progressing, wantRequeue: 500 * time.Millisecond,
 	}, {
 		name: "restarts the oldest pod first, one at a time",
 		r: PodRestart{At: at, Want: 3, MaxUnavailable: 1,
