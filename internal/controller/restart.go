@@ -141,7 +141,7 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object) (ctrl.Resul
 		case err != nil:
 			return ctrl.Result{}, false, fmt.Errorf("restarting pod %s: %w", name, err)
 		default:
-			log.Info("restarted pod", "pod", name, "left", pr.step.Left-1)
+			log.Info("restarted pod", "pod", name, "uid", p.UID, "left", pr.step.Left-1)
 		}
 	}
 	return ctrl.Result{RequeueAfter: pr.step.Requeue}, false, nil

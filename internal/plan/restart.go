@@ -30,7 +30,7 @@ type Pod struct {
 	Name    string
 	Created time.Time
 	// Ready is its Ready condition; Terminating is set once it is being
-	// deleted (it no longer counts, and is unavailable).
+	// deleted (it no longer counts).
 	Ready, Terminating bool
 }
 
@@ -77,10 +77,12 @@ func NextRestart(r PodRestart, now time.Time, timeout time.Duration) RestartStep
 	var s RestartStep
 	unavailable, present, progress := 0, 0, r.At
 	for _, p := range r.Pods {
+		// A terminating pod counts neither way: its replacement (or the
+		// lack of one) does, as for a PodDisruptionBudget.
 		if !p.Terminating {
 			present++
 		}
-		if p.Terminating || !p.Ready {
+		if !p.Terminating && !p.Ready {
 			unavailable++
 		}
 		switch {

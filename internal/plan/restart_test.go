@@ -66,6 +66,12 @@ func TestNextRestart(t *testing.T) {
 		now:     after,
 		restart: []string{"b"}, left: 3, state: rollout.Progressing, wantRequeue: RestartPoll,
 	}, {
+		name: "a terminating pod whose replacement is ready does not hold the next",
+		r: PodRestart{At: at, Want: 2, MaxUnavailable: 1,
+			Pods: []Pod{gone(pod("a", before, true)), pod("a2", after, true), pod("b", before, true)}},
+		now:     after,
+		restart: []string{"b"}, left: 1, state: rollout.Progressing, wantRequeue: RestartPoll,
+	}, {
 		name:  "complete once every pod is newer and ready",
 		r:     PodRestart{At: at, Want: 2, MaxUnavailable: 1, Pods: []Pod{pod("a2", after, true), pod("b2", after, true)}},
 		now:   after,
