@@ -115,7 +115,10 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object) (ctrl.Resul
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
-		done := obj.DeepCopyObject().(client.Object) //nolint:forcetypeassert // a copy has the type of its original
+		done, ok := obj.DeepCopyObject().(client.Object)
+		if !ok {
+			return ctrl.Result{}, false, fmt.Errorf("copying %T", obj)
+		}
 		ann := done.GetAnnotations()
 		delete(ann, r.Settings.Keys.RestartedAt)
 		done.SetAnnotations(ann)

@@ -2,7 +2,8 @@ package plan
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/rollout"
@@ -73,27 +74,8 @@ func left(p Pod, at time.Time) bool {
 // for a PodDisruptionBudget longer than timeout without any pod replaced
 // is stalled; it keeps going anyway, as a rollout does.
 func NextRestart(r PodRestart, now time.Time, timeout time.Duration) RestartStep {
-	var old []Pod
 	var s RestartStep
-	unavailable, present, progress := 0, 0, r.At
-	for _, p := range r.Pods {
-		// A terminating pod counts neither way: its replacement (or the
-		// lack of one) does, as for a PodDisruptionBudget.
-		if !p.Terminating {
-			present++
-		}
-		if !p.Terminating && !p.Ready {
-			unavailable++
-		}
-		switch {
-		case p.Terminating:
-		case left(p, r.At):
-			old = append(old, p)
-		case p.Created.After(progress):
-			progress = p.Created
-		}
-	}
-	unavailable += max(r.Want-present, 0) // deleted and not yet replaced
+	old, unavailable, progress := count(r)
 	s.Left = len(old)
 	if s.Left == 0 && unavailable == 0 {
 		s.Status = rollout.Status{State: rollout.Complete, Reason: "every pod was created after the change"}
@@ -101,7 +83,7 @@ func NextRestart(r PodRestart, now time.Time, timeout time.Duration) RestartStep
 	}
 	s.Requeue = RestartPoll
 	s.Status = rollout.Status{State: rollout.Progressing,
-		Reason: fmt.Sprintf("%d of %d pods left to restart, %d unavailable", s.Left, max(r.Want, present), unavailable)}
+		Reason: fmt.Sprintf("%d of %d pods left to restart, %d unavailable", s.Left, max(r.Want, len(r.Pods)), unavailable)}
 	if timeout > 0 && now.Sub(progress) >= timeout {
 		s.Status = rollout.Status{State: rollout.Stalled,
 			Reason: fmt.Sprintf("no pod replaced for %s (--rollout-timeout): %s", timeout, s.Status.Reason)}
@@ -110,25 +92,60 @@ func NextRestart(r PodRestart, now time.Time, timeout time.Duration) RestartStep
 		s.Requeue = start.Sub(now)
 		return s
 	}
-	sort.SliceStable(old, func(i, j int) bool {
-		if !old[i].Created.Equal(old[j].Created) {
-			return old[i].Created.Before(old[j].Created)
-		}
-		return old[i].Name < old[j].Name
-	})
-	// Old pods not ready are restarted first: they cost no availability.
-	sort.SliceStable(old, func(i, j int) bool { return !old[i].Ready && old[j].Ready })
-	budget := max(r.MaxUnavailable, 1) - unavailable
-	for _, p := range old {
-		if !p.Ready {
-			s.Restart = append(s.Restart, p.Name)
+	s.Restart = next(old, max(r.MaxUnavailable, 1)-unavailable)
+	return s
+}
+
+// count returns the pods of r left to restart, how many pods are
+// unavailable, and the last progress.
+func count(r PodRestart) (old []Pod, unavailable int, progress time.Time) {
+	present := 0
+	progress = r.At
+	for _, p := range r.Pods {
+		// A terminating pod counts neither way: its replacement (or the
+		// lack of one) does, as for a PodDisruptionBudget.
+		if p.Terminating {
 			continue
 		}
-		if budget <= 0 {
-			break
+		present++
+		if !p.Ready {
+			unavailable++
 		}
-		s.Restart = append(s.Restart, p.Name)
-		budget--
+		switch {
+		case left(p, r.At):
+			old = append(old, p)
+		case p.Created.After(progress):
+			progress = p.Created
+		}
 	}
-	return s
+	return old, unavailable + max(r.Want-present, 0), progress // deleted and not yet replaced
+}
+
+// next picks the pods to restart now out of old, within budget: those not
+// ready first (they cost no availability, so the budget does not bound
+// them), then the oldest.
+func next(old []Pod, budget int) []string {
+	slices.SortStableFunc(old, func(a, b Pod) int {
+		if a.Ready != b.Ready {
+			if !a.Ready {
+				return -1
+			}
+			return 1
+		}
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var out []string
+	for _, p := range old {
+		if p.Ready {
+			if budget <= 0 {
+				break
+			}
+			budget--
+		}
+		out = append(out, p.Name)
+	}
+	return out
 }
