@@ -50,7 +50,7 @@ func (w *world) pod(name string, created time.Time) {
 	w.t.Helper()
 	w.create(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.Time{Time: created},
-			Labels: map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "abc"},
+			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "abc"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "rs", Controller: ptr.To(true)}}},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -125,6 +126,13 @@ func printReport(w io.Writer, r Report) error {
 	fmt.Fprintf(tw, "Verdict:\t%s\n", r.Verdict)
 	if r.Shard != nil {
 		fmt.Fprintf(tw, "Shard:\t%d of %d (the one run with --shard-index=%d)\n", r.Shard.Index, r.Shard.Count, r.Shard.Index)
+	}
+	if rs := r.Restart; rs != nil {
+		fmt.Fprintf(tw, "Restart:\t%s, up to %d pods at a time, the pod template is left alone", rs.Method, rs.MaxUnavailable)
+		if rs.Since != nil {
+			fmt.Fprintf(tw, "; restarting the pods created up to %s", rs.Since.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(tw)
 	}
 	printSources(tw, r.Sources)
 	section(tw, "POLICY", "KEY\tVALUE\tFROM\tNOTE", len(r.Policy), func(i int) string {

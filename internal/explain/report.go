@@ -32,6 +32,9 @@ type Report struct {
 	Sources []Source `json:"sources"`
 	// Policy are the workload's Ripple and Reloader annotations.
 	Policy []PolicyEntry `json:"policy"`
+	// Restart is how a reload restarts the workload, when not by its pod
+	// template (the evict or delete restart method).
+	Restart *Restart `json:"restart,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
 	// Warnings are the invalid annotations Ripple reports as
@@ -49,6 +52,17 @@ type Report struct {
 	// Findings are problems found in the objects themselves (lint), for
 	// readers that look for them (manifest files).
 	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Restart is the restart method in effect on a workload
+// (docs/restart-methods.md).
+type Restart struct {
+	// Method is "evict" or "delete".
+	Method         string `json:"method"`
+	MaxUnavailable int    `json:"maxUnavailable"`
+	// Since is the restart in progress: the change set's time, whose
+	// older pods are left to restart; nil when none is.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // Shard is one of Count Ripple shards: the one run with --shard-index=Index.

@@ -44,6 +44,8 @@ func homes(k annotation.Keys) map[string]home {
 		k.CronJobReload:   {kind: "CronJob", metadataOnly: true, valid: cronJobMode},
 	}
 	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
+	h[k.RestartMethod] = home{valid: restartMethod}
+	h[k.MaxUnavailable] = home{valid: podCount}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -154,4 +156,21 @@ func cronJobMode(v string) string {
 		return ""
 	}
 	return fmt.Sprintf("is not %q or %q, so Ripple ignores it", workload.CronJobRun, workload.CronJobTemplate)
+}
+
+// restartMethod checks a workload's restart method.
+func restartMethod(v string) string {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
+		return ""
+	}
+	return fmt.Sprintf("is not %q, %q or %q, so Ripple uses --restart-method", workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+}
+
+// podCount checks a max-unavailable value.
+func podCount(v string) string {
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
+		return "is not a whole number of pods of at least 1, so Ripple uses 1"
+	}
+	return ""
 }

@@ -115,4 +115,3 @@ func TestRestartPods(t *testing.T) {
 		}
 	}
 }
-
