@@ -45,6 +45,9 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 		return k == refs.SecretProviderClass && !g.Rotations.Served() // the CSI driver's API is not served (yet)
 	})
 	in.Workload = Workload(kind, obj, tpl)
+	if msg := workload.NoRestartMethod(kind, obj, tpl, g.Settings.Keys.RestartMethod); msg != "" {
+		in.Workload.Invalid = append(in.Workload.Invalid, msg)
+	}
 	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
 	for _, kind := range in.SourceKinds {
 		names, err := g.candidates(ctx, kind, obj, tpl, record)

@@ -220,3 +220,21 @@ func replicas(n *int32) int32 {
 	}
 	return *n
 }
+
+// NoRestartMethod returns the message for a workload of a kind that takes
+// no restart method (a CronJob, Job, Argo Rollout or DeploymentConfig)
+// whose key annotation (on it, else on tpl) asks for evict or delete; ""
+// otherwise. Its reload is then the kind's own.
+func NoRestartMethod(kind Kind, obj client.Object, tpl *corev1.PodTemplateSpec, key string) string {
+	if _, ok := kind.(Restarter); ok {
+		return ""
+	}
+	v, ok := obj.GetAnnotations()[key]
+	if !ok && tpl != nil {
+		v, ok = tpl.Annotations[key]
+	}
+	if !ok || strings.EqualFold(strings.TrimSpace(v), RestartTemplate) {
+		return ""
+	}
+	return fmt.Sprintf("annotation %q: a %s takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does", key, kind.Name())
+}

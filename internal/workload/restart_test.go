@@ -115,3 +115,24 @@ func TestRestartPods(t *testing.T) {
 		}
 	}
 }
+
+// A kind without restart methods names the annotation that asks for one.
+func TestNoRestartMethod(t *testing.T) {
+	key := restartOptions.MethodKey
+	cj := NewCronJob(CronJobOptions{})
+	for _, tc := range []struct {
+		kind Kind
+		ann  map[string]string
+		want bool
+	}{
+		{cj, map[string]string{key: "evict"}, true},
+		{cj, map[string]string{key: "template"}, false},
+		{cj, nil, false},
+		{WithRestarts(Deployment, restartOptions), map[string]string{key: "evict"}, false},
+	} {
+		obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}
+		if msg := NoRestartMethod(tc.kind, obj, nil, key); (msg != "") != tc.want || (tc.want && !strings.Contains(msg, key)) {
+			t.Errorf("%s %v: %q", tc.kind.Name(), tc.ann, msg)
+		}
+	}
+}
