@@ -128,6 +128,7 @@ func writeContracts(b *strings.Builder) {
 		{"RolloutStalled", "Warning", "A rollout Ripple started stalled (--rollout-timeout, progress deadline)."},
 		{"ReloadHeld", "Warning", "The flap breaker holds the workload."},
 		{"ReloadResumed", "Normal", "The hold ended."},
+		{"RestartFailed", "Warning", "With the evict or delete restart method: Ripple may not list, evict or delete the workload's pods; the message names the permission and the Helm chart value that grants it (docs/restart-methods.md)."},
 		{"RolledBack", "Normal", "The pod template was rolled back to a revision built for older config data than Ripple applied: nothing rolls; the message names the data the revision was built for and the data its pods read (docs/rollbacks.md)."},
 	} {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", e[0], e[1], e[2])
