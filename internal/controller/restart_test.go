@@ -184,3 +184,61 @@ func TestRestartEvictionRefused(t *testing.T) {
 		})
 	}
 }
+
+// Switching a workload from the template method to evict rolls nothing:
+// the template shows what was applied, and the first reconcile under evict
+// records it; the next change restarts the pods.
+func TestRestartMethodSwitchRollsNothing(t *testing.T) {
+	cfg, err := config.NewOptions().Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *world
+	kind := workload.WithRestarts(workload.Deployment, cfg.RestartOptions(func() time.Time { return w.clk.Now() }))
+	w = newWorld(t, []workload.Kind{kind}, noSettle)
+	w.deps.Pods = w.c
+	w.create(configMap(), deployment("web"))
+	w.baseline("web")
+	sum := w.change("Deployment", "v2")
+	w.reconcile("Deployment", "web")
+	if w.applied("web") != sum {
+		t.Fatal("the template method did not roll")
+	}
+	w.drain()
+	d := &appsv1.Deployment{}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Annotations[cfg.Keys.RestartMethod] = "evict"
+	if err := w.c.Update(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile("Deployment", "web")
+	if got := w.drain(); len(got) != 0 {
+		t.Errorf("Events %q after switching to evict, want none", got)
+	}
+	if _, ok := w.webAnnotations()[cfg.Keys.RestartedAt]; ok {
+		t.Fatal("switching to evict started a restart")
+	}
+	w.change("Deployment", "v3")
+	w.reconcile("Deployment", "web")
+	if _, ok := w.webAnnotations()[cfg.Keys.RestartedAt]; !ok || w.applied("web") != sum {
+		t.Errorf("the next change: restarted-at %v, template %q; want a restart and the template as it was", ok, w.applied("web"))
+	}
+	// Back to the template method: the template shows older data than the
+	// record, which is a rollback to Ripple (the pods read the current
+	// data already): nothing rolls, and a RolledBack event tells so.
+	w.drain()
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Annotations[cfg.Keys.RestartMethod] = "template"
+	if err := w.c.Update(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile("Deployment", "web")
+	w.wantEvent(w.drain(), ReasonRolledBack)
+	if w.applied("web") != sum {
+		t.Errorf("switching back to the template method rolled: template %q", w.applied("web"))
+	}
+}
