@@ -95,7 +95,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		return ctrl.Result{}, notUpdated, nil
 	}
 	how := r.reloadedHow(obj)
-	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "how", how)
+	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Settings.Strategy.Name(), "how", how)
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (%s)", list, how)
 	if r.Alert != nil {
 		alert := notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName()}
