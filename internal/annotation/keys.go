@@ -63,6 +63,15 @@ type Keys struct {
 	// Approval is written by `ripple approve` on a workload: the change
 	// set (configs and digests) its approver lets roll.
 	Approval string
+	// RestartMethod and MaxUnavailable are Ripple's own: how a reload
+	// restarts the workload ("template", "evict" or "delete"; overrides
+	// --restart-method) and how many pods an evict or delete restart takes
+	// down at once. Both are read on the workload, else its pod template.
+	RestartMethod, MaxUnavailable string
+	// RestartedAt is written by Ripple with the applied record when a
+	// reload restarts pods: the change set's time, so the pods created up
+	// to it are the ones left to restart.
+	RestartedAt string
 	// RecreateRecord labels, and Replaces annotates, the ConfigMaps in which
 	// Ripple records a Job it is re-creating.
 	RecreateRecord, Replaces string
@@ -107,6 +116,10 @@ func DefaultKeys(prefix string) Keys {
 		ReloadPolicy: prefix + "/reload-policy",
 		Approval:     prefix + "/approval",
 
+		RestartMethod:  prefix + "/restart-method",
+		MaxUnavailable: prefix + "/max-unavailable",
+		RestartedAt:    prefix + "/restarted-at",
+
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",
 		RecreateRecord: prefix + "/recreate-job",
@@ -125,6 +138,7 @@ func (k Keys) All() []string {
 		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
 		k.SettleWindow, k.MinRolloutInterval, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
 		k.ReloadWindow, k.ReloadPolicy, k.Approval,
+		k.RestartMethod, k.MaxUnavailable, k.RestartedAt,
 		k.RecreateRecord, k.Replaces,
 	}
 }

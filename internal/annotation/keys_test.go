@@ -46,6 +46,8 @@ func TestDefaultKeys(t *testing.T) {
 			want.CronJobReload, want.PendingJob = tt.own+"/cronjob-reload", tt.own+"/pending-job"
 			want.ReloadWindow, want.ReloadPolicy, want.Approval = tt.own+"/reload-window", tt.own+"/reload-policy", tt.own+"/approval"
 			want.RecreateRecord, want.Replaces = tt.own+"/recreate-job", tt.own+"/replaces-uid"
+			want.RestartMethod, want.MaxUnavailable = tt.own+"/restart-method", tt.own+"/max-unavailable"
+			want.RestartedAt = tt.own + "/restarted-at"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)
 			}

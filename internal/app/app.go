@@ -109,14 +109,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 			return fmt.Errorf("--webhook-url: %w", err)
 		}
 		return webhook.Setup(ctx, mgr, &webhook.Notifier{
-			Cache: mgr.GetCache(), Finder: finder, Kinds: Kinds(cfg, mgr.GetAPIReader()), Settings: settings, Queue: q,
+			Cache: mgr.GetCache(), Finder: finder, Kinds: withRestarts(Kinds(cfg, mgr.GetAPIReader()), cfg, clk), Settings: settings, Queue: q,
 		})
 	}
 	alert, err := alerts(mgr, cfg.Alert, m)
 	if err != nil {
 		return err
 	}
-	kinds, optional := Kinds(cfg, mgr.GetAPIReader()), optionalKinds(cfg, mgr.GetClient(), clk)
+	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader()), cfg, clk), optionalKinds(cfg, mgr.GetClient(), clk)
 	for _, k := range kinds {
 		m.InitKinds(k.Name())
 	}
@@ -160,6 +160,15 @@ func Kinds(cfg config.Config, reader client.Reader) []workload.Kind {
 		kinds = append(kinds, workload.NewJob(workload.JobOptions{
 			Reader: reader, Namespace: cfg.Namespace, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces,
 		}))
+	}
+	return kinds
+}
+
+// withRestarts adds the restart methods (--restart-method) to the kinds
+// that take them.
+func withRestarts(kinds []workload.Kind, cfg config.Config, clk clock.PassiveClock) []workload.Kind {
+	for i, k := range kinds {
+		kinds[i] = workload.WithRestarts(k, cfg.RestartOptions(clk.Now))
 	}
 	return kinds
 }

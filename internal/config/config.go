@@ -39,7 +39,7 @@ func NewOptions() *Options {
 	return &Options{
 		ScopeOptions:      ScopeOptions{ShardCount: 1},
 		ReloadOptions:     defaultReloadOptions(),
-		WorkloadOptions:   WorkloadOptions{CronJobReload: "run"},
+		WorkloadOptions:   WorkloadOptions{CronJobReload: "run", RestartMethod: "template"},
 		KeyOptions:        defaultKeyOptions(),
 		OperationsOptions: defaultOperationsOptions(),
 		ElectionOptions:   defaultElectionOptions(),

@@ -2,8 +2,11 @@ package config
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // WorkloadOptions say which workload kinds Ripple rolls, and how.
@@ -13,6 +16,7 @@ type WorkloadOptions struct {
 	OpenShift            bool
 	CSIIntegration       bool
 	CronJobReload        string
+	RestartMethod        string
 	// argoRolloutsRaw is the value given to --is-Argo-Rollouts, for looseBool.
 	argoRolloutsRaw string
 }
@@ -25,6 +29,8 @@ type Workloads struct {
 	ArgoRollouts, OpenShift, CSI bool
 	// CronJobReload is "run" or "template".
 	CronJobReload string
+	// RestartMethod is "template", "evict" or "delete".
+	RestartMethod string
 }
 
 // BindFlags registers the workload kind flags.
@@ -34,6 +40,7 @@ func (o *WorkloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.OpenShift, "is-openshift", o.OpenShift, "Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1), once their API is served.")
 	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Also reload on Secrets Store CSI driver changes: the SecretProviderClassPodStatus objects of a SecretProviderClass a workload mounts, once their API is served.")
 	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour, except that a suspended CronJob starts nothing; Reloader starts one anyway), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
+	fs.StringVar(&o.RestartMethod, "restart-method", o.RestartMethod, `How a reload restarts a Deployment, StatefulSet or DaemonSet: "template" writes the change on its pod template and its controller rolls it out (Reloader's behaviour); "evict" leaves the template alone and evicts its pods through the Eviction API, honouring PodDisruptionBudgets; "delete" deletes them (OnDelete workloads without a PodDisruptionBudget). evict and delete need the pod permissions the chart grants with restartMethods.evict and restartMethods.delete. The <annotation-prefix>/restart-method annotation overrides it per workload; other kinds always use their own method. See docs/restart-methods.md.`)
 }
 
 func (o *WorkloadOptions) validate(errs *problems) Workloads {
@@ -54,5 +61,21 @@ func (o *WorkloadOptions) validate(errs *problems) Workloads {
 	default:
 		errs.bad("cronjob-reload", "%q is not a mode; use run or template", o.CronJobReload)
 	}
+	switch v := strings.ToLower(strings.TrimSpace(o.RestartMethod)); v {
+	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
+		w.RestartMethod = v
+	default:
+		errs.bad("restart-method", "%q is not a restart method; use template, evict or delete", o.RestartMethod)
+	}
 	return w
+}
+
+// RestartOptions are the restart-method settings of the Deployment,
+// StatefulSet and DaemonSet kinds (workload.WithRestarts); now is the
+// time a reload is written.
+func (c Config) RestartOptions(now func() time.Time) workload.RestartOptions {
+	return workload.RestartOptions{
+		Method: c.RestartMethod, MethodKey: c.Keys.RestartMethod, MaxUnavailableKey: c.Keys.MaxUnavailable,
+		AtKey: c.Keys.RestartedAt, Now: now,
+	}
 }

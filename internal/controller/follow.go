@@ -45,7 +45,8 @@ func (f *follower) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		// A workload gone or being deleted is the reload loop's to forget.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	o := plan.Observed{ResourceVersion: obj.GetResourceVersion(), Status: rollout.Of(obj)}
+	status, poll := f.restartStatus(ctx, f.Kind, obj)
+	o := plan.Observed{ResourceVersion: obj.GetResourceVersion(), Status: status}
 	now := f.Clock.Now()
 	var p plan.Progress
 	var ok bool
@@ -57,8 +58,13 @@ func (f *follower) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	f.report(ctx, obj, p)
-	// A rollout that never reports again still times out.
-	return ctrl.Result{RequeueAfter: max(p.Left, 0)}, nil
+	// A rollout that never reports again still times out; pods being
+	// restarted are read again, as no pod event brings the workload here.
+	left := max(p.Left, 0)
+	if p.State == rollout.Progressing && poll > 0 && (left == 0 || poll < left) {
+		left = poll
+	}
+	return ctrl.Result{RequeueAfter: left}, nil
 }
 
 // report tells of the end of a rollout: a Normal RolloutComplete Event

@@ -56,6 +56,9 @@ type Deps struct {
 	Priors    *source.Priors
 	// Memory holds what Ripple remembers of each workload.
 	Memory *Store
+	// Pods reads the pods of a workload whose reload restarts them, around
+	// the cache: Ripple watches no pods (docs/restart-methods.md).
+	Pods client.Reader
 }
 
 // Reconciler reconciles one workload kind.
@@ -95,7 +98,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case out == outOfScope:
 		return r.resume(ctx, obj, tpl)
 	}
-	return r.converge(ctx, r.key(req.NamespacedName), obj, tpl)
+	pods, wrote, err := r.restart(ctx, obj)
+	if err != nil || wrote {
+		return pods, skipped, err // its write brings the next reconcile
+	}
+	res, out, err := r.converge(ctx, r.key(req.NamespacedName), obj, tpl)
+	if pods.RequeueAfter > 0 && (res.RequeueAfter == 0 || pods.RequeueAfter < res.RequeueAfter) {
+		res.RequeueAfter = pods.RequeueAfter // a pod restart in progress
+	}
+	return res, out, err
 }
 
 // converge plans the workload from what Ripple remembers of it, keeps

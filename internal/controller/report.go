@@ -99,9 +99,9 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload", "Changes in %s not reloaded: %s", list, res.Skipped)
 		return ctrl.Result{}, notUpdated, nil
 	}
-	strategyName := r.Settings.Strategy.Name()
-	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s%s)", list, strategyName, approved)
+	how := r.reloadedHow(obj)
+	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Settings.Strategy.Name(), "how", how)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (%s%s)", list, how, approved)
 	if r.Alert != nil {
 		r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes)}) // queued: a slow endpoint never holds a reload up
 	}

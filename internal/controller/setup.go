@@ -57,6 +57,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	watched := rsource.Watched(o.Settings.SourceKinds)
 	d := o.Deps
 	d.Client, d.Priors, d.Memory = mgr.GetClient(), &rsource.Priors{}, &Store{Metrics: m}
+	d.Pods = mgr.GetAPIReader()
 	var err error
 	if d.Recorder, err = newRecorder(ctx, mgr); err != nil {
 		return err

@@ -21,25 +21,28 @@ const (
 type policyKey struct {
 	key      string
 	triggers []refs.Kind
+	// template: read on the pod template too, whatever the triggers.
+	template bool
 }
 
 func policyKeys(k annotation.Keys) []policyKey {
 	sourceKinds := refs.Kinds()
-	keys := []policyKey{{k.Auto, sourceKinds}}
+	keys := []policyKey{{key: k.Auto, triggers: sourceKinds}}
 	for _, kind := range sourceKinds {
-		keys = append(keys, policyKey{k.TypedAutoKey(kind), []refs.Kind{kind}})
+		keys = append(keys, policyKey{key: k.TypedAutoKey(kind), triggers: []refs.Kind{kind}})
 	}
 	for _, kind := range sourceKinds {
-		keys = append(keys, policyKey{k.ReloadKey(kind), []refs.Kind{kind}})
+		keys = append(keys, policyKey{key: k.ReloadKey(kind), triggers: []refs.Kind{kind}})
 	}
-	keys = append(keys, policyKey{k.Search, sourceKinds})
+	keys = append(keys, policyKey{key: k.Search, triggers: sourceKinds})
 	for _, kind := range sourceKinds {
 		keys = append(keys, policyKey{key: k.ExcludeKey(kind)})
 	}
 	for _, key := range []string{k.SettleWindow, k.PausePeriod, k.PausedAt, k.RolloutStrategy, k.CronJobReload} {
 		keys = append(keys, policyKey{key: key})
 	}
-	return keys
+	return append(keys, policyKey{key: k.RestartMethod, template: true}, policyKey{key: k.MaxUnavailable, template: true},
+		policyKey{key: k.RestartedAt})
 }
 
 // policy lists the workload's annotations Ripple reads, where each is,
@@ -58,6 +61,10 @@ func policy(f Facts) []PolicyEntry {
 		}
 		e := PolicyEntry{Key: pk.key, Value: v, From: fromTemplate}
 		switch {
+		case pk.template:
+			if _, onMeta := meta[pk.key]; onMeta {
+				e.Note = "not read: the workload metadata has this key, which wins"
+			}
 		case len(pk.triggers) == 0:
 			e.Note = "not read: Ripple reads this key on the workload metadata only"
 		case !readFromTemplate(keys, pk.triggers, meta, tpl):

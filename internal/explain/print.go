@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -129,6 +130,13 @@ func printReport(w io.Writer, r Report) error {
 	}
 	if r.ReloadWindow != nil {
 		fmt.Fprintf(tw, "Reload window:\t%s\n", windowText(r.ReloadWindow))
+	}
+	if rs := r.Restart; rs != nil {
+		fmt.Fprintf(tw, "Restart:\t%s, up to %d pods at a time, the pod template is left alone", rs.Method, rs.MaxUnavailable)
+		if rs.Since != nil {
+			fmt.Fprintf(tw, "; restarting the pods created up to %s", rs.Since.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(tw)
 	}
 	printSources(tw, r.Sources)
 	section(tw, "POLICY", "KEY\tVALUE\tFROM\tNOTE", len(r.Policy), func(i int) string {

@@ -38,6 +38,9 @@ type Report struct {
 	// ReloadPolicy is the workload's reload policy, where it was set, and
 	// what waits for an approval; nil without a pod template.
 	ReloadPolicy *ReloadPolicy `json:"reloadPolicy,omitempty"`
+	// Restart is how a reload restarts the workload, when not by its pod
+	// template (the evict or delete restart method).
+	Restart *Restart `json:"restart,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
 	// Warnings are the invalid annotations Ripple reports as
@@ -58,6 +61,17 @@ type Report struct {
 	// Findings are problems found in the objects themselves (lint), for
 	// readers that look for them (manifest files).
 	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Restart is the restart method in effect on a workload
+// (docs/restart-methods.md).
+type Restart struct {
+	// Method is "evict" or "delete".
+	Method         string `json:"method"`
+	MaxUnavailable int    `json:"maxUnavailable"`
+	// Since is the restart in progress: the change set's time, whose
+	// older pods are left to restart; nil when none is.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // Shard is one of Count Ripple shards: the one run with --shard-index=Index.

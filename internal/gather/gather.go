@@ -53,6 +53,9 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 			return in, err
 		}
 	}
+	if msg := workload.NoRestartMethod(kind, obj, tpl, g.Settings.Keys.RestartMethod); msg != "" {
+		in.Workload.Invalid = append(in.Workload.Invalid, msg)
+	}
 	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
 	for _, kind := range in.SourceKinds {
 		names, err := g.candidates(ctx, kind, obj, tpl, record)

@@ -54,6 +54,8 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
 	h[k.ReloadWindow] = home{valid: reloadWindow, namespace: true, strict: true}
 	h[k.ReloadPolicy] = home{valid: reloadPolicy, namespace: true, strict: true}
+	h[k.RestartMethod] = home{valid: restartMethod}
+	h[k.MaxUnavailable] = home{valid: podCount}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -186,6 +188,23 @@ func cronJobMode(v string) string {
 func reloadWindow(v string) string {
 	if _, err := window.Parse(v); err != nil {
 		return fmt.Sprintf("is not a reload window: %v; Ripple defers every reload until it is fixed", err)
+	}
+	return ""
+}
+
+// restartMethod checks a workload's restart method.
+func restartMethod(v string) string {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
+		return ""
+	}
+	return fmt.Sprintf("is not %q, %q or %q, so Ripple uses --restart-method", workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+}
+
+// podCount checks a max-unavailable value.
+func podCount(v string) string {
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
+		return "is not a whole number of pods of at least 1, so Ripple uses 1"
 	}
 	return ""
 }

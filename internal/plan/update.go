@@ -120,8 +120,8 @@ func pause(in Input, u *workload.Update, period time.Duration) time.Duration {
 	case in.Workload.Paused:
 		return 0 // paused by its owner, who resumes it
 	}
-	if u.Template == nil || period <= 0 {
-		return 0
+	if u.Template == nil || period <= 0 || in.Workload.KeepsTemplate {
+		return 0 // a reload that restarts pods has no template rollout to hold
 	}
 	paused := true
 	u.Paused = &paused

@@ -50,6 +50,9 @@ type rbacMode struct {
 	ignoreJobs bool
 	// secretConfig: the workloads use a Secret, as ConfigMaps are ignored.
 	secretConfig bool
+	// restarts: the evict and delete restart methods are on, and a
+	// StatefulSet of each has its pod evicted or deleted.
+	restarts bool
 }
 
 // optionalKinds are the values that turn on every optional kind.
@@ -89,6 +92,9 @@ func rbacModes() []rbacMode {
 		{name: "ignoreConfigMaps", secretConfig: true, values: func(string, []string, string) map[string]any {
 			return r(map[string]any{"ignoreConfigMaps": true})
 		}},
+		{name: "restart methods", restarts: true, values: func(string, []string, string) map[string]any {
+			return map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"evict": true, "delete": true}}}
+		}},
 		{name: "optional kinds in one namespace", optional: true, single: true, values: func(string, []string, string) map[string]any {
 			return r(deepMerge(map[string]any{"watchGlobally": false}, optionalKinds))
 		}},
@@ -112,7 +118,9 @@ type ruleRef struct {
 // and Secrets only read outside the release namespace. In the optional-kinds mode an Argo Rollout and a
 // DeploymentConfig roll on the ConfigMap too, and a Deployment mounting a
 // SecretProviderClass rolls when its SecretProviderClassPodStatus changes.
-// In webhook mode the change is posted instead. Then minimality: with any
+// In webhook mode the change is posted instead. With the restart methods
+// on, a StatefulSet with restart-method evict has its pod evicted and one
+// with delete its pod deleted. Then minimality: with any
 // single rule removed, Ripple logs a forbidden error for exactly that rule's
 // resource, or fails to act. The optional kinds are proven with the
 // ClusterRole and with a namespaced Role.

@@ -61,6 +61,9 @@ type rbacWorkloads struct {
 	recordNS string
 	// The original Job's and the CronJob's UIDs, by namespace.
 	jobUID, cronUID map[string]types.UID
+	// restartPods are, with the restart methods, the UIDs of the pods of
+	// the StatefulSets that are evicted and deleted, by namespace/name.
+	restartPods map[string]types.UID
 }
 
 // newRBACWorkloads creates the config and the workloads in each namespace.
@@ -102,8 +105,47 @@ func newRBACWorkloads(t *testing.T, cs kubernetes.Interface, mode rbacMode, relN
 		if mode.optional {
 			w.createOptional(ctx, ns, autoKey)
 		}
+		if mode.restarts {
+			w.createRestarted(ctx, ns, autoKey)
+		}
 	}
 	return w
+}
+
+// createRestarted creates a StatefulSet with restart-method evict and one
+// with delete, each with the one pod its controller would have made (no
+// controller runs here), created before any change.
+func (w *rbacWorkloads) createRestarted(ctx context.Context, ns, autoKey string) {
+	w.t.Helper()
+	if w.restartPods == nil {
+		w.restartPods = map[string]types.UID{}
+	}
+	prefix := strings.TrimSuffix(autoKey, "/auto")
+	for _, method := range []string{"evict", "delete"} {
+		name := "restart-" + method
+		labels := map[string]string{"app": name}
+		sts, err := w.cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{autoKey: "true", prefix + "/restart-method": method}},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](1), ServiceName: name,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1", EnvFrom: w.envFrom()}}}},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		pod, err := w.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: sts.UID, Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.restartPods[ns+"/"+pod.Name] = pod.UID
+	}
 }
 
 // createOptional creates a Rollout and a DeploymentConfig using the
@@ -303,6 +345,15 @@ func (w *rbacWorkloads) pending(ctx context.Context) []string {
 			out = append(out, fmt.Sprintf("the re-create record %s/%s is left (%v)", w.recordNS, jobRecord(ns), err))
 		}
 
+		for key, uid := range w.restartPods {
+			nsName := strings.SplitN(key, "/", 2)
+			if nsName[0] != ns {
+				continue
+			}
+			if p, err := w.cs.CoreV1().Pods(ns).Get(ctx, nsName[1], metav1.GetOptions{}); err == nil && p.UID == uid && p.DeletionTimestamp == nil {
+				out = append(out, fmt.Sprintf("pod %s not restarted", key))
+			}
+		}
 		if !w.optional {
 			continue
 		}

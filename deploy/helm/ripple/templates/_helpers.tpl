@@ -313,6 +313,19 @@ kinds) and the optional kinds change them. */}}
   resources: ["deploymentconfigs"]
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
+{{- $restart := include "ripple.restartMethods" . | fromJson }}
+{{- if or $restart.evict $restart.delete }}
+# Restart methods (docs/restart-methods.md): the pods of a workload being
+# restarted are listed by its selector (never watched){{ if $restart.delete }} and deleted{{ end }}.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: [{{ if $restart.delete }}"delete", {{ end }}"list"]
+{{- end }}
+{{- if $restart.evict }}
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
+{{- end }}
 {{- if $r.enableCSIIntegration }}
 # Secrets Store CSI: the pod statuses show the versions each pod mounted.
 - apiGroups: ["secrets-store.csi.x-k8s.io"]
@@ -323,6 +336,16 @@ kinds) and the optional kinds change them. */}}
   verbs: ["get", "list", "watch"]
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* Which restart methods get their pod permissions, as JSON
+{"evict": bool, "delete": bool}: those turned on under
+ripple.restartMethods, and the default ripple.restartMethod. */}}
+{{- define "ripple.restartMethods" -}}
+{{- $rp := .Values.ripple -}}
+{{- $on := $rp.restartMethods | default dict -}}
+{{- $default := toString ($rp.restartMethod | default "template") -}}
+{{- toJson (dict "evict" (or $on.evict (eq $default "evict")) "delete" (or $on.delete (eq $default "delete"))) -}}
 {{- end -}}
 
 {{/* The container arguments, one flag per item, as Reloader's chart maps
@@ -383,6 +406,8 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $fb.quietPeriod -}}{{- $args = append $args (printf "--flap-quiet-period=%s" (toString $fb.quietPeriod)) -}}{{- end -}}
 {{- $cj := toString ($rp.cronJobReload | default "") -}}
 {{- if and $cj (ne $cj "run") -}}{{- $args = append $args (printf "--cronjob-reload=%s" $cj) -}}{{- end -}}
+{{- $rm := toString ($rp.restartMethod | default "template") -}}
+{{- if ne $rm "template" -}}{{- $args = append $args (printf "--restart-method=%s" $rm) -}}{{- end -}}
 {{- if $rp.dryRun -}}{{- $args = append $args "--dry-run=true" -}}{{- end -}}
 {{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.maxConcurrentRollouts) -}}{{- $args = append $args (printf "--max-concurrent-rollouts=%d" (int $rp.maxConcurrentRollouts)) -}}{{- end -}}

@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Event reasons of the restart methods.
+const (
+	// ReasonRestartFailed is a Warning: Ripple cannot read, evict or
+	// delete the pods of a workload whose reload restarts them.
+	ReasonRestartFailed = "RestartFailed"
+)
+
+// forbiddenRetry is how soon a restart that lacked a permission is tried
+// again: granting it takes a chart upgrade, not a second.
+const forbiddenRetry = time.Minute
+
+// podRestart is a workload's pod restart in progress, as read.
+type podRestart struct {
+	step plan.RestartStep
+	// pods are the workload's pods by name, for their UIDs.
+	pods map[string]corev1.Pod
+}
+
+// restarting returns the restart recorded on obj that its method still
+// restarts pods for; false when there is none.
+func restarting(kind workload.Kind, obj client.Object) (workload.Restarter, workload.Restart, bool) {
+	rs, ok := kind.(workload.Restarter)
+	if !ok {
+		return nil, workload.Restart{}, false
+	}
+	r := rs.Restart(obj)
+	return rs, r, r.Pods() && !r.At.IsZero()
+}
+
+// readRestart lists obj's pods (by its selector, owned by it) around the
+// cache, Ripple does not watch pods, and decides the next step.
+func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workload.Restart, obj client.Object) (podRestart, error) {
+	scope, err := rs.Pods(obj)
+	if err != nil {
+		return podRestart{}, err
+	}
+	list := &corev1.PodList{}
+	if err := d.Pods.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: scope.Selector}); err != nil {
+		return podRestart{}, fmt.Errorf("listing the pods: %w", err)
+	}
+	pr := podRestart{pods: map[string]corev1.Pod{}}
+	in := plan.PodRestart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable}
+	for _, p := range list.Items {
+		if !scope.Owns(&p) {
+			continue
+		}
+		pr.pods[p.Name] = p
+		in.Pods = append(in.Pods, plan.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil})
+	}
+	pr.step = plan.NextRestart(in, d.Clock.Now(), d.Settings.Rollouts.Timeout)
+	return pr, nil
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// restartStatus is how obj's rollout stands: by its pods while a reload
+// restarts them, else by its own status.
+func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client.Object) (rollout.Status, time.Duration) {
+	rs, r, ok := restarting(kind, obj)
+	if !ok {
+		return rollout.Of(obj), 0
+	}
+	pr, err := d.readRestart(ctx, rs, r, obj)
+	if err != nil {
+		return rollout.Status{State: rollout.Progressing, Reason: err.Error()}, plan.RestartPoll
+	}
+	return pr.step.Status, pr.step.Requeue
+}
+
+// restart takes the next step of obj's pod restart, if a reload asked for
+// one: it evicts or deletes the pods the planner names, and once every pod
+// is newer than the restart removes the restart time (locked on the
+// resourceVersion read, so a newer reload's time is never removed). It
+// reports whether it wrote the workload.
+func (r *Reconciler) restart(ctx context.Context, obj client.Object) (ctrl.Result, bool, error) {
+	rs, rst, ok := restarting(r.Kind, obj)
+	if !ok {
+		return ctrl.Result{}, false, nil
+	}
+	pr, err := r.readRestart(ctx, rs, rst, obj)
+	if apierrors.IsForbidden(err) {
+		r.forbidden(ctx, obj, rst.Method, "list pods", err)
+		return ctrl.Result{RequeueAfter: forbiddenRetry}, false, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
+	if pr.step.Status.State == rollout.Complete {
+		log.Info("restart complete")
+		done, ok := obj.DeepCopyObject().(client.Object)
+		if !ok {
+			return ctrl.Result{}, false, fmt.Errorf("copying %T", obj)
+		}
+		ann := done.GetAnnotations()
+		delete(ann, r.Settings.Keys.RestartedAt)
+		done.SetAnnotations(ann)
+		err := r.Client.Patch(ctx, done, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}), client.FieldOwner(workload.FieldManager))
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, false, nil
+		}
+		return ctrl.Result{}, err == nil, client.IgnoreNotFound(err)
+	}
+	for _, name := range pr.step.Restart {
+		p := pr.pods[name]
+		err := r.restartPod(ctx, rst.Method, &p)
+		switch {
+		case apierrors.IsTooManyRequests(err):
+			// A PodDisruptionBudget allows no disruption now: wait.
+			log.V(1).Info("eviction refused by a PodDisruptionBudget; waiting", "pod", name)
+			return ctrl.Result{RequeueAfter: pr.step.Requeue}, false, nil
+		case apierrors.IsForbidden(err):
+			r.forbidden(ctx, obj, rst.Method, verbOf(rst.Method), err)
+			return ctrl.Result{RequeueAfter: forbiddenRetry}, false, nil
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Gone or replaced since it was read: the next step sees it.
+		case err != nil:
+			return ctrl.Result{}, false, fmt.Errorf("restarting pod %s: %w", name, err)
+		default:
+			log.Info("restarted pod", "pod", name, "uid", p.UID, "left", pr.step.Left-1)
+		}
+	}
+	return ctrl.Result{RequeueAfter: pr.step.Requeue}, false, nil
+}
+
+// restartPod evicts or deletes p, only if it is still the pod that was
+// read (a StatefulSet's replacement has the same name).
+func (r *Reconciler) restartPod(ctx context.Context, method string, p *corev1.Pod) error {
+	pre := &metav1.Preconditions{UID: &p.UID}
+	if method == workload.RestartDelete {
+		return r.Client.Delete(ctx, p, client.Preconditions(*pre))
+	}
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: pre},
+	}
+	return r.Client.SubResource("eviction").Create(ctx, p, ev)
+}
+
+// verbOf is the permission a restart method needs on pods.
+func verbOf(method string) string {
+	if method == workload.RestartDelete {
+		return "delete pods"
+	}
+	return "create pods/eviction"
+}
+
+// forbidden tells that a restart lacks a permission, naming it and the
+// chart value that grants it.
+func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, verb string, err error) {
+	ctrl.LoggerFrom(ctx).Info("restart forbidden", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "permission", verb, "error", err.Error())
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRestartFailed, "Restart",
+		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value restartMethods.%s=true", method, verb, method)
+}
+
+// reloadedHow says how a reload of obj was carried out, for its Reloaded
+// Event: the strategy written on the template, or the restart method.
+func (r *Reconciler) reloadedHow(obj client.Object) string {
+	if rs, ok := r.Kind.(workload.Restarter); ok {
+		if rst := rs.Restart(obj); rst.Pods() {
+			return fmt.Sprintf("restart method %s, up to %d pods at a time", rst.Method, rst.MaxUnavailable)
+		}
+	}
+	return "strategy " + r.Settings.Strategy.Name()
+}

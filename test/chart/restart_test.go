@@ -1,0 +1,89 @@
+package chart
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ripple-dev/ripple/hack/helmchart"
+)
+
+// TestRestartMethodRules renders the chart with each way of turning the
+// restart methods on (docs/restart-methods.md) in global, single-namespace
+// and scoped mode, and checks the exact pod verbs every Ripple
+// (Cluster)Role grants: none by default, list and create pods/eviction
+// for evict, list and delete for delete, none in webhook mode (which
+// restarts nothing), and the --restart-method argument only when the
+// default method is not template.
+func TestRestartMethodRules(t *testing.T) {
+	none := []grant{{"", "pods", nil}, {"", "pods/eviction", nil}}
+	evict := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}}
+	del := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", nil}}
+	both := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", []string{"create"}}}
+	methods := func(evict, del bool) map[string]any {
+		return map[string]any{"restartMethods": map[string]any{"evict": evict, "delete": del}}
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   []grant
+		arg    string
+	}{
+		{"defaults", nil, none, ""},
+		{"restartMethods.evict", methods(true, false), evict, ""},
+		{"restartMethods.delete", methods(false, true), del, ""},
+		{"both methods", methods(true, true), both, ""},
+		{"restartMethod evict", map[string]any{"restartMethod": "evict"}, evict, "--restart-method=evict"},
+		{"restartMethod delete with evict on", deepMerge(map[string]any{"restartMethod": "delete"}, methods(true, false)), both, "--restart-method=delete"},
+		{"restartMethod template", map[string]any{"restartMethod": "template"}, none, ""},
+	} {
+		for _, mode := range []struct {
+			name   string
+			values map[string]any
+		}{
+			{"global", nil},
+			{"single namespace", r(map[string]any{"watchGlobally": false})},
+			{"scoped", r(map[string]any{"watchGlobally": false, "namespaces": []any{"team-a", "team-b"}})},
+			{"webhook", r(map[string]any{"webhookUrl": "https://hooks.example.com/ripple"})},
+		} {
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				values := deepMerge(map[string]any{"ripple": deepMerge(map[string]any{}, tc.values)}, mode.values)
+				_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{values}})
+				want := tc.want
+				if mode.name == "webhook" {
+					want = none
+				}
+				rules := 0
+				for _, role := range roles(objs) {
+					want := want
+					// The other Roles (leader election, job records,
+					// meta-info) never grant pods.
+					if !strings.HasSuffix(role.GetName(), "-role") || strings.HasSuffix(role.GetName(), "-metadata-role") {
+						want = none
+					} else {
+						rules++
+					}
+					for _, g := range want {
+						if got := grantedVerbs(role, g.group, g.resource); !slices.Equal(got, g.verbs) {
+							t.Errorf("%s %s: %s verbs %q, want %q", role.GetKind(), role.GetName(), g.resource, got, g.verbs)
+						}
+					}
+				}
+				if rules == 0 {
+					t.Fatal("no Ripple rules Role or ClusterRole rendered")
+				}
+				_, c := rippleDeployment(t, objs)
+				var got []string
+				for _, a := range c.Args {
+					if strings.HasPrefix(a, "--restart-method") {
+						got = append(got, a)
+					}
+				}
+				if wantArgs := slices.DeleteFunc([]string{tc.arg}, func(s string) bool { return s == "" }); !slices.Equal(got, wantArgs) {
+					t.Errorf("arguments %q, want %q", got, wantArgs)
+				}
+			})
+		}
+	}
+}
