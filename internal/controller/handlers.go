@@ -18,6 +18,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // sourceChanged passes source events that can change a reload decision:
@@ -84,10 +85,22 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		// in an initial list (whose queue defaults to low priority).
 		addChange(q, req, window)
 		if window > 0 {
-			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now) })
+			hash := r.templateHash(ctx, obj)
+			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now).SawTemplate(hash) })
 			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 		}
 	}
+}
+
+// templateHash is the hash of obj's pod template as the cache holds it
+// when a source event arrives (plan.TemplateHash); empty when it has none.
+func (r *Reconciler) templateHash(ctx context.Context, obj client.Object) string {
+	tpl, err := workload.Template(ctx, r.Client, r.Kind, obj)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("reading the pod template at a source event", "error", err.Error())
+		return ""
+	}
+	return plan.TemplateHash(tpl)
 }
 
 // addChange queues req at normal priority after window.

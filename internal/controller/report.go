@@ -71,6 +71,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		return ctrl.Result{}, outcome{}, fmt.Errorf("writing %s %s: %w", r.Kind.Name(), client.ObjectKeyFromObject(obj), err)
 	}
 	r.reportRollback(ctx, obj, p)
+	r.reportWithTemplate(ctx, obj, p)
 	if p.Update.Paused != nil {
 		if *p.Update.Paused {
 			log.Info("paused", "workload", klog.KObj(obj), "kind", r.Kind.Name())
@@ -96,7 +97,11 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	}
 	strategyName := r.Settings.Strategy.Name()
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", strategyName)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)", list, strategyName)
+	note := ""
+	if p.TemplateFirst {
+		note = templateFirstNote
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (strategy %s)%s", list, strategyName, note)
 	if r.Alert != nil {
 		alert := notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName()}
 		for _, c := range p.Changes {

@@ -78,6 +78,9 @@ func Workload(kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec
 	if c, ok := kind.(workload.Checker); ok {
 		w.Invalid = c.Check(obj)
 	}
+	if tr, ok := kind.(workload.TemplateRoller); ok {
+		w.RollsWithTemplate = tr.RollsWithTemplate()
+	}
 	return w
 }
 

@@ -81,6 +81,9 @@ type Workload struct {
 	Pausable, Paused bool
 	// Invalid are the kind's own annotation problems (workload.Checker).
 	Invalid []string
+	// RollsWithTemplate is set when a change of the pod template by anyone
+	// starts new pods (not a CronJob's or a Job's): template.go.
+	RollsWithTemplate bool
 }
 
 // Source is one source that may reload the workload, as gathered.
@@ -120,6 +123,11 @@ type Pending struct {
 	// ID identifies the change set.
 	ID          string
 	First, Last time.Time
+	// Template is the hash of the pod template when the change set was
+	// first seen (TemplateHash); Moved is set when a source event came
+	// after the template had moved away from it (template.go).
+	Template string
+	Moved    bool
 }
 
 // Input is everything a plan looks at.
@@ -151,6 +159,9 @@ type Input struct {
 //   - RolledBack: the pod template was rolled back to a revision built for
 //     older data than Ripple last applied, which is still the current data:
 //     the pods read it, so nothing rolls (rollback.go).
+//   - TemplateApplied: the pod template was changed by someone else after
+//     the change was first seen (e.g. helm upgrade): the pods that change
+//     started read the current data, so nothing rolls (template.go).
 type State string
 
 // The source states.
@@ -164,6 +175,8 @@ const (
 	Missing      = State("Missing")
 	Untracked    = State("Untracked")
 	RolledBack   = State("RolledBack")
+	// TemplateApplied stays the state until the source changes again.
+	TemplateApplied = State("TemplateApplied")
 )
 
 // SourcePlan is the plan for one source, with its reason.
@@ -197,6 +210,14 @@ type Plan struct {
 	// RolledBack are the sources of a rollback this plan is the first to
 	// see (State RolledBack): the write records it, so it is reported once.
 	RolledBack []SourcePlan
+	// WithTemplate are the sources this plan records as applied by a
+	// change of the pod template made after them (State TemplateApplied),
+	// instead of rolling.
+	WithTemplate []SourcePlan
+	// TemplateFirst is set on a plan that rolls although the pod template
+	// was changed by someone else while its change set waited: a config
+	// changed after the template did, so its pods may have read older data.
+	TemplateFirst bool
 	// Pending is the settle state to keep; zero means none.
 	Pending Pending
 	// Wait is how long to wait for the settle window before acting; while
@@ -247,15 +268,20 @@ func For(in Input) Plan {
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 
 	p.Seen = in.Now
+	hash := TemplateHash(in.Workload.Template)
 	if len(p.Changes) > 0 {
 		p.Pending, p.Wait = settle(in.Pending, changeID(p.Changes), window, in.Now)
 		if !p.Pending.First.IsZero() {
 			p.Seen = p.Pending.First
+			if p.Pending.Template == "" {
+				p.Pending.Template = hash // found by this plan, not at an event
+			}
 		}
 	}
 	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
 		return p
 	}
+	withTemplate(in, &p, hash)
 	if in.DryRun {
 		p.Update, p.Requeue = dryRun(in, p, period)
 		p.WouldReload = len(p.Changes) > 0

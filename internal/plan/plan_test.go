@@ -398,11 +398,12 @@ func TestSettleWindow(t *testing.T) {
 	id := "ConfigMap/app=cm2;"
 
 	t.Run("the first sight of a change waits a window", func(t *testing.T) {
-		p := For(in(change...))
+		input := in(change...)
+		p := For(input)
 		if p.Wait != time.Second || p.Writes() {
 			t.Fatalf("wait %v, writes %v: want 1s and nothing written", p.Wait, p.Writes())
 		}
-		if p.Pending != (Pending{ID: id, First: now, Last: now}) {
+		if p.Pending != (Pending{ID: id, First: now, Last: now, Template: TemplateHash(input.Workload.Template)}) {
 			t.Errorf("pending %+v", p.Pending)
 		}
 	})

@@ -1,0 +1,207 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// templateRolls makes the workload one whose template changes roll it (a
+// Deployment).
+func templateRolls(i *Input) { i.Workload.RollsWithTemplate = true }
+
+// image sets the image of the workload's container: someone else's
+// change of the pod template (a helm upgrade).
+func image(v string) func(*Input) {
+	return func(i *Input) { i.Workload.Template.Spec.Containers[0].Image = v }
+}
+
+// seenAt opens the settle schedule of change set cm2, first seen a window
+// ago with the pod template as the options give it.
+func seenAt(opts ...func(*Input)) func(*Input) {
+	return func(i *Input) {
+		first := now.Add(-2 * time.Second)
+		i.Pending = Pending{ID: "ConfigMap/app=cm2;", First: first, Last: first, Template: TemplateHash(in(opts...).Workload.Template)}
+	}
+}
+
+// wrote is the workload after p's write: its annotations and template.
+func wrote(p Plan) func(*Input) {
+	return func(i *Input) {
+		for k, v := range p.Update.Annotations {
+			if v == nil {
+				delete(i.Workload.Annotations, k)
+			} else {
+				i.Workload.Annotations[k] = *v
+			}
+		}
+		if p.Update.Template != nil {
+			i.Workload.Template = p.Update.Template
+		}
+		i.Pending = p.Pending
+	}
+}
+
+func TestTemplateChangedWithTheConfig(t *testing.T) {
+	const window = time.Second
+	base := []func(*Input){templateRolls, both, digestOf(cmApp, "cm2"), func(i *Input) { i.SettleWindow = window }}
+	withTemplate := func(t *testing.T, p Plan) {
+		t.Helper()
+		if p.Reloads() || len(p.Changes) != 0 {
+			t.Fatalf("reloads %v, changes %v: the template change applied the data", p.Reloads(), changed(p))
+		}
+		if got := states(p)[cmApp]; got != TemplateApplied {
+			t.Errorf("state %s, want TemplateApplied", got)
+		}
+		if len(p.WithTemplate) != 1 || p.WithTemplate[0].Ref != cmApp || p.WithTemplate[0].Digest != "cm2" {
+			t.Errorf("WithTemplate %+v, want ConfigMap app at cm2", p.WithTemplate)
+		}
+		if p.Pending != (Pending{}) {
+			t.Errorf("pending %+v, want the change set done", p.Pending)
+		}
+	}
+	rolled := func(t *testing.T, p Plan) {
+		t.Helper()
+		if got := changed(p); !slices.Equal(got, []string{"ConfigMap/app=cm2"}) || !p.Reloads() || len(p.WithTemplate) != 0 {
+			t.Fatalf("changes %v, reloads %v, with template %d: want a rollout as before", got, p.Reloads(), len(p.WithTemplate))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  []func(*Input)
+		check func(*testing.T, Plan)
+	}{
+		{"template changed after the config: recorded as applied, env-vars",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2")}, withTemplate},
+		{"template changed after the config: recorded as applied, annotations",
+			[]func(*Input){annotationsStrategy("cm1"), seenAt(annotationsStrategy("cm1")), image("web:2")}, withTemplate},
+		{"template changed after the config, nothing on the template yet (record only)",
+			[]func(*Input){seenAt(), image("web:2")}, withTemplate},
+		{"template as first seen: rolls",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1"))}, rolled},
+		{"only a reloader's value on the template differs: rolls",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm0"))}, rolled},
+		{"a config event came after the template changed: rolls and says so",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Pending.Moved = true }},
+			func(t *testing.T, p Plan) {
+				rolled(t, p)
+				if !p.TemplateFirst {
+					t.Error("TemplateFirst unset: the Reloaded event must say the template changed first")
+				}
+			}},
+		{"a kind whose template starts no pods (CronJob): rolls",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Workload.RollsWithTemplate = false }}, rolled},
+		{"no template seen with the change set (a restart): rolls",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Pending.Template = "" }}, rolled},
+		{"a created config in the change set: rolls",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), recorded(map[string]string{"ConfigMap/app": "cm1"}),
+				func(i *Input) {
+					i.ReloadOnCreate, i.Sources[1].Created = true, now.Add(-time.Minute)
+					i.Pending.ID = "ConfigMap/app=cm2;Secret/db=s1;"
+				}},
+			func(t *testing.T, p Plan) {
+				if !p.Reloads() || len(p.WithTemplate) != 0 || len(p.Changes) != 2 {
+					t.Fatalf("reloads %v, with template %d: a created config rolls as before", p.Reloads(), len(p.WithTemplate))
+				}
+			}},
+		{"the settle window still open: waits",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Pending.Last = now }},
+			func(t *testing.T, p Plan) {
+				if p.Wait != window || p.Writes() || p.Pending.Template == "" {
+					t.Fatalf("wait %v, writes %v, pending %+v: want the window and the first template kept", p.Wait, p.Writes(), p.Pending)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, For(in(append(slices.Clone(base), tc.opts...)...)))
+		})
+	}
+}
+
+// The record the rule writes keeps the data applied once: the next plans
+// roll nothing and report nothing again, dry-run or not, a Deployment's
+// memory of Ripple's last record reads no rollback into it, and the
+// next change of the config rolls once.
+func TestTemplateAppliedIsRecordedOnce(t *testing.T) {
+	base := []func(*Input){templateRolls, both, digestOf(cmApp, "cm2"), envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"),
+		func(i *Input) { i.Applied = `{"ConfigMap/app":"cm1","Secret/db":"s1"}` }}
+	p := For(in(base...))
+	if a := aliasOf(t, p)["ConfigMap/app"]; a != (alias{Shown: "cm1", Means: "cm2", Template: true}) {
+		t.Fatalf("alias %+v, want cm1 standing for cm2, by the template", a)
+	}
+	if got := recordOf(t, p); got != nil && got["ConfigMap/app"] != "cm1" {
+		t.Errorf("record %v: the template still shows cm1", got)
+	}
+	for _, dry := range []bool{false, true} {
+		next := For(in(append(slices.Clone(base), wrote(p), func(i *Input) { i.DryRun = dry })...))
+		if next.Writes() || next.WouldReload || len(next.WithTemplate) != 0 || len(next.RolledBack) != 0 {
+			t.Errorf("dry-run %v: next plan writes %v, would reload %v, reports %d/%d: want nothing", dry, next.Writes(), next.WouldReload,
+				len(next.WithTemplate), len(next.RolledBack))
+		}
+		if got := states(next)[cmApp]; got != TemplateApplied {
+			t.Errorf("dry-run %v: state %s, want TemplateApplied kept for explain", dry, got)
+		}
+	}
+	later := For(in(append(slices.Clone(base), wrote(p), digestOf(cmApp, "cm3"), func(i *Input) { i.Pending = Pending{} })...))
+	if got := changed(later); !slices.Equal(got, []string{"ConfigMap/app=cm3"}) {
+		t.Errorf("a later change: changes %v, want one rollout to cm3", got)
+	}
+}
+
+func TestSawTemplate(t *testing.T) {
+	opened := Memory{}.Notice(now)
+	for _, tc := range []struct {
+		name string
+		m    Memory
+		hash string
+		want Pending
+	}{
+		{"the first event of a change set keeps the template", opened, "a", Pending{First: now, Last: now, Template: "a"}},
+		{"a later event, same template", opened.SawTemplate("a"), "a", Pending{First: now, Last: now, Template: "a"}},
+		{"a later event after the template changed", opened.SawTemplate("a"), "b", Pending{First: now, Last: now, Template: "a", Moved: true}},
+		{"no template read", opened, "", Pending{First: now, Last: now}},
+		{"no change set open", Memory{}, "a", Pending{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.m.SawTemplate(tc.hash).Pending; got != tc.want {
+				t.Errorf("pending %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Only someone else's change of the pod template moves its hash.
+func TestTemplateHash(t *testing.T) {
+	tpl := func(opts ...func(*Input)) *corev1.PodTemplateSpec { return in(opts...).Workload.Template }
+	plain := TemplateHash(tpl())
+	if plain == "" || plain != TemplateHash(tpl()) {
+		t.Fatalf("hash %q: want a stable, non-empty hash", plain)
+	}
+	for name, opts := range map[string][]func(*Input){
+		"an env var of the env-vars strategy":         {envVar(cmApp, "cm9")},
+		"an annotation of the annotations strategy":   {annotationsStrategy("cm9")},
+		"both strategies' values of several configs ": {envVar(cmApp, "cm9"), envVar(secDB, "s9"), annotationsStrategy("cm9")},
+	} {
+		if got := TemplateHash(tpl(opts...)); got != plain {
+			t.Errorf("%s moves the hash", name)
+		}
+	}
+	for name, opts := range map[string][]func(*Input){
+		"an image": {image("web:2")},
+		"a pod annotation": {func(i *Input) {
+			i.Workload.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+		}},
+		"an env var of one's": {func(i *Input) {
+			i.Workload.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_MODE", Value: "x"}}
+		}},
+	} {
+		if got := TemplateHash(tpl(opts...)); got == plain {
+			t.Errorf("%s does not move the hash", name)
+		}
+	}
+	if TemplateHash(nil) != "" {
+		t.Error("no template has a hash")
+	}
+}
