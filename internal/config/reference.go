@@ -117,7 +117,7 @@ func writeContracts(b *strings.Builder) {
 	for _, e := range [][3]string{
 		{"Reloaded", "Normal", "A rollout was written (Reloader's reason)."},
 		{"ReloadFail", "Warning", "The rollout's write failed (Reloader's reason)."},
-		{"ReloadSkipped", "Normal", "A reload was decided but not written; the message says why."},
+		{"ReloadSkipped", "Normal", "A reload was decided but not written; the message says why, e.g. the pod template was changed after the config (helm upgrade), so its new pods read the new data (docs/rollbacks.md)."},
 		{"WouldReload", "Normal", "--dry-run: the rollout that was not written."},
 		{"InvalidAnnotation", "Warning", "An annotation value was invalid; the message names it."},
 		{"RolloutQueued", "Normal", "The rollout waits for a slot (--max-concurrent-rollouts)."},
