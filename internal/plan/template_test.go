@@ -12,11 +12,9 @@ import (
 // Deployment).
 func templateRolls(i *Input) { i.Workload.RollsWithTemplate = true }
 
-// image sets the image of the workload's container: someone else's
+// newImage sets a new image on the workload's container: someone else's
 // change of the pod template (a helm upgrade).
-func image(v string) func(*Input) {
-	return func(i *Input) { i.Workload.Template.Spec.Containers[0].Image = v }
-}
+func newImage(i *Input) { i.Workload.Template.Spec.Containers[0].Image = "web:2" }
 
 // seenAt opens the settle schedule of change set cm2, first seen a window
 // ago with the pod template as the options give it.
@@ -74,17 +72,17 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 		check func(*testing.T, Plan)
 	}{
 		{"template changed after the config: recorded as applied, env-vars",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2")}, withTemplate},
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage}, withTemplate},
 		{"template changed after the config: recorded as applied, annotations",
-			[]func(*Input){annotationsStrategy("cm1"), seenAt(annotationsStrategy("cm1")), image("web:2")}, withTemplate},
+			[]func(*Input){annotationsStrategy("cm1"), seenAt(annotationsStrategy("cm1")), newImage}, withTemplate},
 		{"template changed after the config, nothing on the template yet (record only)",
-			[]func(*Input){seenAt(), image("web:2")}, withTemplate},
+			[]func(*Input){seenAt(), newImage}, withTemplate},
 		{"template as first seen: rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1"))}, rolled},
 		{"only a reloader's value on the template differs: rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm0"))}, rolled},
 		{"a config event came after the template changed: rolls and says so",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Pending.Moved = true }},
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Pending.Moved = true }},
 			func(t *testing.T, p Plan) {
 				rolled(t, p)
 				if !p.TemplateFirst {
@@ -92,11 +90,11 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 				}
 			}},
 		{"a kind whose template starts no pods (CronJob): rolls",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Workload.RollsWithTemplate = false }}, rolled},
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Workload.RollsWithTemplate = false }}, rolled},
 		{"no template seen with the change set (a restart): rolls",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Pending.Template = "" }}, rolled},
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Pending.Template = "" }}, rolled},
 		{"a created config in the change set: rolls",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), recorded(map[string]string{"ConfigMap/app": "cm1"}),
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, recorded(map[string]string{"ConfigMap/app": "cm1"}),
 				func(i *Input) {
 					i.ReloadOnCreate, i.Sources[1].Created = true, now.Add(-time.Minute)
 					i.Pending.ID = "ConfigMap/app=cm2;Secret/db=s1;"
@@ -107,7 +105,7 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 				}
 			}},
 		{"the settle window still open: waits",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"), func(i *Input) { i.Pending.Last = now }},
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Pending.Last = now }},
 			func(t *testing.T, p Plan) {
 				if p.Wait != window || p.Writes() || p.Pending.Template == "" {
 					t.Fatalf("wait %v, writes %v, pending %+v: want the window and the first template kept", p.Wait, p.Writes(), p.Pending)
@@ -125,7 +123,7 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 // memory of Ripple's last record reads no rollback into it, and the
 // next change of the config rolls once.
 func TestTemplateAppliedIsRecordedOnce(t *testing.T) {
-	base := []func(*Input){templateRolls, both, digestOf(cmApp, "cm2"), envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), image("web:2"),
+	base := []func(*Input){templateRolls, both, digestOf(cmApp, "cm2"), envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage,
 		func(i *Input) { i.Applied = `{"ConfigMap/app":"cm1","Secret/db":"s1"}` }}
 	p := For(in(base...))
 	if a := aliasOf(t, p)["ConfigMap/app"]; a != (alias{Shown: "cm1", Means: "cm2", Template: true}) {
@@ -189,7 +187,7 @@ func TestTemplateHash(t *testing.T) {
 		}
 	}
 	for name, opts := range map[string][]func(*Input){
-		"an image": {image("web:2")},
+		"an image": {newImage},
 		"a pod annotation": {func(i *Input) {
 			i.Workload.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
 		}},
