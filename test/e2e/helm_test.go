@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
@@ -23,24 +24,42 @@ import (
 const settleMargin = 5 * time.Second
 
 // `helm upgrade` (the helm binary) of a chart whose upgrade changes both
-// the Deployment's image and its ConfigMap: the upgrade's own rollout
-// starts pods that read the new data, so Ripple adds none. Exactly one new
+// the workload's image and its ConfigMap: the upgrade's own rollout starts
+// pods that read the new data, so Ripple adds none. Exactly one new
 // revision, a ReloadSkipped event saying why, and the next config change
-// rolls once as usual.
+// rolls once as usual. Both strategies; a Deployment and a StatefulSet.
 func TestHelmUpgradeRollsOnce(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		kind     *kit.WorkloadKind
+		strategy string
+		replicas int32
+	}{
+		{kit.Deployment, "env-vars", defaultReplicas},
+		{kit.Deployment, "annotations", defaultReplicas},
+		{kit.StatefulSet, "env-vars", statefulSetReplicaCount},
+	} {
+		t.Run(tc.kind.String()+"/"+tc.strategy, func(t *testing.T) {
+			t.Parallel()
+			testHelmUpgradeRollsOnce(t, tc.kind, tc.strategy, tc.replicas)
+		})
+	}
+}
+
+func testHelmUpgradeRollsOnce(t *testing.T, kind *kit.WorkloadKind, strategy string, replicas int32) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
-	startRipple(t, ns)
+	startRipple(t, ns, "--reload-strategy="+strategy)
 	chart := filepath.Join("testdata", "helm-upgrade")
 	helm := func(args ...string) {
 		t.Helper()
-		if _, err := helmchart.HelmEnv([]string{"KUBECONFIG=" + kc.Kubeconfig}, append(args, "--namespace", ns)...); err != nil {
+		args = append(args, "--namespace", ns, "--set", "kind="+kind.Name, "--set", fmt.Sprintf("replicas=%d", replicas))
+		if _, err := helmchart.HelmEnv([]string{"KUBECONFIG=" + kc.Kubeconfig}, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	helm("install", "web", chart)
-	w := trackDeployment(t, cs, ns, "web")
+	w := trackWorkload(t, cs, kind, ns, "web")
 	before := waitRolledOut(t, cs, w)
 	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
 	if err != nil {
@@ -50,19 +69,26 @@ func TestHelmUpgradeRollsOnce(t *testing.T) {
 
 	helm("upgrade", "web", chart, "--set", "image=registry.invalid/web:2", "--set", "config=v2")
 	after := expectRollouts(t, cs, map[workload]rollouts{w: {before: before[w], n: 1, checks: []templateCheck{
-		imageIs("registry.invalid/web:2"), noEnv(configEnv),
+		imageIs("registry.invalid/web:2"), noEnv(configEnv), noAnnotation(lastReloadedFromAnnot),
 	}}})
-	ev := eventOf(t, cs, ns, "ReloadSkipped")
+	ev := eventOf(t, cs, ns, kind.Name, "ReloadSkipped")
 	if !strings.Contains(ev, fmt.Sprintf("ConfigMap %q", configName)) || !strings.Contains(ev, "the pod template was changed after the config") {
 		t.Errorf("ReloadSkipped event %q does not name %s and the template change", ev, configName)
 	}
 	after = expectQuiet(t, cs, w, after[w], settleMargin)
-	if rev := after[w].annotations[deploymentRevision]; rev != "2" || after[w].revisions != 2 {
-		t.Errorf("after one helm upgrade: revision %s, %d ReplicaSets; want revision 2, 2 ReplicaSets", rev, after[w].revisions)
+	if after[w].revisions != before[w].revisions+1 {
+		t.Errorf("after one helm upgrade: %d revisions, want %d", after[w].revisions, before[w].revisions+1)
+	}
+	if rev := after[w].annotations[deploymentRevision]; kind == kit.Deployment && rev != "2" {
+		t.Errorf("after one helm upgrade: revision %s, want 2", rev)
 	}
 
 	next := setConfigMapValue(t, cs, ns, configName, "v3")
-	expectRollouts(t, cs, oneEach(after, envIs(configEnv, next)))
+	check := envIs(configEnv, next)
+	if strategy == "annotations" {
+		check = lastReloadedFrom("CONFIGMAP", configName, next)
+	}
+	expectRollouts(t, cs, oneEach(after, check))
 }
 
 // The other order, by kubectl: the Deployment's image first, its ConfigMap
@@ -101,17 +127,36 @@ func TestTemplateFirstThenConfigRollsTwice(t *testing.T) {
 	podsPass(t, cs, ns, "app=web", envIs(configEnv, sum), imageIs("registry.invalid/web:2"))
 }
 
-// trackDeployment starts counting the template changes of Deployment name,
-// created by someone else (helm), as workload.create does for its own.
-func trackDeployment(t *testing.T, cs kubernetes.Interface, ns, name string) workload {
+// trackWorkload starts counting the template changes of the workload of
+// kind named name, created by someone else (helm), as workload.create does
+// for its own.
+func trackWorkload(t *testing.T, cs kubernetes.Interface, kind *kit.WorkloadKind, ns, name string) workload {
 	t.Helper()
-	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+	var (
+		obj runtime.Object
+		err error
+	)
+	if kind == kit.StatefulSet {
+		obj, err = cs.AppsV1().StatefulSets(ns).Get(t.Context(), name, metav1.GetOptions{})
+	} else {
+		obj, err = cs.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := workload{kind: kit.Deployment, ns: ns, name: name}
-	watchTemplate(t, cs, w, d)
+	w := workload{kind: kind, ns: ns, name: name}
+	watchTemplate(t, cs, w, obj)
 	return w
+}
+
+// noAnnotation checks that the template has no annotation key.
+func noAnnotation(key string) templateCheck {
+	return func(tpl *corev1.PodTemplateSpec) error {
+		if v, ok := tpl.Annotations[key]; ok {
+			return fmt.Errorf("pod-template annotation %s=%s, want none", key, v)
+		}
+		return nil
+	}
 }
 
 // imageIs checks the image of the template's first container.
@@ -142,9 +187,9 @@ func expectQuiet(t *testing.T, cs kubernetes.Interface, w workload, s snapshot, 
 	return map[workload]snapshot{w: w.get(t, cs)}
 }
 
-// eventOf returns the message of the one Normal event with reason on
-// Deployment web in ns.
-func eventOf(t *testing.T, cs kubernetes.Interface, ns, reason string) string {
+// eventOf returns the message of the one Normal event with reason on the
+// workload of kind named web in ns.
+func eventOf(t *testing.T, cs kubernetes.Interface, ns, kind, reason string) string {
 	t.Helper()
 	var got []string
 	waitFor(t, "a "+reason+" event", func(ctx context.Context) (bool, error) {
@@ -154,7 +199,7 @@ func eventOf(t *testing.T, cs kubernetes.Interface, ns, reason string) string {
 		}
 		got = nil
 		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == "Deployment" && e.InvolvedObject.Name == "web" && e.Type == corev1.EventTypeNormal {
+			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == "web" && e.Type == corev1.EventTypeNormal {
 				got = append(got, e.Message)
 			}
 		}
