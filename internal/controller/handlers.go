@@ -86,7 +86,7 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		addChange(q, req, window)
 		if window > 0 {
 			hash := r.templateHash(ctx, obj)
-			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now).SawTemplate(hash) })
+			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now).SawTemplate(hash, now) })
 			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 		}
 	}

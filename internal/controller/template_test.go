@@ -61,21 +61,21 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 	w.wantEvent(w.drain(), ReasonReloaded)
 }
 
-// A config event that comes after the template changed (while the first
-// change set waited) rolls, and the Reloaded Event says the template
-// changed first.
+// A config event that comes after Ripple saw the template change (while
+// the first change set waited) rolls, and the Reloaded Event says the
+// template changed first.
 func TestTemplateFirstRolls(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment})
 	w.create(configMap(), deployment("web"))
 	w.baseline("web")
 	w.change("Deployment", "v2")
-	d := w.web()
-	d.Spec.Template.Spec.Containers[0].Image = "app:2"
-	if err := w.c.Update(t.Context(), d); err != nil {
-		t.Fatal(err)
-	}
-	w.clk.Step(100 * time.Millisecond)
+	w.clk.Step(50 * time.Millisecond)
+	w.setImage("app:2")
+	w.reconcile("Deployment", "web") // the Deployment's own event
+	w.clk.Step(50 * time.Millisecond)
 	v3 := w.change("Deployment", "v3")
+	w.clk.Step(time.Second)
+	w.reconcile("Deployment", "web") // a new change set: a window from now
 	w.clk.Step(time.Second)
 	w.reconcile("Deployment", "web")
 	if w.applied("web") != v3 {
@@ -83,5 +83,34 @@ func TestTemplateFirstRolls(t *testing.T) {
 	}
 	if ev := w.wantEvent(w.drain(), ReasonReloaded); !strings.Contains(ev, "the pod template was changed before the config") {
 		t.Errorf("Reloaded Event %q does not say the template changed first", ev)
+	}
+}
+
+// The template and the configs come through separate watches: a config
+// event that finds a template change Ripple had not seen yet counts it as
+// made with the config (helm writes the ConfigMap first, but the
+// Deployment's event may be delivered first).
+func TestTemplateSeenWithTheConfigEvent(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment})
+	w.create(configMap(), deployment("web"))
+	w.baseline("web")
+	w.setImage("app:2")
+	w.change("Deployment", "v2")
+	w.clk.Step(time.Second)
+	w.reconcile("Deployment", "web")
+	if w.applied("web") != "" {
+		t.Fatalf("applied %q: want the template change to be the only rollout", w.applied("web"))
+	}
+	w.wantEvent(w.drain(), ReasonReloadSkipped)
+}
+
+// setImage changes the image of Deployment web: someone else's change of
+// its pod template.
+func (w *world) setImage(image string) {
+	w.t.Helper()
+	d := w.web()
+	d.Spec.Template.Spec.Containers[0].Image = image
+	if err := w.c.Update(w.t.Context(), d); err != nil {
+		w.t.Fatal(err)
 	}
 }

@@ -39,11 +39,15 @@ type Memory struct {
 	// with its template, so only this tells that Ripple applied newer data
 	// since (rollback.go).
 	Applied string
+	// Template is the pod template as Ripple last saw it, and when it saw
+	// someone else change it (template.go).
+	Template TemplateSeen
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == ""
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
+		m.Template == (TemplateSeen{})
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -54,9 +58,9 @@ func (m Memory) Notice(t time.Time) Memory {
 }
 
 // Planned is the memory after plan p, which For made from it: the settle
-// and storm-breaker state p keeps.
+// and storm-breaker state p keeps, and the pod template it saw.
 func (m Memory) Planned(p Plan) Memory {
-	m.Pending, m.Storm = p.Pending, p.Storm
+	m.Pending, m.Storm, m.Template = p.Pending, p.Storm, p.Template
 	return m
 }
 

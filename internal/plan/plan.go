@@ -123,11 +123,6 @@ type Pending struct {
 	// ID identifies the change set.
 	ID          string
 	First, Last time.Time
-	// Template is the hash of the pod template when the change set was
-	// first seen (TemplateHash); Moved is set when a source event came
-	// after the template had moved away from it (template.go).
-	Template string
-	Moved    bool
 }
 
 // Input is everything a plan looks at.
@@ -138,7 +133,8 @@ type Input struct {
 	// kind order, then name.
 	Sources []Source
 	// Memory is what Ripple remembers of the workload: For looks at its
-	// settle schedule (Pending) and storm-breaker state (Storm).
+	// settle schedule (Pending), storm-breaker state (Storm) and the pod
+	// template it last saw (Template).
 	Memory
 	Now time.Time
 }
@@ -218,6 +214,8 @@ type Plan struct {
 	// was changed by someone else while its change set waited: a config
 	// changed after the template did, so its pods may have read older data.
 	TemplateFirst bool
+	// Template is the pod template as seen by this plan, to keep.
+	Template TemplateSeen
 	// Pending is the settle state to keep; zero means none.
 	Pending Pending
 	// Wait is how long to wait for the settle window before acting; while
@@ -268,20 +266,17 @@ func For(in Input) Plan {
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 
 	p.Seen = in.Now
-	hash := TemplateHash(in.Workload.Template)
+	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now)
 	if len(p.Changes) > 0 {
 		p.Pending, p.Wait = settle(in.Pending, changeID(p.Changes), window, in.Now)
 		if !p.Pending.First.IsZero() {
 			p.Seen = p.Pending.First
-			if p.Pending.Template == "" {
-				p.Pending.Template = hash // found by this plan, not at an event
-			}
 		}
 	}
 	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
 		return p
 	}
-	withTemplate(in, &p, hash)
+	withTemplate(in, &p)
 	if in.DryRun {
 		p.Update, p.Requeue = dryRun(in, p, period)
 		p.WouldReload = len(p.Changes) > 0

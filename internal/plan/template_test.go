@@ -16,12 +16,21 @@ func templateRolls(i *Input) { i.Workload.RollsWithTemplate = true }
 // change of the pod template (a helm upgrade).
 func newImage(i *Input) { i.Workload.Template.Spec.Containers[0].Image = "web:2" }
 
-// seenAt opens the settle schedule of change set cm2, first seen a window
-// ago with the pod template as the options give it.
+// seenAt opens the settle schedule of change set cm2, first and last seen
+// a window ago, and remembers the pod template as the options give it, as
+// last seen before the change.
 func seenAt(opts ...func(*Input)) func(*Input) {
 	return func(i *Input) {
 		first := now.Add(-2 * time.Second)
-		i.Pending = Pending{ID: "ConfigMap/app=cm2;", First: first, Last: first, Template: TemplateHash(in(opts...).Workload.Template)}
+		i.Pending = Pending{ID: "ConfigMap/app=cm2;", First: first, Last: first}
+		i.Template = TemplateSeen{Hash: TemplateHash(in(opts...).Workload.Template)}
+	}
+}
+
+// templateChanged says Ripple saw the template change d before now.
+func templateChanged(d time.Duration) func(*Input) {
+	return func(i *Input) {
+		i.Template = TemplateSeen{Hash: TemplateHash(i.Workload.Template), Changed: now.Add(-d)}
 	}
 }
 
@@ -38,7 +47,7 @@ func wrote(p Plan) func(*Input) {
 		if p.Update.Template != nil {
 			i.Workload.Template = p.Update.Template
 		}
-		i.Pending = p.Pending
+		i.Pending, i.Template = p.Pending, p.Template
 	}
 }
 
@@ -71,18 +80,31 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 		opts  []func(*Input)
 		check func(*testing.T, Plan)
 	}{
-		{"template changed after the config: recorded as applied, env-vars",
+		{"template changed after the config, seen by this plan: recorded as applied, env-vars",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage}, withTemplate},
-		{"template changed after the config: recorded as applied, annotations",
+		{"template changed after the config, seen by this plan: recorded as applied, annotations",
 			[]func(*Input){annotationsStrategy("cm1"), seenAt(annotationsStrategy("cm1")), newImage}, withTemplate},
 		{"template changed after the config, nothing on the template yet (record only)",
 			[]func(*Input){seenAt(), newImage}, withTemplate},
-		{"template as first seen: rolls",
+		{"template change seen after the config event (the workload's own event)",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(time.Second)}, withTemplate},
+		{"template change seen with the config event",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(2 * time.Second)}, withTemplate},
+		{"template as last seen: rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1"))}, rolled},
 		{"only a reloader's value on the template differs: rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm0"))}, rolled},
+		{"template changed before the change set: rolls",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(5 * time.Second)},
+			func(t *testing.T, p Plan) {
+				rolled(t, p)
+				if p.TemplateFirst {
+					t.Error("TemplateFirst set for a template change older than the change set")
+				}
+			}},
 		{"a config event came after the template changed: rolls and says so",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Pending.Moved = true }},
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(1500 * time.Millisecond),
+				func(i *Input) { i.Pending.Last = now.Add(-time.Second) }},
 			func(t *testing.T, p Plan) {
 				rolled(t, p)
 				if !p.TemplateFirst {
@@ -91,8 +113,14 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 			}},
 		{"a kind whose template starts no pods (CronJob): rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Workload.RollsWithTemplate = false }}, rolled},
-		{"no template seen with the change set (a restart): rolls",
-			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Pending.Template = "" }}, rolled},
+		{"the template never seen before (a restart): rolls, and is remembered",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Template = TemplateSeen{} }},
+			func(t *testing.T, p Plan) {
+				rolled(t, p)
+				if p.Template.Hash == "" || !p.Template.Changed.IsZero() {
+					t.Errorf("template %+v, want its hash, with no change seen", p.Template)
+				}
+			}},
 		{"a created config in the change set: rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, recorded(map[string]string{"ConfigMap/app": "cm1"}),
 				func(i *Input) {
@@ -104,11 +132,11 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 					t.Fatalf("reloads %v, with template %d: a created config rolls as before", p.Reloads(), len(p.WithTemplate))
 				}
 			}},
-		{"the settle window still open: waits",
+		{"the settle window still open: waits, and remembers the change",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage, func(i *Input) { i.Pending.Last = now }},
 			func(t *testing.T, p Plan) {
-				if p.Wait != window || p.Writes() || p.Pending.Template == "" {
-					t.Fatalf("wait %v, writes %v, pending %+v: want the window and the first template kept", p.Wait, p.Writes(), p.Pending)
+				if p.Wait != window || p.Writes() || !p.Template.Changed.Equal(now) {
+					t.Fatalf("wait %v, writes %v, template %+v: want the window and the change seen now", p.Wait, p.Writes(), p.Template)
 				}
 			}},
 	} {
@@ -124,7 +152,7 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 // next change of the config rolls once.
 func TestTemplateAppliedIsRecordedOnce(t *testing.T) {
 	base := []func(*Input){templateRolls, both, digestOf(cmApp, "cm2"), envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage,
-		func(i *Input) { i.Applied = `{"ConfigMap/app":"cm1","Secret/db":"s1"}` }}
+		func(i *Input) { i.Applied, i.SettleWindow = `{"ConfigMap/app":"cm1","Secret/db":"s1"}`, time.Second }}
 	p := For(in(base...))
 	if a := aliasOf(t, p)["ConfigMap/app"]; a != (alias{Shown: "cm1", Means: "cm2", Template: true}) {
 		t.Fatalf("alias %+v, want cm1 standing for cm2, by the template", a)
@@ -142,31 +170,40 @@ func TestTemplateAppliedIsRecordedOnce(t *testing.T) {
 			t.Errorf("dry-run %v: state %s, want TemplateApplied kept for explain", dry, got)
 		}
 	}
-	later := For(in(append(slices.Clone(base), wrote(p), digestOf(cmApp, "cm3"), func(i *Input) { i.Pending = Pending{} })...))
-	if got := changed(later); !slices.Equal(got, []string{"ConfigMap/app=cm3"}) {
-		t.Errorf("a later change: changes %v, want one rollout to cm3", got)
+	later := For(in(append(slices.Clone(base), wrote(p), digestOf(cmApp, "cm3"), func(i *Input) {
+		first := now.Add(-2 * time.Second) // a window after the template change
+		i.Pending, i.Template.Changed = Pending{ID: "ConfigMap/app=cm3;", First: first, Last: first}, first.Add(-time.Minute)
+	})...))
+	if got := changed(later); !slices.Equal(got, []string{"ConfigMap/app=cm3"}) || !later.Reloads() {
+		t.Errorf("a later change: changes %v, reloads %v, want one rollout to cm3", got, later.Reloads())
 	}
 }
 
 func TestSawTemplate(t *testing.T) {
-	opened := Memory{}.Notice(now)
+	later := now.Add(time.Second)
 	for _, tc := range []struct {
 		name string
-		m    Memory
+		seen TemplateSeen
 		hash string
-		want Pending
+		want TemplateSeen
 	}{
-		{"the first event of a change set keeps the template", opened, "a", Pending{First: now, Last: now, Template: "a"}},
-		{"a later event, same template", opened.SawTemplate("a"), "a", Pending{First: now, Last: now, Template: "a"}},
-		{"a later event after the template changed", opened.SawTemplate("a"), "b", Pending{First: now, Last: now, Template: "a", Moved: true}},
-		{"no template read", opened, "", Pending{First: now, Last: now}},
-		{"no change set open", Memory{}, "a", Pending{}},
+		{"first sight: no change seen", TemplateSeen{}, "a", TemplateSeen{Hash: "a"}},
+		{"the same template", TemplateSeen{Hash: "a", Changed: now}, "a", TemplateSeen{Hash: "a", Changed: now}},
+		{"a changed template", TemplateSeen{Hash: "a"}, "b", TemplateSeen{Hash: "b", Changed: later}},
+		{"changed again", TemplateSeen{Hash: "b", Changed: now}, "c", TemplateSeen{Hash: "c", Changed: later}},
+		{"no template read", TemplateSeen{Hash: "a", Changed: now}, "", TemplateSeen{Hash: "a", Changed: now}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.m.SawTemplate(tc.hash).Pending; got != tc.want {
-				t.Errorf("pending %+v, want %+v", got, tc.want)
+			if got := (Memory{Template: tc.seen}).SawTemplate(tc.hash, later).Template; got != tc.want {
+				t.Errorf("template %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+	if m := (Memory{}).SawTemplate("a", now); m.IsZero() {
+		t.Error("a memory that keeps a template is zero: the store would drop it")
+	}
+	if m := (Memory{}).Planned(Plan{Template: TemplateSeen{Hash: "a"}}); m.Template.Hash != "a" {
+		t.Errorf("Planned kept template %+v", m.Template)
 	}
 }
 
