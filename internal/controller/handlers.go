@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -43,7 +44,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // source of an event.
 func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 	enqueue := func(ctx context.Context, src client.Object, q queue, change bool) {
-		r.enqueueDependents(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, q, change)
+		r.enqueueDependentsAt(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, src.GetResourceVersion(), q, change)
 	}
 	return handler.Funcs{
 		// The initial list at start is no change: its reconciles catch up
@@ -67,6 +68,13 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 // workload is queued for when that window closes, so that its first
 // reconcile acts instead of only learning that it must wait.
 func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue, change bool) {
+	r.enqueueDependentsAt(ctx, ns, src, "", q, change)
+}
+
+// enqueueDependentsAt is enqueueDependents of an event that brought src at
+// resourceVersion version, which orders it against a change of a
+// workload's pod template (plan's TemplateApplied); empty when not known.
+func (r *Reconciler) enqueueDependentsAt(ctx context.Context, ns string, src refs.Ref, version string, q queue, change bool) {
 	objs, err := r.Finder.Of(ctx, r.Kind, ns, src)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
@@ -85,8 +93,10 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		// in an initial list (whose queue defaults to low priority).
 		addChange(q, req, window)
 		if window > 0 {
-			hash := r.templateHash(ctx, obj)
-			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now).SawTemplate(hash, now) })
+			hash, at := r.templateHash(ctx, obj), gather.Version(r.Kind, obj)
+			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory {
+				return m.Notice(now).SawTemplate(hash, now, at).SourceVersion(version)
+			})
 			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 		}
 	}

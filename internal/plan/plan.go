@@ -84,6 +84,10 @@ type Workload struct {
 	// RollsWithTemplate is set when a change of the pod template by anyone
 	// starts new pods (not a CronJob's or a Job's): template.go.
 	RollsWithTemplate bool
+	// Version is the workload's resourceVersion, which orders a change of
+	// its template against a config's (template.go); empty when its
+	// template is another object's (a Rollout's workloadRef).
+	Version string
 }
 
 // Source is one source that may reload the workload, as gathered.
@@ -123,6 +127,9 @@ type Pending struct {
 	// ID identifies the change set.
 	ID          string
 	First, Last time.Time
+	// Version is the resourceVersion of the latest source event of the
+	// set, when known (template.go).
+	Version string
 }
 
 // Input is everything a plan looks at.
@@ -266,7 +273,7 @@ func For(in Input) Plan {
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 
 	p.Seen = in.Now
-	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now)
+	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now, in.Workload.Version)
 	if len(p.Changes) > 0 {
 		p.Pending, p.Wait = settle(in.Pending, changeID(p.Changes), window, in.Now)
 		if !p.Pending.First.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,14 +24,20 @@ import (
 //
 // The order is what Ripple observed. Its memory keeps a hash of the pod
 // template as last seen (Memory.Template), without the values reloaders
-// write on it, so Ripple's own writes never count, and when it saw the
-// hash change: at a source event (Memory.SawTemplate) or a plan, whichever
-// comes first. The template and the sources come through separate watches,
-// so a template change that arrives with a config event (Ripple had not
-// seen it before) counts as made with it. Only a template change seen at
-// or after the last change of the set applies it; one seen between the
-// first and the last rolls, and says so (Plan.TemplateFirst); one seen
-// before the set is an older change. Only the pod template counts, not the
+// write on it, so Ripple's own writes never count, and when and at which
+// resourceVersion of the workload it saw the hash change: at a source
+// event (Memory.SawTemplate) or a plan, whichever comes first. A source
+// event keeps its object's resourceVersion with the change set
+// (Memory.SourceVersion). The template and the sources come through
+// separate watches, whose events can arrive in either order and seconds
+// apart on a busy API server, so the resourceVersions decide when both are
+// known: one etcd orders every write, and the workload's version when the
+// change was seen is at or after the template's write. Only a template
+// change after the last change of the set applies it. Without versions
+// (a Rollout's workloadRef, a change set found by a plan), the times Ripple
+// saw them decide: a template change seen at or after the last change of
+// the set applies it. One seen between the first and the last change rolls,
+// and says so (Plan.TemplateFirst). Only the pod template counts, not the
 // generation, which a scale (an HPA) moves too.
 //
 // The memory is lost on restart: the first sight of a template has no
@@ -56,40 +63,72 @@ func TemplateHash(tpl *corev1.PodTemplateSpec) string {
 type TemplateSeen struct {
 	// Hash is its TemplateHash.
 	Hash string
-	// Changed is when Ripple saw Hash change; zero when it has seen no
-	// change since it first saw the template.
+	// Changed is when Ripple saw Hash change, and Version the workload's
+	// resourceVersion then; zero when it has seen no change since it first
+	// saw the template.
 	Changed time.Time
+	Version string
 }
 
-// Saw is s after the template was seen with hash at t.
-func (s TemplateSeen) Saw(hash string, t time.Time) TemplateSeen {
+// Saw is s after the template was seen with hash at t, in the workload at
+// version.
+func (s TemplateSeen) Saw(hash string, t time.Time, version string) TemplateSeen {
 	switch {
 	case hash == "" || hash == s.Hash:
 		return s
 	case s.Hash == "":
 		return TemplateSeen{Hash: hash} // first sight: no change seen
 	}
-	return TemplateSeen{Hash: hash, Changed: t}
+	return TemplateSeen{Hash: hash, Changed: t, Version: version}
 }
 
 // SawTemplate is the memory after a source event at t found the pod
-// template with hash.
-func (m Memory) SawTemplate(hash string, t time.Time) Memory {
-	m.Template = m.Template.Saw(hash, t)
+// template with hash, in the workload at version.
+func (m Memory) SawTemplate(hash string, t time.Time, version string) Memory {
+	m.Template = m.Template.Saw(hash, t, version)
 	return m
 }
 
+// SourceVersion is the memory after a source event noticed (Notice) came
+// with the source at version: the latest of the set's.
+func (m Memory) SourceVersion(version string) Memory {
+	if v, ok := parseVersion(version); ok && !m.Pending.First.IsZero() {
+		if old, known := parseVersion(m.Pending.Version); !known || v > old {
+			m.Pending.Version = version
+		}
+	}
+	return m
+}
+
+// after reports whether the template change t came after the last change
+// of the set p: by resourceVersion when both are known, else by when Ripple
+// saw them.
+func after(t TemplateSeen, p Pending) bool {
+	tv, ok := parseVersion(t.Version)
+	pv, known := parseVersion(p.Version)
+	if ok && known {
+		return tv > pv
+	}
+	return !t.Changed.Before(p.Last) && !t.Changed.Before(p.First)
+}
+
+// parseVersion reads a resourceVersion as the etcd revision it is.
+func parseVersion(v string) (uint64, bool) {
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}
+
 // withTemplate applies the rule to p, whose settle window has closed: when
-// someone else changed the pod template at or after the last change of the
-// set, each changed source becomes TemplateApplied and nothing rolls. A
-// change set with a created or deleted source rolls as before.
+// someone else changed the pod template after the last change of the set,
+// each changed source becomes TemplateApplied and nothing rolls. A change
+// set with a created or deleted source rolls as before.
 func withTemplate(in Input, p *Plan) {
 	changed, pending := p.Template.Changed, p.Pending
 	switch {
-	case len(p.Changes) == 0 || !in.Workload.RollsWithTemplate || changed.IsZero() || pending.First.IsZero() || changed.Before(pending.First):
+	case len(p.Changes) == 0 || !in.Workload.RollsWithTemplate || changed.IsZero() || pending.First.IsZero():
 		return
-	case changed.Before(pending.Last):
-		p.TemplateFirst = true // a config changed after the template did
+	case !after(p.Template, pending):
+		p.TemplateFirst = !changed.Before(pending.First) // a config changed after the template did
 		return
 	}
 	for _, sp := range p.Sources {

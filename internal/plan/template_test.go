@@ -34,6 +34,12 @@ func templateChanged(d time.Duration) func(*Input) {
 	}
 }
 
+// versions sets the resourceVersions of the template change Ripple saw
+// and of the change set's last source event.
+func versions(template, source string) func(*Input) {
+	return func(i *Input) { i.Template.Version, i.Pending.Version = template, source }
+}
+
 // wrote is the workload after p's write: its annotations and template.
 func wrote(p Plan) func(*Input) {
 	return func(i *Input) {
@@ -90,6 +96,16 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(time.Second)}, withTemplate},
 		{"template change seen with the config event",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(2 * time.Second)}, withTemplate},
+		{"by resourceVersion: the template written after the config, its event delivered first",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(5 * time.Second), versions("20", "10")}, withTemplate},
+		{"by resourceVersion: the template written before the config, seen with its event",
+			[]func(*Input){envVar(cmApp, "cm1"), seenAt(), newImage, templateChanged(2 * time.Second), versions("10", "20")},
+			func(t *testing.T, p Plan) {
+				rolled(t, p)
+				if !p.TemplateFirst {
+					t.Error("TemplateFirst unset: the Reloaded event must say the template changed first")
+				}
+			}},
 		{"template as last seen: rolls",
 			[]func(*Input){envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1"))}, rolled},
 		{"only a reloader's value on the template differs: rolls",
@@ -189,21 +205,45 @@ func TestSawTemplate(t *testing.T) {
 	}{
 		{"first sight: no change seen", TemplateSeen{}, "a", TemplateSeen{Hash: "a"}},
 		{"the same template", TemplateSeen{Hash: "a", Changed: now}, "a", TemplateSeen{Hash: "a", Changed: now}},
-		{"a changed template", TemplateSeen{Hash: "a"}, "b", TemplateSeen{Hash: "b", Changed: later}},
-		{"changed again", TemplateSeen{Hash: "b", Changed: now}, "c", TemplateSeen{Hash: "c", Changed: later}},
+		{"a changed template", TemplateSeen{Hash: "a"}, "b", TemplateSeen{Hash: "b", Changed: later, Version: "7"}},
+		{"changed again", TemplateSeen{Hash: "b", Changed: now, Version: "7"}, "c", TemplateSeen{Hash: "c", Changed: later, Version: "9"}},
 		{"no template read", TemplateSeen{Hash: "a", Changed: now}, "", TemplateSeen{Hash: "a", Changed: now}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := (Memory{Template: tc.seen}).SawTemplate(tc.hash, later).Template; got != tc.want {
+			if got := (Memory{Template: tc.seen}).SawTemplate(tc.hash, later, tc.want.Version).Template; got != tc.want {
 				t.Errorf("template %+v, want %+v", got, tc.want)
 			}
 		})
 	}
-	if m := (Memory{}).SawTemplate("a", now); m.IsZero() {
+	if m := (Memory{}).SawTemplate("a", now, "1"); m.IsZero() {
 		t.Error("a memory that keeps a template is zero: the store would drop it")
 	}
 	if m := (Memory{}).Planned(Plan{Template: TemplateSeen{Hash: "a"}}); m.Template.Hash != "a" {
 		t.Errorf("Planned kept template %+v", m.Template)
+	}
+}
+
+// A source event keeps the latest resourceVersion of its change set.
+func TestSourceVersion(t *testing.T) {
+	opened := Memory{}.Notice(now)
+	for _, tc := range []struct {
+		name    string
+		m       Memory
+		version string
+		want    string
+	}{
+		{"the first event of a set", opened, "10", "10"},
+		{"a later one", opened.SourceVersion("10"), "12", "12"},
+		{"an older one delivered late", opened.SourceVersion("12"), "10", "12"},
+		{"no version", opened.SourceVersion("12"), "", "12"},
+		{"not a number", opened, "x1", ""},
+		{"no change set open", Memory{}, "10", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.m.SourceVersion(tc.version).Pending.Version; got != tc.want {
+				t.Errorf("version %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
