@@ -89,6 +89,22 @@ func (m Memory) SawTemplate(hash string, t time.Time, version string) Memory {
 	return m
 }
 
+// PlannedFrom is the memory after plan p, which For made from read: the
+// memory as it was when the plan read it; m is the memory now. A source
+// event noticed in between (Notice, SawTemplate, SourceVersion) changed the
+// settle schedule or the template: that is kept, since the plan did not
+// see it and the event queued a reconcile that will, so that its time and
+// version still order it against a template change.
+func (m Memory) PlannedFrom(read Memory, p Plan) Memory {
+	if m.Pending == read.Pending && m.Template == read.Template {
+		return m.Planned(p)
+	}
+	pending, seen := m.Pending, m.Template
+	m = m.Planned(p)
+	m.Pending, m.Template = pending, seen.Saw(p.Template.Hash, p.Template.Changed, p.Template.Version)
+	return m
+}
+
 // SourceVersion is the memory after a source event noticed (Notice) came
 // with the source at version: the latest of the set's.
 func (m Memory) SourceVersion(version string) Memory {

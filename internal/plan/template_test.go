@@ -280,3 +280,22 @@ func TestTemplateHash(t *testing.T) {
 		t.Error("no template has a hash")
 	}
 }
+
+// A source event noticed while a plan ran is not lost when the plan's
+// memory is kept: its settle schedule and version still order it.
+func TestPlannedFrom(t *testing.T) {
+	read := Memory{Template: TemplateSeen{Hash: "a"}}
+	p := Plan{Template: TemplateSeen{Hash: "b", Changed: now, Version: "20"}, Storm: Storm{ID: "y"}}
+	if m := read.PlannedFrom(read, p); m.Pending != (Pending{}) || m.Template != p.Template || m.Storm.ID != "y" {
+		t.Errorf("nothing in between: %+v, want the plan's", m)
+	}
+	noticed := read.Notice(now).SourceVersion("10")
+	m := noticed.PlannedFrom(read, p)
+	if m.Pending != noticed.Pending || m.Template != p.Template || m.Storm.ID != "y" {
+		t.Errorf("an event in between: %+v, want its settle schedule and the plan's template and storm", m)
+	}
+	seen := read.SawTemplate("b", now.Add(-time.Second), "15")
+	if m := seen.PlannedFrom(read, p); m.Template != seen.Template {
+		t.Errorf("the event saw the change first: template %+v, want %+v", m.Template, seen.Template)
+	}
+}
