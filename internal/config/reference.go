@@ -120,8 +120,8 @@ func writeContracts(b *strings.Builder) {
 	for _, e := range [][3]string{
 		{"Reloaded", "Normal", "A rollout was written (Reloader's reason)."},
 		{"ReloadFail", "Warning", "The rollout's write failed (Reloader's reason)."},
-		{"ReloadSkipped", "Normal", "A reload was decided but not written; the message says why."},
 		{"WouldReload", "Normal", "--dry-run, or the notify reload policy: the rollout that was not written."},
+		{"ReloadSkipped", "Normal", "A reload was decided but not written; the message says why, e.g. the pod template was changed after the config (helm upgrade), so its new pods read the new data (docs/rollbacks.md)."},
 		{"ReloadPending", "Normal", "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and their digests."},
 		{"ApprovalSuperseded", "Warning", "An approval named a digest that is no longer the pending one (the config changed again since, or nothing was pending): not applied, removed."},
 		{"InvalidAnnotation", "Warning", "An annotation value was invalid; the message names it."},

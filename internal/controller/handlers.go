@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // sourceChanged passes source events that can change a reload decision:
@@ -42,7 +44,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // source of an event.
 func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 	enqueue := func(ctx context.Context, src client.Object, q queue, change bool) {
-		r.enqueueDependents(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, q, change)
+		r.enqueueDependentsAt(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, src.GetResourceVersion(), q, change)
 	}
 	return handler.Funcs{
 		// The initial list at start is no change: its reconciles catch up
@@ -66,6 +68,13 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 // workload is queued for when that window closes, so that its first
 // reconcile acts instead of only learning that it must wait.
 func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue, change bool) {
+	r.enqueueDependentsAt(ctx, ns, src, "", q, change)
+}
+
+// enqueueDependentsAt is enqueueDependents of an event that brought src at
+// resourceVersion version, which orders it against a change of a
+// workload's pod template (plan's TemplateApplied); empty when not known.
+func (r *Reconciler) enqueueDependentsAt(ctx context.Context, ns string, src refs.Ref, version string, q queue, change bool) {
 	objs, err := r.Finder.Of(ctx, r.Kind, ns, src)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
@@ -84,10 +93,24 @@ func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.
 		// in an initial list (whose queue defaults to low priority).
 		addChange(q, req, window)
 		if window > 0 {
-			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory { return m.Notice(now) })
+			hash, at := r.templateHash(ctx, obj), gather.Version(r.Kind, obj)
+			r.Memory.Update(r.key(name), func(m plan.Memory) plan.Memory {
+				return m.Notice(now).SawTemplate(hash, now, at).SourceVersion(version)
+			})
 			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 		}
 	}
+}
+
+// templateHash is the hash of obj's pod template as the cache holds it
+// when a source event arrives (plan.TemplateHash); empty when it has none.
+func (r *Reconciler) templateHash(ctx context.Context, obj client.Object) string {
+	tpl, err := workload.Template(ctx, r.Client, r.Kind, obj)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("reading the pod template at a source event", "error", err.Error())
+		return ""
+	}
+	return plan.TemplateHash(tpl)
 }
 
 // addChange queues req at normal priority after window.

@@ -120,7 +120,7 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 	}
 	in.Memory, in.Now = r.Memory.Load(key), r.Clock.Now()
 	p := plan.For(in)
-	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Planned(p) })
+	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.warn(obj, p.Warnings)
 	r.reportHold(ctx, obj, p)
 	r.reportDeferred(ctx, obj, p)

@@ -72,6 +72,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	}
 	r.reportRollback(ctx, obj, p)
 	approved := r.reportApproval(ctx, obj, p)
+	r.reportWithTemplate(ctx, obj, p)
 	if p.Update.Paused != nil {
 		if *p.Update.Paused {
 			log.Info("paused", "workload", klog.KObj(obj), "kind", r.Kind.Name())
@@ -101,7 +102,11 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	}
 	how := r.reloadedHow(obj)
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Settings.Strategy.Name(), "how", how)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (%s%s)", list, how, approved)
+	note := ""
+	if p.TemplateFirst {
+		note = templateFirstNote
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s (%s%s)%s", list, how, approved, note)
 	if r.Alert != nil {
 		r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes)}) // queued: a slow endpoint never holds a reload up
 	}

@@ -250,6 +250,9 @@ func verdict(f Facts, r Report) (State, string, string) {
 	if line := rolledBackVerdict(r.Sources); line != "" {
 		return UpToDate, string(plan.RolledBack), line
 	}
+	if line := templateAppliedVerdict(r.Sources); line != "" {
+		return UpToDate, string(plan.TemplateApplied), line
+	}
 	var reloading []string
 	for _, s := range r.Sources {
 		if s.Reload {
@@ -286,6 +289,23 @@ func rolledBackVerdict(sources []Source) string {
 	}
 	return fmt.Sprintf("up to date: the pod template was rolled back to a revision built for %s; its pods read the current data (%s), "+
 		"so Ripple keeps the rollback and rolls again on the next config change", strings.Join(built, ", "), strings.Join(read, ", "))
+}
+
+// templateAppliedVerdict is the verdict of a workload whose pod template
+// was changed by someone else after a config change, which it therefore
+// applied (plan.TemplateApplied); empty when none was.
+func templateAppliedVerdict(sources []Source) string {
+	var read []string
+	for _, s := range sources {
+		if s.State == string(plan.TemplateApplied) {
+			read = append(read, fmt.Sprintf("%s %q %s", s.Kind, s.Name, s.Digest))
+		}
+	}
+	if len(read) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("up to date: the pod template was changed after the config (e.g. helm upgrade); its new pods read the new data (%s), "+
+		"so Ripple recorded it as applied instead of rolling again", strings.Join(read, ", "))
 }
 
 // outOfReach says why Ripple does not reload the workload at all: it runs

@@ -266,3 +266,20 @@ func TestShardNamed(t *testing.T) {
 		}
 	}
 }
+
+// A template changed after a config change, recorded so (the alias the
+// plan writes): up to date, reason TemplateApplied, naming the data read.
+func TestBuildTemplateApplied(t *testing.T) {
+	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	meta := map[string]string{"reloader.stakater.com/auto": "true",
+		"ripple.dev/applied-alias": `{"ConfigMap/app":{"shown":"` + old + `","means":"` + current + `","template":true}}`}
+	f := facts(t, meta, old, current, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), defaults(t))
+	r := Build(f)
+	if r.State != UpToDate || r.Reason != "TemplateApplied" || !strings.Contains(r.Verdict, `ConfigMap "app" `+current[:digestLen]) ||
+		!strings.Contains(r.Verdict, "the pod template was changed after the config") {
+		t.Errorf("%s (%s): %s", r.State, r.Reason, r.Verdict)
+	}
+	if s := r.Sources[0]; s.State != "TemplateApplied" || s.Applied != old[:digestLen] || s.Digest != current[:digestLen] {
+		t.Errorf("source %+v", s)
+	}
+}

@@ -89,7 +89,24 @@ func Workload(kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec
 	if c, ok := kind.(workload.Checker); ok {
 		w.Invalid = c.Check(obj)
 	}
+	if tr, ok := kind.(workload.TemplateRoller); ok {
+		w.RollsWithTemplate = tr.RollsWithTemplate()
+	}
+	w.Version = Version(kind, obj)
 	return w
+}
+
+// Version is the resourceVersion that orders a change of obj's pod
+// template against a config's (plan.Workload.Version): obj's, or empty
+// when obj takes its template from a Deployment (a Rollout's workloadRef),
+// whose writes obj's version does not follow.
+func Version(kind workload.Kind, obj client.Object) string {
+	if ts, ok := kind.(workload.TemplateSource); ok {
+		if _, ref := ts.TemplateRef(obj); ref {
+			return ""
+		}
+	}
+	return obj.GetResourceVersion()
 }
 
 // candidates lists the names of sources of kind that may reload the

@@ -175,6 +175,24 @@ func TestWorkload(t *testing.T) {
 	}
 }
 
+// A change of the pod template by anyone starts new pods of the kinds that
+// roll on it, not of a CronJob or a Job (plan's TemplateApplied).
+func TestWorkloadRollsWithTemplate(t *testing.T) {
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	for _, tc := range []struct {
+		kind workload.Kind
+		want bool
+	}{
+		{workload.Deployment, true}, {workload.StatefulSet, true}, {workload.DaemonSet, true},
+		{workload.NewRollout(workload.RolloutOptions{}), true}, {workload.DeploymentConfig, true},
+		{workload.NewCronJob(workload.CronJobOptions{Mode: workload.CronJobRun}), false}, {workload.NewJob(workload.JobOptions{}), false},
+	} {
+		if got := Workload(tc.kind, obj, &corev1.PodTemplateSpec{}).RollsWithTemplate; got != tc.want {
+			t.Errorf("%s: RollsWithTemplate %v, want %v", tc.kind.Name(), got, tc.want)
+		}
+	}
+}
+
 func mapValues(m map[string]int) []int {
 	var out []int
 	for _, v := range m {

@@ -69,6 +69,9 @@ func (s selection) sum(src Source) string {
 type alias struct {
 	Shown string `json:"shown"`
 	Means string `json:"means"`
+	// Template is set when a change of the pod template made after the
+	// config's applied the data (template.go).
+	Template bool `json:"template,omitempty"`
 }
 
 // appliedAliases reads the workload's aliases, keyed by refs.Ref.String();
@@ -109,6 +112,8 @@ func aliasWrite(in Input, sources []SourcePlan) *string {
 			out[sp.Ref.String()] = alias{Shown: sp.Digest, Means: sp.means}
 		case sp.State == RolledBack:
 			out[sp.Ref.String()] = alias{Shown: sp.Applied, Means: sp.Digest}
+		case sp.State == TemplateApplied:
+			out[sp.Ref.String()] = alias{Shown: sp.Applied, Means: sp.Digest, Template: true}
 		}
 	}
 	if len(out) == 0 {

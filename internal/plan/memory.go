@@ -53,13 +53,17 @@ type Memory struct {
 	// rollout is held after MaxAttempts (revert.go).
 	OnTemplate, RevertSeen, Held string
 	Tries                        int
+	// Template is the pod template as Ripple last saw it, and when it saw
+	// someone else change it (template.go).
+	Template TemplateSeen
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
 	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
 		m.Deferred == "" && m.Awaiting == (AwaitingState{}) &&
-		m.OnTemplate == "" && m.RevertSeen == "" && m.Held == "" && m.Tries == 0
+		m.OnTemplate == "" && m.RevertSeen == "" && m.Held == "" && m.Tries == 0 &&
+		m.Template == (TemplateSeen{})
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -70,9 +74,9 @@ func (m Memory) Notice(t time.Time) Memory {
 }
 
 // Planned is the memory after plan p, which For made from it: the settle
-// and storm-breaker state p keeps.
+// and storm-breaker state p keeps, and the pod template it saw.
 func (m Memory) Planned(p Plan) Memory {
-	m.Pending, m.Storm = p.Pending, p.Storm
+	m.Pending, m.Storm, m.Template = p.Pending, p.Storm, p.Template
 	m.Deferred = deferredAfter(m.Deferred, p)
 	if p.Wait <= 0 {
 		// a plan that waits never reached the policy gate

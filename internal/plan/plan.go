@@ -84,6 +84,13 @@ type Workload struct {
 	Pausable, Paused bool
 	// Invalid are the kind's own annotation problems (workload.Checker).
 	Invalid []string
+	// RollsWithTemplate is set when a change of the pod template by anyone
+	// starts new pods (not a CronJob's or a Job's): template.go.
+	RollsWithTemplate bool
+	// Version is the workload's resourceVersion, which orders a change of
+	// its template against a config's (template.go); empty when its
+	// template is another object's (a Rollout's workloadRef).
+	Version string
 }
 
 // Source is one source that may reload the workload, as gathered.
@@ -123,6 +130,9 @@ type Pending struct {
 	// ID identifies the change set.
 	ID          string
 	First, Last time.Time
+	// Version is the resourceVersion of the latest source event of the
+	// set, when known (template.go).
+	Version string
 }
 
 // Input is everything a plan looks at.
@@ -133,7 +143,8 @@ type Input struct {
 	// kind order, then name.
 	Sources []Source
 	// Memory is what Ripple remembers of the workload: For looks at its
-	// settle schedule (Pending) and storm-breaker state (Storm).
+	// settle schedule (Pending), storm-breaker state (Storm) and the pod
+	// template it last saw (Template).
 	Memory
 	Now time.Time
 }
@@ -154,6 +165,9 @@ type Input struct {
 //   - RolledBack: the pod template was rolled back to a revision built for
 //     older data than Ripple last applied, which is still the current data:
 //     the pods read it, so nothing rolls (rollback.go).
+//   - TemplateApplied: the pod template was changed by someone else after
+//     the change was first seen (e.g. helm upgrade): the pods that change
+//     started read the current data, so nothing rolls (template.go).
 type State string
 
 // The source states.
@@ -167,6 +181,8 @@ const (
 	Missing      = State("Missing")
 	Untracked    = State("Untracked")
 	RolledBack   = State("RolledBack")
+	// TemplateApplied stays the state until the source changes again.
+	TemplateApplied = State("TemplateApplied")
 )
 
 // SourcePlan is the plan for one source, with its reason.
@@ -211,6 +227,16 @@ type Plan struct {
 	// the change set its last MaxAttempts rollouts wrote (revert.go); Held
 	// is then set on the first plan that holds it.
 	RevertHeld, HeldNoticed bool
+	// WithTemplate are the sources this plan records as applied by a
+	// change of the pod template made after them (State TemplateApplied),
+	// instead of rolling.
+	WithTemplate []SourcePlan
+	// TemplateFirst is set on a plan that rolls although the pod template
+	// was changed by someone else while its change set waited: a config
+	// changed after the template did, so its pods may have read older data.
+	TemplateFirst bool
+	// Template is the pod template as seen by this plan, to keep.
+	Template TemplateSeen
 	// Pending is the settle state to keep; zero means none.
 	Pending Pending
 	// Wait is how long to wait for the settle window before acting; while
@@ -276,14 +302,18 @@ func For(in Input) Plan {
 	period, warning := pausePeriod(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 
+	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now, in.Workload.Version)
 	p.settle(in, window)
 	p.Policy, p.PolicyFrom, warning = policy(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
 		return p
 	}
-	// The manual policy keeps only the approved changes; the reload window
-	// then defers them, unless the approval overrides it (--now).
+	// Changes a template change already applied need no rollout, approval
+	// or window. The manual policy keeps only the approved changes; the
+	// reload window then defers them, unless the approval overrides it
+	// (--now).
+	withTemplate(in, &p)
 	w := p
 	if p.Policy == Manual && !in.DryRun {
 		w = gate(in, &p)

@@ -144,6 +144,8 @@ func found(in Input, src Source, wv view, sp *SourcePlan, last string, ok bool) 
 		sp.State = Untracked
 	case ok && last == sum:
 		sp.State = Unchanged
+	case ok && wv.byTemplate(src.Ref, last, sum):
+		sp.State = TemplateApplied // recorded by withTemplate; sp.Applied is last
 	case ok && wv.equivalent(src, sel, last, sum):
 		sp.State, sp.Digest, sp.means = Unchanged, last, sum
 	case ok:
@@ -264,7 +266,7 @@ func record(in Input, sources []SourcePlan, tpl *corev1.PodTemplateSpec) *string
 	for _, sp := range sources {
 		sum := sp.Digest
 		switch sp.State {
-		case Missing:
+		case Missing, TemplateApplied:
 			sum = sp.Applied
 		case Baseline, Unchanged, Changed, Created, RolledBack:
 		default:

@@ -41,6 +41,11 @@ var DeploymentConfig Kind = custom{DeploymentConfigGVK}
 func (k custom) Name() string                     { return k.gvk.Kind }
 func (k custom) KeepsTemplate(client.Object) bool { return false }
 
+// RollsWithTemplate: a DeploymentConfig deploys on a template change (its
+// ConfigChange trigger, which Ripple's own write relies on too), and an
+// Argo Rollout (the embedding rollout) rolls on one.
+func (k custom) RollsWithTemplate() bool { return true }
+
 func (k custom) New() client.Object {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.gvk)

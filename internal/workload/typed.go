@@ -28,6 +28,10 @@ func (k typed[T]) New() client.Object               { return k.newObj() }
 func (k typed[T]) NewList() client.ObjectList       { return k.newList() }
 func (k typed[T]) KeepsTemplate(client.Object) bool { return false }
 
+// RollsWithTemplate: a Deployment, StatefulSet or DaemonSet rolls on any
+// template change (an OnDelete one on neither Ripple's nor anyone's).
+func (k typed[T]) RollsWithTemplate() bool { return true }
+
 func (k typed[T]) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	o, ok := obj.(T)
 	if !ok {

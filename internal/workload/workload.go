@@ -124,6 +124,15 @@ func Template(ctx context.Context, r client.Reader, kind Kind, obj client.Object
 	return kind.PodTemplate(obj)
 }
 
+// TemplateRoller is a kind whose controller starts new pods whenever
+// anyone changes its pod template (not a CronJob, whose template starts
+// no pods, nor a Job, whose template is fixed). A change of the template
+// made after a config's change then applies the config (plan's
+// TemplateApplied).
+type TemplateRoller interface {
+	RollsWithTemplate() bool
+}
+
 // Pauser is a kind that can be paused while a reload is written, so that
 // several reloads become one rollout (Deployment pause-period).
 type Pauser interface {

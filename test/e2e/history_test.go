@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
@@ -92,9 +91,9 @@ func TestHistory(t *testing.T) {
 	compareHistoryGolden(t, "deployment-undo.txt", normalizeHistory(runHistory(t, ns, "deploy/web"), ns))
 }
 
-// undo does what `kubectl rollout undo --to-revision` does: it copies the
-// pod template of the ReplicaSet with that revision onto the Deployment,
-// and waits until the Deployment is back on it.
+// undo runs `kubectl rollout undo --to-revision` (the kubectl binary: it
+// restores the ReplicaSet's pod template and the Deployment's annotations
+// from it), and waits until the Deployment is back on that ReplicaSet.
 func undo(t *testing.T, cs kubernetes.Interface, w workload, uid types.UID, revision string) {
 	t.Helper()
 	rss, err := kit.ReplicaSets(t.Context(), cs, w.ns, uid)
@@ -105,20 +104,7 @@ func undo(t *testing.T, cs kubernetes.Interface, w workload, uid types.UID, revi
 	if i < 0 {
 		t.Fatalf("no ReplicaSet of revision %s", revision)
 	}
-	tpl := rss[i].Spec.Template.DeepCopy()
-	delete(tpl.Labels, "pod-template-hash")
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := cs.AppsV1().Deployments(w.ns).Get(t.Context(), w.name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		d.Spec.Template = *tpl
-		_, err = cs.AppsV1().Deployments(w.ns).Update(t.Context(), d, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("undoing %s to revision %s: %v", w, revision, err)
-	}
+	kubectl(t, "rollout", "undo", "deployment/"+w.name, "--to-revision="+revision, "-n", w.ns)
 	waitFor(t, "the undo", func(ctx context.Context) (bool, error) {
 		rs, err := cs.AppsV1().ReplicaSets(w.ns).Get(ctx, rss[i].Name, metav1.GetOptions{})
 		return err == nil && rs.Annotations[deploymentRevisionHistory] == revision, err
