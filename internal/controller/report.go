@@ -74,21 +74,9 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	approved := r.reportApproval(ctx, obj, p)
 	r.reportWithTemplate(ctx, obj, p)
 	if p.Update.Paused != nil {
-		if *p.Update.Paused {
-			log.Info("paused", "workload", klog.KObj(obj), "kind", r.Kind.Name())
-		} else {
-			log.Info("resumed", "workload", klog.KObj(obj), "kind", r.Kind.Name())
-		}
+		log.Info(map[bool]string{true: "paused", false: "resumed"}[*p.Update.Paused], "workload", klog.KObj(obj), "kind", r.Kind.Name())
 	}
-	if p.WouldReload {
-		r.Metrics.WouldReload(r.Kind.Name())
-		by := wouldReloadBy(r.Settings)
-		log.Info("would reload", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "by", by)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (%s)", list, by)
-		if r.Alert != nil && !r.Settings.DryRun {
-			r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes), Notify: true})
-		}
-	}
+	r.reportWouldReload(ctx, obj, p)
 	if !p.Reloads() {
 		if p.Writes() {
 			log.V(1).Info("recorded the applied configs", "configs", len(p.Sources))
@@ -111,6 +99,22 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes)}) // queued: a slow endpoint never holds a reload up
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, reloaded, nil
+}
+
+// reportWouldReload tells of the rollout a plan would have started but for
+// --dry-run or the notify reload policy.
+func (r *Reconciler) reportWouldReload(ctx context.Context, obj client.Object, p plan.Plan) {
+	if !p.WouldReload {
+		return
+	}
+	names := changeNames(p.Changes)
+	r.Metrics.WouldReload(r.Kind.Name())
+	by := wouldReloadBy(r.Settings)
+	ctrl.LoggerFrom(ctx).Info("would reload", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "by", by)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldReload, "Reload", "Would reload for changes in %s (%s)", strings.Join(names, ", "), by)
+	if r.Alert != nil && !r.Settings.DryRun {
+		r.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: r.Kind.Name(), Workload: obj.GetName(), Sources: alertSources(p.Changes), Notify: true})
+	}
 }
 
 // reportRollback tells of a rollback of the pod template that plan p is
