@@ -102,6 +102,13 @@ type restartingPausable struct {
 
 func (k restartingPausable) Paused(obj client.Object) bool { return k.pz.Paused(obj) }
 
+// RollsWithTemplate is the wrapped kind's: whatever Ripple's own method,
+// its controller starts new pods when anyone changes the pod template.
+func (k restarting) RollsWithTemplate() bool {
+	tr, ok := k.Kind.(TemplateRoller)
+	return ok && tr.RollsWithTemplate()
+}
+
 // lookup reads key on the workload, else on its pod template.
 func (k restarting) lookup(obj client.Object, key string) (string, bool) {
 	if v, ok := obj.GetAnnotations()[key]; ok {

@@ -68,8 +68,13 @@ func TestRestartSettings(t *testing.T) {
 // methods; a Deployment stays a Pauser.
 func TestWithRestartsKinds(t *testing.T) {
 	for _, k := range []Kind{Deployment, StatefulSet, DaemonSet} {
-		if _, ok := WithRestarts(k, restartOptions).(Restarter); !ok {
+		w := WithRestarts(k, restartOptions)
+		if _, ok := w.(Restarter); !ok {
 			t.Errorf("%s takes no restart method", k.Name())
+		}
+		// A template change by anyone still rolls it (plan's TemplateApplied).
+		if tr, ok := w.(TemplateRoller); !ok || !tr.RollsWithTemplate() {
+			t.Errorf("%s with restarts no longer rolls with its template", k.Name())
 		}
 	}
 	if _, ok := WithRestarts(Deployment, restartOptions).(Pauser); !ok {

@@ -214,7 +214,9 @@ func reloadedEvent(t *testing.T, cs kubernetes.Interface, ns, name string) strin
 // PodDisruptionBudget of minAvailable 3: a ConfigMap change replaces every
 // pod exactly once through the Eviction API, its template, revision and
 // ReplicaSet stay as they were (no rollout of its own), and at least 3
-// pods are Ready at every pod event of the restart.
+// pods are Ready at every pod event of the restart. The reverting operator
+// of TestRevertingOperator runs beside it and never has to put its
+// template back.
 func TestRestartEvictHonoursPodDisruptionBudget(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
@@ -265,10 +267,18 @@ func TestRestartEvictHonoursPodDisruptionBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := recordPods(t, cs, ns, "app=web", old, replicas)
+	// The reverting operator of TestRevertingOperator owns the template:
+	// with evict it has nothing to put back.
+	op := startOperator(t, cs, ns, "web", d.Spec.Template)
 
 	setConfigMapValue(t, cs, ns, configName, "v2")
 	restartDone(t, cs, ns, "app=web", old, replicas, deployment)
 	time.Sleep(3 * time.Second) // nothing more may happen
+	op.stop()
+	<-op.done
+	if n := op.rewrites.Load(); n != 0 {
+		t.Errorf("the operator put its template back %d times, want never", n)
+	}
 
 	pods.check(t, replicas-1)
 	checkRestartLog(t, r, old)
@@ -294,8 +304,13 @@ func TestRestartEvictHonoursPodDisruptionBudget(t *testing.T) {
 // An OnDelete StatefulSet with restart-method delete: a ConfigMap change
 // deletes each of its pods once. Ripple is killed (SIGKILL) once the first
 // pod went and started again: the pods left are restarted once, and none
-// twice (no replacement that became Ready is deleted, and Ripple's log,
-// over both runs, names each pod before the change once).
+// twice: Ripple's log, over both runs, names each pod before the change
+// once and no other. Ripple deletes a pod only with its UID as a
+// precondition and logs every delete, so its log is the exact record of
+// what it deleted. The pods' watch is not: under load (make test on 2
+// cores) the local cluster's StatefulSet controller was seen deleting its
+// own fresh replacements by name, with no delete from Ripple, so the watch
+// cannot tell who deleted a replacement.
 func TestRestartDeleteStatefulSetSurvivesKill(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
@@ -333,7 +348,6 @@ func TestRestartDeleteStatefulSetSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := recordPods(t, cs, ns, "app=db", old, replicas)
 
 	setConfigMapValue(t, cs, ns, configName, "v2")
 	waitFor(t, "the first pod restarted", func(ctx context.Context) (bool, error) {
@@ -364,7 +378,6 @@ func TestRestartDeleteStatefulSetSurvivesKill(t *testing.T) {
 	restartDone(t, cs, ns, "app=db", old, replicas, statefulSet)
 	time.Sleep(3 * time.Second) // nothing more may happen
 
-	pods.check(t, 0)
 	checkRestartLog(t, r, old)
 	after, err := cs.AppsV1().StatefulSets(ns).Get(t.Context(), "db", metav1.GetOptions{})
 	if err != nil {
