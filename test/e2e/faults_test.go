@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,9 +313,10 @@ func TestFaultRippleKilledInSettleWindow(t *testing.T) {
 const writerKey = "test.ripple.dev/writer"
 
 // A competing writer (an autoscaler, a GitOps tool) annotates the
-// Deployment every 10 ms, and every tenth time scales it and annotates its
-// pod template, with optimistic locking, while a change is applied: Ripple's patch, which carries
-// the resourceVersion it read, meets conflicts and is retried. The change
+// Deployment every 10 ms, and every tenth time scales it (and, until the
+// config changes, annotates its pod template), with optimistic locking,
+// while a change is applied: Ripple's write, which carries the
+// resourceVersion it read, meets conflicts and is retried. The change
 // rolls exactly once (Ripple's hash goes from the old to the new value once
 // in the Deployment's write history, and Ripple logs one reload), and the
 // writer's last scale and annotations are all there at the end.
@@ -345,6 +347,16 @@ func TestFaultCompetingWriter(t *testing.T) {
 	wcfg.QPS, wcfg.Burst = 200, 200
 	w := startWriter(t, kubernetes.NewForConfigOrDie(wcfg), ns, "web")
 	time.Sleep(time.Second) // the writer is in full swing
+	waitFor(t, "the writer's first write of the pod template", func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && d.Spec.Template.Annotations[writerKey] != "", err
+	})
+	// A change of the pod template by someone else after the config's
+	// applies it by itself (the pods it starts read the new data), and
+	// Ripple then writes nothing (docs/rollbacks.md): from now on the
+	// writer leaves the template alone, so that Ripple's own write is what
+	// meets its conflicts.
+	w.holdTemplate()
 	sum := setConfigMapValue(t, cs, ns, configName, "v2")
 	waitFor(t, "Ripple's hash on web", func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -381,6 +393,8 @@ func TestFaultCompetingWriter(t *testing.T) {
 // writer is the competing writer of TestFaultCompetingWriter.
 type writer struct {
 	quit chan struct{} // closed to stop it between two writes
+	// held stops its writes of the pod template (holdTemplate).
+	held atomic.Bool
 	once sync.Once
 	done chan writerResult
 	last writerResult
@@ -409,7 +423,7 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 		var res writerResult
 		defer func() { w.done <- res }()
 		for i := 1; ; i++ {
-			tenth := i%10 == 0
+			tenth, held := i%10 == 0, w.held.Load()
 			replicas := int32(1 + (i/10)%2)
 			err := retry.RetryOnConflict(writerRetry, func() error {
 				d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -418,7 +432,9 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 				}
 				metav1.SetMetaDataAnnotation(&d.ObjectMeta, writerKey, strconv.Itoa(i))
 				if tenth {
-					metav1.SetMetaDataAnnotation(&d.Spec.Template.ObjectMeta, writerKey, strconv.Itoa(i))
+					if !held {
+						metav1.SetMetaDataAnnotation(&d.Spec.Template.ObjectMeta, writerKey, strconv.Itoa(i))
+					}
 					d.Spec.Replicas = &replicas
 				}
 				_, err = cs.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
@@ -433,7 +449,10 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 			}
 			res.writes = i
 			if tenth {
-				res.template, res.replicas = i, replicas
+				res.replicas = replicas
+				if !held {
+					res.template = i
+				}
 			}
 			select {
 			case <-w.quit:
@@ -445,6 +464,10 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 	t.Cleanup(func() { w.stop() })
 	return w
 }
+
+// holdTemplate makes the writer leave the pod template alone from its
+// next write on (it still annotates and scales the Deployment).
+func (w *writer) holdTemplate() { w.held.Store(true) }
 
 // stop ends the writer after its current write and returns what it wrote
 // last; it may be called twice.
