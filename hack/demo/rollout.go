@@ -116,7 +116,7 @@ func (f *follower) notePatch(d *appsv1.Deployment) {
 		f.r.patchedAt = time.Now()
 	}
 	f.r.envVars = stakaterEnv(d)
-	fmt.Fprintf(f.out, "  %s  Ripple patched Deployment %s: %s\n", stamp(f.r.changedAt), deployment, envNames(f.r.envVars))
+	fmt.Fprintf(f.out, "  %s  Ripple wrote the reload on Deployment %s: %s\n", stamp(f.r.changedAt), deployment, envNames(f.r.envVars))
 }
 
 // noteReplicaSets reports new ReplicaSets and old ones scaled to zero, and

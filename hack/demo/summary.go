@@ -51,7 +51,7 @@ func printSummary(out io.Writer, r *rollout, rp *rippleProc) {
 	if fields := logFields(rp, "starting Ripple"); fields["settleWindow"] != nil {
 		settle = fmt.Sprintf("its %v settle window", fields["settleWindow"])
 	}
-	add("change -> Ripple patched", fmt.Sprintf("%s (Ripple waits out %s, so both changes roll once)", seconds(r.patchedAt.Sub(r.changedAt)), settle))
+	add("change -> Ripple wrote", fmt.Sprintf("%s (Ripple waits out %s, so both changes roll once)", seconds(r.patchedAt.Sub(r.changedAt)), settle))
 	add("change -> all pods Ready", fmt.Sprintf("%s (the rollout itself took %s)", seconds(r.readyAt.Sub(r.changedAt)), seconds(r.readyAt.Sub(r.patchedAt))))
 
 	box(out, "Ripple demo summary", rows)
