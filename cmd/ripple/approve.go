@@ -97,27 +97,11 @@ func runApprove(ctx context.Context, name string, args []string, stdout, stderr 
 // approve plans the workload as the controller would, and writes the
 // approval of what waits.
 func (f *approveFlags) approve(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	c, ns, err := f.connect("ripple-approve")
+	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, f.kind, f.name)
 	if err != nil {
 		return err
 	}
-	meta, err := explain.ReadMetaInfo(ctx, c, f.rippleNamespace)
-	if err != nil {
-		return err
-	}
-	settings, err := f.ripple.Resolve(meta)
-	if err != nil {
-		return usageError{err}
-	}
-	kind, _ := explain.Find(explain.Kinds(settings, c), f.kind)
-	obj := kind.New()
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: f.name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s %s/%s not found", kind.Name(), ns, f.name)
-		}
-		return err
-	}
-	what := fmt.Sprintf("%s %s/%s", kind.Name(), ns, f.name)
+	what := fmt.Sprintf("%s %s/%s", kind.Name(), obj.GetNamespace(), f.name)
 	// Planned without an approval not yet acted on: this one replaces it
 	// and approves the whole change set.
 	bare, ok := obj.DeepCopyObject().(client.Object)

@@ -1,25 +1,56 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/explain"
 )
 
-// clusterFlags are the flag groups explain and history share: kubectl's
+// clusterFlags are the flag groups explain, history and approve share: kubectl's
 // connection flags and the Ripple settings that override its meta-info.
 type clusterFlags struct {
 	connection, rippleFlags *pflag.FlagSet
 	loading                 *clientcmd.ClientConfigLoadingRules
 	overrides               clientcmd.ConfigOverrides
 	ripple                  *explain.Flags
+}
+
+// readWorkload connects as userAgent and reads the settings of the Ripple
+// to explain (its meta-info in rippleNamespace, or the only one found) and
+// the workload of kind (as Kind.Name() names it) called name, in the
+// context's namespace.
+func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace, kind, name string) (client.Client, explain.Settings, explain.Kind, client.Object, error) {
+	cl, ns, err := c.connect(userAgent)
+	if err != nil {
+		return nil, explain.Settings{}, explain.Kind{}, nil, err
+	}
+	meta, err := explain.ReadMetaInfo(ctx, cl, rippleNamespace)
+	if err != nil {
+		return nil, explain.Settings{}, explain.Kind{}, nil, err
+	}
+	settings, err := c.ripple.Resolve(meta)
+	if err != nil {
+		return nil, explain.Settings{}, explain.Kind{}, nil, usageError{err}
+	}
+	k, _ := explain.Find(explain.Kinds(settings, cl), kind)
+	obj := k.New()
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, explain.Settings{}, explain.Kind{}, nil, fmt.Errorf("%s %s/%s not found", k.Name(), ns, name)
+		}
+		return nil, explain.Settings{}, explain.Kind{}, nil, err
+	}
+	return cl, settings, k, obj, nil
 }
 
 // bind registers the flags on c in place: they point into c, so c must

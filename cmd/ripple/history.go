@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/history"
 )
 
@@ -100,24 +97,8 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 // history connects, reads Ripple's settings and the workload, and prints
 // its history.
 func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	c, ns, err := f.connect("ripple-history")
+	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, f.kind, f.name)
 	if err != nil {
-		return err
-	}
-	meta, err := explain.ReadMetaInfo(ctx, c, f.rippleNamespace)
-	if err != nil {
-		return err
-	}
-	settings, err := f.ripple.Resolve(meta)
-	if err != nil {
-		return usageError{err}
-	}
-	kind, _ := explain.Find(explain.Kinds(settings, c), f.kind)
-	obj := kind.New()
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: f.name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s %s/%s not found", kind.Name(), ns, f.name)
-		}
 		return err
 	}
 	h, err := history.Reader{Reader: c, Settings: settings.Plan, Now: now}.Read(ctx, kind.Kind, obj)
