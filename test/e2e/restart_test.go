@@ -258,10 +258,15 @@ func TestRestartEvictHonoursPodDisruptionBudget(t *testing.T) {
 		pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && pdb.Status.CurrentHealthy == replicas && pdb.Status.DisruptionsAllowed == 1, err
 	})
-	before, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The Deployment controller writes its first revision in a write of its
+	// own, which a conflict (Ripple's baseline record) can delay past the
+	// pods being Ready: the baseline is taken once it is there.
+	var before *appsv1.Deployment
+	waitFor(t, "the Deployment's first revision", func(ctx context.Context) (bool, error) {
+		var err error
+		before, err = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && before.Annotations[revisionAnnotation] == "1", err
+	})
 	old, _, err := currentPods(t.Context(), cs, ns, "app=web")
 	if err != nil {
 		t.Fatal(err)
@@ -290,10 +295,10 @@ func TestRestartEvictHonoursPodDisruptionBudget(t *testing.T) {
 	// applied record), so the template, the revision and the ReplicaSets
 	// tell that it did not roll out.
 	rss := replicaSets(t, cs, ns, d.UID)
-	if after.Annotations["deployment.kubernetes.io/revision"] != before.Annotations["deployment.kubernetes.io/revision"] || len(rss) != 1 ||
+	if after.Annotations[revisionAnnotation] != before.Annotations[revisionAnnotation] || len(rss) != 1 ||
 		!equality.Semantic.DeepEqual(after.Spec.Template, before.Spec.Template) || !equality.Semantic.DeepEqual(d.Spec.Template, before.Spec.Template) {
 		t.Errorf("the Deployment rolled out: revision %q -> %q, %d ReplicaSets, template changed %v",
-			before.Annotations["deployment.kubernetes.io/revision"], after.Annotations["deployment.kubernetes.io/revision"], len(rss),
+			before.Annotations[revisionAnnotation], after.Annotations[revisionAnnotation], len(rss),
 			!equality.Semantic.DeepEqual(after.Spec.Template, before.Spec.Template))
 	}
 	if msg := reloadedEvent(t, cs, ns, "web"); !strings.Contains(msg, "restart method evict") {
