@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +30,8 @@ import (
 // applier writes an Update on a built-in kind by server-side apply.
 type applier struct {
 	// extract returns the apply configuration of the fields the manager
-	// owns on obj.
-	extract func(obj client.Object, manager string) (any, error)
+	// owns on obj (ownedFields).
+	extract func(obj client.Object, manager string) (map[string]any, error)
 	// templatePath is where the pod template is in the object.
 	templatePath []string
 	// paused reports spec.paused; nil for kinds without it.
@@ -73,16 +72,8 @@ func supports(old, next *corev1.PodTemplateSpec) bool {
 // config builds the apply configuration of u on obj, whose pod template is
 // old, and what it drops.
 func (ap applier) config(obj client.Object, old *corev1.PodTemplateSpec, u Update) (map[string]any, leftovers, error) {
-	owned, err := ap.extract(obj, FieldManager)
+	cfg, err := ap.extract(obj, FieldManager)
 	if err != nil {
-		return nil, leftovers{}, fmt.Errorf("reading Ripple's fields: %w", err)
-	}
-	b, err := json.Marshal(owned)
-	if err != nil {
-		return nil, leftovers{}, fmt.Errorf("reading Ripple's fields: %w", err)
-	}
-	cfg := map[string]any{}
-	if err := json.Unmarshal(b, &cfg); err != nil {
 		return nil, leftovers{}, fmt.Errorf("reading Ripple's fields: %w", err)
 	}
 	// Locked on the version read: a stale decision fails with a conflict.

@@ -18,9 +18,10 @@ type typed[T client.Object] struct {
 	template func(T) *corev1.PodTemplateSpec
 	// paused is spec.paused, for kinds that have it.
 	paused func(T) *bool
-	// extract is the apply configuration of the fields a manager owns
-	// (client-go's Extract<Kind>); nil writes by patch.
-	extract func(T, string) (any, error)
+	// applyVersion, when set, is the kind's apiVersion, and its reload is
+	// a server-side apply of Ripple's fields (apply.go); empty writes by
+	// patch.
+	applyVersion string
 }
 
 func (k typed[T]) Name() string                     { return k.name }
@@ -45,7 +46,7 @@ func (k typed[T]) Write(ctx context.Context, c client.Client, obj client.Object,
 	if !ok {
 		return Result{}, fmt.Errorf("unexpected object type %T for a %s", obj, k.name)
 	}
-	if old := k.template(o); k.extract != nil && supports(old, u.Template) {
+	if old := k.template(o); k.applyVersion != "" && supports(old, u.Template) {
 		return Result{}, k.applier().write(ctx, c, obj, old.DeepCopy(), u, k.set)
 	}
 	return Result{}, patch(ctx, c, obj, u, func(o client.Object) bool { return k.set(o, u) })
@@ -68,12 +69,16 @@ func (k typed[T]) set(o client.Object, u Update) bool {
 
 func (k typed[T]) applier() applier {
 	ap := applier{
-		extract: func(obj client.Object, manager string) (any, error) {
+		extract: func(obj client.Object, manager string) (map[string]any, error) {
 			o, ok := obj.(T)
 			if !ok {
 				return nil, fmt.Errorf("unexpected object type %T for a %s", obj, k.name)
 			}
-			return k.extract(o, manager)
+			var paused *bool
+			if k.paused != nil {
+				paused = k.paused(o)
+			}
+			return ownedFields(o, k.applyVersion, k.name, k.template(o), paused, manager)
 		},
 		templatePath: []string{"spec", "template"},
 	}
