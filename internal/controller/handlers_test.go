@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,12 +105,6 @@ func TestReloadFailed(t *testing.T) {
 				return errors.New("admission webhook denied the request")
 			}
 			return c.Patch(ctx, obj, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if fail {
-				return errors.New("admission webhook denied the request")
-			}
-			return c.Apply(ctx, obj, opts...)
 		},
 	}))
 	w.create(configMap(), deployment("web"))

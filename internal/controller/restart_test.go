@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -34,12 +33,15 @@ import (
 // restart e2e tests run there): the interceptor puts it back.
 func restartWorld(t *testing.T, f interceptor.Funcs) *world {
 	t.Helper()
-	f.Apply = func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	f.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+		if p.Type() != types.ApplyPatchType {
+			return c.Patch(ctx, obj, p, opts...)
+		}
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 			return err
 		}
-		if err := c.Apply(ctx, obj, opts...); err != nil {
+		if err := c.Patch(ctx, obj, p, opts...); err != nil {
 			return err
 		}
 		sel, err := json.Marshal(map[string]any{"spec": map[string]any{"selector": d.Spec.Selector}})

@@ -2,12 +2,14 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -53,8 +55,14 @@ func (l leftovers) empty() bool {
 
 // supports reports whether the template change from old to next is one an
 // apply configuration can carry: env vars and pod-template annotations
-// only (what the strategies write).
+// only (what the strategies write), in containers that name each env var
+// once. The API server accepts a repeated name (the last one wins); an
+// apply to that list keeps only the first, which would change what the
+// pods read, so such a template is patched.
 func supports(old, next *corev1.PodTemplateSpec) bool {
+	if repeatsEnv(old) {
+		return false
+	}
 	if next == nil {
 		return true
 	}
@@ -67,6 +75,20 @@ func supports(old, next *corev1.PodTemplateSpec) bool {
 		a.Spec.Containers[i].Env, b.Spec.Containers[i].Env = nil, nil
 	}
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// repeatsEnv reports whether a container of tpl names an env var twice.
+func repeatsEnv(tpl *corev1.PodTemplateSpec) bool {
+	for _, c := range tpl.Spec.Containers {
+		seen := make(map[string]bool, len(c.Env))
+		for _, e := range c.Env {
+			if seen[e.Name] {
+				return true
+			}
+			seen[e.Name] = true
+		}
+	}
+	return false
 }
 
 // config builds the apply configuration of u on obj, whose pod template is
@@ -222,12 +244,15 @@ func (ap applier) write(ctx context.Context, c client.Client, obj client.Object,
 	if err != nil {
 		return err
 	}
-	applied := &unstructured.Unstructured{Object: cfg}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	body, err := json.Marshal(cfg)
+	if err != nil {
 		return err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, obj); err != nil {
-		return fmt.Errorf("reading the applied %s: %w", obj.GetName(), err)
+	// An apply patch on the typed object reads the response into it
+	// directly: the same request as client.Client's Apply, without the
+	// unstructured copy of the whole object it would return.
+	if err := c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return err
 	}
 	if left.empty() {
 		return nil

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,5 +167,27 @@ func TestApplyFallsBackToPatch(t *testing.T) {
 	}
 	if got := get(t, c); got.Spec.Template.Spec.Containers[0].Image != "app:2" {
 		t.Errorf("image %s, want app:2", got.Spec.Template.Spec.Containers[0].Image)
+	}
+}
+
+// A container that names an env var twice is patched: an apply to its env
+// list would keep only the first entry, and the pods read the last.
+func TestRepeatedEnvNamesArePatched(t *testing.T) {
+	d := web()
+	d.ResourceVersion = ""
+	d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env,
+		corev1.EnvVar{Name: "LOG_LEVEL", Value: "info"}, corev1.EnvVar{Name: "LOG_LEVEL", Value: "debug"})
+	c := newApplyClient(t, d)
+	cur := get(t, c)
+	next := cur.Spec.Template.DeepCopy()
+	next.Spec.Containers[0].Env = append(next.Spec.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_APP_CONFIGMAP", Value: "d2"})
+	if supports(&cur.Spec.Template, next) || supports(&cur.Spec.Template, nil) {
+		t.Fatal("a template with a repeated env var name is written by apply")
+	}
+	if _, err := Deployment.Write(t.Context(), c, cur, Update{Template: next}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c).Spec.Template.Spec.Containers[0].Env; !equality.Semantic.DeepEqual(got, next.Spec.Containers[0].Env) {
+		t.Errorf("env %v, want %v", got, next.Spec.Containers[0].Env)
 	}
 }

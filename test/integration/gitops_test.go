@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,39 @@ func TestGitOpsReapplyKeepsRipplesField(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.expectNoRollout(t, d, kit.Deployment, d.Spec.Template.DeepCopy())
+	}
+}
+
+// A Deployment whose container repeats an env var name (the API server
+// accepts it, with a warning; the last one wins) reloads, twice, and keeps
+// both entries in their order: an apply to that list would keep only the
+// first, so Ripple patches such a template (its env var is then Ripple's
+// by update).
+func TestReloadBesideRepeatedEnvNames(t *testing.T) {
+	e := startRipple(t)
+	app := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	e.newConfig(t, app)
+	m := gitManifest(e.ns, "web", app)
+	m.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "LOG_LEVEL", Value: "debug"}}
+	if err := e.c.Create(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{ObjectMeta: m.ObjectMeta}
+	e.waitFor(t, d, "the baseline record", hasBaseline)
+	for _, v := range []string{"v2", "v3"} {
+		sum := e.setConfig(t, app, v)
+		e.waitApplied(t, kit.Deployment, d, app, sum)
+		if got := owners(d, strategy.EnvVarName(app)); len(got) != 1 || got[0] != "ripple/Update" {
+			t.Errorf("after %s, %s is managed by %v, want by ripple/Update only", v, strategy.EnvVarName(app), got)
+		}
+		var levels []string
+		for _, ev := range d.Spec.Template.Spec.Containers[0].Env {
+			if ev.Name == "LOG_LEVEL" {
+				levels = append(levels, ev.Value)
+			}
+		}
+		if !slices.Equal(levels, []string{"info", "debug"}) {
+			t.Errorf("after %s, LOG_LEVEL is %v, want [info debug]", v, levels)
+		}
 	}
 }
