@@ -81,9 +81,9 @@ var ownedType = sync.OnceValues(func() (smdtyped.ParseableType, error) {
 // obj's apiVersion, kind, name and namespace: what an apply by manager
 // must hold again not to drop them. spec.paused is read through paused
 // (nil for kinds without it).
-func ownedFields(obj client.Object, gvk string, kind string, tpl *corev1.PodTemplateSpec, paused *bool, manager string) (map[string]any, error) {
+func ownedFields(obj client.Object, apiVersion, kind string, tpl *corev1.PodTemplateSpec, paused *bool, manager string) (map[string]any, error) {
 	cfg := map[string]any{
-		"apiVersion": gvk,
+		"apiVersion": apiVersion,
 		"kind":       kind,
 	}
 	var entry *metav1.ManagedFieldsEntry
