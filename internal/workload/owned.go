@@ -3,10 +3,12 @@ package workload
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdtyped "sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -107,22 +109,12 @@ func ownedFields(obj client.Object, apiVersion, kind string, tpl *corev1.PodTemp
 			return nil, fmt.Errorf("reading the managed fields of %q: %w", manager, err)
 		}
 		if m, ok := tv.ExtractItems(set.Leaves()).AsValue().Unstructured().(map[string]any); ok {
-			for k, v := range dropNulls(m) {
-				cfg[k] = v
-			}
+			maps.Copy(cfg, dropNulls(m))
 		}
 	}
-	meta := map[string]any{"name": obj.GetName()}
-	if ns := obj.GetNamespace(); ns != "" {
-		meta["namespace"] = ns
-	}
-	if m, ok := cfg["metadata"].(map[string]any); ok {
-		for k, v := range meta {
-			m[k] = v
-		}
-	} else {
-		cfg["metadata"] = meta
-	}
+	u := unstructured.Unstructured{Object: cfg}
+	u.SetName(obj.GetName())
+	u.SetNamespace(obj.GetNamespace())
 	return cfg, nil
 }
 
