@@ -132,7 +132,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 
 // alerts returns the function that sends an alert per rollout from a
 // queue, or nil without ALERT_WEBHOOK_URL.
-func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.Reload), error) {
+func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.Alert), error) {
 	if a.URL == "" {
 		return nil, nil
 	}
@@ -144,7 +144,7 @@ func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.R
 	if err := mgr.Add(q); err != nil {
 		return nil, err
 	}
-	return func(r notify.Reload) { q.Send(notify.AlertMessage(a.Sink, r, a.AdditionalInfo)) }, nil
+	return func(al notify.Alert) { q.Send(notify.AlertMessage(a.Sink, al, a.AdditionalInfo)) }, nil
 }
 
 // Kinds are the built-in workload kinds Ripple rolls under cfg. reader

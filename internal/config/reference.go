@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -117,24 +118,10 @@ func writeContracts(b *strings.Builder) {
 	b.WriteString("`reloader-configmaps`, `reloader-secrets` or `reloader-secretproviderclasspodstatuses`, after the kind of the config the Event is about ")
 	b.WriteString("(when one rollout carries changes of several kinds, the first config it names). Ripple's own Events that name no config have the component `ripple`.\n\n")
 	b.WriteString("| reason | type | when |\n|---|---|---|\n")
-	for _, e := range [][3]string{
-		{"Reloaded", "Normal", "A rollout was written (Reloader's reason)."},
-		{"ReloadFail", "Warning", "The rollout's write failed (Reloader's reason)."},
-		{"WouldReload", "Normal", "--dry-run, or the notify reload policy: the rollout that was not written."},
-		{"ReloadSkipped", "Normal", "A reload was decided but not written; the message says why, e.g. the pod template was changed after the config (helm upgrade), so its new pods read the new data (docs/rollbacks.md)."},
-		{"ReloadPending", "Normal", "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and their digests."},
-		{"ApprovalSuperseded", "Warning", "An approval named a digest that is no longer the pending one (the config changed again since, or nothing was pending): not applied, removed."},
-		{"InvalidAnnotation", "Warning", "An annotation value was invalid; the message names it."},
-		{"RolloutQueued", "Normal", "The rollout waits for a slot (--max-concurrent-rollouts)."},
-		{"RolloutComplete", "Normal", "A rollout Ripple started completed."},
-		{"RolloutStalled", "Warning", "A rollout Ripple started stalled (--rollout-timeout, progress deadline)."},
-		{"ReloadHeld", "Warning", "The flap breaker holds the workload."},
-		{"ReloadResumed", "Normal", "The hold ended."},
-		{"RestartFailed", "Warning", "With the evict or delete restart method: Ripple may not list, evict or delete the workload's pods; the message names the permission and the Helm chart value that grants it (docs/restart-methods.md)."},
-		{"RolledBack", "Normal", "The pod template was rolled back to a revision built for older config data than Ripple applied: nothing rolls; the message names the data the revision was built for and the data its pods read (docs/rollbacks.md)."},
-		{"ReloadReverted", "Warning", "Another manager removed the value Ripple's rollout wrote on the pod template (its rewrite restarted the pods), or a change set was rolled twice and not kept: Ripple does not write it again until the next config change; the message names the manager (docs/gitops.md)."},
-	} {
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", e[0], e[1], e[2])
+	for _, i := range reason.All() {
+		if i.Event {
+			fmt.Fprintf(b, "| `%s` | %s | %s |\n", i.Reason, i.Type(), cell(i.When))
+		}
 	}
 	b.WriteString("\n## Writes\n\n")
 	fmt.Fprintf(b, "Every write Ripple makes (reload patches, Jobs, its records) has the field manager `%s`, where Reloader's is `Reloader`: ", workload.FieldManager)

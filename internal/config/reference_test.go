@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
-	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -54,15 +54,13 @@ func TestReferenceCoversEventsAndFieldManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := b.String()
-	for _, r := range []string{controller.ReasonReloaded, controller.ReasonReloadFailed, controller.ReasonInvalidAnnotation,
-		controller.ReasonReloadSkipped, controller.ReasonWouldReload, controller.ReasonRolloutComplete, controller.ReasonRolloutStalled,
-		controller.ReasonRolloutQueued, controller.ReasonReloadHeld, controller.ReasonReloadResumed, controller.ReasonRolledBack} {
-		if !strings.Contains(ref, "| `"+r+"` |") {
-			t.Errorf("Event reason %s is not in the reference", r)
+	for _, i := range reason.All() {
+		if i.Event && !strings.Contains(ref, "| `"+string(i.Reason)+"` | "+i.Type()+" |") {
+			t.Errorf("Event reason %s is not in the reference", i.Reason)
 		}
 	}
-	if controller.ReasonReloadFailed != "ReloadFail" {
-		t.Errorf("the failure reason is %q, want Reloader's ReloadFail", controller.ReasonReloadFailed)
+	if reason.ReloadFail != "ReloadFail" || reason.Reloaded != "Reloaded" {
+		t.Errorf("the reasons %q and %q are not Reloader's Reloaded and ReloadFail", reason.Reloaded, reason.ReloadFail)
 	}
 	if workload.FieldManager != "ripple" || !strings.Contains(ref, "field manager `ripple`, where Reloader's is `Reloader`") {
 		t.Errorf("field manager %q: the reference must name it as the deliberate difference from Reloader's", workload.FieldManager)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,15 +48,15 @@ func (w *world) approveAs(name string, digests map[string]string) {
 // alert; an approval of it rolls it once, says so and is removed; a later
 // change waits again.
 func TestManualPolicyWaitsForApproval(t *testing.T) {
-	var alerts []notify.Reload
+	var alerts []notify.Alert
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle)
-	w.deps.Alert = func(r notify.Reload) { alerts = append(alerts, r) }
+	w.deps.Alert = func(r notify.Alert) { alerts = append(alerts, r) }
 	w.create(configMap(), manualDeployment("web"))
 	w.baseline("web")
 	sum := w.change("Deployment", "v2")
 	w.reconcile("Deployment", "web")
 	w.reconcile("Deployment", "web")
-	ev := w.wantEvent(w.drain(), ReasonReloadPending)
+	ev := w.wantEvent(w.drain(), string(reason.ReloadPending))
 	if !strings.Contains(ev, `ConfigMap "cfg" `+sum[:12]) || !strings.Contains(ev, "ripple approve deployment/web -n shop") {
 		t.Errorf("ReloadPending %q does not name the config, its digest and how to approve", ev)
 	}
@@ -64,7 +66,7 @@ func TestManualPolicyWaitsForApproval(t *testing.T) {
 	if got := w.metric("ripple_reloads_pending"); got != 1 {
 		t.Errorf("ripple_reloads_pending = %v, want 1", got)
 	}
-	if len(alerts) != 1 || alerts[0].Pending == "" {
+	if len(alerts) != 1 || alerts[0].Level != reason.Warning || !strings.Contains(alerts[0].Headline, "Reload pending approval") {
 		t.Errorf("alerts %+v, want one telling of the pending reload", alerts)
 	}
 
@@ -73,7 +75,7 @@ func TestManualPolicyWaitsForApproval(t *testing.T) {
 	if got := w.applied("web"); got != sum {
 		t.Fatalf("after the approval: applied %q, want %q", got, sum)
 	}
-	if ev := w.wantEvent(w.drain(), ReasonReloaded); !strings.Contains(ev, "approved by alice") {
+	if ev := w.wantEvent(w.drain(), string(reason.Reloaded)); !strings.Contains(ev, "approved by alice") {
 		t.Errorf("Reloaded %q does not say it was approved", ev)
 	}
 	d := &appsv1.Deployment{}
@@ -89,7 +91,7 @@ func TestManualPolicyWaitsForApproval(t *testing.T) {
 
 	w.change("Deployment", "v3")
 	w.reconcile("Deployment", "web")
-	w.wantEvent(w.drain(), ReasonReloadPending)
+	w.wantEvent(w.drain(), string(reason.ReloadPending))
 	if got := w.applied("web"); got != sum || w.metric("ripple_reloads_total") != 1 {
 		t.Errorf("a later change rolled without its own approval: applied %q", got)
 	}
@@ -102,15 +104,15 @@ func TestSupersededApproval(t *testing.T) {
 	w.baseline("web")
 	old := w.change("Deployment", "v2")
 	w.reconcile("Deployment", "web")
-	w.wantEvent(w.drain(), ReasonReloadPending)
+	w.wantEvent(w.drain(), string(reason.ReloadPending))
 	w.approveAs("web", map[string]string{"ConfigMap/cfg": old})
 	w.change("Deployment", "v3")
 	w.reconcile("Deployment", "web")
 	got := w.drain()
-	if ev := w.wantEvent(got, ReasonApprovalSuperseded); !strings.Contains(ev, "Warning") || !strings.Contains(ev, `ConfigMap "cfg" `+old[:12]) {
+	if ev := w.wantEvent(got, string(reason.ApprovalSuperseded)); !strings.Contains(ev, "Warning") || !strings.Contains(ev, `ConfigMap "cfg" `+old[:12]) {
 		t.Errorf("ApprovalSuperseded %q", ev)
 	}
-	w.wantEvent(got, ReasonReloadPending)
+	w.wantEvent(got, string(reason.ReloadPending))
 	if w.applied("web") != "" {
 		t.Error("a superseded approval rolled the workload")
 	}
@@ -121,22 +123,22 @@ func TestSupersededApproval(t *testing.T) {
 
 // The notify policy never rolls: WouldReload, the counter and an alert.
 func TestNotifyPolicy(t *testing.T) {
-	var alerts []notify.Reload
+	var alerts []notify.Alert
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle)
-	w.deps.Alert = func(r notify.Reload) { alerts = append(alerts, r) }
+	w.deps.Alert = func(r notify.Alert) { alerts = append(alerts, r) }
 	d := deployment("web")
 	d.Annotations["ripple.dev/reload-policy"] = "notify"
 	w.create(configMap(), d)
 	w.baseline("web")
 	w.change("Deployment", "v2")
 	w.reconcile("Deployment", "web")
-	if ev := w.wantEvent(w.drain(), ReasonWouldReload); !strings.Contains(ev, "reload policy notify") {
+	if ev := w.wantEvent(w.drain(), string(reason.WouldReload)); !strings.Contains(ev, "reload policy notify") {
 		t.Errorf("WouldReload %q", ev)
 	}
 	if w.applied("web") != "" || w.metric("ripple_would_reload_total", "kind=Deployment") != 1 {
 		t.Errorf("applied %q, would reload %v", w.applied("web"), w.metric("ripple_would_reload_total"))
 	}
-	if len(alerts) != 1 || !alerts[0].Notify {
+	if len(alerts) != 1 || !strings.Contains(alerts[0].Headline, "Would reload for changes in ConfigMap \"cfg\" (reload policy notify)") {
 		t.Errorf("alerts %+v", alerts)
 	}
 }
@@ -154,7 +156,7 @@ func TestManualCronJob(t *testing.T) {
 	w.reconcile("CronJob", "nightly")
 	sum := w.change("CronJob", "v2")
 	w.reconcile("CronJob", "nightly")
-	w.wantEvent(w.drain(), ReasonReloadPending)
+	w.wantEvent(w.drain(), string(reason.ReloadPending))
 	jobs := &batchv1.JobList{}
 	if err := w.c.List(t.Context(), jobs, client.InNamespace(ns)); err != nil || len(jobs.Items) != 0 {
 		t.Fatalf("Jobs: %d (%v), want none before the approval", len(jobs.Items), err)

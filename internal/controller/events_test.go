@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,9 +94,9 @@ func TestRecorderWritesCoreEvents(t *testing.T) {
 	cs := fake.NewClientset()
 	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, logr.Discard())
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"}}
-	p.Eventf(d, nil, corev1.EventTypeWarning, ReasonReloadFailed, "Reload", "Reload for changes in %s failed: %v", `Secret "db"`, "forbidden")
-	p.Eventf(d, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "Reloaded for changes in %s", `ConfigMap "app"`)
-	want := map[string]string{ReasonReloadFailed: "reloader-secrets", ReasonReloaded: "reloader-configmaps"}
+	p.Eventf(d, nil, corev1.EventTypeWarning, string(reason.ReloadFail), "Reload", "Reload for changes in %s failed: %v", `Secret "db"`, "forbidden")
+	p.Eventf(d, nil, corev1.EventTypeNormal, string(reason.Reloaded), "Reload", "Reloaded for changes in %s", `ConfigMap "app"`)
+	want := map[string]string{string(reason.ReloadFail): "reloader-secrets", string(reason.Reloaded): "reloader-configmaps"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		list, err := cs.CoreV1().Events("shop").List(t.Context(), metav1.ListOptions{})
@@ -114,8 +116,8 @@ func TestRecorderWritesCoreEvents(t *testing.T) {
 					t.Errorf("%s: source component %q, want %q", reason, got[reason], component)
 				}
 			}
-			if ReasonReloadFailed != "ReloadFail" {
-				t.Errorf("the failure reason is %q, want Reloader's ReloadFail", ReasonReloadFailed)
+			if string(reason.ReloadFail) != "ReloadFail" {
+				t.Errorf("the failure reason is %q, want Reloader's ReloadFail", string(reason.ReloadFail))
 			}
 			return
 		}

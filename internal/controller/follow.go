@@ -2,11 +2,9 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -67,27 +64,22 @@ func (f *follower) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	return ctrl.Result{RequeueAfter: left}, nil
 }
 
-// report tells of the end of a rollout: a Normal RolloutComplete Event
-// with its duration, or a Warning RolloutStalled Event naming why.
+// report tells of the end of a rollout (plan.Progress.Notice): a Normal
+// RolloutComplete Event with its duration, or a Warning RolloutStalled
+// Event naming why, with their metrics.
 func (f *follower) report(ctx context.Context, obj client.Object, p plan.Progress) {
-	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", f.Kind.Name(), "took", p.Took.Round(time.Millisecond).String())
-	took := p.Took.Round(100 * time.Millisecond)
 	switch p.State {
 	case rollout.Complete:
 		f.Metrics.RolloutCompleted(f.Kind.Name(), p.Took)
-		log.Info("rollout complete")
-		f.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutComplete, "Rollout", "Rollout complete after %s", took)
 	case rollout.Stalled:
 		f.Metrics.RolloutStalled(f.Kind.Name())
-		log.Info("rollout stalled", "reason", p.Reason)
-		f.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutStalled, "Rollout", "Rollout stalled after %s: %s", took, p.Reason)
-		if f.Alert != nil {
-			f.Alert(notify.Reload{Namespace: obj.GetNamespace(), Kind: f.Kind.Name(), Workload: obj.GetName(),
-				Stalled: fmt.Sprintf("after %s: %s", took, p.Reason)})
-		}
-	default:
-		log.V(1).Info("rollout in progress", "status", p.Reason)
 	}
+	n, ok := p.Notice()
+	if !ok {
+		ctrl.LoggerFrom(ctx).V(1).Info("rollout in progress", "workload", klog.KObj(obj), "kind", f.Kind.Name(), "status", p.Reason)
+		return
+	}
+	f.emit(ctx, f.Kind.Name(), obj, []plan.Notice{n}, "took", p.Took.Round(time.Millisecond).String())
 }
 
 // follow queues the workload named n, whose rollout Ripple just started:

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,7 +116,7 @@ func TestReloadFailed(t *testing.T) {
 	if err := w.reconcileErr("Deployment", "web"); err == nil || !strings.Contains(err.Error(), "denied") {
 		t.Fatalf("reconcile error %v, want the write's", err)
 	}
-	if ev := w.wantEvent(w.drain(), ReasonReloadFailed); !strings.Contains(ev, "denied") {
+	if ev := w.wantEvent(w.drain(), string(reason.ReloadFail)); !strings.Contains(ev, "denied") {
 		t.Errorf("ReloadFailed %q does not say why", ev)
 	}
 	if w.metric("reloader_reload_executed_total", "success=false") != 1 || w.metric("reloader_reconcile_total", "result=error") != 1 {
@@ -133,7 +135,7 @@ func TestInvalidAnnotationWarns(t *testing.T) {
 	d.Annotations[w.deps.Settings.Keys.SettleWindow] = "soon"
 	w.create(configMap(), d)
 	w.reconcile("Deployment", "web")
-	if ev := w.wantEvent(w.drain(), ReasonInvalidAnnotation); !strings.Contains(ev, `"soon" is not a duration`) {
+	if ev := w.wantEvent(w.drain(), string(reason.InvalidAnnotation)); !strings.Contains(ev, `"soon" is not a duration`) {
 		t.Errorf("InvalidAnnotation %q does not name the value", ev)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -305,7 +307,7 @@ func TestSettleWindowThenReload(t *testing.T) {
 	if got := w.applied("web"); got != sum {
 		t.Fatalf("after the window: applied %q, want %q", got, sum)
 	}
-	ev := w.wantEvent(w.drain(), ReasonReloaded)
+	ev := w.wantEvent(w.drain(), string(reason.Reloaded))
 	if !strings.Contains(ev, `ConfigMap "cfg"`) {
 		t.Errorf("Reloaded Event %q does not name the ConfigMap", ev)
 	}
@@ -350,7 +352,7 @@ func TestConflictConverges(t *testing.T) {
 	if got := w.applied("web"); got != sum {
 		t.Fatalf("after the retry: applied %q, want %q", got, sum)
 	}
-	w.wantEvent(w.drain(), ReasonReloaded)
+	w.wantEvent(w.drain(), string(reason.Reloaded))
 	if got := w.metric("ripple_reloads_total"); got != 1 {
 		t.Errorf("ripple_reloads_total = %v, want 1 (the conflict is no reload)", got)
 	}
@@ -382,7 +384,7 @@ func TestStormHold(t *testing.T) {
 	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 10*time.Second || w.applied("web") != held {
 		t.Fatalf("third change in a minute: requeue %s, applied changed %v; want held for 10s", res.RequeueAfter, w.applied("web") != held)
 	}
-	ev := w.wantEvent(w.drain(), ReasonReloadHeld)
+	ev := w.wantEvent(w.drain(), string(reason.ReloadHeld))
 	if !strings.Contains(ev, "changed 3 times within 1m0s") {
 		t.Errorf("ReloadHeld %q does not say why", ev)
 	}
@@ -401,8 +403,8 @@ func TestStormHold(t *testing.T) {
 		t.Fatalf("after the quiet period: applied %q, want the latest %q", got, sum)
 	}
 	got := w.drain()
-	w.wantEvent(got, ReasonReloadResumed)
-	w.wantEvent(got, ReasonReloaded)
+	w.wantEvent(got, string(reason.ReloadResumed))
+	w.wantEvent(got, string(reason.Reloaded))
 	if w.metric("ripple_reloads_held") != 0 {
 		t.Errorf("held gauge %v after the hold, want 0", w.metric("ripple_reloads_held"))
 	}
@@ -425,8 +427,8 @@ func TestWaves(t *testing.T) {
 		}
 	}
 	got := w.drain()
-	w.wantEvent(got, ReasonReloaded)
-	if ev := w.wantEvent(got, ReasonRolloutQueued); !strings.Contains(ev, "1 of 1 in progress (--max-concurrent-rollouts)") {
+	w.wantEvent(got, string(reason.Reloaded))
+	if ev := w.wantEvent(got, string(reason.RolloutQueued)); !strings.Contains(ev, "1 of 1 in progress (--max-concurrent-rollouts)") {
 		t.Errorf("RolloutQueued %q does not name the cap", ev)
 	}
 	if w.metric("ripple_rollouts_waiting") != 1 || w.metric("ripple_rollouts_in_progress") != 1 {
@@ -438,7 +440,7 @@ func TestWaves(t *testing.T) {
 	}
 	w.complete("a")
 	w.follow("a")
-	if ev := w.wantEvent(w.drain(), ReasonRolloutComplete); !strings.Contains(ev, "after 2s") {
+	if ev := w.wantEvent(w.drain(), string(reason.RolloutComplete)); !strings.Contains(ev, "after 2s") {
 		t.Errorf("RolloutComplete %q, want after 2s", ev)
 	}
 	w.reconcile("Deployment", "b")
@@ -450,7 +452,7 @@ func TestWaves(t *testing.T) {
 	}
 	w.clk.Step(time.Minute)
 	w.follow("b")
-	if ev := w.wantEvent(w.drain(), ReasonRolloutStalled); !strings.Contains(ev, "not complete after 1m0s (--rollout-timeout)") {
+	if ev := w.wantEvent(w.drain(), string(reason.RolloutStalled)); !strings.Contains(ev, "not complete after 1m0s (--rollout-timeout)") {
 		t.Errorf("RolloutStalled %q does not name the timeout", ev)
 	}
 	if w.metric("ripple_rollouts_in_progress") != 0 || w.metric("ripple_rollouts_stalled_total") != 1 {
@@ -491,7 +493,7 @@ func TestDryRun(t *testing.T) {
 	}
 	w.change("Deployment", "v2")
 	w.reconcile("Deployment", "web")
-	if ev := w.wantEvent(w.drain(), ReasonWouldReload); !strings.Contains(ev, "(--dry-run)") {
+	if ev := w.wantEvent(w.drain(), string(reason.WouldReload)); !strings.Contains(ev, "(--dry-run)") {
 		t.Errorf("WouldReload %q", ev)
 	}
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {

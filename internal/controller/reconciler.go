@@ -48,8 +48,8 @@ type Deps struct {
 	Finder   *dependents.Finder
 	Recorder events.EventRecorder
 	Metrics  *metrics.Metrics
-	// Alert, when set, is told of every rollout.
-	Alert func(notify.Reload)
+	// Alert, when set, is sent every notice that alerts (emit).
+	Alert func(notify.Alert)
 	Clock clock.PassiveClock
 	// Rotations is nil without --enable-csi-integration.
 	Rotations *source.Rotations
@@ -121,19 +121,17 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 	in.Memory, in.Now = r.Memory.Load(key), r.Clock.Now()
 	p := plan.For(in)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
-	r.warn(obj, p.Warnings)
-	r.reportHold(ctx, obj, p)
-	r.reportDeferred(ctx, obj, p)
-	r.reportPending(ctx, obj, p)
-	r.reportRevert(ctx, obj, p)
+	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
 	if p.Wait > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info(waitMessage(p), "configs", changeNames(p.Changes), "wait", p.Wait)
+		ctrl.LoggerFrom(ctx).V(1).Info(waitMessage(p), "configs", plan.ChangeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}
 	if !p.Reloads() {
 		r.Memory.Update(key, plan.Memory.LeaveLine)
 	} else if a := r.admit(key, p); !a.OK {
-		r.logWaiting(ctx, obj, p, a)
+		if n := a.Notice(p.Changes); !n.Told {
+			r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}) // once per wait: the line is in memory, and this is how explain tells it
+		}
 		return ctrl.Result{RequeueAfter: plan.WaitPoll}, skipped, nil
 	}
 	if !p.Writes() && !p.WouldReload {

@@ -14,15 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
-)
-
-// Event reasons of the restart methods.
-const (
-	// ReasonRestartFailed is a Warning: Ripple cannot read, evict or
-	// delete the pods of a workload whose reload restarts them.
-	ReasonRestartFailed = "RestartFailed"
 )
 
 // forbiddenRetry is how soon a restart that lacked a permission is tried
@@ -175,9 +169,9 @@ func verbOf(method string) string {
 // forbidden tells that a restart lacks a permission, naming it and the
 // chart value that grants it.
 func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, verb string, err error) {
-	ctrl.LoggerFrom(ctx).Info("restart forbidden", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "permission", verb, "error", err.Error())
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRestartFailed, "Restart",
-		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value restartMethods.%s=true", method, verb, method)
+	n := plan.Notice{Reason: reason.RestartFailed, Message: fmt.Sprintf(
+		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value restartMethods.%s=true", method, verb, method)}
+	r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}, "permission", verb, "error", err.Error())
 }
 
 // reloadedHow says how a reload of obj was carried out, for its Reloaded

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,7 +120,7 @@ func TestRestartEvictsOneAtATime(t *testing.T) {
 	if at := w.webAnnotations()[keys.RestartedAt]; at != w.clk.Now().UTC().Format(time.RFC3339) {
 		t.Fatalf("restarted-at %q, want the write's time", at)
 	}
-	if ev := w.wantEvent(w.drain(), ReasonReloaded); !strings.Contains(ev, "restart method evict") {
+	if ev := w.wantEvent(w.drain(), string(reason.Reloaded)); !strings.Contains(ev, "restart method evict") {
 		t.Errorf("Reloaded Event %q does not name the method", ev)
 	}
 	// Within the second of the write nothing is evicted.
@@ -201,7 +203,7 @@ func TestRestartEvictionRefused(t *testing.T) {
 				}
 				return
 			}
-			if ev := w.wantEvent(got, ReasonRestartFailed); !strings.Contains(ev, tc.event) || !strings.Contains(ev, "restartMethods.evict") {
+			if ev := w.wantEvent(got, string(reason.RestartFailed)); !strings.Contains(ev, tc.event) || !strings.Contains(ev, "restartMethods.evict") {
 				t.Errorf("RestartFailed %q does not name %q and the chart value", ev, tc.event)
 			}
 		})
@@ -260,7 +262,7 @@ func TestRestartMethodSwitchRollsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.reconcile("Deployment", "web")
-	w.wantEvent(w.drain(), ReasonRolledBack)
+	w.wantEvent(w.drain(), string(reason.RolledBack))
 	if w.applied("web") != sum {
 		t.Errorf("switching back to the template method rolled: template %q", w.applied("web"))
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,10 +40,10 @@ func TestRevertIsReportedNotFought(t *testing.T) {
 	if got := w.applied("web"); got != "" {
 		t.Fatalf("Ripple wrote %q back over the operator's template", got)
 	}
-	ev := w.wantEvent(w.drain(), ReasonReloadReverted)
+	ev := w.wantEvent(w.drain(), string(reason.ReloadReverted))
 	// The fake client records its own manager name for an update
 	// ("unknown"); the real API server's is in test/e2e.
-	if !strings.Contains(ev, "by "+LastWriter(w.web())) || !strings.Contains(ev, `ConfigMap "cfg" `+v2[:12]) || !strings.Contains(ev, "evict") {
+	if !strings.Contains(ev, "by "+workload.LastWriter(w.web())) || !strings.Contains(ev, `ConfigMap "cfg" `+v2[:12]) || !strings.Contains(ev, "evict") {
 		t.Errorf("ReloadReverted %q does not name the operator, the config and what to do", ev)
 	}
 	if got := w.metric("ripple_reloads_reverted_total", "kind=Deployment"); got != 1 {
@@ -69,10 +71,10 @@ func TestLastWriter(t *testing.T) {
 		{Manager: "ripple", Operation: metav1.ManagedFieldsOperationApply, Time: at(4)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: at(5)},
 	}}}
-	if got := LastWriter(d); got != `"shop-operator" (update)` {
+	if got := workload.LastWriter(d); got != `"shop-operator" (update)` {
 		t.Errorf("LastWriter = %s", got)
 	}
-	if got := LastWriter(&appsv1.Deployment{}); got != "another manager" {
+	if got := workload.LastWriter(&appsv1.Deployment{}); got != "another manager" {
 		t.Errorf("LastWriter of no managed fields = %s", got)
 	}
 }

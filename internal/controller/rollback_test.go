@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -38,7 +40,7 @@ func TestRollbackIsKept(t *testing.T) {
 	if got := w.applied("web"); got != v2 {
 		t.Fatalf("after the undo: applied %q, want the rollback kept at %q", got, v2)
 	}
-	ev := w.wantEvent(w.drain(), ReasonRolledBack)
+	ev := w.wantEvent(w.drain(), string(reason.RolledBack))
 	if !strings.Contains(ev, `ConfigMap "cfg" `+v2[:12]) || !strings.Contains(ev, `ConfigMap "cfg" `+v3[:12]+" (changed since)") {
 		t.Errorf("RolledBack Event %q does not name the data the revision was built for and the data read now", ev)
 	}
@@ -59,7 +61,7 @@ func TestRollbackIsKept(t *testing.T) {
 	if got := w.applied("web"); got != v4 {
 		t.Fatalf("a change after the rollback: applied %q, want %q", got, v4)
 	}
-	w.wantEvent(w.drain(), ReasonReloaded)
+	w.wantEvent(w.drain(), string(reason.Reloaded))
 }
 
 // web is Deployment web as it is now.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -35,7 +37,7 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 	if got.ResourceVersion == rv {
 		t.Error("nothing recorded: the next reconcile would roll")
 	}
-	ev := w.wantEvent(w.drain(), ReasonReloadSkipped)
+	ev := w.wantEvent(w.drain(), string(reason.ReloadSkipped))
 	if !strings.Contains(ev, `ConfigMap "cfg" `+v2[:12]) || !strings.Contains(ev, "the pod template was changed after the config") {
 		t.Errorf("ReloadSkipped Event %q does not name the config and the case", ev)
 	}
@@ -58,7 +60,7 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 	if w.applied("web") != v3 {
 		t.Fatalf("template first, config afterwards: applied %q, want a rollout to %q", w.applied("web"), v3)
 	}
-	w.wantEvent(w.drain(), ReasonReloaded)
+	w.wantEvent(w.drain(), string(reason.Reloaded))
 }
 
 // A config event that comes after Ripple saw the template change (while
@@ -81,7 +83,7 @@ func TestTemplateFirstRolls(t *testing.T) {
 	if w.applied("web") != v3 {
 		t.Fatalf("applied %q, want a rollout to %q", w.applied("web"), v3)
 	}
-	if ev := w.wantEvent(w.drain(), ReasonReloaded); !strings.Contains(ev, "the pod template was changed before the config") {
+	if ev := w.wantEvent(w.drain(), string(reason.Reloaded)); !strings.Contains(ev, "the pod template was changed before the config") {
 		t.Errorf("Reloaded Event %q does not say the template changed first", ev)
 	}
 }
@@ -101,7 +103,7 @@ func TestTemplateSeenWithTheConfigEvent(t *testing.T) {
 	if w.applied("web") != "" {
 		t.Fatalf("applied %q: want the template change to be the only rollout", w.applied("web"))
 	}
-	w.wantEvent(w.drain(), ReasonReloadSkipped)
+	w.wantEvent(w.drain(), string(reason.ReloadSkipped))
 }
 
 // setImage changes the image of Deployment web: someone else's change of

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,8 +27,8 @@ import (
 func TestReloadWindowDefers(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle,
 		withSettings(func(s *plan.Settings) { s.ReloadWindow = "Fri 00:00-01:00 UTC" }))
-	var alerts []notify.Reload
-	w.deps.Alert = func(r notify.Reload) { alerts = append(alerts, r) }
+	var alerts []notify.Alert
+	w.deps.Alert = func(r notify.Alert) { alerts = append(alerts, r) }
 	w.create(configMap(), deployment("web"))
 	w.clk.Step(time.Hour) // Thursday 01:00: closed
 	w.baseline("web")
@@ -35,7 +37,7 @@ func TestReloadWindowDefers(t *testing.T) {
 	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 23*time.Hour || w.applied("web") != "" {
 		t.Fatalf("outside the window: requeue %s, applied %q; want 23h and nothing", res.RequeueAfter, w.applied("web"))
 	}
-	ev := w.wantEvent(w.drain(), ReasonReloadDeferred)
+	ev := w.wantEvent(w.drain(), string(reason.ReloadDeferred))
 	for _, want := range []string{`ConfigMap "cfg"`, `"Fri 00:00-01:00 UTC" (from the flag)`, "Fri 2026-01-02 00:00 UTC (2026-01-02T00:00:00Z)"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("ReloadDeferred Event %q does not say %q", ev, want)
@@ -44,7 +46,7 @@ func TestReloadWindowDefers(t *testing.T) {
 	if got := w.metric("ripple_reloads_deferred"); got != 1 {
 		t.Errorf("ripple_reloads_deferred = %v, want 1", got)
 	}
-	if len(alerts) != 1 || !strings.Contains(notify.AlertText(alerts[0], ""), "Ripple defers the reload of *web*") {
+	if len(alerts) != 1 || !strings.Contains(notify.AlertText(alerts[0], ""), "*web* of type *Deployment* in namespace *shop*: Reload for changes in ConfigMap \"cfg\" deferred") {
 		t.Errorf("alerts %+v, want one deferral", alerts)
 	}
 
@@ -58,19 +60,19 @@ func TestReloadWindowDefers(t *testing.T) {
 	// another change: one more Event; a restart forgets the memory
 	sum := w.change("Deployment", "v3")
 	w.reconcile("Deployment", "web")
-	w.wantEvent(w.drain(), ReasonReloadDeferred)
+	w.wantEvent(w.drain(), string(reason.ReloadDeferred))
 	w.deps.Memory = &Store{Metrics: w.deps.Metrics}
 	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != 22*time.Hour || w.applied("web") != "" {
 		t.Fatalf("after a restart: requeue %s, applied %q; want 22h and nothing", res.RequeueAfter, w.applied("web"))
 	}
-	w.wantEvent(w.drain(), ReasonReloadDeferred)
+	w.wantEvent(w.drain(), string(reason.ReloadDeferred))
 
 	w.clk.Step(22 * time.Hour) // Friday 00:00: open
 	w.reconcile("Deployment", "web")
 	if got := w.applied("web"); got != sum {
 		t.Fatalf("in the window: applied %q, want the latest %q", got, sum)
 	}
-	w.wantEvent(w.drain(), ReasonReloaded)
+	w.wantEvent(w.drain(), string(reason.Reloaded))
 	if got := w.metric("ripple_reloads_deferred"); got != 0 {
 		t.Errorf("ripple_reloads_deferred = %v after the rollout, want 0", got)
 	}
@@ -93,11 +95,11 @@ func TestReloadWindowInvalid(t *testing.T) {
 		t.Fatalf("invalid window: requeue %s, applied %q; want 5m and nothing", res.RequeueAfter, w.applied("web"))
 	}
 	got := w.drain()
-	warn := w.wantEvent(got, ReasonInvalidAnnotation)
+	warn := w.wantEvent(got, string(reason.InvalidAnnotation))
 	if !strings.Contains(warn, `annotation "ripple.dev/reload-window" on the workload`) || !strings.Contains(warn, "at character 15 (window 1)") {
 		t.Errorf("Warning %q does not name the annotation and the position", warn)
 	}
-	if ev := w.wantEvent(got, ReasonReloadDeferred); !strings.Contains(ev, "the reload window is invalid") {
+	if ev := w.wantEvent(got, string(reason.ReloadDeferred)); !strings.Contains(ev, "the reload window is invalid") {
 		t.Errorf("ReloadDeferred %q does not say the window is invalid", ev)
 	}
 	fixed := &appsv1.Deployment{}
@@ -140,7 +142,7 @@ func TestReloadWindowCronJob(t *testing.T) {
 	if n := len(jobs()); n != 0 {
 		t.Fatalf("%d Jobs started outside the window", n)
 	}
-	w.wantEvent(w.drain(), ReasonReloadDeferred)
+	w.wantEvent(w.drain(), string(reason.ReloadDeferred))
 	w.clk.Step(23 * time.Hour)
 	w.reconcile("CronJob", "nightly") // records the pending Job and starts it
 	w.reconcile("CronJob", "nightly")

@@ -14,6 +14,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -48,6 +49,8 @@ const (
 	waitOwner  = "owner"
 	waitHold   = "hold"
 	waitSlot   = "rolloutSlot"
+	// waitRestart is a restart method's restart of the pods in progress.
+	waitRestart = "restart"
 )
 
 // digestLen is how much of a digest is shown: enough to compare.
@@ -70,6 +73,11 @@ func Build(f Facts) Report {
 	}
 	if n := f.Settings.Config.Shard.Count; n > 1 {
 		r.Shard = &Shard{Index: dependents.ShardOf(r.Workload.Namespace, n), Count: n}
+	}
+	if r.Restart != nil && r.Restart.Since != nil {
+		r.Waiting = append(r.Waiting, Wait{For: waitRestart, Setting: f.Settings.Plan.Keys.RestartMethod, Message: fmt.Sprintf(
+			"the restart method %s is restarting the pods created before %s, up to %d at a time",
+			r.Restart.Method, stamp(*r.Restart.Since), r.Restart.MaxUnavailable)})
 	}
 	r.ReloadWindow = reloadWindow(f)
 	r.ReloadPolicy = reloadPolicy(f)
@@ -212,23 +220,25 @@ func ages(events []Event, now time.Time) []Event {
 func waitVerdict(w Wait, now time.Time) (State, string, string) {
 	switch {
 	case w.For == waitPause && w.Until.After(now):
-		return Paused, "Paused", "paused: " + w.Message
+		return Paused, string(reason.Paused), "paused: " + w.Message
 	case w.For == waitSettle:
-		return Waiting, "SettleWindow", "waiting: " + w.Message
+		return Waiting, string(reason.SettleWindow), "waiting: " + w.Message
 	case w.For == waitHold:
-		return Waiting, "Held", "held: " + w.Message
+		return Waiting, reasonHeld, "held: " + w.Message
 	case w.For == waitSlot:
-		return Waiting, "RolloutSlot", "waiting: " + w.Message
+		return Waiting, reasonQueued, "waiting: " + w.Message
+	case w.For == waitRestart:
+		return Waiting, string(reason.RestartInProgress), "restarting: " + w.Message
 	case w.For == waitWindow:
-		return Waiting, reasonDeferred, "deferred: " + w.Message
+		return Waiting, reasonDeferred, w.Message // as the ReloadDeferred Event says it
 	}
 	return "", "", ""
 }
 
 // verdict is the state of the workload, its reason and one line saying it.
 func verdict(f Facts, r Report) (State, string, string) {
-	if reason, why := outOfReach(f); reason != "" {
-		return NotReloading, reason, "not reloading: " + why
+	if why, because := outOfReach(f); why != "" {
+		return NotReloading, why, "not reloading: " + because
 	}
 	for _, w := range r.Waiting {
 		if state, reason, line := waitVerdict(w, f.Now); state != "" {

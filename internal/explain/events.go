@@ -7,24 +7,27 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// eventReasons are the reasons of the events Ripple records on workloads
-// (package controller).
-var eventReasons = []string{"Reloaded", "ReloadFail", "InvalidAnnotation", "ReloadSkipped", "WouldReload",
-	reasonHeld, reasonResumed, reasonQueued, "RolloutComplete", "RolloutStalled", "RolledBack", reasonDeferred, reasonReverted,
-	"ReloadPending", "ApprovalSuperseded"}
+	"github.com/ripple-dev/ripple/internal/reason"
+)
 
 // The storm breaker's events: a hold lives only in Ripple's memory, so the
 // newest of these, or a Reloaded after them, says whether one is on.
 const (
-	reasonHeld    = "ReloadHeld"
-	reasonResumed = "ReloadResumed"
+	reasonHeld    = string(reason.ReloadHeld)
+	reasonResumed = string(reason.ReloadResumed)
 )
 
 // reasonQueued is the event of a workload that waits for a rollout slot
 // (--max-concurrent-rollouts); the line is in Ripple's memory too.
-const reasonQueued = "RolloutQueued"
+const reasonQueued = string(reason.RolloutQueued)
+
+// ripples reports whether an Event reason is one of Ripple's (the
+// registry's).
+func ripples(r string) bool {
+	info, ok := reason.Lookup(reason.Reason(r))
+	return ok && info.Event
+}
 
 // ClusterEvents returns an Explainer's Events: the last n of Ripple's
 // events on a workload, newest first, read from the API server. Ripple
@@ -41,7 +44,7 @@ func ClusterEvents(r client.Reader, n int) func(ctx context.Context, kind string
 		var out []Event
 		for i := range list.Items {
 			e := &list.Items[i]
-			if e.InvolvedObject.UID != "" && e.InvolvedObject.UID != obj.GetUID() || !slices.Contains(eventReasons, e.Reason) {
+			if e.InvolvedObject.UID != "" && e.InvolvedObject.UID != obj.GetUID() || !ripples(e.Reason) {
 				continue // of an earlier object of that name, or not Ripple's
 			}
 			out = append(out, Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Time: eventTime(e), Count: eventCount(e)})

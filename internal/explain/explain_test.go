@@ -208,7 +208,7 @@ func TestBuildHoldFromEvents(t *testing.T) {
 			if r.State != tc.state {
 				t.Fatalf("state %s (%s), want %s", r.State, r.Verdict, tc.state)
 			}
-			if tc.state == Waiting && (r.Reason != "Held" || !strings.Contains(r.Verdict, "--flap-quiet-period") || r.Waiting[0].Setting != "--flap-threshold") {
+			if tc.state == Waiting && (r.Reason != "ReloadHeld" || !strings.Contains(r.Verdict, "--flap-quiet-period") || r.Waiting[0].Setting != "--flap-threshold") {
 				t.Errorf("reason %s, verdict %q, waiting %+v", r.Reason, r.Verdict, r.Waiting)
 			}
 		})
@@ -223,7 +223,7 @@ func TestBuildRolloutSlotFromEvents(t *testing.T) {
 	meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}
 	f := facts(t, meta, old, current, time.Now(), defaults(t))
 	f.Events = []Event{queued}
-	if r := Build(f); r.State != Waiting || r.Reason != "RolloutSlot" || !strings.Contains(r.Verdict, "--max-concurrent-rollouts") {
+	if r := Build(f); r.State != Waiting || r.Reason != "RolloutQueued" || !strings.Contains(r.Verdict, "--max-concurrent-rollouts") {
 		t.Errorf("queued with a change: %s (%s) %q", r.State, r.Reason, r.Verdict)
 	}
 	f = facts(t, meta, current, current, time.Now(), defaults(t))

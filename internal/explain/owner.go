@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ripple-dev/ripple/internal/reason"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // reasonReverted is the Warning of a reload another manager undid.
-const reasonReverted = "ReloadReverted"
+const reasonReverted = string(reason.ReloadReverted)
 
 // restartAdvice is what to do when the template's owner undoes Ripple's
 // writes.

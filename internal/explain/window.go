@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // waitWindow is the wait of a reload deferred by the reload window.
@@ -47,24 +48,34 @@ func reloadWindow(f Facts) *ReloadWindow {
 	return w
 }
 
-// windowWait is the wait of a reload the reload window defers.
+// windowWait is the wait of a reload the reload window defers, told as
+// the controller tells it (its ReloadDeferred notice).
 func windowWait(f Facts) (Wait, bool) {
 	d := f.Plan.Deferred
-	if d == nil {
+	n, ok := noticeOf(f.Plan, reason.ReloadDeferred)
+	if d == nil || !ok {
 		return Wait{}, false
 	}
 	setting := f.Settings.Plan.Keys.ReloadWindow
 	if d.From == plan.FromFlag {
 		setting = "--reload-window"
 	}
-	if d.Invalid != "" {
-		return Wait{For: waitWindow, Setting: setting, Message: fmt.Sprintf(
-			"changes in %s wait: the reload window is invalid (%s); they roll once it is fixed", changeNames(f.Plan), d.Invalid)}, true
+	w := Wait{For: waitWindow, Setting: setting, Message: n.Message}
+	if d.Invalid == "" {
+		next := d.Next
+		w.Until = &next
 	}
-	next := d.Next
-	return Wait{For: waitWindow, Setting: setting, Until: &next, Message: fmt.Sprintf(
-		"changes in %s are deferred: the reload window %q (from the %s) is closed; Ripple rolls them once, with the latest data, at its next opening, %s (%s)",
-		changeNames(f.Plan), d.Window, d.From, next.Format("Mon 2006-01-02 15:04 MST"), stamp(next))}, true
+	return w, true
+}
+
+// noticeOf is p's notice of reason r, if it has one.
+func noticeOf(p plan.Plan, r reason.Reason) (plan.Notice, bool) {
+	for _, n := range p.Notices {
+		if n.Reason == r {
+			return n, true
+		}
+	}
+	return plan.Notice{}, false
 }
 
 // windowText is the reload window for people, e.g. `"Mon-Fri 02:00-04:00
@@ -80,4 +91,4 @@ func windowText(w *ReloadWindow) string {
 }
 
 // reasonDeferred is the event of a reload the reload window defers.
-const reasonDeferred = "ReloadDeferred"
+const reasonDeferred = string(reason.ReloadDeferred)

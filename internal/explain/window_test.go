@@ -17,7 +17,7 @@ func TestBuildReloadWindow(t *testing.T) {
 	}
 
 	r := Build(facts(t, meta("Sat 00:00-01:00 UTC"), old, current, written, defaults(t)))
-	if r.State != Waiting || r.Reason != "ReloadDeferred" || !strings.Contains(r.Verdict, `deferred: changes in ConfigMap "app" are deferred`) {
+	if r.State != Waiting || r.Reason != "ReloadDeferred" || !strings.HasPrefix(r.Verdict, `Reload for changes in ConfigMap "app" deferred: the reload window "Sat 00:00-01:00 UTC" (from the workload) is closed`) {
 		t.Errorf("%s (%s): %s; want Waiting (ReloadDeferred)", r.State, r.Reason, r.Verdict)
 	}
 	next := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)

@@ -77,6 +77,9 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 // sees it.
 func Workload(kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec) plan.Workload {
 	w := plan.Workload{
+		Kind:          kind.Name(),
+		Name:          obj.GetName(),
+		LastWriter:    workload.LastWriter(obj),
 		Namespace:     obj.GetNamespace(),
 		Annotations:   obj.GetAnnotations(),
 		Created:       obj.GetCreationTimestamp().Time,

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // Sink is an alert format, chosen by ALERT_SINK as in Reloader: "slack",
@@ -34,74 +36,55 @@ type Source struct {
 	Name string
 }
 
-// Reload describes one rollout for an alert.
-type Reload struct {
-	Namespace string
-	Kind      string // e.g. Deployment
-	Workload  string
-	Sources   []Source
-	// Held, when set, makes the alert tell of a hold by the flap breaker
-	// instead of a rollout: why, and when the hold ends.
-	Held string
-	// Deferred, when set, makes the alert tell that the reload waits for
-	// the workload's reload window, and until when.
-	Deferred string
-	// Stalled, when set, makes the alert tell that the rollout Ripple
-	// started stalled, and why.
-	Stalled string
-	// Pending, when set, makes the alert tell that the reload waits for an
-	// approval (the manual reload policy): since when, and how to approve.
-	// Notify makes it tell of a reload the notify policy did not make.
-	Pending string
-	Notify  bool
+// Alert is one alert: a headline, a level and the configs it is about.
+type Alert struct {
+	Level    reason.Level
+	Headline string
+	// Namespace, Kind (e.g. Deployment) and Workload name the workload.
+	Namespace, Kind, Workload string
+	Sources                   []Source
 }
 
-// AlertText is Reloader's alert sentence, extended to name every config of
-// the rollout: "Reloader detected changes in *app* of type *CONFIGMAP* in
-// namespace *team*. Hence reloaded *web* of type *Deployment* in namespace
-// *team*". It names objects only; it never holds config data.
-func AlertText(r Reload, additionalInfo string) string {
-	parts := make([]string, len(r.Sources))
-	for i, s := range r.Sources {
+// ReloadedHeadline is Reloader's alert sentence of a rollout, extended to
+// name every config of the rollout: "Reloader detected changes in *app*
+// of type *CONFIGMAP* in namespace *team*. Hence reloaded *web* of type
+// *Deployment* in namespace *team*". It names objects only; it never holds
+// config data.
+func ReloadedHeadline(namespace, kind, workload string, sources []Source) string {
+	parts := make([]string, len(sources))
+	for i, s := range sources {
 		parts[i] = fmt.Sprintf("*%s* of type *%s*", s.Name, s.Type)
 	}
-	msg := fmt.Sprintf("Reloader detected changes in %s in namespace *%s*. Hence reloaded *%s* of type *%s* in namespace *%s*",
-		strings.Join(parts, ", "), r.Namespace, r.Workload, r.Kind, r.Namespace)
-	switch {
-	case r.Held != "":
-		msg = fmt.Sprintf("Ripple holds the reload of *%s* of type *%s* in namespace *%s*: %s %s",
-			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Held)
-	case r.Deferred != "":
-		msg = fmt.Sprintf("Ripple defers the reload of *%s* of type *%s* in namespace *%s* for changes in %s: %s",
-			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Deferred)
-	case r.Pending != "":
-		msg = fmt.Sprintf("Ripple waits for an approval to reload *%s* of type *%s* in namespace *%s* for changes in %s: %s",
-			r.Workload, r.Kind, r.Namespace, strings.Join(parts, ", "), r.Pending)
-	case r.Notify:
-		msg = fmt.Sprintf("Ripple detected changes in %s in namespace *%s* and would reload *%s* of type *%s* (reload policy notify: not reloaded)",
-			strings.Join(parts, ", "), r.Namespace, r.Workload, r.Kind)
-	case r.Stalled != "":
-		msg = fmt.Sprintf("The rollout Ripple started of *%s* of type *%s* in namespace *%s* stalled %s",
-			r.Workload, r.Kind, r.Namespace, r.Stalled)
-	}
+	return fmt.Sprintf("Reloader detected changes in %s in namespace *%s*. Hence reloaded *%s* of type *%s* in namespace *%s*",
+		strings.Join(parts, ", "), namespace, workload, kind, namespace)
+}
+
+// Headline is the alert sentence of any other notice: the workload, then
+// the notice's message, as its Event says it.
+func Headline(namespace, kind, workload, message string) string {
+	return fmt.Sprintf("Ripple, *%s* of type *%s* in namespace *%s*: %s", workload, kind, namespace, message)
+}
+
+// AlertText is the alert's text, after the additional info when set.
+func AlertText(a Alert, additionalInfo string) string {
 	if additionalInfo != "" {
-		msg = additionalInfo + " : " + msg
+		return additionalInfo + " : " + a.Headline
 	}
-	return msg
+	return a.Headline
 }
 
 // AlertMessage formats the alert for a sink with Reloader's payload shapes.
-func AlertMessage(sink Sink, r Reload, additionalInfo string) Message {
-	text := AlertText(r, additionalInfo)
-	what := fmt.Sprintf("alert for %s %s/%s", r.Kind, r.Namespace, r.Workload)
+func AlertMessage(sink Sink, a Alert, additionalInfo string) Message {
+	text := AlertText(a, additionalInfo)
+	what := fmt.Sprintf("alert for %s %s/%s", a.Kind, a.Namespace, a.Workload)
 	var body any
 	switch sink {
 	case Slack:
 		color := "good"
-		switch {
-		case r.Held != "", r.Deferred != "", r.Pending != "":
+		switch a.Level {
+		case reason.Warning:
 			color = "warning"
-		case r.Stalled != "":
+		case reason.Danger:
 			color = "danger"
 		}
 		body = map[string]any{"attachments": []map[string]string{{"color": color, "author_name": "Reloader", "text": text}}}

@@ -67,8 +67,9 @@ type Settings struct {
 
 // Workload is the workload as gathered.
 type Workload struct {
-	Namespace   string
-	Annotations map[string]string
+	// Kind (e.g. Deployment), Namespace and Name name it in notices.
+	Kind, Namespace, Name string
+	Annotations           map[string]string
 	// NamespaceAnnotations are its Namespace's, for the defaults a
 	// Namespace sets for its workloads (Governing); nil when not read.
 	NamespaceAnnotations map[string]string
@@ -91,6 +92,10 @@ type Workload struct {
 	// its template against a config's (template.go); empty when its
 	// template is another object's (a Rollout's workloadRef).
 	Version string
+	// LastWriter names the manager that wrote the workload last, other
+	// than Ripple and status writers (workload.LastWriter): the one a
+	// revert notice names.
+	LastWriter string
 }
 
 // Source is one source that may reload the workload, as gathered.
@@ -272,6 +277,9 @@ type Plan struct {
 	PolicyFrom string
 	Awaiting   *Awaiting
 	Approving  *Approving
+	// Notices are what the plan decided to tell, in the order of the
+	// stages that decided them (notice.go).
+	Notices []Notice
 	// record is the applied record the write leaves on the workload (its
 	// JSON), when the write changes it.
 	record string
@@ -287,9 +295,56 @@ func (p Plan) Writes() bool {
 	return p.Update.Template != nil || p.Update.Annotations != nil || p.Update.Paused != nil
 }
 
-// For plans a reconcile of the workload in.
+// For plans a reconcile of the workload in: it runs the stages in order
+// until one decides the plan (stages).
 func For(in Input) Plan {
-	var p Plan
+	pl := planning{in: in}
+	for _, s := range stages() {
+		if s.run(&pl) {
+			break
+		}
+	}
+	pl.p.finish(in)
+	return pl.p
+}
+
+// planning is a plan being made: the plan, and what the stages pass on.
+type planning struct {
+	in Input
+	p  Plan
+	// w is the plan the write is built from: p, or what the manual policy
+	// lets through of it.
+	w Plan
+	// settleWindow and period are the workload's settle window and pause
+	// period.
+	settleWindow, period time.Duration
+}
+
+// stage is one step of For. run returns true when the plan is decided:
+// the stages after it do not run.
+type stage struct {
+	name string
+	run  func(*planning) bool
+}
+
+// stages are the steps of For, in order. Each decides one rule, with the
+// notices it tells (notice.go); a new rule is a new stage.
+func stages() []stage {
+	return []stage{
+		{"sources", (*planning).sources},   // each source's decision and state; rollbacks and reverts seen
+		{"settings", (*planning).settings}, // the workload's settle window, pause period, reload policy; its template seen
+		{"settle", (*planning).settle},     // the settle window of the change set
+		{"storm", (*planning).storm},       // flap breaker and minimum rollout interval: wait
+		{"template", (*planning).template}, // a pod template changed after the configs applied them
+		{"approval", (*planning).approval}, // the manual policy: only approved changes go on
+		{"window", (*planning).window},     // the reload window: defer
+		{"notify", (*planning).notify},     // --dry-run and the notify policy: tell, roll nothing
+		{"write", (*planning).write},       // the one write, or a hold after MaxAttempts rollouts
+	}
+}
+
+func (pl *planning) sources() bool {
+	in, p := pl.in, &pl.p
 	p.Sources, p.Changes, p.Warnings = sources(in)
 	for _, sp := range p.Sources {
 		if sp.noticed {
@@ -297,57 +352,102 @@ func For(in Input) Plan {
 		}
 	}
 	p.Reverted = revertsNoticed(in, p.Sources)
-	window, warning := SettleWindow(in.Workload.Annotations, in.Keys, in.SettleWindow)
-	p.Warnings = appendNonEmpty(append(p.Warnings, in.Workload.Invalid...), warning)
-	period, warning := pausePeriod(in)
-	p.Warnings = appendNonEmpty(p.Warnings, warning)
+	return false
+}
 
+func (pl *planning) settings() bool {
+	in, p := pl.in, &pl.p
+	var warning string
+	pl.settleWindow, warning = SettleWindow(in.Workload.Annotations, in.Keys, in.SettleWindow)
+	p.Warnings = appendNonEmpty(append(p.Warnings, in.Workload.Invalid...), warning)
+	pl.period, warning = pausePeriod(in)
+	p.Warnings = appendNonEmpty(p.Warnings, warning)
 	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now, in.Workload.Version)
-	p.settle(in, window)
 	p.Policy, p.PolicyFrom, warning = policy(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
-	if p.Wait = max(p.Wait, guard(in, &p)); p.Wait > 0 {
-		return p
-	}
-	// Changes a template change already applied need no rollout, approval
-	// or window. The manual policy keeps only the approved changes; the
-	// reload window then defers them, unless the approval overrides it
-	// (--now).
-	withTemplate(in, &p)
-	w := p
-	if p.Policy == Manual && !in.DryRun {
-		w = gate(in, &p)
-	}
-	if (p.Approving == nil || !p.Approving.Now) && deferral(in, &p, period) {
-		return p
-	}
-	if in.DryRun || p.Policy == Notify {
-		p.Update, p.Requeue = dryRun(in, p, period)
-		p.WouldReload = len(p.Changes) > 0
-		return p
-	}
-	p.write(in, w, period)
-	return p
+	return false
 }
 
 // settle sets the settle state of p's change set, the wait for its settle
 // window and when it was first seen. A change set already waiting for an
 // approval has settled: its settle state is dropped, so that the next
 // change opens a window of its own.
-func (p *Plan) settle(in Input, window time.Duration) {
+func (pl *planning) settle() bool {
+	in, p := pl.in, &pl.p
 	p.Seen = in.Now
 	if id := changeID(p.Changes); len(p.Changes) > 0 && id != in.Awaiting.ID {
-		p.Pending, p.Wait = settle(in.Pending, id, window, in.Now)
+		p.Pending, p.Wait = settle(in.Pending, id, pl.settleWindow, in.Now)
 		if !p.Pending.First.IsZero() {
 			p.Seen = p.Pending.First
 		}
 	}
+	return false
+}
+
+// storm applies the storm breaker; the plan waits for it or for its
+// settle window.
+func (pl *planning) storm() bool {
+	p := &pl.p
+	p.Wait = max(p.Wait, guard(pl.in, p))
+	if p.Hold != nil {
+		p.tell(holdNotice(*p))
+	}
+	return p.Wait > 0
+}
+
+// template records as applied the changes a template change made after
+// them applied: they need no rollout, approval or window.
+func (pl *planning) template() bool {
+	withTemplate(pl.in, &pl.p)
+	pl.w = pl.p
+	return false
+}
+
+// approval keeps, under the manual policy, only the approved changes.
+func (pl *planning) approval() bool {
+	in, p := pl.in, &pl.p
+	if p.Policy != Manual || in.DryRun {
+		return false
+	}
+	pl.w = gate(in, p)
+	if p.Awaiting != nil {
+		p.tell(pendingNotice(in, p.Awaiting))
+	}
+	if p.Approving != nil && len(p.Approving.Stale) > 0 {
+		p.tell(supersededNotice(p.Approving))
+	}
+	return false
+}
+
+// window defers the reload while the reload window is closed, unless an
+// approval overrides it (--now).
+func (pl *planning) window() bool {
+	p := &pl.p
+	if p.Approving != nil && p.Approving.Now || !deferral(pl.in, p, pl.period) {
+		return false
+	}
+	p.tell(deferredNotice(*p))
+	return true
+}
+
+// notify tells of the rollout --dry-run or the notify policy holds back.
+func (pl *planning) notify() bool {
+	in, p := pl.in, &pl.p
+	if !in.DryRun && p.Policy != Notify {
+		return false
+	}
+	p.Update, p.Requeue = dryRun(in, *p, pl.period)
+	if p.WouldReload = len(p.Changes) > 0; p.WouldReload {
+		p.tell(wouldReloadNotice(in, *p))
+	}
+	return true
 }
 
 // write sets the one write of p, built from w (p, or what the manual
 // policy lets through of it), and the applied record it leaves.
-func (p *Plan) write(in Input, w Plan, period time.Duration) {
-	p.Update, p.Requeue = update(in, w, period)
+func (pl *planning) write() bool {
+	in, p, w := pl.in, &pl.p, pl.w
+	p.Update, p.Requeue = update(in, w, pl.period)
 	if p.Approving != nil {
 		p.Update.Annotations = dropApproval(in, p.Update.Annotations)
 	}
@@ -359,10 +459,25 @@ func (p *Plan) write(in Input, w Plan, period time.Duration) {
 		if heldAfterAttempts(in, *p) {
 			p.RevertHeld, p.HeldNoticed = true, in.Held != p.record
 			p.Update, p.Requeue = workload.Update{}, 0
-			return
+			return true
 		}
 		p.onTemplate = onTemplate(in.Strategy, p.Changes, p.Update.Template)
 	}
+	return true
+}
+
+// finish adds the notices that only the whole plan tells: the end of a
+// hold (whether it rolls), reverts, what the write records instead of a
+// rollout, and the warnings.
+func (p *Plan) finish(in Input) {
+	if p.Resumed {
+		p.tell(resumedNotice(*p))
+	}
+	revertNotices(in, p)
+	if p.Writes() {
+		recordNotices(p)
+	}
+	warningNotices(p)
 }
 
 func appendNonEmpty(list []string, s string) []string {

@@ -1,11 +1,14 @@
 package docs
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // root is the module root, two directories up from this package.
@@ -100,4 +103,65 @@ func TestCheckerFindsWrongNames(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// Every reason of the registry is told by the code, is in the reference's
+// Events table when it is an Event, and, when it is a reason a workload
+// did not roll, has its entry in docs/troubleshooting.md, headed by the
+// reason in a code span. No reason is declared anywhere else: the code
+// names reasons only through the registry.
+func TestReasonsAreToldAndDocumented(t *testing.T) {
+	used, err := reasonsUsed(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := readDoc(t, "docs/reference.md")
+	var headings []string
+	for _, l := range strings.Split(readDoc(t, "docs/troubleshooting.md"), "\n") {
+		if strings.HasPrefix(l, "#") {
+			headings = append(headings, l)
+		}
+	}
+	for _, i := range reason.All() {
+		name := string(i.Reason)
+		if !used[name] {
+			t.Errorf("reason %s is in the registry but no code tells it (reason.%s)", name, name)
+		}
+		if i.Event && !strings.Contains(ref, "| `"+name+"` | "+i.Type()+" |") {
+			t.Errorf("Event reason %s is not in docs/reference.md's Events table (make docs)", name)
+		}
+		if i.NotRolled && !slices.ContainsFunc(headings, func(h string) bool { return strings.Contains(h, "`"+name+"`") }) {
+			t.Errorf("reason %s, a reason a workload did not roll, has no entry in docs/troubleshooting.md (a heading naming `%s`)", name, name)
+		}
+	}
+}
+
+// Events are recorded in one place: the emitter (internal/controller/emit.go).
+func TestOnlyTheEmitterRecordsEvents(t *testing.T) {
+	fsys := os.DirFS(root)
+	err := fs.WalkDir(fsys, "internal", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		if path != "internal/controller/emit.go" && strings.Contains(string(b), "Recorder.Eventf(") {
+			t.Errorf("%s records an Event itself; tell a plan.Notice through the emitter (controller.emit)", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readDoc(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // Known collects the names that exist from the code of the module at root.
@@ -32,10 +33,7 @@ func Known(ctx context.Context, root, dir string) (Names, error) {
 	if err != nil {
 		return nil, err
 	}
-	reasons, err := reasonsOf(root)
-	if err != nil {
-		return nil, err
-	}
+	reasons := reasonsOf()
 	words, err := explainWordsOf(root)
 	if err != nil {
 		return nil, err
@@ -51,7 +49,6 @@ var (
 	pflagLineRE = regexp.MustCompile(`(?m)^\s+(?:-[A-Za-z], )?--([A-Za-z0-9][A-Za-z0-9-]*)`)
 	goFlagRE    = regexp.MustCompile(`(?m)^  -([A-Za-z0-9][A-Za-z0-9-]*)`)
 	wholeKeyRE  = regexp.MustCompile(`^(?:[A-Za-z0-9-]+\.)*(?:reloader\.stakater\.com|ripple\.dev)/[A-Za-z0-9._-]+$`)
-	reasonRE    = regexp.MustCompile(`^[Rr]eason[A-Z]`)
 	descNameRE  = regexp.MustCompile(`fqName: "([^"]+)"`)
 )
 
@@ -128,38 +125,36 @@ func annotationsOf(root string) (map[string]bool, error) {
 	return keys, nil
 }
 
-// reasonsOf returns the values of the string constants named Reason* (or
-// reason*) in internal/: the Event reasons Ripple emits.
-func reasonsOf(root string) (map[string]bool, error) {
+// reasonsOf returns the Event reasons of the registry (package reason),
+// the only place a reason is declared.
+func reasonsOf() map[string]bool {
 	reasons := map[string]bool{}
-	err := goFiles(root, func(f *ast.File) {
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, s := range gd.Specs {
-				vs, ok := s.(*ast.ValueSpec)
-				if !ok {
-					continue
-				}
-				for i, name := range vs.Names {
-					if !reasonRE.MatchString(name.Name) || i >= len(vs.Values) {
-						continue
-					}
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						if v, err := strconv.Unquote(lit.Value); err == nil {
-							reasons[v] = true
-						}
-					}
-				}
-			}
+	for _, i := range reason.All() {
+		if i.Event {
+			reasons[string(i.Reason)] = true
 		}
-	})
-	if err == nil && len(reasons) == 0 {
-		err = errors.New("found no Reason constants in internal/")
 	}
-	return reasons, err
+	return reasons
+}
+
+// reasonsUsed returns the registry's reasons the code outside the registry
+// names (reason.X): those it can tell.
+func reasonsUsed(root string) (map[string]bool, error) {
+	used := map[string]bool{}
+	err := goFiles(root, func(f *ast.File) {
+		if f.Name.Name == "reason" {
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "reason" {
+					used[sel.Sel.Name] = true
+				}
+			}
+			return true
+		})
+	})
+	return used, err
 }
 
 // explainWordsOf returns the CamelCase strings of internal/explain: the
@@ -177,6 +172,11 @@ func explainWordsOf(root string) (map[string]bool, error) {
 			return true
 		})
 	}, filepath.Join("internal", "explain"))
+	for _, i := range reason.All() {
+		if !i.Event {
+			words[string(i.Reason)] = true // told by explain only
+		}
+	}
 	return words, err
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/hack/kit"
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/rollout"
 )
@@ -244,15 +245,15 @@ func checkWaveEvents(t *testing.T, cs kubernetes.Interface, ns string) {
 				counts[e.Reason][e.Regarding.Name]++
 			}
 		}
-		return len(counts[controller.ReasonReloaded]) == waveWorkloads+1 &&
-			len(counts[controller.ReasonRolloutComplete]) == waveWorkloads && counts[controller.ReasonRolloutStalled][stuck] == 1, nil
+		return len(counts[string(reason.Reloaded)]) == waveWorkloads+1 &&
+			len(counts[string(reason.RolloutComplete)]) == waveWorkloads && counts[string(reason.RolloutStalled)][stuck] == 1, nil
 	})
 	if err != nil {
 		t.Errorf("Events: %d Deployments Reloaded (want %d), %d RolloutComplete (want %d), %s RolloutStalled %d (want 1)",
-			len(counts[controller.ReasonReloaded]), waveWorkloads+1, len(counts[controller.ReasonRolloutComplete]), waveWorkloads,
-			stuck, counts[controller.ReasonRolloutStalled][stuck])
+			len(counts[string(reason.Reloaded)]), waveWorkloads+1, len(counts[string(reason.RolloutComplete)]), waveWorkloads,
+			stuck, counts[string(reason.RolloutStalled)][stuck])
 	}
-	notes, _ := kit.EventNotes(t.Context(), cs, ns, kit.EventMatch{Name: stuck, Reason: controller.ReasonRolloutStalled})
+	notes, _ := kit.EventNotes(t.Context(), cs, ns, kit.EventMatch{Name: stuck, Reason: string(reason.RolloutStalled)})
 	if len(notes) != 1 || !strings.Contains(notes[0], "progress deadline exceeded") {
 		t.Errorf("RolloutStalled of %s: %q, want one naming the progress deadline", stuck, notes)
 	}

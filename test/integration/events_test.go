@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/kit"
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -76,7 +77,7 @@ func (e *env) reloadedPerWorkload(ctx context.Context) map[string]int {
 	}
 	per := map[string]int{}
 	for _, ev := range list.Items {
-		if ev.Reason == controller.ReasonReloaded && ev.Type == corev1.EventTypeNormal {
+		if ev.Reason == string(reason.Reloaded) && ev.Type == corev1.EventTypeNormal {
 			per[ev.Regarding.Name]++
 		}
 	}
@@ -103,7 +104,7 @@ func TestEventsAsReloader(t *testing.T) {
 		found := 0
 		for _, ev := range list.Items {
 			names, ok := want[ev.Source.Component]
-			if ok && ev.Reason == controller.ReasonReloaded && ev.Type == corev1.EventTypeNormal &&
+			if ok && ev.Reason == string(reason.Reloaded) && ev.Type == corev1.EventTypeNormal &&
 				ev.InvolvedObject.Kind == "Deployment" && ev.InvolvedObject.Name == "web" && strings.Contains(ev.Message, names) {
 				found++
 			}

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/kit"
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -70,6 +71,6 @@ func TestKubeAPIQPS(t *testing.T) {
 
 // reloadedEvents counts the Normal Reloaded Events in e's namespace.
 func (e *env) reloadedEvents(ctx context.Context) int {
-	notes, _ := kit.EventNotes(ctx, e.cs, e.ns, kit.EventMatch{Reason: controller.ReasonReloaded, Type: corev1.EventTypeNormal})
+	notes, _ := kit.EventNotes(ctx, e.cs, e.ns, kit.EventMatch{Reason: string(reason.Reloaded), Type: corev1.EventTypeNormal})
 	return len(notes)
 }

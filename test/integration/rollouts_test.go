@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/reason"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -13,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/kit"
-	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
@@ -64,17 +65,17 @@ func TestRolloutCapAndTimeout(t *testing.T) {
 	if got, _ := (strategy.EnvVars{}).Applied(kit.Deployment.Template(second), cm); len(rolled) > 1 || got == sum {
 		t.Fatalf("both Deployments rolled at once, over the cap of 1")
 	}
-	queued := e.waitRolloutEvent(t, second.GetName(), controller.ReasonRolloutQueued, corev1.EventTypeNormal)
+	queued := e.waitRolloutEvent(t, second.GetName(), string(reason.RolloutQueued), corev1.EventTypeNormal)
 	if !strings.Contains(queued[0], "--max-concurrent-rollouts") {
 		t.Errorf("RolloutQueued of %s: %q, want one naming --max-concurrent-rollouts", second.GetName(), queued[0])
 	}
 	e.completeRollout(t, first.(*appsv1.Deployment))
 	e.waitApplied(t, kit.Deployment, second, cm, sum)
-	notes := e.waitRolloutEvent(t, first.GetName(), controller.ReasonRolloutComplete, corev1.EventTypeNormal)
+	notes := e.waitRolloutEvent(t, first.GetName(), string(reason.RolloutComplete), corev1.EventTypeNormal)
 	if !strings.HasPrefix(notes[0], "Rollout complete after ") {
 		t.Errorf("RolloutComplete of %s: %q", first.GetName(), notes[0])
 	}
-	notes = e.waitRolloutEvent(t, second.GetName(), controller.ReasonRolloutStalled, corev1.EventTypeWarning)
+	notes = e.waitRolloutEvent(t, second.GetName(), string(reason.RolloutStalled), corev1.EventTypeWarning)
 	if !strings.Contains(notes[0], "not complete after 3s (--rollout-timeout)") {
 		t.Errorf("RolloutStalled of %s: %q, want one naming --rollout-timeout", second.GetName(), notes[0])
 	}

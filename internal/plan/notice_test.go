@@ -1,0 +1,112 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/reason"
+)
+
+// noticesOf are p's notices as "Reason told|untold[ after write]".
+func noticesOf(p Plan) []string {
+	var out []string
+	for _, n := range p.Notices {
+		s := string(n.Reason)
+		if n.Told {
+			s += " told"
+		}
+		if n.AfterWrite {
+			s += " after write"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Each stage tells what it decided, once: the notice, whether the memory
+// says it was told, and whether it waits for the write.
+func TestStagesTellTheirNotices(t *testing.T) {
+	dry := func(i *Input) { i.DryRun = true }
+	named := func(i *Input) { i.Workload.Kind, i.Workload.Name = "Deployment", "web" }
+	changed := []func(*Input){both, named, digestOf(cmApp, "cm2")}
+	for _, tc := range []struct {
+		name string
+		opts []func(*Input)
+		want []string
+		// message is a part of the first notice's message.
+		message string
+		alert   reason.Level
+	}{
+		{"a change rolls: nothing to tell before the write", changed, nil, "", reason.None},
+		{"manual: pending once, with how to approve", append(changed, manual), []string{"ReloadPending"},
+			"approve with `ripple approve deployment/web -n shop`", reason.Warning},
+		{"manual, already told", append(changed, manual, remember(AwaitingState{ID: "ConfigMap/app=cm2;", Since: now})), []string{"ReloadPending told"},
+			`changes in ConfigMap "app" cm2`, reason.Warning},
+		{"notify: would reload, alerted", append(changed, annotate(keys.ReloadPolicy, "notify")), []string{"WouldReload after write"},
+			"(reload policy notify)", reason.Good},
+		{"dry-run: would reload, not alerted", append(changed, dry), []string{"WouldReload after write"}, "(--dry-run)", reason.None},
+		{"a closed window defers, once", append(changed, reloadWindow("Sat 00:00-01:00 UTC")), []string{"ReloadDeferred"},
+			`Reload for changes in ConfigMap "app" deferred: the reload window "Sat 00:00-01:00 UTC" (from the workload) is closed`, reason.Warning},
+		{"an invalid window defers and warns", append(changed, reloadWindow("Someday")), []string{"ReloadDeferred", "InvalidAnnotation"},
+			"the reload window is invalid", reason.Warning},
+		{"an invalid settle window warns on every plan", append(changed, annotate(keys.SettleWindow, "soon")), []string{"InvalidAnnotation"},
+			`"soon"`, reason.None},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := For(in(tc.opts...))
+			if got := noticesOf(p); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("notices %q, want %q", got, tc.want)
+			}
+			if len(p.Notices) > 0 && (!strings.Contains(p.Notices[0].Message, tc.message) || p.Notices[0].Alert != tc.alert) {
+				t.Errorf("notice %+v, want a message with %q and alert %d", p.Notices[0], tc.message, tc.alert)
+			}
+		})
+	}
+}
+
+// The write's notice says how it ended.
+func TestWritten(t *testing.T) {
+	p := For(in(both, digestOf(cmApp, "cm2")))
+	if !p.Reloads() {
+		t.Fatal("the plan does not roll")
+	}
+	for _, tc := range []struct {
+		skipped string
+		err     error
+		want    reason.Reason
+		message string
+	}{
+		{"", nil, reason.Reloaded, `Reloaded for changes in ConfigMap "app" (strategy env-vars)`},
+		{"the CronJob is suspended", nil, reason.ReloadSkipped, `Changes in ConfigMap "app" not reloaded: the CronJob is suspended`},
+		{"", errors.New("denied"), reason.ReloadFail, `Reload for changes in ConfigMap "app" failed: denied`},
+	} {
+		n, ok := p.Written("strategy env-vars", tc.skipped, tc.err)
+		if !ok || n.Reason != tc.want || n.Message != tc.message {
+			t.Errorf("Written(%q, %v) = %+v, want %s %q", tc.skipped, tc.err, n, tc.want, tc.message)
+		}
+	}
+	if _, ok := For(in(both)).Written("", "", nil); ok {
+		t.Error("a plan that does not roll has a write notice")
+	}
+}
+
+// A hold is told when it begins; the hold's end when it ends.
+func TestHoldNotices(t *testing.T) {
+	flap := func(i *Input) { i.Flap = Flap{Threshold: 1, Window: time.Minute, Quiet: 10 * time.Second} }
+	i := in(both, flap, digestOf(cmApp, "cm2"))
+	i.Storm = Storm{ID: "ConfigMap/app=cm1;", Seen: []time.Time{now.Add(-time.Second)}}
+	p := For(i)
+	if got := noticesOf(p); strings.Join(got, ",") != "ReloadHeld" || !strings.Contains(p.Notices[0].Message, "changed 2 times within 1m0s") {
+		t.Fatalf("notices %q %+v, want an untold ReloadHeld", got, p.Notices)
+	}
+	i.Memory = i.Planned(p)
+	if got := noticesOf(For(i)); strings.Join(got, ",") != "ReloadHeld told" {
+		t.Errorf("the hold again: notices %q, want it told", got)
+	}
+	i.Now = now.Add(time.Minute)
+	if got := noticesOf(For(i)); strings.Join(got, ",") != "ReloadResumed" {
+		t.Errorf("quiet: notices %q, want ReloadResumed", got)
+	}
+}

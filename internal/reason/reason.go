@@ -1,0 +1,138 @@
+// Package reason is the one registry of what Ripple tells about a
+// workload: every reason it gives, as an Event and in `ripple explain`,
+// with its Event type, the log message that goes with it, whether it
+// alerts, what it means, and whether it is a reason a workload did not
+// roll. The planner names the reason of each notice it decides (plan.Notice),
+// the controller emits it, explain prints it, and docs/reference.md's
+// Events table is generated from here; test/docs checks that every reason
+// is emitted and documented, and that every reason a workload did not roll
+// has its entry in docs/troubleshooting.md.
+//
+// Adding a reason is one entry here; nothing else declares one.
+package reason
+
+// Reason is the CamelCase name of an outcome: an Event reason, or, for the
+// outcomes that are not Events (Event false), a reason `ripple explain`
+// gives.
+type Reason string
+
+// The reasons. Reloaded and ReloadFail are Reloader's.
+const (
+	Reloaded           Reason = "Reloaded"
+	ReloadFail         Reason = "ReloadFail"
+	WouldReload        Reason = "WouldReload"
+	ReloadSkipped      Reason = "ReloadSkipped"
+	ReloadPending      Reason = "ReloadPending"
+	ApprovalSuperseded Reason = "ApprovalSuperseded"
+	InvalidAnnotation  Reason = "InvalidAnnotation"
+	RolloutQueued      Reason = "RolloutQueued"
+	RolloutComplete    Reason = "RolloutComplete"
+	RolloutStalled     Reason = "RolloutStalled"
+	ReloadHeld         Reason = "ReloadHeld"
+	ReloadResumed      Reason = "ReloadResumed"
+	ReloadDeferred     Reason = "ReloadDeferred"
+	RestartFailed      Reason = "RestartFailed"
+	RestartInProgress  Reason = "RestartInProgress"
+	RolledBack         Reason = "RolledBack"
+	ReloadReverted     Reason = "ReloadReverted"
+	SettleWindow       Reason = "SettleWindow"
+	Paused             Reason = "Paused"
+)
+
+// Level is how an alert of a reason reads: a rollout (Good), something
+// that waits for someone (Warning), or a failure (Danger). None sends no
+// alert.
+type Level int
+
+// The alert levels.
+const (
+	None Level = iota
+	Good
+	Warning
+	Danger
+)
+
+// Info is what the registry says of one reason.
+type Info struct {
+	Reason Reason
+	// Event is set when the reason is recorded as a core/v1 Event on the
+	// workload; Warning makes it a Warning Event (else Normal).
+	Event, Warning bool
+	// Log is the constant message of its log line; Debug logs it at debug
+	// level (a notice told on every reconcile).
+	Log   string
+	Debug bool
+	// Alert is the level of its alert, when alerts are on.
+	Alert Level
+	// NotRolled is set on the reasons a changed workload did not roll:
+	// each has an entry in docs/troubleshooting.md headed by the reason.
+	NotRolled bool
+	// When says what it means, for docs/reference.md.
+	When string
+}
+
+// Type is the core/v1 Event type of r.
+func (i Info) Type() string {
+	if i.Warning {
+		return "Warning"
+	}
+	return "Normal"
+}
+
+// All returns the registry, in the order docs/reference.md lists it.
+func All() []Info {
+	return []Info{
+		{Reason: Reloaded, Event: true, Log: "reloaded", Alert: Good, When: "A rollout was written (Reloader's reason)."},
+		{Reason: ReloadFail, Event: true, Warning: true, Log: "reload failed", When: "The rollout's write failed (Reloader's reason)."},
+		{Reason: WouldReload, Event: true, Log: "would reload", Alert: Good, NotRolled: true,
+			When: "--dry-run, or the notify reload policy: the rollout that was not written (alerted under the notify policy only)."},
+		{Reason: ReloadSkipped, Event: true, Log: "reload skipped", NotRolled: true,
+			When: "A reload was decided but not written; the message says why, e.g. the pod template was changed after the config (helm upgrade), so its new pods read the new data (docs/rollbacks.md)."},
+		{Reason: ReloadPending, Event: true, Log: "reload pending approval", Alert: Warning, NotRolled: true,
+			When: "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and their digests."},
+		{Reason: ApprovalSuperseded, Event: true, Warning: true, Log: "approval not applied: superseded",
+			When: "An approval named a digest that is no longer the pending one (the config changed again since, or nothing was pending): not applied, removed."},
+		{Reason: InvalidAnnotation, Event: true, Warning: true, Log: "invalid annotation", Debug: true, When: "An annotation value was invalid; the message names it."},
+		{Reason: RolloutQueued, Event: true, Log: "waiting for a rollout slot", NotRolled: true,
+			When: "The rollout waits for a slot (--max-concurrent-rollouts, --max-concurrent-rollouts-per-namespace); once per wait."},
+		{Reason: RolloutComplete, Event: true, Log: "rollout complete", When: "A rollout Ripple started completed."},
+		{Reason: RolloutStalled, Event: true, Warning: true, Log: "rollout stalled", Alert: Danger,
+			When: "A rollout Ripple started stalled (--rollout-timeout, progress deadline)."},
+		{Reason: ReloadHeld, Event: true, Warning: true, Log: "reload held: its configs keep changing", Alert: Warning, NotRolled: true,
+			When: "The flap breaker holds the workload; once per hold."},
+		{Reason: ReloadResumed, Event: true, Log: "resumed after a hold", When: "The hold ended."},
+		{Reason: ReloadDeferred, Event: true, Log: "reload deferred by the reload window", Alert: Warning, NotRolled: true,
+			When: "The reload waits for the workload's reload window (or for an invalid window to be fixed); once per change set, naming the next opening (docs/change-policies.md)."},
+		{Reason: RestartFailed, Event: true, Warning: true, Log: "restart failed", NotRolled: true,
+			When: "With the evict or delete restart method: Ripple may not list, evict or delete the workload's pods; the message names the permission and the Helm chart value that grants it (docs/restart-methods.md)."},
+		{Reason: RestartInProgress, NotRolled: true,
+			When: "Not an Event: `ripple explain` says the evict or delete restart method is restarting the workload's pods, max-unavailable at a time (docs/restart-methods.md)."},
+		{Reason: RolledBack, Event: true, Log: "rolled back", NotRolled: true,
+			When: "The pod template was rolled back to a revision built for older config data than Ripple applied: nothing rolls; the message names the data the revision was built for and the data its pods read (docs/rollbacks.md)."},
+		{Reason: ReloadReverted, Event: true, Warning: true, Log: "reload reverted", Alert: Warning, NotRolled: true,
+			When: "Another manager removed the value Ripple's rollout wrote on the pod template (its rewrite restarted the pods), or a change set was rolled twice and not kept: Ripple does not write it again until the next config change; the message names the manager (docs/gitops.md)."},
+		{Reason: SettleWindow, NotRolled: true,
+			When: "Not an Event: `ripple explain` says a change waits for the settle window to close (--settle-window)."},
+		{Reason: Paused, NotRolled: true,
+			When: "Not an Event: `ripple explain` says Ripple paused the workload (pause-period) and resumes it later."},
+	}
+}
+
+// Lookup returns what the registry says of r, and whether r is in it.
+func Lookup(r Reason) (Info, bool) {
+	for _, i := range All() {
+		if i.Reason == r {
+			return i, true
+		}
+	}
+	return Info{}, false
+}
+
+// Of returns what the registry says of r; an unknown reason is a Normal
+// Event with no alert, logged with its name.
+func Of(r Reason) Info {
+	if i, ok := Lookup(r); ok {
+		return i
+	}
+	return Info{Reason: r, Event: true, Log: string(r)}
+}
