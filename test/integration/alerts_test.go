@@ -122,8 +122,8 @@ func TestStalledRolloutAlert(t *testing.T) {
 	e.waitFor(t, w, "two alerts", func(client.Object) bool { return len(srv.received()) >= 2 })
 	time.Sleep(300 * time.Millisecond) // a third alert would show
 	got := srv.received()
-	want := `application/json {"attachments":[{"author_name":"Reloader","color":"danger","text":"The rollout Ripple started of *app* of type *Deployment* in namespace *` +
-		e.ns + `* stalled after `
+	want := `application/json {"attachments":[{"author_name":"Reloader","color":"danger","text":"Ripple, *app* of type *Deployment* in namespace *` +
+		e.ns + `*: Rollout stalled after `
 	if len(got) != 2 || !strings.Contains(got[0], `"color":"good"`) || !strings.HasPrefix(got[1], want) ||
 		!strings.Contains(got[1], "not complete after 2s (--rollout-timeout)") {
 		t.Fatalf("alerts:\n%q\nwant the reload's, then one starting %q and naming --rollout-timeout", got, want)
