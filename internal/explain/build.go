@@ -81,8 +81,27 @@ func Build(f Facts) Report {
 	}
 	r.ReloadWindow = reloadWindow(f)
 	r.ReloadPolicy = reloadPolicy(f)
+	r.Notices = notices(f.Plan)
 	r.State, r.Reason, r.Verdict = verdict(f, r)
 	return r
+}
+
+// notices are the plan's notices as the report shows them; the invalid
+// annotations are its Warnings.
+func notices(p plan.Plan) []Notice {
+	var out []Notice
+	for _, n := range p.Notices {
+		if n.Reason == reason.InvalidAnnotation {
+			continue
+		}
+		info := reason.Of(n.Reason)
+		t := ""
+		if info.Event {
+			t = info.Type()
+		}
+		out = append(out, Notice{Reason: string(n.Reason), Type: t, Message: n.Message, Told: n.Told})
+	}
+	return out
 }
 
 // sources are the planned sources, then those the template uses that
@@ -257,11 +276,10 @@ func verdict(f Facts, r Report) (State, string, string) {
 	if len(f.Plan.Warnings) > 0 {
 		return Invalid, "InvalidAnnotation", "invalid annotation: " + f.Plan.Warnings[0]
 	}
-	if line := rolledBackVerdict(r.Sources); line != "" {
-		return UpToDate, string(plan.RolledBack), line
-	}
-	if line := templateAppliedVerdict(r.Sources); line != "" {
-		return UpToDate, string(plan.TemplateApplied), line
+	for _, r := range []reason.Reason{reason.RolledBack, reason.ReloadSkipped} {
+		if n, ok := noticeOf(f.Plan, r); ok {
+			return UpToDate, recordReason(r), n.Message // as its Event says it
+		}
 	}
 	var reloading []string
 	for _, s := range r.Sources {
@@ -283,39 +301,13 @@ func verdict(f Facts, r Report) (State, string, string) {
 	return NotReloading, s.Reason, msg
 }
 
-// rolledBackVerdict is the verdict of a workload whose pod template was
-// rolled back to a revision built for older data (plan.RolledBack); empty
-// when none was.
-func rolledBackVerdict(sources []Source) string {
-	var built, read []string
-	for _, s := range sources {
-		if s.State == string(plan.RolledBack) {
-			built = append(built, fmt.Sprintf("%s %q %s", s.Kind, s.Name, s.Applied))
-			read = append(read, fmt.Sprintf("%s %q %s", s.Kind, s.Name, s.Digest))
-		}
+// recordReason is explain's reason of a workload up to date by its
+// record: the source state the notice r tells of.
+func recordReason(r reason.Reason) string {
+	if r == reason.RolledBack {
+		return string(plan.RolledBack)
 	}
-	if len(built) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("up to date: the pod template was rolled back to a revision built for %s; its pods read the current data (%s), "+
-		"so Ripple keeps the rollback and rolls again on the next config change", strings.Join(built, ", "), strings.Join(read, ", "))
-}
-
-// templateAppliedVerdict is the verdict of a workload whose pod template
-// was changed by someone else after a config change, which it therefore
-// applied (plan.TemplateApplied); empty when none was.
-func templateAppliedVerdict(sources []Source) string {
-	var read []string
-	for _, s := range sources {
-		if s.State == string(plan.TemplateApplied) {
-			read = append(read, fmt.Sprintf("%s %q %s", s.Kind, s.Name, s.Digest))
-		}
-	}
-	if len(read) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("up to date: the pod template was changed after the config (e.g. helm upgrade); its new pods read the new data (%s), "+
-		"so Ripple recorded it as applied instead of rolling again", strings.Join(read, ", "))
+	return string(plan.TemplateApplied)
 }
 
 // outOfReach says why Ripple does not reload the workload at all: it runs

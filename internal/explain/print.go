@@ -151,6 +151,10 @@ func printReport(w io.Writer, r Report) error {
 		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s", wt.For, until, wt.Setting, wt.Message)
 	})
+	section(tw, "NOTICES", "REASON\tTOLD\tMESSAGE", len(r.Notices), func(i int) string {
+		n := r.Notices[i]
+		return fmt.Sprintf("%s\t%s\t%s", n.Reason, yesNo(n.Told), n.Message)
+	})
 	section(tw, "WARNINGS", "MESSAGE", len(r.Warnings), func(i int) string { return r.Warnings[i] })
 	section(tw, "OWNERSHIP", "NOTE", len(r.Ownership), func(i int) string { return r.Ownership[i] })
 	section(tw, "SETTINGS (from "+r.SettingsFrom+")", "FLAG\tVALUE\tFROM", len(r.Settings), func(i int) string {
@@ -165,14 +169,18 @@ func printReport(w io.Writer, r Report) error {
 	return aligned(w, b.String())
 }
 
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
 // printSources writes the sources table, then each decision in full.
 func printSources(tw *strings.Builder, sources []Source) {
 	section(tw, "SOURCES", "SOURCE\tUSED BY\tSTATE\tDIGEST\tAPPLIED\tRELOAD\tREASON", len(sources), func(i int) string {
 		s := sources[i]
-		reload := "no"
-		if s.Reload {
-			reload = "yes"
-		}
+		reload := yesNo(s.Reload)
 		if !s.Found && s.State != "NotWatched" {
 			s.State += " (not found)"
 		}

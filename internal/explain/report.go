@@ -43,6 +43,10 @@ type Report struct {
 	Restart *Restart `json:"restart,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
+	// Notices are what the controller tells of the workload as the plan
+	// stands (Events, alerts), the same notices with the same messages; the
+	// invalid annotations are Warnings.
+	Notices []Notice `json:"notices,omitempty"`
 	// Warnings are the invalid annotations Ripple reports as
 	// InvalidAnnotation events.
 	Warnings []string `json:"warnings,omitempty"`
@@ -202,6 +206,19 @@ type Event struct {
 	// Age is how long ago, as kubectl shows it.
 	Age   string `json:"age"`
 	Count int32  `json:"count,omitempty"`
+}
+
+// Notice is one of the plan's notices (plan.Notice).
+type Notice struct {
+	Reason string `json:"reason"`
+	// Type is the Event's type, Normal or Warning; empty for a notice
+	// that is not an Event.
+	Type    string `json:"type,omitempty"`
+	Message string `json:"message"`
+	// Told is set when Ripple told it already: it recorded it, or its
+	// memory says so (the controller's; explain has none, so a notice told
+	// once per change set shows untold here).
+	Told bool `json:"told,omitempty"`
 }
 
 // Finding is a problem found in an object.

@@ -245,22 +245,33 @@ func lastWriter(in Input) string {
 	return in.Workload.LastWriter
 }
 
-// recordNotices are the notices of what the write records instead of a
-// rollout: a rollback of the pod template, and changes a template change
-// applied. The write records them, so each is told once.
+// recordNotices are the notices of what the workload's record says
+// instead of a rollout: its pod template rolled back, and changes a
+// template change applied. The write of the plan that first sees one
+// records it, so each is told once, after that write; later plans show
+// it told.
 func recordNotices(p *Plan) {
-	if len(p.RolledBack) > 0 {
-		n := notice(reason.RolledBack, sourceRefs(p.RolledBack),
+	var back, tpl []SourcePlan
+	for _, sp := range p.Sources {
+		switch sp.State {
+		case RolledBack:
+			back = append(back, sp)
+		case TemplateApplied:
+			tpl = append(tpl, sp)
+		}
+	}
+	if len(back) > 0 {
+		n := notice(reason.RolledBack, sourceRefs(back),
 			"Pod template rolled back to a revision built for %s; its pods read the current data: %s. Ripple keeps the rollback and rolls again on the next config change",
-			strings.Join(withDigest(p.RolledBack, true, ""), ", "), strings.Join(withDigest(p.RolledBack, false, " (changed since)"), ", "))
-		n.AfterWrite = true
+			strings.Join(withDigest(back, true, ""), ", "), strings.Join(withDigest(back, false, " (changed since)"), ", "))
+		n.AfterWrite, n.Told = true, len(p.RolledBack) == 0 || !p.Writes()
 		p.tell(n)
 	}
-	if len(p.WithTemplate) > 0 {
-		n := notice(reason.ReloadSkipped, sourceRefs(p.WithTemplate),
+	if len(tpl) > 0 {
+		n := notice(reason.ReloadSkipped, sourceRefs(tpl),
 			"Changes in %s not reloaded: the pod template was changed after the config (e.g. helm upgrade); its new pods read the new data, so Ripple records them as applied",
-			strings.Join(withDigest(p.WithTemplate, false, ""), ", "))
-		n.AfterWrite = true
+			strings.Join(withDigest(tpl, false, ""), ", "))
+		n.AfterWrite, n.Told = true, len(p.WithTemplate) == 0 || !p.Writes()
 		p.tell(n)
 	}
 }

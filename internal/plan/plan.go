@@ -474,9 +474,7 @@ func (p *Plan) finish(in Input) {
 		p.tell(resumedNotice(*p))
 	}
 	revertNotices(in, p)
-	if p.Writes() {
-		recordNotices(p)
-	}
+	recordNotices(p)
 	warningNotices(p)
 }
 
