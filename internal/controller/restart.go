@@ -177,7 +177,7 @@ func verbOf(method string) string {
 func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, verb string, err error) {
 	ctrl.LoggerFrom(ctx).Info("restart forbidden", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "permission", verb, "error", err.Error())
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRestartFailed, "Restart",
-		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value restartMethods.%s=true", method, verb, method)
+		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value ripple.restartMethods.%s=true", method, verb, method)
 }
 
 // reloadedHow says how a reload of obj was carried out, for its Reloaded
