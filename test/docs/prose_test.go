@@ -14,9 +14,14 @@ import (
 // 12-digit config digest as Ripple prints them).
 var commitRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./-])([0-9a-f]{7,11})(?:$|[^A-Za-z0-9_/-])`)
 
-// commitHashes returns the commit hashes in the prose of a page (outside
-// its fenced blocks), as "line: hash".
-func commitHashes(text string) []string {
+// trackerRE is a reference to this project's issue tracker or work
+// sessions, which a user does not have: "issue 25", "the issue measured",
+// "session 3". (Another project's issues are written with "#".)
+var trackerRE = regexp.MustCompile(`(?i)\b(?:issues? [0-9]+|sessions? [0-9]+|the issue)\b`)
+
+// history returns the commit hashes and tracker references in the prose
+// of a page (outside its fenced blocks), as "line: hash".
+func history(text string) []string {
 	var out []string
 	fenced := false
 	for i, line := range strings.Split(text, "\n") {
@@ -32,14 +37,18 @@ func commitHashes(text string) []string {
 				out = append(out, fmt.Sprintf("%d: %s", i+1, m[1]))
 			}
 		}
+		for _, m := range trackerRE.FindAllString(line, -1) {
+			out = append(out, fmt.Sprintf("%d: %s", i+1, m))
+		}
 	}
 	return out
 }
 
 // The user docs state how Ripple behaves now, not the history of how it
-// got there: no commit hashes in their prose (CHANGELOG.md has the
-// history; docs/architecture.md is for contributors).
-func TestDocsNameNoCommits(t *testing.T) {
+// got there: no commit hashes, issue or session numbers in their prose
+// (CHANGELOG.md has the history; docs/architecture.md is for
+// contributors).
+func TestDocsTellNoHistory(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,21 +61,23 @@ func TestDocsNameNoCommits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range commitHashes(string(b)) {
-			t.Errorf("%s:%s: a commit hash in a user doc: say what Ripple does, not which commit changed it", f, h)
+		for _, h := range history(string(b)) {
+			t.Errorf("%s:%s: history in a user doc: say what Ripple does, not which commit, issue or session changed it", f, h)
 		}
 	}
 }
 
 // The finder itself: hashes in prose and code spans, not in fenced blocks,
-// digests, pod-template hashes or words.
-func TestCommitHashes(t *testing.T) {
+// digests, pod-template hashes or words; this project's issues and
+// sessions, not another's.
+func TestHistory(t *testing.T) {
 	text := "Ripple `ebb84a7` (before c88bb19, was +16%).\n" +
 		"```\ngit archive c88bb19\n```\n" +
-		"ConfigMap \"app-config\" 2415bbab7ab0, ReplicaSet/web-6d9c8f7b5, decade 1234567 deadbeef\n"
-	got := commitHashes(text)
-	want := []string{"1: ebb84a7", "1: c88bb19"}
+		"ConfigMap \"app-config\" 2415bbab7ab0, ReplicaSet/web-6d9c8f7b5, decade 1234567 deadbeef\n" +
+		"Since issue 25, as the issue measured in session 3; Reloader issues #63 and #117.\n"
+	got := history(text)
+	want := []string{"1: ebb84a7", "1: c88bb19", "6: issue 25", "6: the issue", "6: session 3"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("commitHashes = %q, want %q", got, want)
+		t.Errorf("history = %q, want %q", got, want)
 	}
 }
