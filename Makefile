@@ -22,7 +22,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, etcd, kwok and helm (cached; ~6 min the first time).
+tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok and helm (cached; ~6 min the first time).
 	@bash hack/build-tools.sh >/dev/null
 
 .PHONY: build

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes control plane, etcd, kwok and helm from the Go
-# modules under hack/tools into a versioned cache directory outside the repo.
+# Builds the pinned Kubernetes control plane, kubectl, etcd, kwok and helm
+# from the Go modules under hack/tools into a versioned cache directory
+# outside the repo (the e2e tests run this kubectl, so none need be
+# installed).
 # A binary is rebuilt only when it is missing or its pinned version changed,
 # so a second run with everything present takes a second or two.
 #
@@ -72,7 +74,7 @@ build() { # name module-dir package pin [ldflags]
 		fi
 	done
 	if [[ -z ${announced:-} ]]; then
-		log "building into $cache; the first build of all six takes about 10 minutes on 2 cores"
+		log "building into $cache; the first build of all seven takes about 12 minutes on 2 cores"
 		announced=1
 	fi
 	log "$name $pin: building..."
@@ -93,6 +95,11 @@ kube_ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpk
 for bin in kube-apiserver kube-controller-manager kube-scheduler; do
 	build "$bin" "$kube_module" "k8s.io/kubernetes/cmd/$bin" "$k8s_version" "$kube_ldflags"
 done
+# kubectl for the e2e tests (rollout undo, client-side apply), of the
+# version they run; the oldest minor runs only the integration tier.
+if [[ $kube_module == kube ]]; then
+	build kubectl kube k8s.io/kubernetes/cmd/kubectl "$k8s_version" "$kube_ldflags"
+fi
 build etcd "$kube_module" go.etcd.io/etcd/server/v3 "$(version_of "$kube_module" go.etcd.io/etcd/server/v3)" "-s -w"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$(version_of kwok sigs.k8s.io/kwok)" "-s -w"
 build helm helm helm.sh/helm/v3/cmd/helm "$(version_of helm helm.sh/helm/v3)" "-s -w"

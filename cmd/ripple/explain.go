@@ -138,6 +138,8 @@ func (o *explainOptions) target(args []string) error {
 	switch {
 	case len(args) == 1 && strings.Count(args[0], "/") == 1:
 		kind, name, _ = strings.Cut(args[0], "/")
+	case len(args) > 1 && !slices.ContainsFunc(args, func(a string) bool { return strings.Count(a, "/") != 1 }):
+		return usageError{fmt.Errorf("arguments %q: %d workloads; name one workload per run", strings.Join(args, " "), len(args))}
 	case len(args) == 2:
 		kind, name = args[0], args[1]
 	case len(args) == 0:
@@ -166,6 +168,9 @@ func runExplain(ctx context.Context, name string, args []string, stdin io.Reader
 		f.usage(stdout, name)
 		return 0
 	}
+	if err == nil {
+		err = f.validate()
+	}
 	switch {
 	case err == nil && len(f.opts.files) > 0:
 		err = f.explainFiles(ctx, stdin, stdout, now)
@@ -179,7 +184,7 @@ func runExplain(ctx context.Context, name string, args []string, stdin io.Reader
 func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func() time.Time) error {
 	c, ns, err := f.connect("ripple-explain")
 	if err != nil {
-		return err
+		return f.connectionError(err)
 	}
 	meta, err := explain.ReadMetaInfo(ctx, c, f.opts.rippleNamespace)
 	if err != nil {

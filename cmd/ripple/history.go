@@ -89,6 +89,9 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 		return 0
 	}
 	if err == nil {
+		err = f.validate()
+	}
+	if err == nil {
 		err = f.history(ctx, stdout, now)
 	}
 	return exitCode(err, stderr, name+" history")
@@ -99,7 +102,7 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
 	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, f.kind, f.name)
 	if err != nil {
-		return err
+		return f.connectionError(err)
 	}
 	h, err := history.Reader{Reader: c, Settings: settings.Plan, Now: now}.Read(ctx, kind.Kind, obj)
 	if err != nil {

@@ -7,6 +7,7 @@
 //	ripple history <kind>/<name>   the configs each revision was built for
 //	ripple approve <kind>/<name>   approve the reload a manual workload waits for
 //	ripple version                 print the version
+//	ripple help                    list the commands
 //
 // Installed as kubectl-ripple, it is the kubectl plugin `kubectl ripple`.
 package main
@@ -94,8 +95,25 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			commandsUsage(stdout, name)
 			return 0
 		}
+		if !strings.HasPrefix(args[0], "-") {
+			// The controller takes flags only: a first word is a command,
+			// even before --help.
+			fmt.Fprintf(stderr, "%s: %s\n", name, unknownCommand(name, args[0]))
+			return 2
+		}
 	}
-	return runController(ctx, name, args, stderr)
+	return runController(ctx, name, args, stdout, stderr)
+}
+
+// commandNames are the commands, as errors list them.
+const commandNames = "explain, history, approve, version, help"
+
+// unknownCommand says that arg is no command, and which to use instead.
+func unknownCommand(name, arg string) string {
+	if arg == "lint" {
+		return fmt.Sprintf("there is no lint command: the lint is %s explain -f <file|dir|->, which checks manifests offline and exits 1 on an error finding", name)
+	}
+	return fmt.Sprintf("unknown command %q; commands: %s (%s help says what each does)", arg, commandNames, name)
 }
 
 // unexpectedArgument says what to do about arg, an argument that is
@@ -106,14 +124,15 @@ func unexpectedArgument(args []string, arg string) string {
 	if prev := ""; i > 0 {
 		prev = args[i-1]
 		if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
-			return fmt.Sprintf("unexpected argument %q after %s: a boolean flag takes true or false, as %s=true or %s false; commands: explain, history, approve, version",
-				arg, prev, prev, prev)
+			return fmt.Sprintf("unexpected argument %q after %s: a boolean flag takes true or false, as %s=true or %s false; commands (first, before any flag): %s",
+				arg, prev, prev, prev, commandNames)
 		}
 	}
-	return fmt.Sprintf("unknown command %q; commands: explain, history, approve, version", arg)
+	return fmt.Sprintf("unexpected argument %q: the controller takes flags only; commands (first, before any flag): %s", arg, commandNames)
 }
 
-// commandsUsage lists the commands.
+// commandsUsage lists the commands: `help`, and the head of the
+// controller's --help.
 func commandsUsage(w io.Writer, name string) {
 	fmt.Fprintf(w, `Ripple rolls workloads when the ConfigMaps and Secrets they use change.
 
@@ -121,10 +140,12 @@ Usage:
   %[1]s [flags]                    run the controller (%[1]s --help lists its flags)
   %[1]s explain <kind>/<name>      say why a workload reloads or not
   %[1]s explain --all              the state of every opted-in workload
+  %[1]s explain --pending          the workloads whose reload waits (approval, window)
   %[1]s explain -f <manifests>     the same from files, offline, with lint findings
   %[1]s history <kind>/<name>      the configs and digests each revision was built for
   %[1]s approve <kind>/<name>      approve the reload a manual workload waits for
   %[1]s version                    print the version
+  %[1]s help                       print this list
 
 Run '%[1]s <command> --help' for a command's flags.
 `, name)
@@ -150,14 +171,16 @@ func runVersion(name string, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runController runs the controller until it is stopped.
-func runController(ctx context.Context, name string, args []string, stderr io.Writer) int {
+// runController runs the controller until it is stopped; its --help goes
+// to stdout.
+func runController(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	opts := config.NewOptions()
 	opts.ReadEnv(os.Getenv)
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %[1]s [flags]\n       %[1]s explain <kind>/<name> | --all\n       %[1]s version\n\nRun '%[1]s <command> --help' for a command's flags.\n\nFlags:\n%[2]s", name, fs.FlagUsages())
+		commandsUsage(stdout, name)
+		fmt.Fprintf(stdout, "\nFlags of the controller (%s [flags]):\n%s", name, fs.FlagUsages())
 	}
 	opts.BindFlags(fs)
 	if err := config.Parse(fs, args); err != nil {

@@ -61,15 +61,53 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestHelpListsFlagsWithDefaults(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), "ripple", []string{"--help"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	for _, want := range []string{"--settle-window duration", `(default 1s)`, "--kube-api-qps", "(default 20)", "--reload-strategy", `(default "env-vars")`} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("--help lacks %q", want)
+// `ripple --help` prints to stdout, as every command's --help: the
+// commands, each one that run dispatches, and the controller's flags with
+// their defaults.
+func TestHelpListsCommandsAndFlagsWithDefaults(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--dry-run", "--help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), "ripple", args, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr.String())
 		}
+		for _, want := range []string{
+			"ripple [flags]", "ripple explain <kind>/<name>", "ripple explain -f", "ripple explain --pending", "ripple history <kind>/<name>",
+			"ripple approve <kind>/<name>", "ripple version", "ripple help",
+			"--settle-window duration", `(default 1s)`, "--kube-api-qps", "(default 20)", "--reload-strategy", `(default "env-vars")`,
+		} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%v lacks %q:\n%s", args, want, stdout.String())
+			}
+		}
+	}
+}
+
+// A first word that is no command is an error, even before --help (which
+// would otherwise print the controller's help as if it were the command's);
+// lint, which other tools have, is `explain -f` here.
+func TestUnknownCommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lint"}, "ripple: there is no lint command: the lint is ripple explain -f <file|dir|->"},
+		{[]string{"lint", "--help"}, "ripple: there is no lint command: the lint is ripple explain -f <file|dir|->"},
+		{[]string{"lint", "-f", "app.yaml"}, "the lint is ripple explain -f"},
+		{[]string{"explian", "deploy/web"}, `ripple: unknown command "explian"; commands: explain, history, approve, version, help`},
+		{[]string{"--dry-run", "explain"}, `unexpected argument "explain" after --dry-run: a boolean flag takes true or false, as --dry-run=true or --dry-run false; commands (first, before any flag): explain`},
+		{[]string{"--settle-window=2s", "explain"}, `unexpected argument "explain": the controller takes flags only; commands (first, before any flag): explain`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), "ripple", tc.args, &stdout, &stderr); code != 2 || stdout.Len() > 0 {
+			t.Fatalf("%v: exit %d, want 2; stdout %q", tc.args, code, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: stderr %q does not contain %q", tc.args, stderr.String(), tc.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), "kubectl-ripple", []string{"lint"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "kubectl ripple: there is no lint command: the lint is kubectl ripple explain -f") {
+		t.Errorf("kubectl-ripple lint: exit %d, stderr %q", code, stderr.String())
 	}
 }
 
@@ -96,8 +134,10 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"help"}, []string{"ripple explain <kind>/<name>", "ripple version", "ripple [flags]"}},
+		{[]string{"help"}, []string{"ripple explain <kind>/<name>", "ripple version", "ripple [flags]", "ripple history <kind>/<name>", "ripple approve <kind>/<name>"}},
 		{[]string{"version", "--help"}, []string{"ripple version"}},
+		{[]string{"history", "--help"}, []string{"ripple history <kind>/<name>", "-o, --output", "--kubeconfig", "--settle-window"}},
+		{[]string{"approve", "--help"}, []string{"ripple approve <kind>/<name>", "--now", "--kubeconfig"}},
 		{[]string{"explain", "--help"}, []string{
 			"ripple explain <kind>/<name>", "--all", "-o, --output", "--ripple-namespace",
 			"--kubeconfig", "--context", "-n, --namespace", "--namespace-selector", "--settle-window", "--dry-run",
@@ -126,6 +166,13 @@ func TestExplainBadArgumentsExit2(t *testing.T) {
 		{[]string{"explain", "pods/web"}, `argument "pods/web": unknown workload kind "pods"`},
 		{[]string{"explain", "deployment/"}, `argument "deployment/": the workload name is empty`},
 		{[]string{"explain", "a/b/c"}, `arguments "a/b/c": name one workload as <kind>/<name>`},
+		{[]string{"explain", "deploy/web", "sts/db"}, `arguments "deploy/web sts/db": 2 workloads; name one workload per run`},
+		{[]string{"explain", "deploy", "web", "db"}, `arguments "deploy web db": name one workload as <kind>/<name>`},
+		// Ripple's settings are checked before the connection, so that the
+		// flag at fault is named rather than a missing kubeconfig.
+		{[]string{"explain", "deploy/web", "--reload-window=Sat. Sun 00:00-24:00"}, `--reload-window: "Sat. Sun 00:00-24:00": at character 1`},
+		{[]string{"explain", "deploy/web", "--reload-policy=later"}, `--reload-policy: "later" is not a reload policy`},
+		{[]string{"explain", "--all", "--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
 		{[]string{"explain", "--all", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
 		{[]string{"explain", "-A", "deploy/web"}, "--all-namespaces: only with --all"},
 		{[]string{"explain", "--pending", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
@@ -133,6 +180,7 @@ func TestExplainBadArgumentsExit2(t *testing.T) {
 		{[]string{"explain", "deploy/web", "--settle-window=soon"}, `invalid argument "soon" for "--settle-window" flag`},
 		{[]string{"version", "now"}, `unexpected argument "now"`},
 	} {
+		t.Setenv("KUBECONFIG", "/nonexistent")
 		var stdout, stderr bytes.Buffer
 		if code := run(t.Context(), "ripple", tc.args, &stdout, &stderr); code != 2 {
 			t.Fatalf("%v: exit %d, want 2; stderr: %s", tc.args, code, stderr.String())

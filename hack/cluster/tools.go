@@ -54,3 +54,17 @@ func ToolsDir() (string, error) {
 	}
 	return dir, nil
 }
+
+// Kubectl returns the kubectl that hack/build-tools.sh builds, of the
+// control plane's version, so that tests need none installed.
+func Kubectl() (string, error) {
+	dir, err := ToolsDir()
+	if err != nil {
+		return "", err
+	}
+	kubectl := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		return "", fmt.Errorf("kubectl not found at %s: run 'make tools' (or point RIPPLE_TOOLS_DIR at the directory holding it)", kubectl)
+	}
+	return kubectl, nil
+}

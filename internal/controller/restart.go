@@ -170,7 +170,7 @@ func verbOf(method string) string {
 // chart value that grants it.
 func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, verb string, err error) {
 	n := plan.Notice{Reason: reason.RestartFailed, Message: fmt.Sprintf(
-		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value restartMethods.%s=true", method, verb, method)}
+		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value ripple.restartMethods.%s=true", method, verb, method)}
 	r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}, "permission", verb, "error", err.Error())
 }
 

@@ -203,7 +203,7 @@ func TestRestartEvictionRefused(t *testing.T) {
 				}
 				return
 			}
-			if ev := w.wantEvent(got, string(reason.RestartFailed)); !strings.Contains(ev, tc.event) || !strings.Contains(ev, "restartMethods.evict") {
+			if ev := w.wantEvent(got, string(reason.RestartFailed)); !strings.Contains(ev, tc.event) || !strings.Contains(ev, "ripple.restartMethods.evict=true") {
 				t.Errorf("RestartFailed %q does not name %q and the chart value", ev, tc.event)
 			}
 		})

@@ -5,8 +5,8 @@
 //
 // A schedule is one or more windows separated by ";". A window is an
 // optional list of days (names of three letters or in full, single or as
-// ranges such as Mon-Fri or Fri-Mon, separated by ","; none means every
-// day), a start and an end time HH:MM (24:00 is the end of the day), and an
+// ranges such as Mon-Fri or Fri-Mon, separated by "," with or without
+// spaces around it; none means every day), a start and an end time HH:MM (24:00 is the end of the day), and an
 // optional IANA time zone (UTC when left out; the zone database is
 // embedded in the binary). A window whose end is not after its start runs
 // across midnight and belongs to the day it starts: "Fri 22:00-02:00"
@@ -112,12 +112,13 @@ func parseWindow(part string, base, n int) (window, error) {
 		return fail(base, `empty window: expected e.g. "Mon-Fri 02:00-04:00 Europe/Berlin"`)
 	}
 	w := window{loc: time.UTC}
-	if c := toks[0].text[0]; c < '0' || c > '9' {
-		days, err := parseDays(toks[0], n)
+	if !isDigit(toks[0].text[0]) {
+		list, rest := dayList(part, base, toks)
+		days, err := parseDays(list, n)
 		if err != nil {
 			return window{}, err
 		}
-		w.days, toks = days, toks[1:]
+		w.days, toks = days, rest
 	} else {
 		w.days = [7]bool{true, true, true, true, true, true, true}
 	}
@@ -143,6 +144,8 @@ func parseWindow(part string, base, n int) (window, error) {
 	return w, nil
 }
 
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
 var dayNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 
 var fullDayNames = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
@@ -157,20 +160,43 @@ func parseDay(s string) (int, bool) {
 	return 0, false
 }
 
-// parseDays reads a day list such as Mon-Fri or Sat,Sun or Mon,Wed-Fri.
+// dayList returns the day list that starts the window part (whose text
+// starts at base) and the tokens after it. A list may be written with
+// spaces around its commas ("Sat, Sun"), as people write lists: the words
+// joined by a comma are one list, kept as written so that errors point
+// into it.
+func dayList(part string, base int, toks []token) (token, []token) {
+	last := 0
+	for last+1 < len(toks) && (strings.HasPrefix(toks[last+1].text, ",") ||
+		strings.HasSuffix(toks[last].text, ",") && !isDigit(toks[last+1].text[0])) {
+		last++
+	}
+	end := toks[last].offset + len(toks[last].text) - base
+	return token{part[toks[0].offset-base : end], toks[0].offset}, toks[last+1:]
+}
+
+// parseDays reads a day list such as Mon-Fri or Sat,Sun or Mon,Wed-Fri;
+// spaces around a comma are allowed.
 func parseDays(t token, n int) ([7]bool, error) {
 	var days [7]bool
 	offset := t.offset
-	for _, item := range strings.Split(t.text, ",") {
+	for _, written := range strings.Split(t.text, ",") {
+		item := strings.TrimLeft(written, " \t\n")
+		itemOffset := offset + len(written) - len(item)
+		offset += len(written) + 1
+		item = strings.TrimRight(item, " \t\n")
+		if item == "" {
+			return days, &Error{Offset: itemOffset, Window: n, Msg: `expected a day after ","`}
+		}
 		from, to, isRange := strings.Cut(item, "-")
 		a, ok := parseDay(from)
 		if !ok {
-			return days, &Error{Offset: offset, Window: n, Msg: fmt.Sprintf("expected a day such as Mon or a time such as 02:00, found %q", from)}
+			return days, &Error{Offset: itemOffset, Window: n, Msg: fmt.Sprintf("expected a day such as Mon or a time such as 02:00, found %q", from)}
 		}
 		b := a
 		if isRange {
 			if b, ok = parseDay(to); !ok {
-				return days, &Error{Offset: offset + len(from) + 1, Window: n, Msg: fmt.Sprintf("expected a day such as Fri after %q, found %q", from+"-", to)}
+				return days, &Error{Offset: itemOffset + len(from) + 1, Window: n, Msg: fmt.Sprintf("expected a day such as Fri after %q, found %q", from+"-", to)}
 			}
 		}
 		for d := a; ; d = (d + 1) % 7 { // Fri-Mon wraps over the weekend
@@ -179,7 +205,6 @@ func parseDays(t token, n int) ([7]bool, error) {
 				break
 			}
 		}
-		offset += len(item) + 1
 	}
 	return days, nil
 }

@@ -29,6 +29,11 @@ func TestParse(t *testing.T) {
 		{"Fri-Mon 10:00-11:00", "Mon,Fri-Sun 10:00-11:00 UTC"},
 		{"Mon-Sun 10:00-11:00", "10:00-11:00 UTC"},
 		{"Mon 01:00-02:00 UTC;Tue 03:00-04:00  Asia/Tokyo", "Mon 01:00-02:00 UTC; Tue 03:00-04:00 Asia/Tokyo"},
+		// A day list as people write lists: spaces around the commas.
+		{"Sat, Sun 00:00-24:00", "Sat,Sun 00:00-24:00 UTC"},
+		{"Sat ,Sun 00:00-24:00", "Sat,Sun 00:00-24:00 UTC"},
+		{"mon , wed,\tFriday 01:00-02:00 Europe/Berlin", "Mon,Wed,Fri 01:00-02:00 Europe/Berlin"},
+		{"Mon-Wed, Fri 01:00-02:00; Sat, Sun 03:00-04:00", "Mon-Wed,Fri 01:00-02:00 UTC; Sat,Sun 03:00-04:00 UTC"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -66,6 +71,11 @@ func TestParseErrors(t *testing.T) {
 		{"24:00-02:00", 0, 1, `found "24:00"`},
 		{"Xyz 02:00-03:00", 0, 1, `expected a day such as Mon or a time such as 02:00, found "Xyz"`},
 		{"Mon,Tue,Wdn 02:00-03:00", 8, 1, `found "Wdn"`},
+		{"Mon, Tue, Wdn 02:00-03:00", 10, 1, `found "Wdn"`},
+		{"Sat, Sun-Mno 02:00-03:00", 9, 1, `expected a day such as Fri after "Sun-", found "Mno"`},
+		{"Mon 01:00-02:00; Sat, 02:00-03:00", 21, 2, `expected a day after ","`},
+		{"Sat,,Sun 02:00-03:00", 4, 1, `expected a day after ","`},
+		{"Sat, Sun", 8, 1, "expected a time range such as 02:00-04:00 after the days"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
 )
@@ -55,7 +56,8 @@ func manifestFile(t *testing.T, ns, name string) string {
 	return path
 }
 
-// kubectlApply applies a manifest file: server-side as manager (forcing,
+// kubectlApply applies a manifest file with the kubectl that
+// hack/build-tools.sh builds: server-side as manager (forcing,
 // as Argo CD's server-side apply does) when manager is set, else
 // client-side as a plain `kubectl apply`.
 func kubectlApply(ctx context.Context, path, manager, home string) error {
@@ -63,7 +65,11 @@ func kubectlApply(ctx context.Context, path, manager, home string) error {
 	if manager != "" {
 		args = append(args, "--server-side", "--force-conflicts", "--field-manager="+manager)
 	}
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	bin, err := cluster.Kubectl()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = []string{"HOME=" + home}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
 )
@@ -87,10 +88,15 @@ func TestRollbackIsKept(t *testing.T) {
 	}
 }
 
-// kubectl runs the kubectl binary on the test cluster.
+// kubectl runs the kubectl that hack/build-tools.sh builds on the test
+// cluster.
 func kubectl(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "kubectl", append([]string{"--kubeconfig=" + kc.Kubeconfig}, args...)...)
+	bin, err := cluster.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--kubeconfig=" + kc.Kubeconfig}, args...)...)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)

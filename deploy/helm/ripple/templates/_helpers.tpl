@@ -226,12 +226,31 @@ says what to change. */}}
 {{- fail "ripple.shards > 1 with reloader.verticalPodAutoscaler.enabled: the VerticalPodAutoscaler targets one Deployment; turn it off when sharding." -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.ripple.reloadWindow -}}
+{{- if not (regexMatch (include "ripple.reloadWindowPattern" $) (toString .)) -}}
+{{- fail (printf "ripple.reloadWindow: %q is not a reload window: write [days] HH:MM-HH:MM [zone], e.g. \"Mon-Fri 02:00-04:00 Europe/Berlin\" or \"Sat, Sun 00:00-24:00\", several separated by \";\"; empty or always for none (docs/change-policies.md)." (toString .)) -}}
+{{- end -}}
+{{- end -}}
 {{- $rel := (include "ripple.namespace" .) -}}
 {{- range (include "ripple.scopedNamespaces" . | fromJsonArray) -}}
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .) -}}
 {{- fail (printf "reloader.namespaces: %q is not a namespace name (lowercase letters, digits and '-')." .) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The form of a reload window as Ripple reads it (internal/window):
+windows separated by ";", each [days] HH:MM-HH:MM [zone], days in any case,
+three letters or in full, single or as ranges, separated by "," with or
+without spaces. Whether the zone exists and the start and end differ,
+Ripple checks at start. test/chart's TestReloadWindowSpellings holds it to
+the binary's parser. */}}
+{{- define "ripple.reloadWindowPattern" -}}
+{{- $s := `[ \t\n]` -}}
+{{- $day := `(?:sun(?:day)?|mon(?:day)?|tue(?:sday)?|wed(?:nesday)?|thu(?:rsday)?|fri(?:day)?|sat(?:urday)?)` -}}
+{{- $days := printf `%[1]s(?:-%[1]s)?(?:%[2]s*,%[2]s*%[1]s(?:-%[1]s)?)*` $day $s -}}
+{{- $window := printf `%[1]s*(?:%[2]s%[1]s+)?(?:[01][0-9]|2[0-3]):[0-5][0-9]-(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]|24:00)(?:%[1]s+[a-z][a-z0-9_+-]*(?:/[a-z0-9_+-]+)*)?%[1]s*` $s $days -}}
+{{- printf `(?i)^(?:%[1]s*|%[1]s*always%[1]s*|%[2]s(?:;%[2]s)*)$` $s $window -}}
 {{- end -}}
 
 {{/* The rules Ripple needs in every namespace it watches, for a Role or the
