@@ -76,6 +76,8 @@ var metaFlags = []struct {
 	{"settleWindow", "settle-window", false},
 	{"reloadWindow", "reload-window", false},
 	{"namespaceDefaults", "namespace-defaults", false},
+	{"reloadPolicy", "reload-policy", false},
+	{"restartMethod", "restart-method", false},
 	{"annotationPrefix", "annotation-prefix", false},
 	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},
