@@ -2,12 +2,18 @@ package explain
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/config"
 )
@@ -106,5 +112,28 @@ func TestPublishedReloadPolicyAndRestartMethod(t *testing.T) {
 	}
 	if l := (List{Items: []Report{r}}).Awaiting(); len(l.Items) != 1 {
 		t.Errorf("--pending lists %d workloads, want the waiting one", len(l.Items))
+	}
+}
+
+// Credentials that may not read Ripple's settings get an error naming the
+// permission or the flag that avoids it, never Ripple's defaults: with
+// them explain and approve would decide otherwise than the controller.
+func TestReadMetaInfoForbidden(t *testing.T) {
+	forbidden := interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "reloader-meta-info", nil)
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", nil)
+		},
+	}
+	c := fake.NewClientBuilder().WithInterceptorFuncs(forbidden).Build()
+	for ns, want := range map[string]string{
+		"ripple": "cannot read Ripple's settings, ConfigMap ripple/reloader-meta-info (needs get on configmaps in namespace ripple)",
+		"":       "without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace",
+	} {
+		if _, err := ReadMetaInfo(t.Context(), c, ns); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadMetaInfo(%q): %v, want %q", ns, err, want)
+		}
 	}
 }
