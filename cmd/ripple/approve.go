@@ -26,8 +26,12 @@ type approveFlags struct {
 	all, own        *pflag.FlagSet
 	now             bool
 	rippleNamespace string
-	kind, name      string
+	targets         []target
 }
+
+// target is one workload to approve: its kind, as Kind.Name() names it,
+// and its name.
+type target struct{ kind, name string }
 
 func newApproveFlags(name string) *approveFlags {
 	f := &approveFlags{}
@@ -49,7 +53,8 @@ then rolls exactly that change set, once. A config that changes again
 before Ripple acts needs a new approval. Needs patch on the workload.
 
 Usage:
-  %[1]s approve <kind>/<name> [-n namespace] [--now] [flags]
+  %[1]s approve <kind>/<name> [<kind>/<name> ...] [-n namespace] [--now] [flags]
+  %[1]s approve <kind> <name> [<name> ...] [-n namespace] [--now] [flags]
 
 Kinds: deployment (deploy), statefulset (sts), daemonset (ds), cronjob (cj),
 job, rollout (ro), deploymentconfig (dc).
@@ -71,12 +76,39 @@ func (f *approveFlags) parse(args []string) (help bool, err error) {
 		}
 		return false, usageError{err}
 	}
-	o := explainOptions{}
-	if err := o.target(f.all.Args()); err != nil {
-		return false, err
+	f.targets, err = approveTargets(f.all.Args())
+	return false, err
+}
+
+// approveTargets reads the workloads to approve, as kubectl reads them:
+// <kind>/<name> ..., or <kind> <name> ....
+func approveTargets(args []string) ([]target, error) {
+	if len(args) == 0 {
+		return nil, usageError{errors.New("name a workload as <kind>/<name> (several: <kind>/<name> <kind>/<name>, or <kind> <name> <name>)")}
 	}
-	f.kind, f.name = o.kind, o.name
-	return false, nil
+	words := args
+	if !strings.Contains(args[0], "/") {
+		if len(args) == 1 {
+			return nil, usageError{fmt.Errorf("argument %q: name the workload too, as %[1]s/<name> or %[1]s <name>", args[0])}
+		}
+		words = nil
+		for _, name := range args[1:] {
+			words = append(words, args[0]+"/"+name)
+		}
+	}
+	out := make([]target, 0, len(words))
+	for _, w := range words {
+		kind, name, ok := strings.Cut(w, "/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			return nil, usageError{fmt.Errorf("argument %q: name a workload as <kind>/<name>", w)}
+		}
+		k, err := explain.ParseKind(kind)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("argument %q: %w", w, err)}
+		}
+		out = append(out, target{kind: k, name: name})
+	}
+	return out, nil
 }
 
 // runApprove runs `approve`; now is the clock of the approval.
@@ -88,20 +120,26 @@ func runApprove(ctx context.Context, name string, args []string, stdout, stderr 
 		f.usage(stdout, name)
 		return 0
 	}
-	if err == nil {
-		err = f.approve(ctx, stdout, now)
+	if err != nil {
+		return exitCode(err, stderr, name+" approve")
 	}
-	return exitCode(err, stderr, name+" approve")
+	// Each workload is approved on its own: one that cannot be does not
+	// keep the others waiting.
+	var errs []error
+	for _, t := range f.targets {
+		errs = append(errs, f.approve(ctx, t, stdout, now))
+	}
+	return exitCode(errors.Join(errs...), stderr, name+" approve")
 }
 
-// approve plans the workload as the controller would, and writes the
+// approve plans the workload t as the controller would, and writes the
 // approval of what waits.
-func (f *approveFlags) approve(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, f.kind, f.name)
+func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, now func() time.Time) error {
+	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, t.kind, t.name)
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%s %s/%s", kind.Name(), obj.GetNamespace(), f.name)
+	what := fmt.Sprintf("%s %s/%s", kind.Name(), obj.GetNamespace(), t.name)
 	// Planned without an approval not yet acted on: this one replaces it
 	// and approves the whole change set.
 	bare, ok := obj.DeepCopyObject().(client.Object)

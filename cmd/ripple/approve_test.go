@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,11 @@ func TestApproveExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		"no workload":    {"ripple", nil, 2, "ripple approve: name a workload as <kind>/<name>"},
+		"no workload":    {"ripple", nil, 2, "ripple approve: name a workload as <kind>/<name> (several"},
+		"kind only":      {"ripple", []string{"deploy"}, 2, `argument "deploy": name the workload too, as deploy/<name> or deploy <name>`},
+		"second bad":     {"ripple", []string{"deploy/web", "pod/api"}, 2, `argument "pod/api": unknown workload kind "pod"`},
+		"no kubeconfig":  {"ripple", []string{"deploy/web"}, 1, "no kubeconfig: $KUBECONFIG=/nonexistent names no file"},
+		"bad kubeconfig": {"ripple", []string{"deploy/web", "--kubeconfig=/nonexistent/config"}, 1, "--kubeconfig /nonexistent/config: "},
 		"unknown kind":   {"ripple", []string{"pod/web"}, 2, `argument "pod/web": unknown workload kind "pod"`},
 		"unknown flag":   {"ripple", []string{"deploy/web", "--all"}, 2, "unknown flag: --all"},
 		"plugin name":    {"kubectl-ripple", []string{"ds"}, 2, "kubectl ripple approve: "},
@@ -49,6 +54,32 @@ func TestApproveExitCodes(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		if code := run(t.Context(), prog, []string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), " approve <kind>/<name>") {
 			t.Errorf("%s help, exit %d:\n%s", prog, code, stdout.String())
+		}
+	}
+}
+
+// Several workloads are read as several, in either of kubectl's forms;
+// an approve error names approve's own flags, not explain's.
+func TestApproveTargets(t *testing.T) {
+	for args, want := range map[string][]target{
+		"deploy/web sts/db": {{"Deployment", "web"}, {"StatefulSet", "db"}},
+		"deploy web api":    {{"Deployment", "web"}, {"Deployment", "api"}},
+		"deployment/web":    {{"Deployment", "web"}},
+	} {
+		got, err := approveTargets(strings.Fields(args))
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v, %v; want %v", args, got, err, want)
+		}
+	}
+	for args, want := range map[string]string{
+		"deploy/web/x":      `argument "deploy/web/x": name a workload as <kind>/<name>`,
+		"deploy/web api":    `argument "api": name a workload as <kind>/<name>`,
+		"deploy/":           `argument "deploy/": name a workload as <kind>/<name>`,
+		"deploy/web pods/x": `argument "pods/x": unknown workload kind "pods"`,
+	} {
+		_, err := approveTargets(strings.Fields(args))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "--all") {
+			t.Errorf("%s: %v, want %q", args, err, want)
 		}
 	}
 }

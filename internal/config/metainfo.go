@@ -52,6 +52,11 @@ type ReloaderOptions struct {
 	DryRun               bool     `json:"dryRun"`
 	ReloadWindow         string   `json:"reloadWindow"`
 	NamespaceDefaults    bool     `json:"namespaceDefaults"`
+	// ReloadPolicy and RestartMethod are the cluster-wide defaults a
+	// workload without its own annotation follows: `ripple approve` and
+	// `ripple explain --pending` need them to see what waits.
+	ReloadPolicy  string `json:"reloadPolicy"`
+	RestartMethod string `json:"restartMethod"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -98,6 +103,8 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		SettleWindow:                       o.SettleWindow.String(),
 		ReloadWindow:                       o.ReloadWindow,
 		NamespaceDefaults:                  o.NamespaceDefaults,
+		ReloadPolicy:                       o.ReloadPolicy,
+		RestartMethod:                      o.RestartMethod,
 		DryRun:                             o.DryRun,
 		ShardCount:                         o.ShardCount,
 	}

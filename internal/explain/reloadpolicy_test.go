@@ -2,9 +2,20 @@ package explain
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/ripple-dev/ripple/internal/config"
 )
 
 // A manual workload's change waits for an approval: the report says so,
@@ -42,5 +53,87 @@ func TestBuildReloadPolicy(t *testing.T) {
 	a := Build(facts(t, meta("auto"), old, current, written, defaults(t)))
 	if l := (List{Items: []Report{a, r, n}}).Awaiting(); len(l.Items) != 1 || l.Items[0].State != PendingApproval {
 		t.Errorf("--pending lists %+v, want the manual workload only", l.Items)
+	}
+}
+
+// published is what a controller started with args publishes in its
+// reloader-meta-info, as explain reads it back.
+func published(t *testing.T, args ...string) MetaInfo {
+	t.Helper()
+	o := config.NewOptions()
+	o.ReadEnv(func(k string) string { return map[string]string{"RELOADER_NAMESPACE": "ripple"}[k] })
+	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := config.Parse(fs, args); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(cfg.MetaInfo.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := MetaInfo{Origin: "ConfigMap ripple/reloader-meta-info"}
+	if err := json.Unmarshal(b, &meta.Options); err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}
+
+// The controller's cluster-wide reload policy and restart method reach
+// explain and approve through the published settings: a workload without
+// its own reload-policy annotation waits for an approval, as the
+// controller makes it wait, and --pending lists it.
+func TestPublishedReloadPolicyAndRestartMethod(t *testing.T) {
+	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
+	s, err := BindFlags(fs).Resolve(published(t, "--reload-policy=manual", "--restart-method=evict"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plan.ReloadPolicy != "manual" || s.Config.RestartMethod != "evict" {
+		t.Errorf("reload policy %q, restart method %q; want the controller's manual and evict", s.Plan.ReloadPolicy, s.Config.RestartMethod)
+	}
+	for flag, want := range map[string]string{
+		"reload-policy":  "--reload-policy=manual (from ConfigMap ripple/reloader-meta-info)",
+		"restart-method": "--restart-method=evict (from ConfigMap ripple/reloader-meta-info)",
+	} {
+		if got := s.setting(flag); got != want {
+			t.Errorf("setting %s = %q, want %q", flag, got, want)
+		}
+	}
+	written := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1s"}
+	r := Build(facts(t, meta, old, current, written, s))
+	if r.State != PendingApproval || r.ReloadPolicy.From != "flag" {
+		t.Errorf("%s (%s): %s; want PendingApproval from the flag", r.State, r.Reason, r.Verdict)
+	}
+	if l := (List{Items: []Report{r}}).Awaiting(); len(l.Items) != 1 {
+		t.Errorf("--pending lists %d workloads, want the waiting one", len(l.Items))
+	}
+}
+
+// Credentials that may not read Ripple's settings get an error naming the
+// permission or the flag that avoids it, never Ripple's defaults: with
+// them explain and approve would decide otherwise than the controller.
+func TestReadMetaInfoForbidden(t *testing.T) {
+	forbidden := interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "reloader-meta-info", nil)
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", nil)
+		},
+	}
+	c := fake.NewClientBuilder().WithInterceptorFuncs(forbidden).Build()
+	for ns, want := range map[string]string{
+		"ripple": "cannot read Ripple's settings, ConfigMap ripple/reloader-meta-info (needs get on configmaps in namespace ripple)",
+		"":       "without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace",
+	} {
+		if _, err := ReadMetaInfo(t.Context(), c, ns); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadMetaInfo(%q): %v, want %q", ns, err, want)
+		}
 	}
 }

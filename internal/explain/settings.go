@@ -76,6 +76,8 @@ var metaFlags = []struct {
 	{"settleWindow", "settle-window", false},
 	{"reloadWindow", "reload-window", false},
 	{"namespaceDefaults", "namespace-defaults", false},
+	{"reloadPolicy", "reload-policy", false},
+	{"restartMethod", "restart-method", false},
 	{"annotationPrefix", "annotation-prefix", false},
 	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},
@@ -213,16 +215,22 @@ func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, er
 	cm := &corev1.ConfigMap{}
 	if ns != "" {
 		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: metaInfoName}, cm)
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return MetaInfo{Searched: "namespace " + ns}, nil
-		}
-		if err != nil {
+		case apierrors.IsForbidden(err):
+			return MetaInfo{}, fmt.Errorf("cannot read Ripple's settings, ConfigMap %s/%s (needs get on configmaps in namespace %s): %w", ns, metaInfoName, ns, err)
+		case err != nil:
 			return MetaInfo{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, metaInfoName, err)
 		}
 		return parseMetaInfo(cm)
 	}
 	list := &corev1.ConfigMapList{}
-	if err := r.List(ctx, list, client.HasLabels{metaInfoLabel}); err != nil {
+	err := r.List(ctx, list, client.HasLabels{metaInfoLabel})
+	switch {
+	case apierrors.IsForbidden(err):
+		return MetaInfo{}, fmt.Errorf("cannot find Ripple's settings, the %s ConfigMap, without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace", metaInfoName)
+	case err != nil:
 		return MetaInfo{}, fmt.Errorf("finding the %s ConfigMap by its label %s (name its namespace with --ripple-namespace): %w", metaInfoName, metaInfoLabel, err)
 	}
 	var found []string

@@ -193,15 +193,19 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 
 // namespaceAnnotations are the annotations of Namespace ns, for the
 // defaults it sets for its workloads (--namespace-defaults): nil when it
-// is not found, or when the reader may not read it (ripple explain with
-// credentials that cannot read Namespaces shows no Namespace defaults).
+// is not found. A Namespace the reader may not read (ripple explain or
+// approve on credentials without that right) is an error naming the
+// permission: taking the flag's default instead could approve nothing or
+// report a wrong policy.
 func (g Gatherer) namespaceAnnotations(ctx context.Context, ns string) (map[string]string, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	err := g.Reader.Get(ctx, types.NamespacedName{Name: ns}, obj)
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+	case apierrors.IsNotFound(err):
 		return nil, nil
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("cannot read Namespace %q (needs get on namespaces) to resolve its reload policy and reload window (--namespace-defaults): %w", ns, err)
 	case err != nil:
 		return nil, fmt.Errorf("reading Namespace %s: %w", ns, err)
 	}

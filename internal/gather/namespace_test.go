@@ -2,6 +2,7 @@ package gather
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,9 @@ import (
 )
 
 // With --namespace-defaults the workload's Namespace's annotations are
-// gathered (metadata only); without it, or when the Namespace cannot be
-// read (ripple explain with credentials that may not), they are nil.
+// gathered (metadata only); without it they are nil. A Namespace the
+// reader may not read (ripple explain or approve with credentials that
+// may not) is an error naming the permission, never the flag's default.
 func TestInputNamespaceAnnotations(t *testing.T) {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Annotations: map[string]string{keys.ReloadWindow: "Sat 00:00-24:00 UTC"}}}
 	forbidden := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -33,10 +35,11 @@ func TestInputNamespaceAnnotations(t *testing.T) {
 		defaults bool
 		funcs    *interceptor.Funcs
 		want     map[string]string
+		err      string
 	}{
 		{name: "on", defaults: true, want: nsObj.Annotations},
 		{name: "off", defaults: false},
-		{name: "forbidden", defaults: true, funcs: &forbidden},
+		{name: "forbidden", defaults: true, funcs: &forbidden, err: `cannot read Namespace "shop" (needs get on namespaces) to resolve its reload policy`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := web()
@@ -46,6 +49,12 @@ func TestInputNamespaceAnnotations(t *testing.T) {
 			}
 			g := Gatherer{Reader: b.Build(), Settings: plan.Settings{Keys: keys, NamespaceDefaults: tc.defaults}}
 			in, err := g.Input(t.Context(), workload.Deployment, d, &d.Spec.Template)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

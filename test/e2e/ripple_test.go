@@ -28,6 +28,8 @@ const rippleStopTimeout = 10 * time.Second
 type ripple struct {
 	t    *testing.T
 	args []string
+	// env is added to the test's environment, e.g. RELOADER_NAMESPACE.
+	env  []string
 	out  *kit.LogBuffer
 	runs int
 	mark int          // offset in out where the current run's output starts
@@ -93,6 +95,9 @@ func (r *ripple) launch() {
 	r.out.Printf("=== ripple run %d: %s\n", r.runs, strings.Join(r.args, " "))
 	r.mark = r.out.Len()
 	cmd := exec.Command(r.args[0], r.args[1:]...)
+	if len(r.env) > 0 {
+		cmd.Env = append(os.Environ(), r.env...)
+	}
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	p, err := kit.StartProcess(cmd, func(err error) { r.out.Printf("=== ripple run exited: %v\n", err) })
 	if err != nil {
