@@ -36,7 +36,7 @@ func TestTemplateChangedWhileDeferred(t *testing.T) {
 	if a := p.Update.Annotations[keys.AppliedAlias]; a == nil {
 		t.Error("no applied alias written: the next plan would defer the change again")
 	}
-	if m = again.Planned(p); m.Deferred != "" || m.Pending != (Pending{}) {
+	if m = again.Planned(p).Wrote(p, Write{}, now); m.Deferred != "" || m.Pending != (Pending{}) {
 		t.Errorf("memory deferred %q, pending %+v: want the deferral over", m.Deferred, m.Pending)
 	}
 }
