@@ -314,7 +314,7 @@ func TestTemplateAppliedAfterAConflict(t *testing.T) {
 		t.Fatalf("with template %d, reloads %v: want the change applied by the template", len(p.WithTemplate), p.Reloads())
 	}
 	// The controller keeps the plan's memory, then its write fails: no Wrote.
-	m := first.Memory.PlannedFrom(first.Memory, p)
+	m := first.PlannedFrom(first.Memory, p)
 	again := in(opts...)
 	again.Memory, again.Now, again.Workload.Version = m, now.Add(100*time.Millisecond), "21"
 	p = For(again)
