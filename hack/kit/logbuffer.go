@@ -2,9 +2,13 @@ package kit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // LogBuffer is a log sink safe for concurrent writers: a child process's
@@ -56,4 +60,20 @@ func (b *LogBuffer) Lines(subs ...string) []string {
 		}
 	}
 	return out
+}
+
+// WaitLines waits until at least n lines hold every one of subs, and
+// returns them. A process's log reaches the buffer through a pipe, behind
+// what the process did: a test that counts lines for something it saw on
+// the API server waits here for the log to catch up before it judges.
+func (b *LogBuffer) WaitLines(ctx context.Context, n int, subs ...string) ([]string, error) {
+	var lines []string
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		lines = b.Lines(subs...)
+		return len(lines) >= n, nil
+	})
+	if err != nil {
+		return lines, fmt.Errorf("waiting for %d log lines with %q (%d so far): %w", n, subs, len(lines), err)
+	}
+	return lines, nil
 }

@@ -31,8 +31,16 @@ var groups = map[string]string{
 
 // Writes lists the fields Ripple writes on the workload of r, under the
 // field manager "ripple": the strategy's value for each source that
-// reloads it, and its metadata records.
+// reloads it, and its metadata records. Under the evict and delete restart
+// methods a reload writes no pod-template field and no pause: only the
+// records and the restart time (workload/restart.go).
 func Writes(r Report, s Settings) []string {
+	keys := s.Plan.Keys
+	records := "annotations " + keys.Applied + ", " + keys.AppliedAlias
+	if r.Restart != nil {
+		return []string{records, "while a restart runs (restart method " + r.Restart.Method + "): annotation " +
+			keys.RestartedAt, "no pod-template field"}
+	}
 	var out []string
 	annotations := s.Plan.Strategy != nil && s.Plan.Strategy.Name() == (strategy.Annotations{}).Name()
 	for _, src := range r.Sources {
@@ -44,8 +52,7 @@ func Writes(r Report, s Settings) []string {
 		out = append(out, "pod-template annotation "+annotation.LastReloadedFrom)
 	}
 	out = slices.Compact(out)
-	keys := s.Plan.Keys
-	out = append(out, "annotations "+keys.Applied+", "+keys.AppliedAlias)
+	out = append(out, records)
 	if r.Workload.Kind == "Deployment" {
 		out = append(out, "with "+keys.PausePeriod+": spec.paused, annotation "+keys.PausedAt)
 	}

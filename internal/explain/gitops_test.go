@@ -1,8 +1,13 @@
 package explain
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -45,5 +50,55 @@ func TestPrintGitOps(t *testing.T) {
 	}
 	if err := PrintGitOps(&b, "jenkins", reports, s); err == nil || !strings.Contains(err.Error(), "--gitops") {
 		t.Errorf("unknown tool: %v", err)
+	}
+}
+
+// update rewrites the golden files of this package instead of comparing
+// with them: go test ./internal/explain -run TestPrintGitOpsGolden -update.
+var update = flag.Bool("update", false, "rewrite testdata/gitops from the current output")
+
+// Under the evict and delete restart methods Ripple writes no pod-template
+// field: the settings list only the records and the restart time for
+// those workloads, and the strategy's env var for the one with the
+// template method (docs/restart-methods.md).
+func TestPrintGitOpsGolden(t *testing.T) {
+	s := defaults(t)
+	current := strings.Repeat("c", 40)
+	kind := Kind{Kind: workload.WithRestarts(workload.Deployment, s.Config.RestartOptions(time.Now))}
+	var reports []Report
+	for name, method := range map[string]string{"web": "", "worker": "evict", "cache": "delete"} {
+		meta := map[string]string{"reloader.stakater.com/auto": "true"}
+		if method != "" {
+			meta[s.Plan.Keys.RestartMethod] = method
+		}
+		f := facts(t, meta, current, current, time.Now(), s)
+		f.Kind = kind
+		f.Object.SetName(name)
+		r := Build(f)
+		if (r.Restart == nil) != (method == "") {
+			t.Fatalf("%s: restart %+v, want method %q", name, r.Restart, method)
+		}
+		reports = append(reports, r)
+	}
+	slices.SortFunc(reports, func(a, b Report) int { return strings.Compare(a.Workload.Name, b.Workload.Name) })
+	for _, tool := range GitOpsTools {
+		var b strings.Builder
+		if err := PrintGitOps(&b, tool, reports, s); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", "gitops", tool+".golden")
+		if *update {
+			if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(filepath.Clean(path))
+		if err != nil {
+			t.Fatalf("%v (run with -update to write it)", err)
+		}
+		if b.String() != string(want) {
+			t.Errorf("output differs from %s (rerun with -update and review the diff); got:\n%s", path, b.String())
+		}
 	}
 }

@@ -140,7 +140,7 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 		}
 		m.Rollout = Rollout{Started: started, StaleVersion: w.StaleVersion}
 	}
-	if p.Reloads() {
+	if p.Reloads() || (p.Writes() && len(p.WithTemplate) > 0) {
 		m.Pending, m.Deferred = Pending{}, ""
 	}
 	if rolled || p.WouldReload {

@@ -159,7 +159,11 @@ func withTemplate(in Input, p *Plan) {
 			p.WithTemplate = append(p.WithTemplate, *sp)
 		}
 	}
-	p.Changes, p.Pending = nil, Pending{}
+	// The settle schedule stays until the record is written (Memory.Wrote):
+	// the write right after a template change often meets the workload
+	// controller's status write (a conflict), and the plan made again must
+	// order the template change against the same change set, not a new one.
+	p.Changes = nil
 }
 
 // byTemplate reports whether withTemplate recorded that the applied value

@@ -71,8 +71,8 @@ func TestTemplateChangedWithTheConfig(t *testing.T) {
 		if len(p.WithTemplate) != 1 || p.WithTemplate[0].Ref != cmApp || p.WithTemplate[0].Digest != "cm2" {
 			t.Errorf("WithTemplate %+v, want ConfigMap app at cm2", p.WithTemplate)
 		}
-		if p.Pending != (Pending{}) {
-			t.Errorf("pending %+v, want the change set done", p.Pending)
+		if m := (Memory{Pending: p.Pending}).Wrote(p, Write{}, now); m.Pending != (Pending{}) {
+			t.Errorf("pending %+v after the write, want the change set done", m.Pending)
 		}
 	}
 	rolled := func(t *testing.T, p Plan) {
@@ -297,5 +297,28 @@ func TestPlannedFrom(t *testing.T) {
 	seen := read.SawTemplate("b", now.Add(-time.Second), "15")
 	if m := seen.PlannedFrom(read, p); m.Template != seen.Template {
 		t.Errorf("the event saw the change first: template %+v, want %+v", m.Template, seen.Template)
+	}
+}
+
+// The write that records a template change as applied often meets the
+// workload controller's status write, which the template change itself
+// set off (a conflict). The plan made again, 100 ms later on a newer
+// version of the same workload, orders the template change against the
+// same change set: still applied, no new settle window, no rollout.
+func TestTemplateAppliedAfterAConflict(t *testing.T) {
+	opts := []func(*Input){templateRolls, both, digestOf(cmApp, "cm2"), envVar(cmApp, "cm1"), seenAt(envVar(cmApp, "cm1")), newImage,
+		templateChanged(time.Second), versions("20", "10"), func(i *Input) { i.SettleWindow = time.Second }}
+	first := in(opts...)
+	p := For(first)
+	if len(p.WithTemplate) != 1 || p.Reloads() {
+		t.Fatalf("with template %d, reloads %v: want the change applied by the template", len(p.WithTemplate), p.Reloads())
+	}
+	// The controller keeps the plan's memory, then its write fails: no Wrote.
+	m := first.PlannedFrom(first.Memory, p)
+	again := in(opts...)
+	again.Memory, again.Now, again.Workload.Version = m, now.Add(100*time.Millisecond), "21"
+	p = For(again)
+	if p.Wait > 0 || p.Reloads() || len(p.WithTemplate) != 1 {
+		t.Fatalf("wait %v, reloads %v, with template %d: want the change applied again, at once", p.Wait, p.Reloads(), len(p.WithTemplate))
 	}
 }

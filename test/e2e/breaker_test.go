@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -65,10 +66,14 @@ func TestStormBreakerHoldsFlappingConfig(t *testing.T) {
 	}
 	podsPass(t, cs, ns, "app=web", envIs(configEnv, final))
 
-	held, err := kit.EventNotes(t.Context(), cs, ns, kit.EventMatch{Kind: "Deployment", Name: "web", Reason: "ReloadHeld", Type: corev1.EventTypeWarning})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Events reach the API server through Ripple's queue, behind its
+	// writes: wait for the hold's before counting them.
+	var held []string
+	waitFor(t, "the ReloadHeld event", func(ctx context.Context) (bool, error) {
+		var err error
+		held, err = kit.EventNotes(ctx, cs, ns, kit.EventMatch{Kind: "Deployment", Name: "web", Reason: "ReloadHeld", Type: corev1.EventTypeWarning})
+		return len(held) > 0, err
+	})
 	if len(held) != 1 {
 		t.Errorf("%d ReloadHeld events, want 1: %q", len(held), held)
 	} else if want := `ConfigMap "` + configName + `"`; !strings.Contains(held[0], want) {

@@ -303,7 +303,7 @@ func TestFaultRippleKilledInSettleWindow(t *testing.T) {
 	}
 	r.Start()
 	expectRollouts(t, cs, oneEach(before, envIs(configEnv, cmSum), envIs(secretEnv, secSum)))
-	if n := len(r.out.Lines("\treloaded\t")); n != 1 {
+	if n := len(r.finalLines("\treloaded\t")); n != 1 {
 		t.Errorf("Ripple logged %d reloads, want 1", n)
 	}
 }
@@ -382,10 +382,10 @@ func TestFaultCompetingWriter(t *testing.T) {
 		}
 		return nil
 	})
-	if got, want := hashes.get(), []string{"", sum}; !slices.Equal(got, want) {
+	if got, want := hashes.at(t, cs, ns, "web"), []string{"", sum}; !slices.Equal(got, want) {
 		t.Errorf("web's %s went through %q, want %q: one rollout for one change", configEnv, got, want)
 	}
-	if n := len(r.out.Lines("\treloaded\t")); n != 1 {
+	if n := len(r.finalLines("\treloaded\t")); n != 1 {
 		t.Errorf("Ripple logged %d reloads, want 1", n)
 	}
 }
@@ -482,17 +482,26 @@ func (w *writer) stop() writerResult {
 // envHistory is the sequence of values an env var took in a Deployment's
 // pod template, from a watch: every write, however close to another.
 type envHistory struct {
-	mu     sync.Mutex
-	values []string
-	err    error
+	mu       sync.Mutex
+	values   []string
+	progress *kit.WatchProgress
 }
 
-func (h *envHistory) get() []string {
+// at returns the values up to now, once the watch has delivered the
+// Deployment as the API server has it now: the watch runs behind it.
+func (h *envHistory) at(t *testing.T, cs kubernetes.Interface, ns, name string) []string {
+	t.Helper()
+	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), watchCatchUp)
+	defer cancel()
+	if err := h.progress.Reached(ctx, d.ResourceVersion); err != nil {
+		t.Fatalf("the watch of %s's %s: %v", name, configEnv, err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.err != nil {
-		return []string{h.err.Error()}
-	}
 	return append([]string(nil), h.values...)
 }
 
@@ -500,7 +509,7 @@ func (h *envHistory) get() []string {
 // its creation on ("" while unset), until the test ends.
 func watchEnv(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment, name string) *envHistory {
 	first, _ := envValue(&d.Spec.Template, name)
-	h := &envHistory{values: []string{first}}
+	h := &envHistory{values: []string{first}, progress: kit.NewWatchProgress(d.ResourceVersion)}
 	wi, err := cs.AppsV1().Deployments(d.Namespace).Watch(t.Context(), metav1.ListOptions{
 		FieldSelector: "metadata.name=" + d.Name, ResourceVersion: d.ResourceVersion,
 	})
@@ -510,19 +519,21 @@ func watchEnv(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment, name 
 	t.Cleanup(wi.Stop)
 	go func() {
 		for ev := range wi.ResultChan() {
-			h.mu.Lock()
 			switch o := ev.Object.(type) {
 			case *appsv1.Deployment:
+				h.mu.Lock()
 				if v, _ := envValue(&o.Spec.Template, name); v != h.values[len(h.values)-1] {
 					h.values = append(h.values, v)
 				}
+				h.mu.Unlock()
+				h.progress.Saw(o.ResourceVersion)
 			default:
-				if ev.Type == watch.Error && h.err == nil {
-					h.err = errors.New("the watch failed: " + apierrors.FromObject(ev.Object).Error())
+				if ev.Type == watch.Error {
+					h.progress.Fail(errors.New("the watch failed: " + apierrors.FromObject(ev.Object).Error()))
 				}
 			}
-			h.mu.Unlock()
 		}
+		h.progress.Fail(errors.New("the watch ended"))
 	}()
 	return h
 }

@@ -49,10 +49,8 @@ func TestHelmUpgradeRollsOnce(t *testing.T) {
 func testHelmUpgradeRollsOnce(t *testing.T, kind *kit.WorkloadKind, strategy string, replicas int32) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
-	// The rule needs the template change within the change set's settle
-	// window (docs/rollbacks.md); under make test's load on 2 cores a watch
-	// event can come later than the default 1s, so the window is wider.
-	startRipple(t, ns, "--reload-strategy="+strategy, "--settle-window=5s")
+	// Default settings (settle window 1s), as docs/rollbacks.md claims.
+	startRipple(t, ns, "--reload-strategy="+strategy)
 	chart := filepath.Join("testdata", "helm-upgrade")
 	helm := func(args ...string) {
 		t.Helper()

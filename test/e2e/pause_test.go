@@ -39,16 +39,16 @@ func (s deploymentState) String() string {
 
 // deploymentHistory is every write of one Deployment, in order.
 type deploymentHistory struct {
-	mu     sync.Mutex
-	states []deploymentState
-	err    error
+	mu       sync.Mutex
+	states   []deploymentState
+	progress *kit.WatchProgress
 }
 
 // watchDeployment records every write of the Deployment created as d; the
 // watch ends with the test.
 func watchDeployment(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment) *deploymentHistory {
 	t.Helper()
-	h := &deploymentHistory{}
+	h := &deploymentHistory{progress: kit.NewWatchProgress(d.ResourceVersion)}
 	h.add(d)
 	rv := d.ResourceVersion
 	ctx := t.Context()
@@ -72,11 +72,10 @@ func watchDeployment(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment
 					if o, ok := ev.Object.(*appsv1.Deployment); ok {
 						rv = o.ResourceVersion
 						h.add(o)
+						h.progress.Saw(rv)
 					}
 				case watch.Error:
-					h.mu.Lock()
-					h.err = fmt.Errorf("watching Deployment %s/%s: %w", d.Namespace, d.Name, apierrors.FromObject(ev.Object))
-					h.mu.Unlock()
+					h.progress.Fail(fmt.Errorf("watching Deployment %s/%s: %w", d.Namespace, d.Name, apierrors.FromObject(ev.Object)))
 					w.Stop()
 					return
 				}
@@ -99,10 +98,18 @@ func (h *deploymentHistory) add(d *appsv1.Deployment) {
 	})
 }
 
-func (h *deploymentHistory) get() ([]deploymentState, error) {
+// at returns the writes up to now, once the watch has delivered rv, the
+// resourceVersion of the Deployment as the test last read it: the watch
+// runs behind the API server.
+func (h *deploymentHistory) at(ctx context.Context, rv string) ([]deploymentState, error) {
+	ctx, cancel := context.WithTimeout(ctx, watchCatchUp)
+	defer cancel()
+	if err := h.progress.Reached(ctx, rv); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]deploymentState(nil), h.states...), h.err
+	return append([]deploymentState(nil), h.states...), nil
 }
 
 // Three ConfigMap changes a second apart, inside a Deployment's
@@ -257,7 +264,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 	// Every write, in order: the template first changed in the write
 	// that paused the Deployment, it stayed paused until its template
 	// held the final hash, and it was resumed once.
-	states, err := history.get()
+	states, err := history.at(t.Context(), d.ResourceVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +274,13 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 			fmt.Fprintf(&b, "  %s\n", s)
 		}
 		t.Errorf("%s: %v; its writes:\n%s", web, err, b.String())
+	}
+	// Ripple's log comes through a pipe, behind its writes: wait for the
+	// resume, logged after the pause, before counting.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := r.out.WaitLines(ctx, 1, "\tresumed\t"); err != nil {
+		t.Error(err)
 	}
 	if log := r.Log(); strings.Count(log, "\tpaused\t") != 1 || strings.Count(log, "\tresumed\t") != 1 {
 		t.Errorf("Ripple did not log once that it paused and once that it resumed %s", web)

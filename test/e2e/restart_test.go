@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -47,6 +50,10 @@ type podLog struct {
 	full           bool
 	// history is every event, for the failure message.
 	history []string
+	// progress is how far the watch has delivered; list reads the pods
+	// as the API server has them, for check to wait on.
+	progress *kit.WatchProgress
+	list     func(context.Context) (*corev1.PodList, error)
 }
 
 // recordPods starts a podLog for the pods of selector in ns; old are the
@@ -55,8 +62,19 @@ type podLog struct {
 func recordPods(t *testing.T, cs kubernetes.Interface, ns, selector string, old map[types.UID]bool, want int) *podLog {
 	t.Helper()
 	l := &podLog{old: old, everReady: map[types.UID]bool{}, ready: map[types.UID]bool{}, minReady: want, want: want}
+	l.list = func(ctx context.Context) (*corev1.PodList, error) {
+		return cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	}
+	pods, err := l.list(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		l.observe(watch.Added, &pods.Items[i])
+	}
+	l.progress = kit.NewWatchProgress(pods.ResourceVersion)
 	ctx, cancel := context.WithCancel(t.Context())
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: pods.ResourceVersion})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -70,7 +88,9 @@ func recordPods(t *testing.T, cs kubernetes.Interface, ns, selector string, old 
 				continue
 			}
 			l.observe(ev.Type, p)
+			l.progress.Saw(p.ResourceVersion)
 		}
+		l.progress.Fail(errors.New("the pod watch ended"))
 	}()
 	t.Cleanup(func() { cancel(); w.Stop(); <-done })
 	return l
@@ -103,9 +123,28 @@ func (l *podLog) observe(typ watch.EventType, p *corev1.Pod) {
 }
 
 // check fails t when a replacement was restarted, or fewer than least
-// pods were Ready at some point.
+// pods were Ready at some point, once the watch has delivered every pod
+// as the API server has it now.
 func (l *podLog) check(t *testing.T, least int) {
 	t.Helper()
+	pods, err := l.list(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) > 0 {
+		// A watch of a selector delivers only its pods' events, in order:
+		// once it has delivered the latest pod's version, it has
+		// delivered everything before.
+		latest := slices.MaxFunc(pods.Items, func(a, b corev1.Pod) int {
+			c, _ := resourceversion.CompareResourceVersion(a.ResourceVersion, b.ResourceVersion)
+			return c
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), watchCatchUp)
+		defer cancel()
+		if err := l.progress.Reached(ctx, latest.ResourceVersion); err != nil {
+			t.Fatalf("the pod watch: %v", err)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.twice) > 0 || l.minReady < least {
@@ -114,19 +153,20 @@ func (l *podLog) check(t *testing.T, least int) {
 	}
 }
 
-// checkRestartLog checks that Ripple's log, over every run, restarted each
-// pod of old once and nothing else.
+// checkRestartLog stops Ripple and checks that its log, over every run,
+// restarted each pod of old once and nothing else.
 func checkRestartLog(t *testing.T, r *ripple, old map[types.UID]bool) {
 	t.Helper()
 	seen := map[string]int{}
-	for _, line := range r.out.Lines("\trestarted pod\t") {
+	lines := r.finalLines("\trestarted pod\t")
+	for _, line := range lines {
 		for uid := range old {
 			if strings.Contains(line, string(uid)) {
 				seen[string(uid)]++
 			}
 		}
 	}
-	if n := len(r.out.Lines("\trestarted pod\t")); n != len(old) || len(seen) != len(old) {
+	if n := len(lines); n != len(old) || len(seen) != len(old) {
 		t.Errorf("Ripple restarted %d pods, %d of the %d before the change (%v)", n, len(seen), len(old), seen)
 	}
 }

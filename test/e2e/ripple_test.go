@@ -176,6 +176,16 @@ func (r *ripple) Restart() {
 
 func (r *ripple) running() bool { return r.proc != nil && !r.proc.Exited() }
 
+// finalLines stops Ripple and returns the lines of its log, over every
+// run, that hold every one of subs. Its log reaches the test through a
+// pipe, behind the writes the test sees on the API server; once the
+// process has exited, every line it wrote is in the buffer.
+func (r *ripple) finalLines(subs ...string) []string {
+	r.t.Helper()
+	r.Stop()
+	return r.out.Lines(subs...)
+}
+
 // Log returns everything Ripple printed so far, in every run.
 func (r *ripple) Log() string { return r.out.String() }
 

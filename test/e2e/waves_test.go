@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -78,7 +81,7 @@ func TestRolloutWaves(t *testing.T) {
 	changed := time.Now()
 	s := sampleInProgress(t, cs, ns, want)
 	waitWaveDone(t, cs, ns, want)
-	peak, samples := s.stop()
+	peak, samples := s.stop(t, cs, ns)
 	t.Logf("all %d rolled and complete %s after the change; peak %d in progress (%d samples)",
 		waveWorkloads, time.Since(changed).Round(time.Second), peak, samples)
 	if peak > waveCap {
@@ -120,10 +123,11 @@ func createWaveDeployments(t *testing.T, cs kubernetes.Interface, ns string) {
 // seen complete or stalled is done, as in Ripple's count: losing a pod later
 // (kwok's nodes on a loaded machine) is not a rollout in progress.
 type sampler struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	peak, n int
+	cancel   context.CancelFunc
+	done     chan struct{}
+	progress *kit.WatchProgress
+	mu       sync.Mutex
+	peak, n  int
 }
 
 func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *sampler {
@@ -141,7 +145,7 @@ func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	s := &sampler{cancel: cancel, done: make(chan struct{}), progress: kit.NewWatchProgress(list.ResourceVersion)}
 	in, complete := map[string]bool{}, map[string]bool{}
 	observe := func(d *appsv1.Deployment) {
 		v, _ := envValue(&d.Spec.Template, waveEnv)
@@ -175,12 +179,35 @@ func sampleInProgress(t *testing.T, cs kubernetes.Interface, ns, want string) *s
 			s.mu.Lock()
 			s.peak, s.n = max(s.peak, n), s.n+1
 			s.mu.Unlock()
+			s.progress.Saw(d.ResourceVersion)
 		}
+		s.progress.Fail(errors.New("the watch of the Deployments ended"))
 	}()
 	return s
 }
 
-func (s *sampler) stop() (peak, samples int) {
+// stop ends the sampling once the watch has delivered every Deployment of
+// ns as the API server has it now, and returns the peak and the number of
+// samples.
+func (s *sampler) stop(t *testing.T, cs kubernetes.Interface, ns string) (peak, samples int) {
+	t.Helper()
+	list, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) > 0 {
+		// The watch delivers in order: once it has the latest Deployment's
+		// version, it has every write before.
+		latest := slices.MaxFunc(list.Items, func(a, b appsv1.Deployment) int {
+			c, _ := resourceversion.CompareResourceVersion(a.ResourceVersion, b.ResourceVersion)
+			return c
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), watchCatchUp)
+		defer cancel()
+		if err := s.progress.Reached(ctx, latest.ResourceVersion); err != nil {
+			t.Fatalf("the watch of the Deployments: %v", err)
+		}
+	}
 	s.cancel()
 	<-s.done
 	s.mu.Lock()

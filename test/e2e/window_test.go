@@ -91,7 +91,7 @@ func testReloadWindow(t *testing.T, kill bool) {
 	if rev, _ := strconv.Atoi(d.Annotations[revisionAnnotation]); rev != 2 {
 		t.Errorf("Deployment revision %d, want 2: one rollout", rev)
 	}
-	if n := len(r.out.Lines("\treloaded\t")); n != 1 {
+	if n := len(r.finalLines("\treloaded\t")); n != 1 {
 		t.Errorf("Ripple logged %d reloads, want 1", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -157,16 +158,15 @@ type snapshot struct {
 	status   string // for failure messages
 }
 
-// observe reads w. The counters are read before the object, so the
-// object is never older than what they count: when they show a rollout, the
-// template and status read afterwards are those of that rollout or later.
+// observe reads w. The revisions are read before the object, so the object
+// is never older than the rollouts they count. The pod-template changes
+// are those the watch counted up to the object's resourceVersion, once the
+// watch has caught up with it: the count and the template read describe
+// the same object, however late the watch delivers.
 func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapshot, error) {
 	var s snapshot
 	tw, err := templateWatchOf(w)
 	if err != nil {
-		return s, err
-	}
-	if s.templates, err = tw.count(); err != nil {
 		return s, err
 	}
 	if w.kind == kit.Deployment {
@@ -227,6 +227,9 @@ func (w workload) observe(ctx context.Context, cs kubernetes.Interface) (snapsho
 	s.annotations = obj.GetAnnotations()
 	if s.uid != tw.uid {
 		return s, fmt.Errorf("%s was re-created", w)
+	}
+	if s.templates, err = tw.countAt(ctx, s.resourceVersion); err != nil {
+		return s, err
 	}
 	if s.complete {
 		// Every pod Ready and no old pod left, terminating or not.
@@ -471,12 +474,50 @@ var templateWatches sync.Map // workload -> *templateWatch
 
 // templateWatch counts a workload's pod-template changes from a watch,
 // which delivers every write, so two patches in a row count as two even if
-// the workload controller only ever acts on the second.
+// the workload controller only ever acts on the second. The watch runs
+// behind the API server: countAt waits for it to reach a resourceVersion
+// before it tells the count there.
 type templateWatch struct {
-	uid     types.UID // of the object created
-	mu      sync.Mutex
-	changes int
-	err     error
+	uid      types.UID // of the object created
+	progress *kit.WatchProgress
+	mu       sync.Mutex
+	// changed holds the resourceVersion of each pod-template change, in
+	// order: the count at a resourceVersion is how many are not after it.
+	changed []string
+}
+
+// watchCatchUp bounds how long countAt waits for the watch to deliver a
+// resourceVersion the API server has already served.
+const watchCatchUp = 30 * time.Second
+
+// countAt returns how many times the pod template changed up to and
+// including resourceVersion rv, once the watch has delivered rv.
+func (tw *templateWatch) countAt(ctx context.Context, rv string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, watchCatchUp)
+	defer cancel()
+	if err := tw.progress.Reached(ctx, rv); err != nil {
+		return 0, err
+	}
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	n := 0
+	for _, at := range tw.changed {
+		if c, err := resourceversion.CompareResourceVersion(at, rv); err != nil || c > 0 {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// saw records an event of the watch at rv, a pod-template change or not.
+func (tw *templateWatch) saw(rv string, change bool) {
+	if change {
+		tw.mu.Lock()
+		tw.changed = append(tw.changed, rv)
+		tw.mu.Unlock()
+	}
+	tw.progress.Saw(rv)
 }
 
 // watchTemplate starts counting the pod-template changes of w from its
@@ -487,7 +528,7 @@ func watchTemplate(t *testing.T, cs kubernetes.Interface, w workload, created ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	tw := &templateWatch{uid: meta.GetUID()}
+	tw := &templateWatch{uid: meta.GetUID(), progress: kit.NewWatchProgress(meta.GetResourceVersion())}
 	if _, loaded := templateWatches.LoadOrStore(w, tw); loaded {
 		t.Fatalf("%s is created twice", w)
 	}
@@ -510,21 +551,18 @@ func watchTemplate(t *testing.T, cs kubernetes.Interface, w workload, created ru
 			}
 			for ev := range wi.ResultChan() {
 				switch ev.Type {
-				case watch.Added, watch.Modified:
+				case watch.Added, watch.Modified, watch.Deleted:
 					var tpl *corev1.PodTemplateSpec
 					rv, tpl = objectTemplate(ev.Object)
-					if tpl != nil && !equality.Semantic.DeepEqual(tpl, last) {
-						tw.mu.Lock()
-						tw.changes++
-						tw.mu.Unlock()
+					changed := tpl != nil && !equality.Semantic.DeepEqual(tpl, last)
+					if changed {
 						last = tpl
 					}
+					tw.saw(rv, changed)
 				case watch.Error:
 					// The only error that matters is a resourceVersion
 					// that expired: the count can no longer be exact.
-					tw.mu.Lock()
-					tw.err = fmt.Errorf("watching %s: %w", w, apierrors.FromObject(ev.Object))
-					tw.mu.Unlock()
+					tw.progress.Fail(fmt.Errorf("watching %s: %w", w, apierrors.FromObject(ev.Object)))
 					wi.Stop()
 					return
 				}
@@ -541,13 +579,6 @@ func templateWatchOf(w workload) (*templateWatch, error) {
 		return nil, fmt.Errorf("%s was not created by workload.create: its template changes are not counted", w)
 	}
 	return v.(*templateWatch), nil
-}
-
-// count returns how many times the pod template changed.
-func (tw *templateWatch) count() (int, error) {
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	return tw.changes, tw.err
 }
 
 func (w workload) watch(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (watch.Interface, error) {

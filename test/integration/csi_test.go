@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"context"
 	"crypto/sha1" //nolint:gosec // Reloader's digest is SHA-1: the test checks compatibility, not security
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -163,27 +164,42 @@ func (e *env) templateChanges(t *testing.T, d client.Object) (stop func() int) {
 		t.Fatal(err)
 	}
 	var (
-		mu      sync.Mutex
-		changes int
-		done    = make(chan struct{})
+		mu       sync.Mutex
+		changes  int
+		done     = make(chan struct{})
+		progress = kit.NewWatchProgress(cur.ResourceVersion)
 	)
 	go func() {
 		defer close(done)
 		last := cur.Spec.Template
 		for ev := range w.ResultChan() {
-			if ev.Type != watch.Modified {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok {
 				continue
 			}
-			if next := ev.Object.(*appsv1.Deployment).Spec.Template; !equality.Semantic.DeepEqual(last, next) {
+			if next := d.Spec.Template; !equality.Semantic.DeepEqual(last, next) {
 				mu.Lock()
 				changes++
 				mu.Unlock()
 				last = next
 			}
+			progress.Saw(d.ResourceVersion)
 		}
+		progress.Fail(errors.New("the watch ended"))
 	}()
 	return func() int {
 		time.Sleep(negativeWindow) // a late extra rollout would show
+		// The watch runs behind the API server: count once it has
+		// delivered the Deployment as the server has it now.
+		now := &appsv1.Deployment{}
+		if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(d), now); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := progress.Reached(ctx, now.ResourceVersion); err != nil {
+			t.Fatalf("the template watch of %s: %v", d.GetName(), err)
+		}
 		w.Stop()
 		<-done
 		mu.Lock()

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -58,6 +59,14 @@ func TestShards(t *testing.T) {
 	expectOneRolloutEach(t, apps)
 	for _, a := range apps {
 		owner := dependents.ShardOf(a.e.ns, 3)
+		// The owner's log line comes behind the rollout seen above: wait
+		// for it before counting every shard's.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		_, err := logs[shardKey{3, owner}].WaitLines(ctx, 1, "\treloaded\t", `"`+a.e.ns+`"`)
+		cancel()
+		if err != nil {
+			t.Errorf("shard %d of 3: %v", owner, err)
+		}
 		for i := range 3 {
 			want := 0
 			if i == owner {
