@@ -120,6 +120,9 @@ func runApprove(ctx context.Context, name string, args []string, stdout, stderr 
 		f.usage(stdout, name)
 		return 0
 	}
+	if err == nil {
+		err = f.validate() // a bad settings flag is named before any connection
+	}
 	if err != nil {
 		return exitCode(err, stderr, name+" approve")
 	}

@@ -25,7 +25,7 @@ func TestApproveExitCodes(t *testing.T) {
 		"no workload":    {"ripple", nil, 2, "ripple approve: name a workload as <kind>/<name> (several"},
 		"kind only":      {"ripple", []string{"deploy"}, 2, `argument "deploy": name the workload too, as deploy/<name> or deploy <name>`},
 		"second bad":     {"ripple", []string{"deploy/web", "pod/api"}, 2, `argument "pod/api": unknown workload kind "pod"`},
-		"no kubeconfig":  {"ripple", []string{"deploy/web"}, 1, "no kubeconfig: $KUBECONFIG=/nonexistent names no file"},
+		"no kubeconfig":  {"ripple", []string{"deploy/web"}, 1, "no kubeconfig: $KUBECONFIG is /nonexistent, and no such file exists"},
 		"bad kubeconfig": {"ripple", []string{"deploy/web", "--kubeconfig=/nonexistent/config"}, 1, "--kubeconfig /nonexistent/config: "},
 		"unknown kind":   {"ripple", []string{"pod/web"}, 2, `argument "pod/web": unknown workload kind "pod"`},
 		"unknown flag":   {"ripple", []string{"deploy/web", "--all"}, 2, "unknown flag: --all"},

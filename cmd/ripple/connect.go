@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -84,31 +83,15 @@ func (c *clusterFlags) connect(userAgent string) (client.Client, string, error) 
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, &c.overrides)
 	ns, _, err := cc.Namespace()
 	if err != nil {
-		return nil, "", c.kubeconfigError(err)
+		return nil, "", c.connectionError(err)
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", c.kubeconfigError(err)
+		return nil, "", c.connectionError(err)
 	}
 	rc.UserAgent = userAgent
 	cl, err := client.New(rc, client.Options{})
 	return cl, ns, err
-}
-
-// kubeconfigError says which kubeconfig is missing when none could be
-// loaded: client-go's own message names KUBERNETES_MASTER only.
-func (c *clusterFlags) kubeconfigError(err error) error {
-	switch {
-	case c.loading.ExplicitPath != "":
-		return fmt.Errorf("--kubeconfig %s: %w", c.loading.ExplicitPath, err)
-	case !clientcmd.IsEmptyConfig(err):
-		return err
-	case os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
-		return fmt.Errorf("no kubeconfig: $%s=%s names no file, and this is not a pod in a cluster; give one with --kubeconfig",
-			clientcmd.RecommendedConfigPathEnvVar, os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
-	}
-	return fmt.Errorf("no kubeconfig: %s does not exist, $%s is not set, and this is not a pod in a cluster; give one with --kubeconfig",
-		clientcmd.RecommendedHomeFile, clientcmd.RecommendedConfigPathEnvVar)
 }
 
 // exitCode prints a command's error, each line prefixed with the command,

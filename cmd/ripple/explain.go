@@ -184,7 +184,7 @@ func runExplain(ctx context.Context, name string, args []string, stdin io.Reader
 func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func() time.Time) error {
 	c, ns, err := f.connect("ripple-explain")
 	if err != nil {
-		return f.connectionError(err)
+		return err
 	}
 	meta, err := explain.ReadMetaInfo(ctx, c, f.opts.rippleNamespace)
 	if err != nil {

@@ -102,7 +102,7 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
 	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, f.kind, f.name)
 	if err != nil {
-		return f.connectionError(err)
+		return err
 	}
 	h, err := history.Reader{Reader: c, Settings: settings.Plan, Now: now}.Read(ctx, kind.Kind, obj)
 	if err != nil {
