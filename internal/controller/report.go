@@ -88,7 +88,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonReloadSkipped, "Reload", "Changes in %s not reloaded: %s", list, res.Skipped)
 		return ctrl.Result{}, notUpdated, nil
 	}
-	how := r.reloadedHow(obj)
+	how := r.reloadedHow(p.Update)
 	log.Info("reloaded", "workload", klog.KObj(obj), "kind", r.Kind.Name(), "configs", names, "strategy", r.Settings.Strategy.Name(), "how", how)
 	note := ""
 	if p.TemplateFirst {
