@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -40,10 +39,6 @@ func ParseMaxUnavailable(v string) (int, error) {
 	return n, nil
 }
 
-// errNoRestartMethod is why a kind other than a Deployment, StatefulSet or
-// DaemonSet ignores a restart method asked for it.
-var errNoRestartMethod = errors.New("takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does")
-
 // RestartOf resolves how w takes a reload: the restart method and
 // max-unavailable governing it (Governing: the workload's annotation, its
 // pod template's, its Namespace's, else --restart-method and 1), and the
@@ -58,7 +53,8 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 	if !w.Restartable {
 		v, from := w.Governing(keys.RestartMethod, workload.RestartTemplate)
 		if m, _ := ParseRestartMethod(v); m != workload.RestartTemplate && (from == FromWorkload || from == FromTemplate) {
-			return r, []string{fmt.Sprintf("annotation %q: a %s %v", keys.RestartMethod, w.Kind, errNoRestartMethod)}
+			return r, []string{fmt.Sprintf("annotation %q: a %s takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does",
+				keys.RestartMethod, w.Kind)}
 		}
 		return r, nil
 	}
