@@ -160,3 +160,15 @@ func TestInvalidRestartMethodStillReloads(t *testing.T) {
 		t.Errorf("template %q, want the change written by the flag's method", got)
 	}
 }
+
+// Under evict a deleted config (--reload-on-delete) restarts the pods as
+// any change does: there is no template to compare with.
+func TestRestartMethodRestartsOnDelete(t *testing.T) {
+	i := in(evicting, both)
+	i.ReloadOnDelete = true
+	i.Sources[0].Found = false
+	p := For(i)
+	if p.Update.Restart == nil || p.Update.Template != nil {
+		t.Errorf("update %+v, want a restart and no template", p.Update)
+	}
+}
