@@ -109,14 +109,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 			return fmt.Errorf("--webhook-url: %w", err)
 		}
 		return webhook.Setup(ctx, mgr, &webhook.Notifier{
-			Cache: mgr.GetCache(), Finder: finder, Kinds: withRestarts(Kinds(cfg, mgr.GetAPIReader()), cfg, clk), Settings: settings, Queue: q,
+			Cache: mgr.GetCache(), Finder: finder, Kinds: withRestarts(Kinds(cfg, mgr.GetAPIReader())), Settings: settings, Queue: q,
 		})
 	}
 	alert, err := alerts(mgr, cfg.Alert, m)
 	if err != nil {
 		return err
 	}
-	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader()), cfg, clk), optionalKinds(cfg, mgr.GetClient(), clk)
+	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader())), optionalKinds(cfg, mgr.GetClient(), clk)
 	for _, k := range kinds {
 		m.InitKinds(k.Name())
 	}
@@ -166,9 +166,9 @@ func Kinds(cfg config.Config, reader client.Reader) []workload.Kind {
 
 // withRestarts adds the restart methods (--restart-method) to the kinds
 // that take them.
-func withRestarts(kinds []workload.Kind, cfg config.Config, clk clock.PassiveClock) []workload.Kind {
+func withRestarts(kinds []workload.Kind) []workload.Kind {
 	for i, k := range kinds {
-		kinds[i] = workload.WithRestarts(k, cfg.RestartOptions(clk.Now))
+		kinds[i] = workload.WithRestarts(k)
 	}
 	return kinds
 }

@@ -10,7 +10,8 @@ import (
 // that started watching at started. It is the one place they are built
 // from the flags: the controller and ripple explain both use it, so that
 // explain decides as the controller does.
-func (r Reload) PlanSettings(started time.Time) plan.Settings {
+func (c Config) PlanSettings(started time.Time) plan.Settings {
+	r := c.Reload
 	return plan.Settings{
 		Keys: r.Keys, Strategy: r.Strategy, SourceKinds: r.Kinds, AutoReloadAll: r.AutoReloadAll,
 		ReloadOnCreate: r.ReloadOnCreate, ReloadOnDelete: r.ReloadOnDelete, SyncAfterRestart: r.SyncAfterRestart,
@@ -21,5 +22,6 @@ func (r Reload) PlanSettings(started time.Time) plan.Settings {
 		},
 		Started: started, DryRun: r.DryRun,
 		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
+		RestartMethod: c.RestartMethod,
 	}
 }

@@ -2,11 +2,10 @@ package config
 
 import (
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/ripple-dev/ripple/internal/workload"
+	"github.com/ripple-dev/ripple/internal/plan"
 )
 
 // WorkloadOptions say which workload kinds Ripple rolls, and how.
@@ -61,21 +60,10 @@ func (o *WorkloadOptions) validate(errs *problems) Workloads {
 	default:
 		errs.bad("cronjob-reload", "%q is not a mode; use run or template", o.CronJobReload)
 	}
-	switch v := strings.ToLower(strings.TrimSpace(o.RestartMethod)); v {
-	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
-		w.RestartMethod = v
-	default:
-		errs.bad("restart-method", "%q is not a restart method; use template, evict or delete", o.RestartMethod)
+	if m, err := plan.ParseRestartMethod(o.RestartMethod); err != nil {
+		errs.bad("restart-method", "%v", err)
+	} else {
+		w.RestartMethod = m
 	}
 	return w
-}
-
-// RestartOptions are the restart-method settings of the Deployment,
-// StatefulSet and DaemonSet kinds (workload.WithRestarts); now is the
-// time a reload is written.
-func (c Config) RestartOptions(now func() time.Time) workload.RestartOptions {
-	return workload.RestartOptions{
-		Method: c.RestartMethod, MethodKey: c.Keys.RestartMethod, MaxUnavailableKey: c.Keys.MaxUnavailable,
-		AtKey: c.Keys.RestartedAt, Now: now,
-	}
 }

@@ -98,26 +98,26 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case out == outOfScope:
 		return r.resume(ctx, obj, tpl)
 	}
-	pods, wrote, err := r.restart(ctx, obj)
+	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
+	in, err := g.Input(ctx, r.Kind, obj, tpl)
+	if err != nil {
+		return ctrl.Result{}, outcome{}, err
+	}
+	pods, wrote, err := r.restart(ctx, obj, in.Workload.Restart)
 	if err != nil || wrote {
 		return pods, skipped, err // its write brings the next reconcile
 	}
-	res, out, err := r.converge(ctx, r.key(req.NamespacedName), obj, tpl)
+	res, out, err := r.converge(ctx, r.key(req.NamespacedName), obj, in)
 	if pods.RequeueAfter > 0 && (res.RequeueAfter == 0 || pods.RequeueAfter < res.RequeueAfter) {
 		res.RequeueAfter = pods.RequeueAfter // a pod restart in progress
 	}
 	return res, out, err
 }
 
-// converge plans the workload from what Ripple remembers of it, keeps
-// what the plan remembers, and writes the plan once a rollout slot is free
-// for a reload.
-func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, tpl *corev1.PodTemplateSpec) (ctrl.Result, outcome, error) {
-	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
-	in, err := g.Input(ctx, r.Kind, obj, tpl)
-	if err != nil {
-		return ctrl.Result{}, outcome{}, err
-	}
+// converge plans the workload, as gathered in in, from what Ripple
+// remembers of it, keeps what the plan remembers, and writes the plan once
+// a rollout slot is free for a reload.
+func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, in plan.Input) (ctrl.Result, outcome, error) {
 	in.Memory, in.Now = r.Memory.Load(key), r.Clock.Now()
 	p := plan.For(in)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })

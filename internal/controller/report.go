@@ -42,7 +42,7 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	if err == nil {
 		r.emit(ctx, r.Kind.Name(), obj, p.Untold(true))
 	}
-	if n, ok := p.Written(r.reloadedHow(obj), res.Skipped, err); ok {
+	if n, ok := p.Written(r.reloadedHow(p.Update), res.Skipped, err); ok {
 		r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}, "strategy", r.Settings.Strategy.Name())
 	}
 	switch {

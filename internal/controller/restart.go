@@ -30,15 +30,12 @@ type podRestart struct {
 	pods map[string]corev1.Pod
 }
 
-// restarting returns the restart recorded on obj that its method still
-// restarts pods for; false when there is none.
-func restarting(kind workload.Kind, obj client.Object) (workload.Restarter, workload.Restart, bool) {
+// restarting returns the kind's pod scope when r, a workload's restart
+// as the planner resolved it (or as the write asked for it), restarts
+// pods and one is recorded; false when there is none.
+func restarting(kind workload.Kind, r workload.Restart) (workload.Restarter, bool) {
 	rs, ok := kind.(workload.Restarter)
-	if !ok {
-		return nil, workload.Restart{}, false
-	}
-	r := rs.Restart(obj)
-	return rs, r, r.Pods() && !r.At.IsZero()
+	return rs, ok && r.Pods() && !r.At.IsZero()
 }
 
 // readRestart lists obj's pods (by its selector, owned by it) around the
@@ -74,10 +71,12 @@ func ready(p *corev1.Pod) bool {
 	return false
 }
 
-// restartStatus is how obj's rollout stands: by its pods while a reload
-// restarts them, else by its own status.
+// restartStatus is how obj's rollout stands: by its pods while the
+// reload Ripple follows restarts them (the restart its write asked for,
+// plan.Rollout.Restart), else by its own status.
 func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client.Object) (rollout.Status, time.Duration) {
-	rs, r, ok := restarting(kind, obj)
+	r := d.Memory.Load(workload.RefTo(kind, obj)).Rollout.Restart
+	rs, ok := restarting(kind, r)
 	if !ok {
 		return rollout.Of(obj), 0
 	}
@@ -89,12 +88,12 @@ func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client
 }
 
 // restart takes the next step of obj's pod restart, if a reload asked for
-// one: it evicts or deletes the pods the planner names, and once every pod
-// is newer than the restart removes the restart time (locked on the
-// resourceVersion read, so a newer reload's time is never removed). It
-// reports whether it wrote the workload.
-func (r *Reconciler) restart(ctx context.Context, obj client.Object) (ctrl.Result, bool, error) {
-	rs, rst, ok := restarting(r.Kind, obj)
+// one (rst, as gathered for the plan): it evicts or deletes the pods the
+// planner names, and once every pod is newer than the restart removes the
+// restart time (locked on the resourceVersion read, so a newer reload's
+// time is never removed). It reports whether it wrote the workload.
+func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workload.Restart) (ctrl.Result, bool, error) {
+	rs, ok := restarting(r.Kind, rst)
 	if !ok {
 		return ctrl.Result{}, false, nil
 	}
@@ -174,13 +173,12 @@ func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, v
 	r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}, "permission", verb, "error", err.Error())
 }
 
-// reloadedHow says how a reload of obj was carried out, for its Reloaded
-// Event: the strategy written on the template, or the restart method.
-func (r *Reconciler) reloadedHow(obj client.Object) string {
-	if rs, ok := r.Kind.(workload.Restarter); ok {
-		if rst := rs.Restart(obj); rst.Pods() {
-			return fmt.Sprintf("restart method %s, up to %d pods at a time", rst.Method, rst.MaxUnavailable)
-		}
+// reloadedHow says how the reload of update u was carried out, for its
+// Reloaded Event: the strategy written on the template, or the restart
+// method.
+func (r *Reconciler) reloadedHow(u workload.Update) string {
+	if rst := u.Restart; rst != nil {
+		return fmt.Sprintf("restart method %s, up to %d pods at a time", rst.Method, rst.MaxUnavailable)
 	}
 	return "strategy " + r.Settings.Strategy.Name()
 }

@@ -57,7 +57,7 @@ func restartWorld(t *testing.T, f interceptor.Funcs) *world {
 		t.Fatal(err)
 	}
 	var w *world
-	kind := workload.WithRestarts(workload.Deployment, cfg.RestartOptions(func() time.Time { return w.clk.Now() }))
+	kind := workload.WithRestarts(workload.Deployment)
 	w = newWorld(t, []workload.Kind{kind}, noSettle, withInterceptor(f))
 	w.deps.Pods = w.c
 	d := deployment("web")
@@ -219,7 +219,7 @@ func TestRestartMethodSwitchRollsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var w *world
-	kind := workload.WithRestarts(workload.Deployment, cfg.RestartOptions(func() time.Time { return w.clk.Now() }))
+	kind := workload.WithRestarts(workload.Deployment)
 	w = newWorld(t, []workload.Kind{kind}, noSettle)
 	w.deps.Pods = w.c
 	w.create(configMap(), deployment("web"))

@@ -63,12 +63,10 @@ func Build(f Facts) Report {
 		Sources:  sources(f), Policy: policy(f), Waiting: waiting(f), Warnings: f.Plan.Warnings,
 		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now),
 	}
-	if rs, ok := f.Kind.Kind.(workload.Restarter); ok {
-		if m := rs.Restart(f.Object); m.Pods() {
-			r.Restart = &Restart{Method: m.Method, MaxUnavailable: m.MaxUnavailable}
-			if !m.At.IsZero() {
-				r.Restart.Since = &m.At
-			}
+	if m := f.Input.Workload.Restart; m.Pods() {
+		r.Restart = &Restart{Method: m.Method, MaxUnavailable: m.MaxUnavailable}
+		if !m.At.IsZero() {
+			r.Restart.Since = &m.At
 		}
 	}
 	if n := f.Settings.Config.Shard.Count; n > 1 {

@@ -77,8 +77,11 @@ func facts(t *testing.T, meta map[string]string, applied, now string, written ti
 	}
 	tpl := &d.Spec.Template
 	ref := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
-	in := plan.Input{Settings: settings.Plan, Workload: gather.Workload(workload.Deployment, d, tpl),
+	in := plan.Input{Settings: settings.Plan, Workload: gather.Workload(workload.WithRestarts(workload.Deployment), d, tpl),
 		Sources: []plan.Source{{Ref: ref, Found: true, Digest: now}}, Now: written.Add(10 * time.Second)}
+	var problems []string // as gather.Gatherer.Input resolves them
+	in.Workload.Restart, problems = plan.RestartOf(in.Workload, settings.Plan)
+	in.Workload.Invalid = append(in.Workload.Invalid, problems...)
 	in.Pending = plan.Pending{}.Notice(written)
 	return Facts{Kind: Kind{Kind: workload.Deployment}, Object: d, Template: tpl, Input: in, Plan: plan.For(in),
 		Written: map[refs.Ref]time.Time{ref: written}, Settings: settings, Now: in.Now}

@@ -64,7 +64,7 @@ var update = flag.Bool("update", false, "rewrite testdata/gitops from the curren
 func TestPrintGitOpsGolden(t *testing.T) {
 	s := defaults(t)
 	current := strings.Repeat("c", 40)
-	kind := Kind{Kind: workload.WithRestarts(workload.Deployment, s.Config.RestartOptions(time.Now))}
+	kind := Kind{Kind: workload.WithRestarts(workload.Deployment)}
 	var reports []Report
 	for name, method := range map[string]string{"web": "", "worker": "evict", "cache": "delete"} {
 		meta := map[string]string{"reloader.stakater.com/auto": "true"}

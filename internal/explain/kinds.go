@@ -30,11 +30,10 @@ func Kinds(s Settings, r client.Reader) []Kind {
 		}
 		return ""
 	}
-	restarts := cfg.RestartOptions(time.Now)
 	return []Kind{
-		{Kind: workload.WithRestarts(workload.Deployment, restarts)},
-		{Kind: workload.WithRestarts(workload.StatefulSet, restarts)},
-		{Kind: workload.WithRestarts(workload.DaemonSet, restarts)},
+		{Kind: workload.WithRestarts(workload.Deployment)},
+		{Kind: workload.WithRestarts(workload.StatefulSet)},
+		{Kind: workload.WithRestarts(workload.DaemonSet)},
 		{Kind: workload.NewCronJob(workload.CronJobOptions{Mode: cfg.CronJobReload, ModeKey: cfg.Keys.CronJobReload, PendingKey: cfg.Keys.PendingJob, Reader: r}),
 			Off: off(cfg.IgnoreCronJobs, "ignored-workload-types")},
 		{Kind: workload.NewJob(workload.JobOptions{Reader: r, RecordLabel: cfg.Keys.RecreateRecord, ReplacesKey: cfg.Keys.Replaces}),

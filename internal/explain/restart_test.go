@@ -14,7 +14,7 @@ import (
 func TestBuildShowsRestartMethod(t *testing.T) {
 	s := defaults(t)
 	current := strings.Repeat("c", 40)
-	kind := Kind{Kind: workload.WithRestarts(workload.Deployment, s.Config.RestartOptions(time.Now))}
+	kind := Kind{Kind: workload.WithRestarts(workload.Deployment)}
 	f := facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Now(), s)
 	f.Kind = kind
 	if r := Build(f); r.Restart != nil {

@@ -53,9 +53,11 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 			return in, err
 		}
 	}
-	if msg := workload.NoRestartMethod(kind, obj, tpl, g.Settings.Keys.RestartMethod); msg != "" {
-		in.Workload.Invalid = append(in.Workload.Invalid, msg)
-	}
+	// Resolved once, with the Namespace's defaults: the plan, the pod
+	// restart and explain all read it from here.
+	var problems []string
+	in.Workload.Restart, problems = plan.RestartOf(in.Workload, g.Settings)
+	in.Workload.Invalid = append(in.Workload.Invalid, problems...)
 	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
 	for _, kind := range in.SourceKinds {
 		names, err := g.candidates(ctx, kind, obj, tpl, record)
@@ -92,6 +94,7 @@ func Workload(kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec
 	if c, ok := kind.(workload.Checker); ok {
 		w.Invalid = c.Check(obj)
 	}
+	_, w.Restartable = kind.(workload.Restarter)
 	if tr, ok := kind.(workload.TemplateRoller); ok {
 		w.RollsWithTemplate = tr.RollsWithTemplate()
 	}

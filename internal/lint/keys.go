@@ -54,8 +54,8 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.MinRolloutInterval] = home{metadataOnly: true, valid: duration}
 	h[k.ReloadWindow] = home{valid: reloadWindow, namespace: true, strict: true}
 	h[k.ReloadPolicy] = home{valid: reloadPolicy, namespace: true, strict: true}
-	h[k.RestartMethod] = home{valid: restartMethod}
-	h[k.MaxUnavailable] = home{valid: podCount}
+	h[k.RestartMethod] = home{valid: restartMethod, namespace: true}
+	h[k.MaxUnavailable] = home{valid: podCount, namespace: true}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -192,18 +192,17 @@ func reloadWindow(v string) string {
 	return ""
 }
 
-// restartMethod checks a workload's restart method.
+// restartMethod checks a workload's restart method (plan.ParseRestartMethod).
 func restartMethod(v string) string {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
-		return ""
+	if _, err := plan.ParseRestartMethod(v); err != nil {
+		return fmt.Sprintf("is not %q, %q or %q, so Ripple uses --restart-method", workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
 	}
-	return fmt.Sprintf("is not %q, %q or %q, so Ripple uses --restart-method", workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+	return ""
 }
 
-// podCount checks a max-unavailable value.
+// podCount checks a max-unavailable value (plan.ParseMaxUnavailable).
 func podCount(v string) string {
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
+	if _, err := plan.ParseMaxUnavailable(v); err != nil {
 		return "is not a whole number of pods of at least 1, so Ripple uses 1"
 	}
 	return ""

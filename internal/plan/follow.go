@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Rollout is a rollout Ripple started and follows to its end, holding a
@@ -15,6 +16,10 @@ type Rollout struct {
 	// StaleVersion is the resourceVersion the write was made on: a cached
 	// copy still at it does not show the write yet.
 	StaleVersion string
+	// Restart is the pod restart the write asked for (evict or delete,
+	// workload.Update.Restart): its progress is then the pods', not the
+	// workload's status. Zero for a template write.
+	Restart workload.Restart
 }
 
 // Followed reports whether there is a rollout to follow.

@@ -139,6 +139,9 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 			started = m.Rollout.Started // a second write during a rollout keeps its start
 		}
 		m.Rollout = Rollout{Started: started, StaleVersion: w.StaleVersion}
+		if r := p.Update.Restart; r != nil {
+			m.Rollout.Restart = *r
+		}
 	}
 	if p.Reloads() || (p.Writes() && len(p.WithTemplate) > 0) {
 		m.Pending, m.Deferred = Pending{}, ""

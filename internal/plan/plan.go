@@ -60,6 +60,9 @@ type Settings struct {
 	// and reload-policy annotations (--reload-window, --reload-policy), as
 	// written: a workload or its Namespace overrides them (Governing).
 	ReloadWindow, ReloadPolicy string
+	// RestartMethod is the default restart method (--restart-method),
+	// parsed: a workload or its Namespace overrides it (RestartOf).
+	RestartMethod string
 	// NamespaceDefaults makes gather read the workload's Namespace's
 	// annotations (Workload.NamespaceAnnotations), with --namespace-defaults.
 	NamespaceDefaults bool
@@ -81,6 +84,11 @@ type Workload struct {
 	// alone (a CronJob starting a Job, an Argo Rollout restart): only the
 	// applied record then tells what was applied.
 	KeepsTemplate bool
+	// Restartable is set for the kinds that take the restart methods
+	// (workload.Restarter); Restart is how the workload takes a reload, as
+	// resolved by RestartOf.
+	Restartable bool
+	Restart     workload.Restart
 	// Pausable kinds take a pause period; Paused is their spec.paused.
 	Pausable, Paused bool
 	// Invalid are the kind's own annotation problems (workload.Checker).
@@ -288,11 +296,11 @@ type Plan struct {
 }
 
 // Reloads reports whether the plan rolls the workload.
-func (p Plan) Reloads() bool { return p.Update.Template != nil }
+func (p Plan) Reloads() bool { return p.Update.Reloads() }
 
 // Writes reports whether the plan writes anything.
 func (p Plan) Writes() bool {
-	return p.Update.Template != nil || p.Update.Annotations != nil || p.Update.Paused != nil
+	return p.Update.Reloads() || p.Update.Annotations != nil || p.Update.Paused != nil
 }
 
 // For plans a reconcile of the workload in: it runs the stages in order

@@ -30,8 +30,9 @@ func ParsePolicy(v string) (Policy, error) {
 	return Auto, fmt.Errorf("%q is not a reload policy: use auto, manual or notify", v)
 }
 
-// Where a governing setting of a workload (its reload window or policy)
-// comes from, in order of precedence.
+// Where a governing setting of a workload (its reload window, reload
+// policy, restart method and max-unavailable) comes from, in order of
+// precedence.
 const (
 	FromWorkload  = "workload"
 	FromTemplate  = "pod template"

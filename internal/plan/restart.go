@@ -3,11 +3,100 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
+
+// The restart method of a workload (template, evict or delete, and how
+// many pods may be down at once) is resolved once per reconcile, by
+// gather, with RestartOf: the same lookup as the reload window and policy
+// (Governing). The plan of an evict or delete workload then builds no pod
+// template: its update is the applied record, the restarted-at time from
+// the plan's clock and the Restart the controller carries out.
+
+// ParseRestartMethod reads a restart method as written on a workload, its
+// Namespace or --restart-method: template, evict or delete, in any case,
+// spaces trimmed.
+func ParseRestartMethod(v string) (string, error) {
+	switch m := strings.ToLower(strings.TrimSpace(v)); m {
+	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q is not a restart method: use %s, %s or %s", v, workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+}
+
+// ParseMaxUnavailable reads a max-unavailable value: a whole number of
+// pods, at least 1.
+func ParseMaxUnavailable(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a whole number of pods of at least 1", v)
+	}
+	return n, nil
+}
+
+// RestartOf resolves how w takes a reload: the restart method and
+// max-unavailable governing it (Governing: the workload's annotation, its
+// pod template's, its Namespace's, else --restart-method and 1), and the
+// restart in progress (the restarted-at time on its metadata). An invalid
+// value is a problem naming the annotation, and the default applies: the
+// workload still reloads, and no other workload is concerned. A kind that
+// takes no restart method (w.Restartable unset) reloads its own way; it is
+// told so when its own annotations ask for evict or delete.
+func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
+	keys := s.Keys
+	r := workload.Restart{Method: workload.RestartTemplate, MaxUnavailable: 1}
+	if !w.Restartable {
+		v, from := w.Governing(keys.RestartMethod, workload.RestartTemplate)
+		if m, _ := ParseRestartMethod(v); m != workload.RestartTemplate && (from == FromWorkload || from == FromTemplate) {
+			return r, []string{fmt.Sprintf("annotation %q: a %s takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does",
+				keys.RestartMethod, w.Kind)}
+		}
+		return r, nil
+	}
+	var problems []string
+	v, from := w.Governing(keys.RestartMethod, s.RestartMethod)
+	m, err := ParseRestartMethod(v)
+	if err != nil && from != FromFlag {
+		problems = append(problems, fmt.Sprintf("%s: %v; using %q (--restart-method)", governingAnnotation(keys.RestartMethod, from), err, s.RestartMethod))
+		m, err = ParseRestartMethod(s.RestartMethod)
+	}
+	if err == nil {
+		r.Method = m
+	}
+	if v, from := w.Governing(keys.MaxUnavailable, ""); from != FromFlag {
+		n, err := ParseMaxUnavailable(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v; using 1", governingAnnotation(keys.MaxUnavailable, from), err))
+		} else {
+			r.MaxUnavailable = n
+		}
+	}
+	if t, err := time.Parse(time.RFC3339, w.Annotations[keys.RestartedAt]); err == nil {
+		r.At = t
+	}
+	return r, problems
+}
+
+// governingAnnotation names annotation key as found where from says.
+func governingAnnotation(key, from string) string {
+	if from == FromWorkload {
+		return fmt.Sprintf("annotation %q", key)
+	}
+	return fmt.Sprintf("annotation %q on the %s", key, from)
+}
+
+// restartNow is the restart of a plan that restarts w's pods at now: the
+// time the write records, to the second (as the annotation holds it).
+func restartNow(w Workload, now time.Time) *workload.Restart {
+	r := w.Restart
+	r.At = now.UTC().Truncate(time.Second)
+	return &r
+}
 
 // A reload under the evict or delete restart method writes no template:
 // the write records the change set's time on the workload (the

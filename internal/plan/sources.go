@@ -181,7 +181,8 @@ func gone(in Input, src Source, ok bool) (State, string) {
 
 // ambiguousRefs are the sources whose state the template cannot tell: they
 // share where the strategy records them with another source (colliding env
-// var names), or the kind's reload leaves the template alone.
+// var names), or the kind's reload (or the evict or delete restart method)
+// leaves the template alone.
 func ambiguousRefs(in Input) map[refs.Ref]bool {
 	bySlot := map[string][]refs.Ref{}
 	for _, src := range in.Sources {
@@ -191,7 +192,7 @@ func ambiguousRefs(in Input) map[refs.Ref]bool {
 	out := map[refs.Ref]bool{}
 	for _, rs := range bySlot {
 		for _, ref := range rs {
-			out[ref] = len(rs) > 1 || in.Workload.KeepsTemplate
+			out[ref] = len(rs) > 1 || in.Workload.KeepsTemplate || in.Workload.Restart.Pods()
 		}
 	}
 	return out

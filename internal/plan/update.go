@@ -12,11 +12,17 @@ import (
 )
 
 // update builds the one write of a plan whose settle window has closed,
-// and returns when to look again to resume a pause.
+// and returns when to look again to resume a pause. Under the evict and
+// delete restart methods it builds no template: the write is the record
+// and the restart time, and the Restart the controller carries out.
 func update(in Input, p Plan, period time.Duration) (workload.Update, time.Duration) {
 	var u workload.Update
 	tpl := in.Workload.Template
-	if len(p.Changes) > 0 {
+	switch {
+	case len(p.Changes) == 0:
+	case in.Workload.Restart.Pods():
+		u.Restart = restartNow(in.Workload, in.Now)
+	default:
 		tpl = tpl.DeepCopy()
 		in.Strategy.Apply(tpl, p.Changes, in.Now)
 		u.Template = tpl
@@ -25,6 +31,13 @@ func update(in Input, p Plan, period time.Duration) (workload.Update, time.Durat
 	if u.Template != nil && equality.Semantic.DeepEqual(in.Workload.Template, u.Template) {
 		// e.g. the delete of a source whose env var was never written
 		u.Template = nil
+	}
+	if u.Restart != nil {
+		at := u.Restart.At.Format(time.RFC3339)
+		if u.Annotations == nil {
+			u.Annotations = map[string]*string{}
+		}
+		u.Annotations[in.Keys.RestartedAt] = &at
 	}
 	return u, pause(in, &u, period)
 }

@@ -77,7 +77,7 @@ func deferral(in Input, p *Plan, period time.Duration) bool {
 	if len(p.Changes) == 0 {
 		return false
 	}
-	if u, _ := update(in, *p, period); u.Template == nil {
+	if u, _ := update(in, *p, period); !u.Reloads() {
 		return false // rolls nothing, e.g. the delete of an env var never written
 	}
 	s, value, from, err := ReloadWindow(in.Workload, in.Keys, in.ReloadWindow)

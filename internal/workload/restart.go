@@ -1,11 +1,7 @@
 package workload
 
 import (
-	"context"
 	"fmt"
-	"maps"
-	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,26 +25,14 @@ const (
 	RestartDelete = "delete"
 )
 
-// RestartOptions configure the restart methods of a kind.
-type RestartOptions struct {
-	// Method is the default method (--restart-method).
-	Method string
-	// MethodKey and MaxUnavailableKey are the annotations that override
-	// the method and set how many pods may be down at once, read on the
-	// workload, else on its pod template.
-	MethodKey, MaxUnavailableKey string
-	// AtKey is the annotation the reload's write records its time in.
-	AtKey string
-	// Now is the time a reload is written.
-	Now func() time.Time
-}
-
-// Restart is how a workload takes a reload, as its annotations say.
+// Restart is how a workload takes a reload, as the planner resolved it
+// (plan.RestartOf), and in an Update the restart a reload carries out.
 type Restart struct {
 	// Method is RestartTemplate, RestartEvict or RestartDelete.
 	Method string
-	// At is the restart time recorded by the last reload that restarted
-	// pods; zero when there is none.
+	// At is the restart time: recorded by the last reload that restarted
+	// pods (zero when there is none), or in an Update the time this
+	// reload records.
 	At time.Time
 	// MaxUnavailable is how many pods may be restarted at once (>= 1).
 	MaxUnavailable int
@@ -66,22 +50,24 @@ type PodScope struct {
 	Want     int
 }
 
-// Restarter is a kind that can take a reload by restarting its pods.
+// Restarter is a kind that can take a reload by restarting its pods: Pods
+// names them. Which method applies is the planner's (plan.RestartOf).
 type Restarter interface {
-	Restart(obj client.Object) Restart
 	Pods(obj client.Object) (PodScope, error)
 }
 
 // WithRestarts adds the restart methods to a Deployment, StatefulSet or
 // DaemonSet kind; any other kind is returned as it is (its reload is
-// always a template write, or its own restart).
-func WithRestarts(k Kind, o RestartOptions) Kind {
+// always a template write, or its own restart). An Update with a Restart
+// is then written as the metadata it carries, and the pods are restarted
+// by the controller.
+func WithRestarts(k Kind) Kind {
 	switch k.Name() {
 	case "Deployment", "StatefulSet", "DaemonSet":
 	default:
 		return k
 	}
-	r := restarting{Kind: k, o: o}
+	r := restarting{Kind: k}
 	if pz, ok := k.(Pauser); ok {
 		return restartingPausable{r, pz}
 	}
@@ -90,7 +76,6 @@ func WithRestarts(k Kind, o RestartOptions) Kind {
 
 type restarting struct {
 	Kind
-	o RestartOptions
 }
 
 // restartingPausable keeps a Deployment a Pauser: a pause of Ripple's must
@@ -107,81 +92,6 @@ func (k restartingPausable) Paused(obj client.Object) bool { return k.pz.Paused(
 func (k restarting) RollsWithTemplate() bool {
 	tr, ok := k.Kind.(TemplateRoller)
 	return ok && tr.RollsWithTemplate()
-}
-
-// lookup reads key on the workload, else on its pod template.
-func (k restarting) lookup(obj client.Object, key string) (string, bool) {
-	if v, ok := obj.GetAnnotations()[key]; ok {
-		return v, true
-	}
-	if tpl, err := k.PodTemplate(obj); err == nil && tpl != nil {
-		v, ok := tpl.Annotations[key]
-		return v, ok
-	}
-	return "", false
-}
-
-// settings reads the method and max-unavailable of obj, with a message per
-// invalid value.
-func (k restarting) settings(obj client.Object) (Restart, []string) {
-	r := Restart{Method: k.o.Method, MaxUnavailable: 1}
-	var problems []string
-	if v, ok := k.lookup(obj, k.o.MethodKey); ok {
-		switch m := strings.ToLower(strings.TrimSpace(v)); m {
-		case RestartTemplate, RestartEvict, RestartDelete:
-			r.Method = m
-		default:
-			problems = append(problems, fmt.Sprintf("annotation %q: %q is not %q, %q or %q; using %q (--restart-method)",
-				k.o.MethodKey, v, RestartTemplate, RestartEvict, RestartDelete, k.o.Method))
-		}
-	}
-	if v, ok := k.lookup(obj, k.o.MaxUnavailableKey); ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			problems = append(problems, fmt.Sprintf("annotation %q: %q is not a whole number of pods of at least 1; using 1", k.o.MaxUnavailableKey, v))
-		} else {
-			r.MaxUnavailable = n
-		}
-	}
-	if t, err := time.Parse(time.RFC3339, obj.GetAnnotations()[k.o.AtKey]); err == nil {
-		r.At = t
-	}
-	return r, problems
-}
-
-// Restart returns how obj takes a reload; an invalid annotation means the
-// default.
-func (k restarting) Restart(obj client.Object) Restart {
-	r, _ := k.settings(obj)
-	return r
-}
-
-// Check names the invalid restart annotations of obj.
-func (k restarting) Check(obj client.Object) []string {
-	_, problems := k.settings(obj)
-	return problems
-}
-
-// KeepsTemplate is true under the evict and delete methods: what was
-// applied is then known from the applied record only.
-func (k restarting) KeepsTemplate(obj client.Object) bool {
-	return k.Restart(obj).Pods() || k.Kind.KeepsTemplate(obj)
-}
-
-// Write under the evict and delete methods writes no template: only the
-// applied record and the restart time, in one patch locked on the
-// resourceVersion read. The pods are restarted from that record.
-func (k restarting) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
-	if u.Template != nil && k.Restart(obj).Pods() {
-		at := k.o.Now().UTC().Format(time.RFC3339)
-		u.Template = nil
-		u.Annotations = maps.Clone(u.Annotations)
-		if u.Annotations == nil {
-			u.Annotations = map[string]*string{}
-		}
-		u.Annotations[k.o.AtKey] = &at
-	}
-	return k.Kind.Write(ctx, c, obj, u)
 }
 
 // Pods returns the pod scope of a Deployment (the pods of its
@@ -226,22 +136,4 @@ func replicas(n *int32) int32 {
 		return 1
 	}
 	return *n
-}
-
-// NoRestartMethod returns the message for a workload of a kind that takes
-// no restart method (a CronJob, Job, Argo Rollout or DeploymentConfig)
-// whose key annotation (on it, else on tpl) asks for evict or delete; ""
-// otherwise. Its reload is then the kind's own.
-func NoRestartMethod(kind Kind, obj client.Object, tpl *corev1.PodTemplateSpec, key string) string {
-	if _, ok := kind.(Restarter); ok {
-		return ""
-	}
-	v, ok := obj.GetAnnotations()[key]
-	if !ok && tpl != nil {
-		v, ok = tpl.Annotations[key]
-	}
-	if !ok || strings.EqualFold(strings.TrimSpace(v), RestartTemplate) {
-		return ""
-	}
-	return fmt.Sprintf("annotation %q: a %s takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does", key, kind.Name())
 }

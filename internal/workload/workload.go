@@ -26,7 +26,16 @@ type Update struct {
 	Annotations map[string]*string
 	// Paused, when set, sets a Deployment's spec.paused.
 	Paused *bool
+	// Restart, when set, is a reload that restarts the pods (the evict or
+	// delete method) instead of writing Template, which is then nil: the
+	// write is the metadata only (the record and the restart time, in
+	// Annotations), and the controller restarts the pods (Restarter).
+	Restart *Restart
 }
+
+// Reloads reports whether u rolls the workload: by its template, or by
+// restarting its pods.
+func (u Update) Reloads() bool { return u.Template != nil || u.Restart != nil }
 
 // Result is what a write did, when not simply what was asked.
 type Result struct {
