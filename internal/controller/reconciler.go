@@ -17,6 +17,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -186,11 +187,8 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 // pause of Ripple's is ended on it.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
-	fin, finishes, err := r.finisher(ctx, key.Namespace)
-	if err != nil {
-		return nil, nil, skipped, err
-	}
-	err = r.Client.Get(ctx, key, obj)
+	fin, finishes, scopeErr := r.finisher(ctx, key.Namespace)
+	err := cmp.Or(scopeErr, r.Client.Get(ctx, key, obj)) // a scope error is returned below, finishing nothing
 	if err == nil && finishes && obj.GetDeletionTimestamp() == nil {
 		if did, err := fin.Finish(ctx, r.Client, key, obj); did || err != nil {
 			return nil, nil, skipped, err
