@@ -17,6 +17,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -184,8 +185,8 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 // pause of Ripple's is ended on it.
 func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client.Object, *corev1.PodTemplateSpec, outcome, error) {
 	obj := r.Kind.New()
-	fin, finishes := r.finisher(key.Namespace)
-	err := r.Client.Get(ctx, key, obj)
+	fin, finishes, scopeErr := r.finisher(ctx, key.Namespace)
+	err := cmp.Or(scopeErr, r.Client.Get(ctx, key, obj)) // a scope error is returned below, finishing nothing
 	if err == nil && finishes && obj.GetDeletionTimestamp() == nil {
 		if did, err := fin.Finish(ctx, r.Client, key, obj); did || err != nil {
 			return nil, nil, skipped, err
@@ -217,12 +218,17 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 	return nil, nil, out, err
 }
 
-// finisher is the kind's Finisher if it has one and this shard owns
-// namespace ns: another shard's workload is its to finish, and two would
-// each start a CronJob's pending Job.
-func (r *Reconciler) finisher(ns string) (workload.Finisher, bool) {
+// finisher is the kind's Finisher if it has one and namespace ns is in
+// this Ripple's scope (its shard's, its namespace selector's): another
+// Ripple's workload is its to finish, and two would each start a CronJob's
+// pending Job.
+func (r *Reconciler) finisher(ctx context.Context, ns string) (workload.Finisher, bool, error) {
 	fin, ok := r.Kind.(workload.Finisher)
-	return fin, ok && r.Finder.Owns(ns)
+	if !ok {
+		return nil, false, nil
+	}
+	in, err := r.Finder.InScope(ctx, ns)
+	return fin, in, err
 }
 
 // resume ends a pause of Ripple's on a workload whose namespace left the

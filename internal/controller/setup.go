@@ -133,7 +133,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		b = b.WatchesMetadata(dependents.NamespaceObject(), handler.EnqueueRequestsFromMapFunc(r.requestsForNamespace))
 	}
 	if rec, ok := kind.(workload.Recoverer); ok {
-		if err := s.mgr.Add(&workload.Recovery{Kind: rec, Client: s.mgr.GetClient(), Namespaces: s.o.Namespaces}); err != nil {
+		if err := s.mgr.Add(&workload.Recovery{Kind: rec, Client: s.mgr.GetClient(), Namespaces: s.o.Namespaces, Log: s.mgr.GetLogger()}); err != nil {
 			return err
 		}
 	}

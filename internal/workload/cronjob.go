@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -32,8 +33,8 @@ type CronJobOptions struct {
 	Mode string
 	// ModeKey is the annotation that overrides Mode per CronJob.
 	ModeKey string
-	// PendingKey is the annotation holding the pod template of a Job that
-	// is decided but not yet created.
+	// PendingKey is the annotation holding the change (pendingChange) of a
+	// Job that is decided but not yet created.
 	PendingKey string
 	// Reader reads around the cache: a cached CronJob may still show a
 	// Job as pending that has been created since.
@@ -69,11 +70,30 @@ func (k cronJob) mode(obj client.Object) string {
 func (k cronJob) KeepsTemplate(obj client.Object) bool { return k.mode(obj) == CronJobRun }
 
 func (k cronJob) Check(obj client.Object) []string {
-	v, ok := obj.GetAnnotations()[k.o.ModeKey]
-	if !ok || k.mode(obj) == strings.TrimSpace(v) {
-		return nil
+	var msgs []string
+	if v, ok := obj.GetAnnotations()[k.o.ModeKey]; ok && k.mode(obj) != strings.TrimSpace(v) {
+		msgs = append(msgs, fmt.Sprintf("annotation %q: %q is not %q or %q; using %q", k.o.ModeKey, v, CronJobRun, CronJobTemplate, k.o.Mode))
 	}
-	return []string{fmt.Sprintf("annotation %q: %q is not %q or %q; using %q", k.o.ModeKey, v, CronJobRun, CronJobTemplate, k.o.Mode)}
+	if cj, ok := obj.(*batchv1.CronJob); ok {
+		if _, err := k.pending(cj); err != nil && !errors.Is(err, errNoPending) {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	return msgs
+}
+
+// pending is the change a CronJob's pending-job annotation records, if it
+// has one (ok); an annotation Ripple did not write is an error that names it.
+func (k cronJob) pending(cj *batchv1.CronJob) (ch pendingChange, err error) {
+	v, ok := cj.Annotations[k.o.PendingKey]
+	if !ok {
+		return ch, errNoPending
+	}
+	ch, err = parsePending(v, &cj.Spec.JobTemplate.Spec.Template)
+	if err != nil {
+		return ch, fmt.Errorf("annotation %q: %w", k.o.PendingKey, err)
+	}
+	return ch, nil
 }
 
 // Write patches the job template in template mode. In run mode it records
@@ -105,7 +125,8 @@ func (k cronJob) Write(ctx context.Context, c client.Client, obj client.Object, 
 		}
 		return Result{}, err
 	}
-	b, err := json.Marshal(tpl)
+	ch := changeOf(&cj.Spec.JobTemplate.Spec.Template, tpl)
+	b, err := json.Marshal(ch)
 	if err != nil {
 		return Result{}, err
 	}
@@ -119,40 +140,47 @@ func (k cronJob) Write(ctx context.Context, c client.Client, obj client.Object, 
 	}
 	recorded := cj.DeepCopy()
 	setAnnotations(recorded, u.Annotations)
-	return Result{}, k.startPending(ctx, c, recorded, pending)
+	return Result{}, k.startPending(ctx, c, recorded, ch)
 }
 
+// errNoPending is pending's answer for a CronJob without a pending Job.
+var errNoPending = errors.New("no pending Job")
+
 // Finish creates the Job a CronJob records as pending, when the API server
-// (not only the cache) still shows it pending.
+// (not only the cache) still shows it pending: from the CronJob's own job
+// template as the API server has it, with the recorded change. An
+// annotation Ripple did not write starts nothing and stays, reported by
+// Check, until it is removed or a reload replaces it.
 func (k cronJob) Finish(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object) (bool, error) {
-	if obj == nil {
+	cached, ok := obj.(*batchv1.CronJob)
+	if !ok {
 		return false, nil
 	}
-	if _, ok := obj.GetAnnotations()[k.o.PendingKey]; !ok {
+	if _, err := k.pending(cached); err != nil {
 		return false, nil
 	}
 	cj := &batchv1.CronJob{}
 	if err := k.o.Reader.Get(ctx, key, cj); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}
-	pending, ok := cj.Annotations[k.o.PendingKey]
-	if !ok {
+	ch, err := k.pending(cj)
+	if errors.Is(err, errNoPending) {
 		return true, nil
 	}
-	return true, k.startPending(ctx, c, cj, pending)
+	if err != nil {
+		return false, nil
+	}
+	return true, k.startPending(ctx, c, cj, ch)
 }
 
-// startPending creates the Job whose pod template is pending, then clears
-// the record.
-func (k cronJob) startPending(ctx context.Context, c client.Client, cj *batchv1.CronJob, pending string) error {
-	var tpl corev1.PodTemplateSpec
-	if err := json.Unmarshal([]byte(pending), &tpl); err == nil {
-		if err := c.Create(ctx, jobFromCronJob(cj, &tpl), client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("creating a Job from CronJob %s/%s: %w", cj.Namespace, cj.Name, err)
-		}
+// startPending creates the Job from cj's job template with the pending
+// change, then clears the record.
+func (k cronJob) startPending(ctx context.Context, c client.Client, cj *batchv1.CronJob, ch pendingChange) error {
+	tpl := cj.Spec.JobTemplate.Spec.Template.DeepCopy()
+	ch.apply(tpl)
+	if err := c.Create(ctx, jobFromCronJob(cj, tpl), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("creating a Job from CronJob %s/%s: %w", cj.Namespace, cj.Name, err)
 	}
-	// An unreadable record (edited by hand) is dropped rather than retried
-	// forever.
 	done, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{k.o.PendingKey: nil}}})
 	return client.IgnoreNotFound(c.Patch(ctx, cj, client.RawPatch(types.MergePatchType, done), client.FieldOwner(FieldManager)))
 }

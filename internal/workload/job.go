@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,8 +40,9 @@ type JobOptions struct {
 // "<namespace>.<job>.ripple-recreate".
 const recordSuffix = ".ripple-recreate"
 
-// recordKey is the record's data key holding the new Job as JSON.
-const recordKey = "job.json"
+// recordKey is the record's binary data key holding the new Job as JSON,
+// sealed (sealer).
+const recordKey = "job.sealed"
 
 // jobControllerLabels are set by the API server from the Job's UID: a
 // re-created Job must not carry the old one's.
@@ -51,10 +53,14 @@ var jobControllerLabels = []string{"controller-uid", "batch.kubernetes.io/contro
 // Reloader does. Unlike Reloader, the new Job is first recorded in a
 // ConfigMap in Ripple's own namespace, and created from there until it
 // exists: an error or a restart between the delete and the create never
-// loses the Job.
-func NewJob(o JobOptions) Kind { return job{o} }
+// loses the Job. The record is sealed with a key only Ripple holds, so a
+// record anybody else writes creates nothing.
+func NewJob(o JobOptions) Kind { return job{o: o, sealer: &sealer{}} }
 
-type job struct{ o JobOptions }
+type job struct {
+	o      JobOptions
+	sealer *sealer
+}
 
 func (job) Name() string                     { return "Job" }
 func (job) New() client.Object               { return &batchv1.Job{} }
@@ -83,7 +89,7 @@ func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Up
 		return Result{}, patch(ctx, c, obj, u, nil)
 	}
 	next := recreated(old, u)
-	record, err := k.record(old, next)
+	record, err := k.record(ctx, c, old, next)
 	if err != nil {
 		return Result{}, err
 	}
@@ -120,7 +126,11 @@ func (k job) Finish(ctx context.Context, c client.Client, key types.NamespacedNa
 	if err := k.o.Reader.Get(ctx, types.NamespacedName{Namespace: k.o.Namespace, Name: recordName(key)}, record); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	next, err := recordedJob(record)
+	aead, err := k.sealer.aead(ctx, k.o.Reader, c, k.o.Namespace)
+	if err != nil {
+		return true, err
+	}
+	next, err := k.recordedJob(aead, record)
 	if err != nil {
 		return true, errors.Join(err, c.Delete(ctx, record))
 	}
@@ -160,13 +170,20 @@ func (k job) Recover(ctx context.Context, c client.Client, namespaces []string) 
 	if err := k.o.Reader.List(ctx, list, client.InNamespace(k.o.Namespace), client.HasLabels{k.o.RecordLabel}); err != nil {
 		return fmt.Errorf("listing the Job re-create records in namespace %s: %w", k.o.Namespace, err)
 	}
+	if len(list.Items) == 0 {
+		return nil // the key is not needed (nor created)
+	}
+	aead, err := k.sealer.aead(ctx, k.o.Reader, c, k.o.Namespace)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for i := range list.Items {
 		record := &list.Items[i]
 		if !strings.HasSuffix(record.Name, recordSuffix) {
 			continue
 		}
-		next, err := recordedJob(record)
+		next, err := k.recordedJob(aead, record)
 		if err != nil {
 			errs = append(errs, errors.Join(err, client.IgnoreNotFound(c.Delete(ctx, record))))
 			continue
@@ -200,21 +217,30 @@ func (k job) create(ctx context.Context, c client.Client, record *corev1.ConfigM
 	return client.IgnoreNotFound(c.Delete(ctx, record))
 }
 
-// record is the ConfigMap, in Ripple's namespace, that holds next until it
-// is created in place of old.
-func (k job) record(old, next *batchv1.Job) (*corev1.ConfigMap, error) {
+// record is the ConfigMap, in Ripple's namespace, that holds next, sealed,
+// until it is created in place of old.
+func (k job) record(ctx context.Context, c client.Client, old, next *batchv1.Job) (*corev1.ConfigMap, error) {
 	b, err := json.Marshal(next)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := k.sealer.aead(ctx, k.o.Reader, c, k.o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	name := recordName(client.ObjectKeyFromObject(old))
+	sealed, err := seal(aead, name, string(old.UID), b)
 	if err != nil {
 		return nil, err
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        recordName(client.ObjectKeyFromObject(old)),
+			Name:        name,
 			Namespace:   k.o.Namespace,
 			Labels:      map[string]string{k.o.RecordLabel: "true"},
 			Annotations: map[string]string{k.o.ReplacesKey: string(old.UID)},
 		},
-		Data: map[string]string{recordKey: string(b)},
+		BinaryData: map[string][]byte{recordKey: sealed},
 	}, nil
 }
 
@@ -229,15 +255,22 @@ func recordName(key types.NamespacedName) string {
 	return key.Namespace + "." + hex.EncodeToString(sum[:16]) + recordSuffix
 }
 
-// recordedJob is the Job a record holds.
-func recordedJob(record *corev1.ConfigMap) (*batchv1.Job, error) {
+// recordedJob is the Job a record holds, once its seal verifies and the
+// Job is the one the record is named after.
+func (k job) recordedJob(aead cipher.AEAD, record *corev1.ConfigMap) (*batchv1.Job, error) {
 	next := &batchv1.Job{}
-	err := json.Unmarshal([]byte(record.Data[recordKey]), next)
-	if err == nil && (next.Name == "" || next.Namespace == "") {
-		err = errors.New("no Job name")
+	err := errUnsealed
+	if sealed, ok := record.BinaryData[recordKey]; ok {
+		var plain []byte
+		if plain, err = open(aead, record.Name, record.Annotations[k.o.ReplacesKey], sealed); err == nil {
+			err = json.Unmarshal(plain, next)
+		}
+	}
+	if err == nil && (next.Name == "" || next.Namespace == "" || recordName(client.ObjectKeyFromObject(next)) != record.Name) {
+		err = errors.New("the Job it holds is not the one it is named after")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s does not hold a Job: %w", record.Namespace, record.Name, err)
+		return nil, fmt.Errorf("dropping the Job re-create record ConfigMap %s/%s: %w", record.Namespace, record.Name, err)
 	}
 	return next, nil
 }

@@ -5,10 +5,10 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Recoverer is a kind that leaves records of unfinished reloads behind a
@@ -27,6 +27,8 @@ type Recovery struct {
 	Backoff wait.Backoff
 	// Clock is injected by tests; nil means the real clock.
 	Clock clock.Clock
+	// Log is the manager's logger: a runnable's context carries none.
+	Log logr.Logger
 }
 
 // recoveryBackoff waits 1 s before the first retry, doubling up to a
@@ -36,7 +38,7 @@ var recoveryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.M
 
 // Start runs the recovery until it succeeds or ctx ends.
 func (r *Recovery) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("recovery")
+	logger := r.Log.WithName("recovery")
 	backoff, clk := r.Backoff, r.Clock
 	if backoff.Steps == 0 {
 		backoff = recoveryBackoff

@@ -81,9 +81,10 @@ func TestJobRecreate(t *testing.T) {
 // gone) is finished by Finish, and by the recovery at start; a record of a
 // Job that still runs (stopped before the delete) is dropped.
 func TestJobFinishAndRecover(t *testing.T) {
-	kind := jobKind(nil).(job)
+	keys := fake.NewClientBuilder().Build() // the record key, kept by the kind once read
+	kind := jobKind(keys).(job)
 	next := recreated(migrate(), Update{Template: &migrate().Spec.Template})
-	record, err := kind.record(migrate(), next)
+	record, err := kind.record(t.Context(), keys, migrate(), next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +105,10 @@ func TestJobFinishAndRecover(t *testing.T) {
 	running := migrate()
 	running.Name = "still-running"
 	runningNext := recreated(running, Update{Template: &running.Spec.Template})
-	r1, _ := kind.record(running, runningNext)
+	r1, _ := kind.record(t.Context(), keys, running, runningNext)
 	other := migrate()
 	other.Namespace = "elsewhere"
-	r2, _ := kind.record(other, recreated(other, Update{Template: &other.Spec.Template}))
+	r2, _ := kind.record(t.Context(), keys, other, recreated(other, Update{Template: &other.Spec.Template}))
 	c = fake.NewClientBuilder().WithObjects(r1, r2, running).Build()
 	kind.o.Reader = c
 	if err := kind.Recover(t.Context(), c, []string{"shop"}); err != nil {

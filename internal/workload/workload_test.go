@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func podTemplate(ann string) corev1.PodTemplateSpec {
@@ -149,7 +151,8 @@ func TestCronJobRun(t *testing.T) {
 	if !kind.KeepsTemplate(got) {
 		t.Error("a CronJob in run mode does not keep its template")
 	}
-	next := podTemplate("new")
+	next := podTemplate("new") // not the strategy's: the Job keeps the CronJob's "old"
+	next.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_CFG_CONFIGMAP", Value: "new"}}
 	if _, err := kind.Write(t.Context(), c, got, Update{Template: &next, Annotations: map[string]*string{"applied": ptr.To("1")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,8 @@ func TestCronJobRun(t *testing.T) {
 		t.Fatalf("%d Jobs, want 1", len(js))
 	}
 	j := js[0]
-	if j.Spec.Template.Annotations["version"] != "new" || j.Annotations[instantiateAnnotation] != "manual" || j.Annotations["team"] != "a" ||
+	if j.Spec.Template.Annotations["version"] != "old" || len(j.Spec.Template.Spec.Containers[0].Env) != 1 ||
+		j.Spec.Template.Spec.Containers[0].Env[0].Value != "new" || j.Annotations[instantiateAnnotation] != "manual" || j.Annotations["team"] != "a" ||
 		j.Labels["app"] != "nightly" || metav1.GetControllerOf(&j) == nil || metav1.GetControllerOf(&j).Name != "nightly" {
 		t.Errorf("Job started = %+v", j.ObjectMeta)
 	}
@@ -189,10 +193,12 @@ func TestCronJobSuspended(t *testing.T) {
 }
 
 // A Job decided but not started before a crash (the pending record on the
-// CronJob) is started by Finish, once.
+// CronJob) is started by Finish, once. The record of an earlier Ripple (a
+// whole pod template) gives only the strategy's env var: the Job is the
+// CronJob's own template (image "app", not the record's "v2").
 func TestCronJobFinishPending(t *testing.T) {
 	cj := nightly(CronJobRun, false)
-	cj.Annotations["pending"] = `{"spec":{"containers":[{"name":"app","image":"v2"}]}}`
+	cj.Annotations["pending"] = `{"spec":{"containers":[{"name":"app","image":"v2","env":[{"name":"STAKATER_CFG_CONFIGMAP","value":"abc"}]}]}}`
 	c := fake.NewClientBuilder().WithObjects(cj).Build()
 	kind := NewCronJob(CronJobOptions{Mode: CronJobRun, ModeKey: "mode", PendingKey: "pending", Reader: c})
 	fin, ok := kind.(Finisher)
@@ -205,7 +211,8 @@ func TestCronJobFinishPending(t *testing.T) {
 		t.Fatalf("Finish = %v, %v", did, err)
 	}
 	js := jobs(t, c)
-	if len(js) != 1 || js[0].Spec.Template.Spec.Containers[0].Image != "v2" {
+	if len(js) != 1 || js[0].Spec.Template.Spec.Containers[0].Image != "app" || len(js[0].Spec.Template.Spec.Containers[0].Env) != 1 ||
+		js[0].Spec.Template.Spec.Containers[0].Env[0].Value != "abc" {
 		t.Fatalf("Jobs after Finish = %v", js)
 	}
 	_ = c.Get(t.Context(), client.ObjectKeyFromObject(cj), got)
@@ -316,5 +323,82 @@ func TestRecovery(t *testing.T) {
 	never := &flaky{fails: 1 << 30}
 	if err := (&Recovery{Kind: never}).Start(ctx); err != nil || never.calls != 1 {
 		t.Errorf("Start with an ended context = %v after %d calls", err, never.calls)
+	}
+}
+
+// A pending-job annotation holds only the strategy's change: not the job
+// template, nor its literal env values.
+func TestCronJobPendingHoldsOnlyTheChange(t *testing.T) {
+	cj := nightly(CronJobRun, false)
+	cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PASSWORD", Value: "hunter2"}}
+	c := fake.NewClientBuilder().WithObjects(cj).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return errors.New("denied")
+		},
+	}).Build()
+	kind := NewCronJob(CronJobOptions{Mode: CronJobRun, PendingKey: "pending", Reader: c})
+	got := &batchv1.CronJob{}
+	_ = c.Get(t.Context(), client.ObjectKeyFromObject(cj), got)
+	next := got.Spec.JobTemplate.Spec.Template.DeepCopy()
+	next.Spec.Containers[0].Env = append(next.Spec.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_CFG_CONFIGMAP", Value: "abc"})
+	if _, err := kind.Write(t.Context(), c, got, Update{Template: next}); err == nil {
+		t.Fatal("the denied create was no error")
+	}
+	_ = c.Get(t.Context(), client.ObjectKeyFromObject(cj), got)
+	want := `{"env":{"app":{"STAKATER_CFG_CONFIGMAP":"abc"}}}`
+	if v := got.Annotations["pending"]; v != want {
+		t.Errorf("pending annotation %s, want %s", v, want)
+	}
+}
+
+// A pending-job annotation Ripple did not write starts no Job from its
+// content: a change setting anything but the strategy's values, or a
+// value that is no change, starts nothing and is reported by Check (it
+// names the annotation); an earlier Ripple's format (a pod template) gives
+// only the strategy's values to a Job built from the CronJob's template.
+func TestCronJobTamperedPending(t *testing.T) {
+	evil := `{"spec":{"hostPID":true,"containers":[{"name":"app","image":"evil",` +
+		`"securityContext":{"privileged":true},"env":[{"name":"STAKATER_CFG_CONFIGMAP","value":"abc"}]}]}}`
+	for _, tc := range []struct {
+		name, value string
+		job         bool // a Job of the CronJob's own template is started
+	}{
+		{"another env var", `{"env":{"app":{"LD_PRELOAD":"/evil.so"}}}`, false},
+		{"another annotation", `{"annotations":{"sidecar.istio.io/inject":"false"}}`, false},
+		{"unknown field", `{"env":{},"spec":{"hostPID":true}}`, false},
+		{"not JSON", `hostPID`, false},
+		{"privileged pod template (earlier format)", evil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cj := nightly(CronJobRun, false)
+			cj.Annotations["pending"] = tc.value
+			c := fake.NewClientBuilder().WithObjects(cj).Build()
+			kind := NewCronJob(CronJobOptions{Mode: CronJobRun, ModeKey: "mode", PendingKey: "pending", Reader: c})
+			got := &batchv1.CronJob{}
+			_ = c.Get(t.Context(), client.ObjectKeyFromObject(cj), got)
+			did, err := kind.(Finisher).Finish(t.Context(), c, client.ObjectKeyFromObject(cj), got)
+			if err != nil || did != tc.job {
+				t.Fatalf("Finish = %v, %v; want %v", did, err, tc.job)
+			}
+			js := jobs(t, c)
+			msgs := kind.(Checker).Check(got)
+			if !tc.job {
+				if len(js) != 0 {
+					t.Fatalf("a Job was started: %+v", js[0].Spec.Template.Spec)
+				}
+				if len(msgs) != 1 || !strings.Contains(msgs[0], `"pending"`) || !strings.Contains(msgs[0], "no Job is started") {
+					t.Errorf("Check = %q; want one message naming the annotation", msgs)
+				}
+				return
+			}
+			if len(js) != 1 {
+				t.Fatalf("%d Jobs, want 1", len(js))
+			}
+			spec := js[0].Spec.Template.Spec
+			if spec.HostPID || spec.Containers[0].Image != "app" || spec.Containers[0].SecurityContext != nil ||
+				len(spec.Containers[0].Env) != 1 || spec.Containers[0].Env[0].Value != "abc" {
+				t.Errorf("the Job took more than the strategy's value from the annotation: %+v", spec)
+			}
+		})
 	}
 }

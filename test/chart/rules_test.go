@@ -71,6 +71,9 @@ func TestWorkloadKindRules(t *testing.T) {
 		// ConfigMap informer their Role reads them itself.
 		{"ignoreConfigMaps", map[string]any{"ignoreConfigMaps": true},
 			with([]grant{cronJobs, jobs, noConfigMaps}, noOptional), &recordsRead},
+		// The record key Secret is then read by the job-records Role.
+		{"ignoreSecrets", map[string]any{"ignoreSecrets": true},
+			with([]grant{cronJobs, cronJobFinalizers, jobs, configMapsRead, {"", "secrets", nil}}, noOptional), &records},
 		{"ignoreConfigMaps and ignoreJobs", map[string]any{"ignoreConfigMaps": true, "ignoreJobs": true},
 			[]grant{cronJobs, {"batch", "jobs", []string{"create"}}, noConfigMaps}, nil},
 		{"optional kinds", optional, []grant{
@@ -111,7 +114,11 @@ func TestWorkloadKindRules(t *testing.T) {
 				if len(roles) != mode.roles {
 					t.Fatalf("%d Ripple Roles and ClusterRoles, want %d", len(roles), mode.roles)
 				}
-				checkRecordsRole(t, objs, tc.recordRules)
+				secrets := []string{"create"} // the record key; read with the Secret rule
+				if tc.values["ignoreSecrets"] == true {
+					secrets = []string{"create", "get"}
+				}
+				checkRecordsRole(t, objs, tc.recordRules, secrets)
 				for _, role := range roles {
 					if role.GetKind() != mode.kind {
 						t.Errorf("%s %s rendered, want only %ss", role.GetKind(), role.GetName(), mode.kind)
@@ -129,9 +136,9 @@ func TestWorkloadKindRules(t *testing.T) {
 }
 
 // checkRecordsRole checks that the job-records Role, in the release
-// namespace, grants exactly want on its resource, or is not rendered when
-// want is nil.
-func checkRecordsRole(t *testing.T, objs []*unstructured.Unstructured, want *grant) {
+// namespace, grants exactly want on its resource and secrets on Secrets
+// (the record key), or is not rendered when want is nil.
+func checkRecordsRole(t *testing.T, objs []*unstructured.Unstructured, want *grant, secrets []string) {
 	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range objs {
@@ -148,6 +155,9 @@ func checkRecordsRole(t *testing.T, objs []*unstructured.Unstructured, want *gra
 	default:
 		if got := grantedVerbs(found[0], want.group, want.resource); !slices.Equal(got, want.verbs) {
 			t.Errorf("Role %s: %s/%s verbs %q, want %q", found[0].GetName(), want.group, want.resource, got, want.verbs)
+		}
+		if got := grantedVerbs(found[0], "", "secrets"); !slices.Equal(got, secrets) {
+			t.Errorf("Role %s: secrets verbs %q, want %q", found[0].GetName(), got, secrets)
 		}
 	}
 }
