@@ -116,6 +116,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err != nil {
 		return err
 	}
+	priors := &source.Priors{}
+	if err := trackPriors(ctx, mgr.GetCache(), priors, clk, source.Watched(cfg.Kinds)); err != nil {
+		return err
+	}
 	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader()), cfg, clk), optionalKinds(cfg, mgr.GetClient(), clk)
 	for _, k := range kinds {
 		m.InitKinds(k.Name())
@@ -124,7 +128,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		m.InitKinds(o.Kind.Name())
 	}
 	return controller.Setup(ctx, mgr, controller.Options{
-		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m},
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
 		Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 	})
