@@ -20,8 +20,12 @@ import (
 )
 
 // probeInterval is how often an informer that lost the API server asks
-// whether it is back.
-const probeInterval = 250 * time.Millisecond
+// whether it is back; probeTimeout how long a probe may take (a loaded
+// API server is slow, not gone).
+const (
+	probeInterval = 250 * time.Millisecond
+	probeTimeout  = 2 * time.Second
+)
 
 // outage brings the informers back within a probe interval of the API
 // server's return. client-go's reflector backs off after each list or
@@ -50,7 +54,7 @@ type outage struct {
 func newOutage(rc *rest.Config) (*outage, error) {
 	rc = rest.CopyConfig(rc)
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	rc.Timeout = time.Second
+	rc.Timeout = probeTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -128,7 +132,7 @@ func (o *outage) answers(ctx context.Context) bool {
 	if !o.checked.IsZero() && o.clock.Since(o.checked) < o.interval/2 {
 		return o.up
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.interval)
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	o.up = o.ready(ctx) == nil
 	o.checked = o.clock.Now()
