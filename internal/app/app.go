@@ -38,6 +38,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -116,6 +117,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err != nil {
 		return err
 	}
+	priors := &source.Priors{} // a manager not built by NewManager keeps none
+	if m, ok := mgr.(*rippleManager); ok {
+		priors = m.priors
+	}
+	if err := trackPriors(ctx, mgr.GetCache(), priors, source.Watched(cfg.Kinds)); err != nil {
+		return err
+	}
 	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader())), optionalKinds(cfg, mgr.GetClient(), clk)
 	for _, k := range kinds {
 		m.InitKinds(k.Name())
@@ -124,7 +132,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		m.InitKinds(o.Kind.Name())
 	}
 	return controller.Setup(ctx, mgr, controller.Options{
-		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m},
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
 		Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
 	})
@@ -222,10 +230,14 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 		return nil, err
 	}
 	health := &healthChecks{watched: watchedObjects(cfg)}
-	o := managerOptions(cfg, scheme, health)
+	priors := &source.Priors{Clock: clock.RealClock{}}
+	out, err := newOutage(rc)
+	if err != nil {
+		return nil, err
+	}
+	o := managerOptions(cfg, scheme, health, cacheOptions(cfg.Scope, priors, out))
 	var bound *syncBound
 	o.NewCache = newSyncBound(cfg.CacheSyncTimeout, health.watched, &bound)
-	var err error
 	if cfg.LeaderElection {
 		if o.LeaderElectionResourceLockInterface, err = newLeaseLock(rc, cfg); err != nil {
 			return nil, err
@@ -246,15 +258,12 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err := health.register(mgr); err != nil {
 		return nil, err
 	}
-	if bound == nil { // a test's own cache
-		return mgr, nil
-	}
-	return &boundedManager{Manager: mgr, bound: bound}, nil
+	return &rippleManager{Manager: mgr, bound: bound, priors: priors}, nil
 }
 
-// managerOptions are the manager's options under cfg, but for the cache
-// constructor and the leader election lock.
-func managerOptions(cfg config.Config, scheme *runtime.Scheme, health *healthChecks) ctrl.Options {
+// managerOptions are the manager's options under cfg, with the caches'
+// options c, but for the cache constructor and the leader election lock.
+func managerOptions(cfg config.Config, scheme *runtime.Scheme, health *healthChecks, c cache.Options) ctrl.Options {
 	return ctrl.Options{
 		Scheme: scheme,
 		// Reload writes are not held by the client-side rate limit.
@@ -264,7 +273,7 @@ func managerOptions(cfg config.Config, scheme *runtime.Scheme, health *healthChe
 		// reads them from the API server, where the field indexes and the
 		// SPCPS transform do not exist.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache:  cacheOptions(cfg.Scope),
+		Cache:  c,
 		// Each controller also waits for its own sources at most this long
 		// (an optional kind's, found later).
 		Controller: ctrlconfig.Controller{CacheSyncTimeout: cfg.CacheSyncTimeout},
@@ -302,9 +311,11 @@ func watchedObjects(cfg config.Config) []client.Object {
 }
 
 // cacheOptions are Ripple's caches: ConfigMaps and Secrets as metadata
-// plus a digest (and only those the resource selector selects), the
-// selected namespaces as metadata, and nothing from ignored namespaces.
-func cacheOptions(scope config.Scope) cache.Options {
+// plus a digest (and only those the resource selector selects), with the
+// priors of their changes, the selected namespaces as metadata, and
+// nothing from ignored namespaces; every informer waits out an outage of
+// the API server (nil: none does).
+func cacheOptions(scope config.Scope, priors *source.Priors, out *outage) cache.Options {
 	var namespaces map[string]cache.Config
 	for _, ns := range scope.Namespaces {
 		if namespaces == nil {
@@ -313,8 +324,8 @@ func cacheOptions(scope config.Scope) cache.Options {
 		namespaces[ns] = cache.Config{}
 	}
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Transform: source.Transform, Label: scope.ResourceSelector},
-		&corev1.Secret{}:    {Transform: source.Transform, Label: scope.ResourceSelector},
+		&corev1.ConfigMap{}: {Transform: priors.Transform(refs.ConfigMap), Label: scope.ResourceSelector},
+		&corev1.Secret{}:    {Transform: priors.Transform(refs.Secret), Label: scope.ResourceSelector},
 	}
 	if scope.NamespaceSelector != nil {
 		// Only selected namespaces are cached, so a cache miss means
@@ -337,6 +348,8 @@ func cacheOptions(scope config.Scope) cache.Options {
 		DefaultFieldSelector:     fieldSelector,
 		DefaultTransform:         defaultTransform,
 		ByObject:                 byObject,
+		// The priors' transform reads the informers' stores.
+		NewInformer: newInformer(priors, out),
 	}
 }
 

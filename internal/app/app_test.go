@@ -90,7 +90,7 @@ func TestWatchedObjects(t *testing.T) {
 // dropped; namespaces by the namespace selector.
 func TestCacheOptions(t *testing.T) {
 	cfg := configOf(t, "--namespaces-to-ignore", "kube-system,kube-public", "--namespace-selector", "team=a", "--resource-label-selector", "ripple=yes")
-	o := cacheOptions(cfg.Scope)
+	o := cacheOptions(cfg.Scope, &source.Priors{}, nil)
 	if o.DefaultNamespaces != nil {
 		t.Errorf("namespaces %v, want all", o.DefaultNamespaces)
 	}
@@ -112,7 +112,7 @@ func TestCacheOptions(t *testing.T) {
 			}
 		}
 	}
-	listed := cacheOptions(configOf(t, "--namespaces", "a,b").Scope)
+	listed := cacheOptions(configOf(t, "--namespaces", "a,b").Scope, &source.Priors{}, nil)
 	if len(listed.DefaultNamespaces) != 2 || listed.DefaultFieldSelector != nil {
 		t.Errorf("with --namespaces: %v, %v", listed.DefaultNamespaces, listed.DefaultFieldSelector)
 	}

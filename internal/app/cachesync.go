@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/ripple-dev/ripple/internal/source"
 )
 
 // syncBound is the manager's cache, with a bound on the wait for it to
@@ -129,15 +131,19 @@ func (c *syncBound) resource(obj client.Object) string {
 	return m.Resource.GroupResource().String()
 }
 
-// boundedManager gives up the wait for the caches when it stops.
-type boundedManager struct {
+// rippleManager is Ripple's manager: it gives up the wait for the caches when
+// it stops, and holds the priors its caches keep (source.Priors).
+type rippleManager struct {
 	ctrl.Manager
-	bound *syncBound
+	bound  *syncBound // nil with a test's own cache
+	priors *source.Priors
 }
 
 // Start runs the manager until ctx ends. controller-runtime's manager
 // does not stop while it waits for its caches: ending the wait lets it.
-func (m *boundedManager) Start(ctx context.Context) error {
-	defer context.AfterFunc(ctx, m.bound.giveUp)()
+func (m *rippleManager) Start(ctx context.Context) error {
+	if m.bound != nil {
+		defer context.AfterFunc(ctx, m.bound.giveUp)()
+	}
 	return m.Manager.Start(ctx)
 }

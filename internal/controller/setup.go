@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,7 +36,8 @@ type Optional struct {
 // Options are what Setup wires.
 type Options struct {
 	// Deps are shared by every reconciler; Setup sets their Client,
-	// Recorder, Rotations, Priors and Memory.
+	// Recorder, Rotations and Memory. Priors are kept by the caches
+	// (the caller's): none, when not set.
 	Deps
 	Kinds    []workload.Kind
 	Optional []Optional
@@ -56,7 +56,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	m := o.Metrics
 	watched := rsource.Watched(o.Settings.SourceKinds)
 	d := o.Deps
-	d.Client, d.Priors, d.Memory = mgr.GetClient(), &rsource.Priors{}, &Store{Metrics: m}
+	d.Client, d.Memory = mgr.GetClient(), &Store{Metrics: m}
+	if d.Priors == nil {
+		d.Priors = &rsource.Priors{}
+	}
 	d.Pods = mgr.GetAPIReader()
 	var err error
 	if d.Recorder, err = newRecorder(ctx, mgr); err != nil {
@@ -68,9 +71,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	s := &setup{mgr: mgr, o: o, deps: &d, counter: m.NewCacheCounter(mgr.GetCache())}
 	for _, k := range watched {
 		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
-			return err
-		}
-		if err := s.observePriors(ctx, k); err != nil {
 			return err
 		}
 	}
@@ -182,35 +182,6 @@ func (s *setup) addFollower(r *Reconciler) error {
 	}
 	r.follow = f.follow
 	return nil
-}
-
-// observePriors keeps the Priors of the sources of kind from their
-// informer's own events, from the start: a controller's handler is added
-// only when the controller starts, after the caches synced, and a change
-// made in between would reach it as part of its initial list.
-func (s *setup) observePriors(ctx context.Context, kind refs.Kind) error {
-	inf, err := s.mgr.GetCache().GetInformer(ctx, rsource.Object(kind))
-	if err != nil {
-		return fmt.Errorf("watching %ss: %w", kind, err)
-	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(client.Object)
-			c, ok2 := cur.(client.Object)
-			if ok1 && ok2 {
-				s.deps.Priors.Observe(kind, o, c, s.deps.Clock.Now())
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if o, ok := obj.(client.Object); ok {
-				s.deps.Priors.Forget(kind, o)
-			}
-		},
-	})
-	return err
 }
 
 // newQueue is controller-runtime's default queue (a priority queue) with

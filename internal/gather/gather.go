@@ -171,7 +171,7 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	if err == nil {
 		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
 		src.Digest, src.Keys = source.Digest(obj), source.Keys(obj)
-		if p, ok := g.Priors.Of(ns, ref); ok {
+		if p, ok := g.Priors.Of(ns, ref); ok && p.UID == obj.GetUID() {
 			src.Before = &plan.Before{Digest: p.Digest, Keys: p.Keys, Seen: p.Seen}
 		}
 	}

@@ -6,6 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -51,5 +54,58 @@ func TestPriors(t *testing.T) {
 	var none *Priors
 	if _, ok := none.Of("shop", ref); ok {
 		t.Error("a nil Priors has a prior")
+	}
+}
+
+// The transform of a kind records the prior of a change from the version
+// an informer's store holds (with --namespaces, one store per namespace),
+// and none for a source created, created again under the same name (another
+// UID), or of another kind; a late delete of the old source keeps the prior
+// of the new one.
+func TestPriorsTransform(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	p := &Priors{Clock: clocktesting.NewFakePassiveClock(now)}
+	other, shop := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	p.Track(refs.ConfigMap, other)
+	p.Track(refs.ConfigMap, shop)
+	v1 := cachedConfigMap(t, "1", "a")
+	v1.UID = "u1"
+	if err := shop.Add(v1); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(uid types.UID, value string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", UID: uid}, Data: map[string]string{"k": value}}
+	}
+	ref := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	transform := p.Transform(refs.ConfigMap)
+
+	if _, err := transform(raw("u2", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := p.Of("shop", ref); ok {
+		t.Fatalf("a source created again has the old one's prior: %+v", got)
+	}
+	if _, err := p.Transform(refs.Secret)(raw("u1", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := p.Of("shop", ref); ok {
+		t.Fatalf("the Secrets' transform recorded a ConfigMap's prior: %+v", got)
+	}
+	v2, err := transform(raw("u1", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := p.Of("shop", ref)
+	if !ok || got.Digest != Digest(v1) || got.Keys != Keys(v1) || !got.Seen.Equal(now) || got.UID != "u1" {
+		t.Fatalf("prior %+v, %v; want v1's digests, seen %s", got, ok, now)
+	}
+	if Digest(v2.(*corev1.ConfigMap)) == Digest(v1) {
+		t.Fatal("the transform did not digest the new data")
+	}
+	gone := v1.DeepCopy()
+	gone.UID = "u0"
+	p.Forget(refs.ConfigMap, gone)
+	if _, ok := p.Of("shop", ref); !ok {
+		t.Error("the delete of an older source of the same name dropped the prior")
 	}
 }

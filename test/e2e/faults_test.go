@@ -569,3 +569,61 @@ func TestFaultConfigDeletedAndRecreated(t *testing.T) {
 	sum := recreate("v2")
 	expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
 }
+
+// apiServerOutage is how long TestFaultAPIServerOutage keeps the API
+// server down, and outageCatchUp how long after the settle window a change
+// made as it returns may take to roll.
+const (
+	apiServerOutage = 15 * time.Second
+	outageCatchUp   = 2 * time.Second
+)
+
+// On a cluster of its own, the API server is killed and kept down 15 s; a
+// change made the moment it answers /readyz again rolls every Deployment
+// within the settle window (1 s) and 2 s more, measured from that moment:
+// Ripple's informers wait for the API server by probing /readyz, not on
+// client-go's watch back-off (up to 30 s, jittered: 22.8 s before).
+func TestFaultAPIServerOutage(t *testing.T) {
+	fc, err := cluster.Start(t.Context(), cluster.Options{Nodes: 1})
+	if err != nil {
+		t.Fatalf("starting the fault tier's cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := fc.Stop(); err != nil {
+			t.Errorf("stopping the fault tier's cluster: %v", err)
+		}
+	})
+	cs := kubernetes.NewForConfigOrDie(fc.Config)
+	ns := newNamespace(t, cs)
+	r := newRipple(t, ns)
+	r.args[slices.Index(r.args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + fc.Kubeconfig
+	r.Start()
+	createConfigMap(t, cs, ns, configName, "v1")
+	createSecret(t, cs, ns)
+	ds := createDeployments(t, cs, ns, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
+	expectRevision(t, cs, r, ns, ds, 1)
+
+	if err := fc.Kill(t.Context(), cluster.APIServer); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(apiServerOutage)
+	if err := fc.Restart(t.Context(), cluster.APIServer); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Now() // Restart returns as /readyz answers ok
+	sum := setConfigMapValue(t, cs, ns, configName, "after the outage")
+	checks := []templateCheck{envIs(configEnv, sum)}
+	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return deploymentsPass(ctx, cs, ns, ds, checks)
+	})
+	took := time.Since(ready)
+	if err != nil {
+		t.Fatalf("the change made as the API server returned never rolled: %v", err)
+	}
+	t.Logf("API server down %s; /readyz ok -> change rolled to %d Deployments in %s (settle window 1s)",
+		apiServerOutage, len(ds), took.Round(10*time.Millisecond))
+	if limit := time.Second + outageCatchUp; took > limit {
+		t.Errorf("the change rolled %s after the API server returned, want within %s", took.Round(10*time.Millisecond), limit)
+	}
+	expectRevision(t, cs, r, ns, ds, 2, checks...)
+}
