@@ -134,14 +134,7 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 		m.Turn = Turn{}
 	}
 	if rolled && !w.Instant {
-		started := t
-		if m.Rollout.Followed() {
-			started = m.Rollout.Started // a second write during a rollout keeps its start
-		}
-		m.Rollout = Rollout{Started: started, StaleVersion: w.StaleVersion}
-		if r := p.Update.Restart; r != nil {
-			m.Rollout.Restart = *r
-		}
+		m.Rollout = m.Rollout.started(p, w, t)
 	}
 	if p.Reloads() || (p.Writes() && len(p.WithTemplate) > 0) {
 		m.Pending, m.Deferred = Pending{}, ""
@@ -161,4 +154,18 @@ func (m Memory) Wrote(p Plan, w Write, t time.Time) Memory {
 		m.OnTemplate, m.Held = p.onTemplate, ""
 	}
 	return m
+}
+
+// started is the rollout to follow after plan p's write w at t: a second
+// write during a rollout keeps its start.
+func (r Rollout) started(p Plan, w Write, t time.Time) Rollout {
+	began := t
+	if r.Followed() {
+		began = r.Started
+	}
+	next := Rollout{Started: began, StaleVersion: w.StaleVersion}
+	if rs := p.Update.Restart; rs != nil {
+		next.Restart = *rs
+	}
+	return next
 }
