@@ -22,19 +22,19 @@ const (
 	MaxItemLen = 253
 	// MaxInstructions is the largest compiled program of a pattern item:
 	// "app-config-.*" compiles to about 20 instructions, while a short
-	// item with nested repeats such as "(a{100}){100}" would compile to
-	// tens of thousands and cost seconds and gigabytes.
+	// item with nested repeats such as "(a{30}b{30}){30}" to about 1,800,
+	// and a long value of such items cost seconds and gigabytes.
 	MaxInstructions = 1000
 )
 
-// cacheSize bounds the compiled patterns kept: items are at most
+// CachedPatterns bounds the compiled patterns kept: items are at most
 // MaxItemLen bytes and MaxInstructions instructions, so the cache holds a
 // few tens of megabytes at worst.
-const cacheSize = 1024
+const CachedPatterns = 1024
 
 // compiled memoizes pattern by item, so a reconcile compiles nothing it
 // compiled before; it changes no result.
-var compiled = lru.New(cacheSize)
+var compiled = lru.New(CachedPatterns)
 
 // cachedPattern is one compiled item, or why it is not a valid pattern.
 type cachedPattern struct {

@@ -107,9 +107,9 @@ func TestParseHostileValueIsCheap(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	huge := map[string]string{
-		cmReload:          items(255<<10/16, "(a{30}){30}%d"),
+		cmReload:          items(255<<10/16, "(a{30}b{30}){30}%d"),
 		secReload:         items(MaxItems, "(((x{5}){5}){5}){5}%d"),
-		keys.ReloadOnKeys: "app[" + items(MaxItems, "(k{30}){30}%d") + "]",
+		keys.ReloadOnKeys: "app[" + items(MaxItems, "(k{30}j{30}){30}%d") + "]",
 	}
 	parse := func() {
 		Parse(keys, refs.ConfigMap, huge, nil)

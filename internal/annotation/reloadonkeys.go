@@ -49,6 +49,13 @@ func ParseKeySpec(keys Keys, meta, tpl map[string]string) (KeySpec, error) {
 	return spec, nil
 }
 
+// CheckKeySpec reports why v is not a valid reload-on-keys value, for
+// `ripple lint`; nil when it is.
+func CheckKeySpec(v string) error {
+	_, err := parseKeySpec(v)
+	return err
+}
+
 func parseKeySpec(v string) (KeySpec, error) {
 	items, err := splitTop(v)
 	if err != nil {

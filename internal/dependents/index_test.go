@@ -196,7 +196,7 @@ func TestInScopeBySelector(t *testing.T) {
 func TestIndexValuesCompileNothing(t *testing.T) {
 	var items []string
 	for i := range annotation.MaxItems {
-		items = append(items, fmt.Sprintf("(a{30}){30}%d-%s", i, strings.Repeat("b", 200)))
+		items = append(items, fmt.Sprintf("(a{30}b{30}){30}%d-%s", i, strings.Repeat("b", 200)))
 	}
 	huge := strings.Join(items, ",")
 	huge += strings.Repeat(" ", 255<<10-len(huge))
