@@ -46,8 +46,9 @@ type cachedPattern struct {
 // within the bounds, through the cache.
 func pattern(item string) (*regexp.Regexp, error) {
 	if v, ok := compiled.Get(item); ok {
-		c := v.(cachedPattern)
-		return c.re, c.err
+		if c, ok := v.(cachedPattern); ok { // only pattern adds, so always
+			return c.re, c.err
+		}
 	}
 	re, err := compileBounded(item)
 	compiled.Add(item, cachedPattern{re: re, err: err})
