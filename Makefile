@@ -100,6 +100,16 @@ test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing,
 test-docs: ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code (no cluster).
 	$(GOTEST) -count=1 ./test/docs/...
 
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag parsers) for FUZZTIME (default 30s); make test runs their seeds only.
+	@grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' internal | sort | while read -r file; do \
+		for target in $$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(f \*testing\.F\).*/\1/p' "$$file"); do \
+			echo "== $$target ($$(dirname "$$file"))"; \
+			$(GOTEST) -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$(dirname "$$file") || exit 1; \
+		done; \
+	done
+
 .PHONY: test
 test: tools vet test-unit test-unit-race test-docs test-integration test-chart test-e2e test-image ## Everything CI runs: vet, unit (also with -race), docs, integration, chart, e2e and image tests.
 

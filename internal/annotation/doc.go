@@ -7,5 +7,6 @@
 // deliberate difference is in how named-reload items are matched; see
 // [Matcher].
 //
-// Everything here is pure: no API calls, no logging, no package state.
+// Everything here is pure: no API calls, no logging, and no package state
+// but a bounded cache of compiled patterns, which changes no result.
 package annotation

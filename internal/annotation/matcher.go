@@ -18,6 +18,9 @@ import (
 // matches exactly "a" or "b", where Reloader's "^a|b$" matched any name
 // starting with "a" or ending with "b".
 //
+// An item longer than MaxItemLen, or a pattern that compiles to more than
+// MaxInstructions instructions, is invalid.
+//
 // The zero Matcher is the literal empty name and matches only "".
 type Matcher struct {
 	item string
@@ -28,17 +31,16 @@ type Matcher struct {
 func newMatcher(item string) (Matcher, error) { return compile(item, isNameLiteral) }
 
 // compile builds the matcher of an item: exact when literal says so, else
-// an anchored regular expression.
+// an anchored regular expression, compiled once per item (see MaxItemLen
+// and MaxInstructions for the bounds).
 func compile(item string, literal func(string) bool) (Matcher, error) {
+	if err := checkLen(item); err != nil {
+		return Matcher{}, err
+	}
 	if literal(item) {
 		return Matcher{item: item}, nil
 	}
-	// Check the item on its own first: wrapping it could otherwise turn an
-	// unbalanced item such as "a)|(b" into a valid but meaningless pattern.
-	if _, err := regexp.Compile(item); err != nil {
-		return Matcher{}, err
-	}
-	re, err := regexp.Compile("^(?:" + item + ")$")
+	re, err := pattern(item)
 	if err != nil {
 		return Matcher{}, err
 	}

@@ -80,10 +80,14 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 	if p.FromTemplate {
 		where = "pod template annotation"
 	}
-	for _, item := range splitList(get(reloadKey)) {
+	items, err := boundedList(get(reloadKey))
+	if err != nil {
+		p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: %w", where, reloadKey, err))
+	}
+	for _, item := range items {
 		m, err := newMatcher(item)
 		if err != nil {
-			p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: invalid pattern %q: %w", where, reloadKey, item, err))
+			p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: invalid pattern %s: %w", where, reloadKey, quoteItem(item), err))
 			continue
 		}
 		p.Named = append(p.Named, m)
@@ -93,6 +97,29 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 		p.Exclude = splitList(meta[key])
 	}
 	return p
+}
+
+// Names returns the named-reload items for configs of kind in ann without
+// compiling anything, for a cache index that must stay cheap: the exact
+// names, and whether any other item (a pattern, valid or not) is listed.
+// It applies the same bounds as Parse, so that an annotation Parse rejects
+// whole indexes nothing; the plan decides what the patterns match.
+func Names(keys Keys, kind refs.Kind, ann map[string]string) (names []string, pattern bool) {
+	key := keys.ReloadKey(kind)
+	if key == "" {
+		return nil, false
+	}
+	items, _ := boundedList(ann[key])
+	for _, item := range items {
+		switch {
+		case checkLen(item) != nil:
+		case isNameLiteral(item):
+			names = append(names, item)
+		default:
+			pattern = true
+		}
+	}
+	return names, pattern
 }
 
 // IsTrue reports whether v is exactly "true". Reloader compares the search,
@@ -117,6 +144,34 @@ func hasAny(m map[string]string, keys []string) bool {
 		}
 	}
 	return false
+}
+
+// boundedList is splitList for a list of at most MaxItems items; a longer
+// one gives no item and an error.
+func boundedList(v string) ([]string, error) {
+	var out []string
+	n := 0
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		if n++; n <= MaxItems {
+			out = append(out, item)
+		}
+	}
+	if n > MaxItems {
+		return nil, errTooMany(n)
+	}
+	return out, nil
+}
+
+// quoteItem quotes an item for a message, cut to MaxItemLen bytes so that
+// an overlong one does not flood the Event that reports it.
+func quoteItem(item string) string {
+	if len(item) > MaxItemLen {
+		return strconv.Quote(item[:MaxItemLen]) + "..."
+	}
+	return strconv.Quote(item)
 }
 
 // splitList splits a comma list, trims items and drops empty ones. Reloader

@@ -363,6 +363,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("x[,(y,a)|(b", "garbage", "", "True", "", false)
 	f.Add("", "", "", "", "", true)
 	f.Add("a|b,\\", "1", "T", "true", ",,,", false)
+	f.Add(strings.Repeat("a,", MaxItems+1), "false", "", "yes", "", true)
+	f.Add("[a-z]{1000}, x, "+strings.Repeat("y", MaxItemLen+1), "", "True", "1", "a,,b", false)
 	f.Fuzz(func(t *testing.T, named, autoV, typedV, searchV, exclude string, onMeta bool) {
 		keys := DefaultKeys("")
 		triggers := map[string]string{cmReload: named, auto: autoV, cmAuto: typedV, search: searchV}
@@ -387,9 +389,18 @@ func FuzzParse(f *testing.F) {
 				items++
 			}
 		}
-		if got := len(p.Named) + len(p.Invalid); got != items {
+		if items > MaxItems {
+			if len(p.Named) != 0 || len(p.Invalid) != 1 {
+				t.Errorf("%d items: %d matchers, %d invalid; want the value rejected whole", items, len(p.Named), len(p.Invalid))
+			}
+		} else if got := len(p.Named) + len(p.Invalid); got != items {
 			t.Errorf("%d matchers + %d invalid, want %d non-empty items in %q", len(p.Named), len(p.Invalid), items, named)
 		}
+		src := meta
+		if p.FromTemplate {
+			src = tpl
+		}
+		checkPolicy(t, keys, p, src)
 		for _, m := range p.Named {
 			s := m.String()
 			if s == "" || s != strings.TrimSpace(s) || strings.Contains(s, ",") {

@@ -49,12 +49,20 @@ func ParseKeySpec(keys Keys, meta, tpl map[string]string) (KeySpec, error) {
 	return spec, nil
 }
 
+// CheckKeySpec reports why v is not a valid reload-on-keys value, for
+// `ripple lint`; nil when it is.
+func CheckKeySpec(v string) error {
+	_, err := parseKeySpec(v)
+	return err
+}
+
 func parseKeySpec(v string) (KeySpec, error) {
 	items, err := splitTop(v)
 	if err != nil {
 		return KeySpec{}, err
 	}
 	var spec KeySpec
+	total := 0
 	for _, item := range items {
 		switch item {
 		case "true":
@@ -68,6 +76,11 @@ func parseKeySpec(v string) (KeySpec, error) {
 			if err != nil {
 				return KeySpec{}, err
 			}
+			// Bound the keys of the whole value, not of each list, so
+			// that a value compiles at most MaxItems patterns.
+			if total += len(l.keys); total > MaxItems {
+				return KeySpec{}, fmt.Errorf("more than %d keys in all", MaxItems)
+			}
 			spec.On, spec.lists = true, append(spec.lists, l)
 		}
 	}
@@ -78,7 +91,7 @@ func parseKeySpec(v string) (KeySpec, error) {
 func parseKeyList(item string) (keyList, error) {
 	open := strings.IndexByte(item, '[')
 	if open < 0 || !strings.HasSuffix(item, "]") {
-		return keyList{}, fmt.Errorf("%q is neither true nor name[key,...]", item)
+		return keyList{}, fmt.Errorf("%s is neither true nor name[key,...]", quoteItem(item))
 	}
 	var l keyList
 	l.name = strings.TrimSpace(item[:open])
@@ -89,21 +102,24 @@ func parseKeyList(item string) (keyList, error) {
 		case "secret":
 			l.kind = refs.Secret
 		default:
-			return keyList{}, fmt.Errorf("%q: the kind must be configmap or secret", item)
+			return keyList{}, fmt.Errorf("%s: the kind must be configmap or secret", quoteItem(item))
 		}
 		l.name = strings.TrimSpace(name)
 	}
-	if l.name == "" || !isNameLiteral(l.name) {
-		return keyList{}, fmt.Errorf("%q: %q is not a config name", item, l.name)
+	if l.name == "" || !isNameLiteral(l.name) || checkLen(l.name) != nil {
+		return keyList{}, fmt.Errorf("%s: %s is not a config name", quoteItem(item), quoteItem(l.name))
 	}
 	keys, err := splitTop(item[open+1 : len(item)-1])
-	if err != nil || len(keys) == 0 {
-		return keyList{}, fmt.Errorf("%q: the key list is empty or unbalanced", item)
+	if err != nil {
+		return keyList{}, fmt.Errorf("%s: key list: %w", quoteItem(item), err)
+	}
+	if len(keys) == 0 {
+		return keyList{}, fmt.Errorf("%s: the key list is empty", quoteItem(item))
 	}
 	for _, k := range keys {
 		m, err := newKeyMatcher(k)
 		if err != nil {
-			return keyList{}, fmt.Errorf("%q: invalid key pattern %q: %w", item, k, err)
+			return keyList{}, fmt.Errorf("%s: invalid key pattern %s: %w", quoteItem(item), quoteItem(k), err)
 		}
 		l.keys = append(l.keys, m)
 	}
@@ -111,12 +127,12 @@ func parseKeyList(item string) (keyList, error) {
 }
 
 // splitTop splits a comma list at bracket depth 0, trims items and drops
-// empty ones; brackets must balance.
+// empty ones; brackets must balance, and there may be at most MaxItems.
 func splitTop(v string) ([]string, error) {
 	var out []string
 	depth, start := 0, 0
 	add := func(end int) {
-		if item := strings.TrimSpace(v[start:end]); item != "" {
+		if item := strings.TrimSpace(v[start:end]); item != "" && len(out) <= MaxItems {
 			out = append(out, item)
 		}
 		start = end + 1
@@ -139,6 +155,9 @@ func splitTop(v string) ([]string, error) {
 		return nil, errors.New("unbalanced brackets")
 	}
 	add(len(v))
+	if len(out) > MaxItems {
+		return nil, fmt.Errorf("more than %d items", MaxItems)
+	}
 	return out, nil
 }
 

@@ -105,9 +105,25 @@ func WriteReference(w io.Writer) error {
 	for _, a := range annotationDocs(annotation.DefaultKeys(annotation.DefaultPrefix)) {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", a[0], a[1], cell(a[2]))
 	}
+	writeBounds(&b)
 	writeContracts(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeBounds describes the bounds on the pattern lists tenants write.
+func writeBounds(b *strings.Builder) {
+	b.WriteString("\n### Bounds on pattern lists\n\n")
+	b.WriteString("Any user who may edit a workload writes its annotations, and Ripple reads them with cluster-wide rights, so the lists of names and patterns it compiles are bounded. ")
+	b.WriteString("A value past a bound is an invalid annotation: a Warning event (InvalidAnnotation) on that workload naming the annotation, while every other workload reloads as before.\n\n")
+	b.WriteString("| bound | value | applies to | why |\n|---|---|---|---|\n")
+	fmt.Fprintf(b, "| items per annotation | %d | the named-reload annotations (past it the whole value is ignored); the reload-on-keys annotation (its items, and the keys of all its lists together) | "+
+		"Reloader's users list a few names, or one pattern per config; %[1]d patterns against 1,000 configs is still fast, where 37,000 cost 9.5 s a reconcile. |\n", annotation.MaxItems)
+	fmt.Fprintf(b, "| bytes per item | %d | each name, pattern and key item | The longest object name (a DNS subdomain) and the longest config key: a longer item can match nothing written literally. |\n", annotation.MaxItemLen)
+	fmt.Fprintf(b, "| compiled instructions per pattern | %d | each pattern item, as Go's regexp/syntax compiles `^(?:item)$` | "+
+		"`app-config-.*` compiles to about 20; a short item with nested repeats such as `(a{30}b{30}){30}` to about 1,800, and one 255 KiB value took seconds and gigabytes. |\n\n", annotation.MaxInstructions)
+	fmt.Fprintf(b, "Each pattern is compiled once and kept in a cache of the last %d items, shared by reconciles, `ripple explain` and `ripple lint`. ", annotation.CachedPatterns)
+	b.WriteString("The cache index that maps a config to its workloads never compiles a pattern: it reads the exact names and notes that a pattern is there, and the plan decides what the pattern matches.\n")
 }
 
 // writeContracts describes what Ripple writes that users' tools read, and

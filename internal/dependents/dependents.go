@@ -25,7 +25,8 @@ import (
 // indexSources is the field index from a source to the workloads that may
 // depend on it. Its values are "<Kind>/<name>" for every source the pod
 // template references or a named-reload annotation names literally, and
-// "<Kind>/*" when a named-reload annotation holds a pattern. It may hold
+// "<Kind>/*" when a named-reload annotation holds a pattern (valid or not:
+// patterns are compiled at plan time only). It may hold
 // more than the workload really reloads on; the plan decides exactly.
 const indexSources = "ripple.dev/sources"
 
@@ -163,13 +164,16 @@ func (f *Index) indexValues(kind workload.Kind) client.IndexerFunc {
 			// Named keys may sit on the metadata or, as a fallback, on the
 			// pod template; index both and let the plan apply the
 			// precedence.
+			// Patterns are never compiled here: an index function runs
+			// for every workload while the cache syncs, and a tenant's
+			// pattern must not be able to delay that.
 			for _, ann := range []map[string]string{obj.GetAnnotations(), tpl.Annotations} {
-				for _, m := range annotation.Parse(f.Keys, sk, ann, nil).Named {
-					if m.Literal() {
-						add(sourceKey(sk, m.String()))
-					} else {
-						add(patternKey(sk))
-					}
+				names, pattern := annotation.Names(f.Keys, sk, ann)
+				for _, name := range names {
+					add(sourceKey(sk, name))
+				}
+				if pattern {
+					add(patternKey(sk))
 				}
 			}
 		}

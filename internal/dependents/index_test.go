@@ -3,8 +3,11 @@ package dependents
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -183,5 +186,38 @@ func TestInScopeBySelector(t *testing.T) {
 	}).Build()}
 	if in, err := failing.InScope(t.Context(), "selected"); in || err == nil {
 		t.Errorf("InScope on a failing cache = %v, %v; want an error", in, err)
+	}
+}
+
+// The index never compiles a pattern: a Deployment whose named-reload
+// values are 255 KiB of patterns (issue 33: 4.6 s an index call, so a
+// few tens of them held the cache sync past its timeout) indexes in
+// milliseconds, and a pattern, valid or not, indexes as "<Kind>/*".
+func TestIndexValuesCompileNothing(t *testing.T) {
+	var items []string
+	for i := range annotation.MaxItems {
+		items = append(items, fmt.Sprintf("(a{30}b{30}){30}%d-%s", i, strings.Repeat("b", 200)))
+	}
+	huge := strings.Join(items, ",")
+	huge += strings.Repeat(" ", 255<<10-len(huge))
+	ix := &Index{Keys: keys, SourceKinds: refs.Kinds()}
+	dep := deployment("shop", "hostile", map[string]string{
+		keys.ReloadKey(refs.ConfigMap): huge,
+		keys.ReloadKey(refs.Secret):    "db, app-(, " + strings.Repeat("x", annotation.MaxItemLen+1),
+	}, corev1.PodSpec{})
+	index := ix.indexValues(workload.Deployment)
+	start := time.Now()
+	got := index(dep)
+	// Generous for a shared machine: it was 4.6 s; the allocations below
+	// are the exact check.
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("indexing took %v", elapsed)
+	}
+	// Compiling one pattern alone allocates more than this.
+	if allocs := testing.AllocsPerRun(5, func() { index(dep) }); allocs > 60 {
+		t.Errorf("indexing allocates %v times", allocs)
+	}
+	if want := []string{"ConfigMap/*", "Secret/db", "Secret/*"}; !slices.Equal(got, want) {
+		t.Errorf("index values %v, want %v", got, want)
 	}
 }

@@ -56,6 +56,7 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.ReloadPolicy] = home{valid: reloadPolicy, namespace: true, strict: true}
 	h[k.RestartMethod] = home{valid: restartMethod, namespace: true}
 	h[k.MaxUnavailable] = home{valid: podCount, namespace: true}
+	h[k.ReloadOnKeys] = home{valid: reloadOnKeys}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -167,6 +168,15 @@ func onlyTrue(v string) string {
 }
 
 // duration checks a settle window or pause period.
+// reloadOnKeys checks a reload-on-keys value as the plan reads it, bounds
+// included: an invalid one means any data change reloads.
+func reloadOnKeys(v string) string {
+	if err := annotation.CheckKeySpec(v); err != nil {
+		return fmt.Sprintf("is invalid (%v), so any data change reloads", err)
+	}
+	return ""
+}
+
 func duration(v string) string {
 	if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 		return "is not a duration such as 30s or 5m, so Ripple ignores it"

@@ -1,0 +1,134 @@
+package annotation
+
+import (
+	"fmt"
+	"regexp/syntax"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// Every pattern form Reloader's users write passes the bounds (the
+// examples of upstream-behavior.md and of Reloader's own tests, and a
+// long but plain one), and each bound rejects what passes it.
+func TestMatcherBounds(t *testing.T) {
+	for _, item := range []string{
+		"app-config-.*", "app-secret-.*", "[a-z]+-cfg", `app\.v[0-9]`, "a|b",
+		"(frontend|backend)-(config|settings)-v[0-9]+", "^prefix-.*$", ".*",
+		strings.Repeat("x", MaxItemLen-2) + ".*", // the longest item, a pattern
+		strings.Repeat("a", MaxItemLen),          // the longest name
+		"[a-z0-9]{1,63}",                         // a bounded repeat
+	} {
+		if _, err := newMatcher(item); err != nil {
+			t.Errorf("newMatcher(%q): %v, want a valid item", item, err)
+		}
+	}
+	for _, tc := range []struct{ item, err string }{
+		{strings.Repeat("a", MaxItemLen+1), "254 bytes long, more than 253"},
+		{strings.Repeat("a", MaxItemLen-1) + ".*", "254 bytes long"},
+		{"(abc{30}){30}", "more than 1000 instructions"},
+		{"[a-z]{1000}", "more than 1000 instructions"},
+		{"(((a{5}){5}){5}){5}", "more than 1000 instructions"},
+		{"a{1001}", "invalid repeat count"},
+	} {
+		if _, err := newMatcher(tc.item); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("newMatcher(%.40q...): %v, want an error saying %q", tc.item, err, tc.err)
+		}
+	}
+}
+
+// The estimate never lets through a program over the bound that the
+// compiled count would reject (so the compiled count decides), and the
+// accepted ones compile within it.
+func TestEstimateCoversCompiledSize(t *testing.T) {
+	for _, item := range []string{"a", "app-.*", "(a|b|c)+d?", "[a-z]{1,63}", "x{5,10}y*", "(ab){0,100}", "(a{10}){10}", "a{3,}"} {
+		re, err := syntax.Parse("^(?:"+item+")$", syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := syntax.Compile(re.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est := estimate(re, 1<<30); est < len(prog.Inst) {
+			t.Errorf("estimate(%q) = %d, below the %d instructions compiled", item, est, len(prog.Inst))
+		}
+	}
+}
+
+// A value over MaxItems items is rejected whole, with a message naming the
+// annotation; MaxItems items are read.
+func TestParseItemBound(t *testing.T) {
+	keys := DefaultKeys("")
+	list := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf("cfg-%d-.*", i)
+		}
+		return strings.Join(items, ", ")
+	}
+	p := Parse(keys, refs.ConfigMap, map[string]string{cmReload: list(MaxItems)}, nil)
+	if len(p.Named) != MaxItems || len(p.Invalid) != 0 {
+		t.Errorf("%d items: %d named, invalid %v", MaxItems, len(p.Named), p.Invalid)
+	}
+	p = Parse(keys, refs.ConfigMap, map[string]string{cmReload: list(MaxItems + 1)}, nil)
+	if len(p.Named) != 0 || len(p.Invalid) != 1 || !strings.Contains(p.Invalid[0].Error(), `annotation "`+cmReload+`": 101 items, more than 100`) {
+		t.Errorf("%d items: %d named, invalid %v", MaxItems+1, len(p.Named), p.Invalid)
+	}
+	if names, pattern := Names(keys, refs.ConfigMap, map[string]string{cmReload: list(MaxItems + 1)}); names != nil || pattern {
+		t.Errorf("Names of a rejected value = %v, %v; want nothing", names, pattern)
+	}
+}
+
+// An overlong item is quoted cut in the message, so that a 255 KiB value
+// cannot make a 255 KiB Event.
+func TestParseInvalidItemMessageIsShort(t *testing.T) {
+	item := strings.Repeat("(", 200_000)
+	p := Parse(DefaultKeys(""), refs.ConfigMap, map[string]string{cmReload: item}, nil)
+	if len(p.Invalid) != 1 || len(p.Invalid[0].Error()) > 2*MaxItemLen || !strings.Contains(p.Invalid[0].Error(), "200000 bytes long") {
+		t.Errorf("invalid = %.400v", p.Invalid)
+	}
+}
+
+// The attack of issue 33: a 255 KiB value of patterns, and one of
+// patterns with huge compiled programs, parse in milliseconds and small
+// memory, where compiling them took seconds and gigabytes.
+func TestParseHostileValueIsCheap(t *testing.T) {
+	keys := DefaultKeys("")
+	// Distinct items, so that the first parse compiles each.
+	items := func(n int, format string) string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf(format, i)
+		}
+		return strings.Join(out, ",")
+	}
+	huge := map[string]string{
+		cmReload:          items(255<<10/16, "(a{30}b{30}){30}%d"),
+		secReload:         items(MaxItems, "(((x{5}){5}){5}){5}%d"),
+		keys.ReloadOnKeys: "app[" + items(MaxItems, "(k{30}j{30}){30}%d") + "]",
+	}
+	parse := func() {
+		Parse(keys, refs.ConfigMap, huge, nil)
+		Parse(keys, refs.Secret, huge, nil)
+		_, _ = ParseKeySpec(keys, huge, nil)
+	}
+	start := time.Now()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	parse()
+	runtime.ReadMemStats(&after)
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("a parse took %v", elapsed)
+	}
+	if bytes := after.TotalAlloc - before.TotalAlloc; bytes > 4<<20 {
+		t.Errorf("a parse allocated %d bytes, want under 4 MiB", bytes)
+	}
+	// Then each item is the cache's: the split and the messages are left.
+	if allocs := testing.AllocsPerRun(3, parse); allocs > 1000 {
+		t.Errorf("a parse allocates %v times once cached", allocs)
+	}
+}
