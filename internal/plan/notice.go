@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -341,10 +342,43 @@ func (pr Progress) Notice() (Notice, bool) {
 	return Notice{}, false
 }
 
-// warningNotices are the plan's warnings as InvalidAnnotation notices:
-// told on every plan, as the workload still carries them.
+// Bounds on the warnings one plan tells: an annotation written by anyone
+// who may edit a workload must not flood the cluster's Events (the shared
+// Event queue drops the oldest). explain still shows them all.
+const (
+	maxWarnings       = 5
+	maxWarningMessage = 1024
+)
+
+// warningNotices are the plan's distinct warnings as InvalidAnnotation
+// notices, at most maxWarnings of them and each cut at maxWarningMessage
+// bytes: told on every plan, as the workload still carries them.
 func warningNotices(p *Plan) {
+	seen := map[string]bool{}
+	told := 0
 	for _, w := range p.Warnings {
-		p.tell(notice(reason.InvalidAnnotation, nil, "%s", w))
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		if told++; told <= maxWarnings {
+			p.tell(notice(reason.InvalidAnnotation, nil, "%s", cut(w, maxWarningMessage)))
+		}
 	}
+	if more := told - maxWarnings; more > 0 {
+		p.tell(notice(reason.InvalidAnnotation, nil, "... and %d more invalid annotations: `ripple explain` lists them all", more))
+	}
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, saying so.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "... (cut)"
+	i := n - len(more)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + more
 }
