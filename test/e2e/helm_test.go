@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
@@ -112,7 +113,19 @@ func TestTemplateFirstThenConfigRollsTwice(t *testing.T) {
 	waitBaseline(t, cs, w, digest.ConfigMap(cm))
 
 	kubectl(t, "set", "image", "deployment/web", "web=registry.invalid/web:2", "-n", ns)
-	time.Sleep(5 * time.Second)
+	// The Deployment controller must have started the image's rollout
+	// before the config changes: a controller that has not yet seen the
+	// image change (a loaded cluster) starts one ReplicaSet for both
+	// template changes, and two rollouts cannot be counted by ReplicaSets.
+	began := time.Now()
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration >= d.Generation, nil
+	})
+	if err != nil {
+		t.Fatalf("the Deployment controller never observed the image change: %v", err)
+	}
+	time.Sleep(max(0, 5*time.Second-time.Since(began)))
 	kubectl(t, "patch", "configmap", configName, "-n", ns, "--type=merge", "-p", `{"data":{"VALUE":"v2"}}`)
 	cm, err = cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
 	if err != nil {
