@@ -275,7 +275,7 @@ func verdict(f Facts, r Report) (State, string, string) {
 		return Invalid, "InvalidAnnotation", "invalid annotation: " + f.Plan.Warnings[0]
 	}
 	for _, r := range []reason.Reason{reason.RolledBack, reason.ReloadSkipped} {
-		if n, ok := noticeOf(f.Plan, r); ok {
+		if n, ok := f.Plan.Notice(r); ok {
 			return UpToDate, recordReason(r), n.Message // as its Event says it
 		}
 	}

@@ -52,7 +52,7 @@ func reloadWindow(f Facts) *ReloadWindow {
 // the controller tells it (its ReloadDeferred notice).
 func windowWait(f Facts) (Wait, bool) {
 	d := f.Plan.Deferred
-	n, ok := noticeOf(f.Plan, reason.ReloadDeferred)
+	n, ok := f.Plan.Notice(reason.ReloadDeferred)
 	if d == nil || !ok {
 		return Wait{}, false
 	}
@@ -66,16 +66,6 @@ func windowWait(f Facts) (Wait, bool) {
 		w.Until = &next
 	}
 	return w, true
-}
-
-// noticeOf is p's notice of reason r, if it has one.
-func noticeOf(p plan.Plan, r reason.Reason) (plan.Notice, bool) {
-	for _, n := range p.Notices {
-		if n.Reason == r {
-			return n, true
-		}
-	}
-	return plan.Notice{}, false
 }
 
 // windowText is the reload window for people, e.g. `"Mon-Fri 02:00-04:00

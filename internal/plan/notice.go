@@ -57,6 +57,16 @@ func (p Plan) Untold(afterWrite bool) []Notice {
 	return out
 }
 
+// Notice is p's notice of reason r, if it has one.
+func (p Plan) Notice(r reason.Reason) (Notice, bool) {
+	for _, n := range p.Notices {
+		if n.Reason == r {
+			return n, true
+		}
+	}
+	return Notice{}, false
+}
+
 // Verdict is the first notice of p that says why the workload does not
 // roll now, or that it does: explain's verdict.
 func (p Plan) Verdict() (Notice, bool) {

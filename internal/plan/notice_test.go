@@ -133,35 +133,9 @@ func TestRevertAndHeldReadApart(t *testing.T) {
 		{reverted, `Reload reverted by "shop-operator" (update): the pod template no longer carries ConfigMap "app" cm3.`},
 		{p, `Reload held: Ripple rolled ConfigMap "app" 2 times and "shop-operator" (update) did not keep it.`},
 	} {
-		n, ok := noticeOf(tc.p, reason.ReloadReverted)
+		n, ok := tc.p.Notice(reason.ReloadReverted)
 		if !ok || n.Told || n.Alert != reason.Warning || !strings.HasPrefix(n.Message, tc.prefix) {
 			t.Errorf("notice %+v, want an untold warning starting %q", n, tc.prefix)
 		}
-	}
-}
-
-func noticeOf(p Plan, r reason.Reason) (Notice, bool) {
-	for _, n := range p.Notices {
-		if n.Reason == r {
-			return n, true
-		}
-	}
-	return Notice{}, false
-}
-
-// A plan tells each distinct warning once, at most maxWarnings of them,
-// each cut to maxWarningMessage bytes, and says how many more there are.
-func TestWarningsAreBounded(t *testing.T) {
-	p := Plan{Warnings: []string{"a", "a", strings.Repeat("é", 1000), "c", "d", "e", "f", "g"}}
-	warningNotices(&p)
-	var got []string
-	for _, n := range p.Notices {
-		if n.Reason != reason.InvalidAnnotation || len(n.Message) > maxWarningMessage {
-			t.Errorf("notice %s of %d bytes", n.Reason, len(n.Message))
-		}
-		got = append(got, n.Message)
-	}
-	if len(got) != maxWarnings+1 || got[0] != "a" || !strings.HasSuffix(got[1], "é... (cut)") || got[5] != "... and 2 more invalid annotations: `ripple explain` lists them all" {
-		t.Errorf("notices %q", got)
 	}
 }
