@@ -75,6 +75,14 @@ type Keys struct {
 	// RecreateRecord labels, and Replaces annotates, the ConfigMaps in which
 	// Ripple records a Job it is re-creating.
 	RecreateRecord, Replaces string
+	// Canary and CanaryBake are Ripple's own, on a config (or its
+	// Namespace): how many of the workloads a change rolls go first, and
+	// how long they must stay healthy before the rest roll. CanaryFirst
+	// marks a workload to be chosen first; CanaryResume is written on the
+	// config by `ripple resume`: the digest of a halted change to continue.
+	// CanaryRecord labels the ConfigMaps in which Ripple records a
+	// canaried change.
+	Canary, CanaryBake, CanaryFirst, CanaryResume, CanaryRecord string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -124,6 +132,12 @@ func DefaultKeys(prefix string) Keys {
 		PendingJob:     prefix + "/pending-job",
 		RecreateRecord: prefix + "/recreate-job",
 		Replaces:       prefix + "/replaces-uid",
+
+		Canary:       prefix + "/canary",
+		CanaryBake:   prefix + "/canary-bake",
+		CanaryFirst:  prefix + "/canary-first",
+		CanaryResume: prefix + "/canary-resume",
+		CanaryRecord: prefix + "/canary-record",
 	}
 }
 
@@ -140,6 +154,7 @@ func (k Keys) All() []string {
 		k.ReloadWindow, k.ReloadPolicy, k.Approval,
 		k.RestartMethod, k.MaxUnavailable, k.RestartedAt,
 		k.RecreateRecord, k.Replaces,
+		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord,
 	}
 }
 

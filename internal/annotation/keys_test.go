@@ -46,6 +46,8 @@ func TestDefaultKeys(t *testing.T) {
 			want.CronJobReload, want.PendingJob = tt.own+"/cronjob-reload", tt.own+"/pending-job"
 			want.ReloadWindow, want.ReloadPolicy, want.Approval = tt.own+"/reload-window", tt.own+"/reload-policy", tt.own+"/approval"
 			want.RecreateRecord, want.Replaces = tt.own+"/recreate-job", tt.own+"/replaces-uid"
+			want.Canary, want.CanaryBake, want.CanaryFirst = tt.own+"/canary", tt.own+"/canary-bake", tt.own+"/canary-first"
+			want.CanaryResume, want.CanaryRecord = tt.own+"/canary-resume", tt.own+"/canary-record"
 			want.RestartMethod, want.MaxUnavailable = tt.own+"/restart-method", tt.own+"/max-unavailable"
 			want.RestartedAt = tt.own + "/restarted-at"
 			if got := DefaultKeys(tt.prefix); got != want {

@@ -134,7 +134,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	return controller.Setup(ctx, mgr, controller.Options{
 		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
 		Kinds: kinds, Optional: optional,
-		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles,
+		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
 	})
 }
 

@@ -57,6 +57,9 @@ type ReloaderOptions struct {
 	// `ripple explain --pending` need them to see what waits.
 	ReloadPolicy  string `json:"reloadPolicy"`
 	RestartMethod string `json:"restartMethod"`
+	// Canary and CanaryBake are the cluster-wide canary of config changes.
+	Canary     string `json:"canary"`
+	CanaryBake string `json:"canaryBake"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -105,6 +108,8 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		NamespaceDefaults:                  o.NamespaceDefaults,
 		ReloadPolicy:                       o.ReloadPolicy,
 		RestartMethod:                      o.RestartMethod,
+		Canary:                             o.Canary,
+		CanaryBake:                         o.CanaryBake.String(),
 		DryRun:                             o.DryRun,
 		ShardCount:                         o.ShardCount,
 	}

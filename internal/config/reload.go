@@ -46,6 +46,10 @@ type ReloadFlags struct {
 	// NamespaceDefaults reads those annotations on Namespaces too, from a
 	// metadata-only cache of Namespaces (a cluster-wide read).
 	NamespaceDefaults bool
+	// Canary and CanaryBake are the cluster defaults of the canary and
+	// canary-bake annotations of configs (docs/canary.md).
+	Canary     string
+	CanaryBake time.Duration
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -81,6 +85,7 @@ func defaultReloadOptions() ReloadOptions {
 		// in about ten settle windows, and 10s of quiet is longer than the
 		// 6s between changes of a config flapping at just the trip rate.
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
+		CanaryBake: plan.DefaultCanaryBake,
 	}}
 }
 
@@ -107,7 +112,9 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReloadWindow, "reload-window", o.ReloadWindow, `Default reload window of every workload: a change outside it is deferred to its next opening (a ReloadDeferred event), e.g. "Mon-Fri 02:00-04:00 Europe/Berlin"; several windows separated by ";". Empty or "always" means no window. A workload or its Namespace overrides it with the <annotation-prefix>/reload-window annotation.`)
 	fs.StringVar(&o.ReloadPolicy, "reload-policy", o.ReloadPolicy, `Default reload policy of every workload: "auto" (roll, as Reloader does), "manual" (wait for "ripple approve", a ReloadPending event) or "notify" (never roll, a WouldReload event). Empty means auto. A workload or its Namespace overrides it with the <annotation-prefix>/reload-policy annotation.`)
-	fs.BoolVar(&o.NamespaceDefaults, "namespace-defaults", o.NamespaceDefaults, `Also read the <annotation-prefix>/reload-window and reload-policy annotations on Namespaces, as the default of their workloads. Ripple then caches Namespaces (metadata only), which needs get, list and watch on namespaces cluster-wide; off, Namespaces' annotations are ignored.`)
+	fs.StringVar(&o.Canary, "canary", o.Canary, `Default canary of every config change: how many of the workloads a change rolls go first ("1", or a percentage such as "10%"); the others roll once they completed their rollout and stayed healthy for --canary-bake, and a canary that stalls or turns unhealthy halts the change (a RolloutHalted event). Empty or "0" means none (Reloader's behaviour). A config or its Namespace overrides it with the <annotation-prefix>/canary annotation. See docs/canary.md.`)
+	fs.DurationVar(&o.CanaryBake, "canary-bake", o.CanaryBake, "How long the canaries of a change must stay healthy after their rollout before the other workloads roll it (0s to 24h). A config or its Namespace overrides it with the <annotation-prefix>/canary-bake annotation.")
+	fs.BoolVar(&o.NamespaceDefaults, "namespace-defaults", o.NamespaceDefaults, `Also read the <annotation-prefix>/reload-window, reload-policy, canary and canary-bake annotations on Namespaces, as the default of their workloads and configs. Ripple then caches Namespaces (metadata only), which needs get, list and watch on namespaces cluster-wide; off, Namespaces' annotations are ignored.`)
 }
 
 func (o *ReloadOptions) validatePolicy(errs *problems) {
@@ -117,6 +124,25 @@ func (o *ReloadOptions) validatePolicy(errs *problems) {
 	if _, err := window.Parse(o.ReloadWindow); err != nil {
 		errs.bad("reload-window", "%q: %v", o.ReloadWindow, err)
 	}
+	if _, err := o.canary(); err != nil {
+		errs.bad("canary", "%v", err)
+	}
+	if _, err := plan.ParseCanaryBake(o.CanaryBake.String()); err != nil {
+		errs.bad("canary-bake", "%v", err)
+	}
+}
+
+// canary is --canary and --canary-bake, parsed.
+func (o ReloadFlags) canary() (plan.CanarySpec, error) {
+	var c plan.CanarySpec
+	if strings.TrimSpace(o.Canary) != "" {
+		var err error
+		if c, err = plan.ParseCanary(o.Canary); err != nil {
+			return c, err
+		}
+	}
+	c.Bake = o.CanaryBake
+	return c, nil
 }
 
 // bindBreakerFlags registers the storm breaker's flags.

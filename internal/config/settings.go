@@ -12,6 +12,7 @@ import (
 // explain decides as the controller does.
 func (c Config) PlanSettings(started time.Time) plan.Settings {
 	r := c.Reload
+	canary, _ := r.canary() // validated
 	return plan.Settings{
 		Keys: r.Keys, Strategy: r.Strategy, SourceKinds: r.Kinds, AutoReloadAll: r.AutoReloadAll,
 		ReloadOnCreate: r.ReloadOnCreate, ReloadOnDelete: r.ReloadOnDelete, SyncAfterRestart: r.SyncAfterRestart,
@@ -22,6 +23,6 @@ func (c Config) PlanSettings(started time.Time) plan.Settings {
 		},
 		Started: started, DryRun: r.DryRun,
 		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
-		RestartMethod: c.RestartMethod,
+		RestartMethod: c.RestartMethod, Canary: canary,
 	}
 }

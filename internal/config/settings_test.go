@@ -27,7 +27,7 @@ func TestPlanSettings(t *testing.T) {
 		SettleWindow: 3 * time.Second, MinRolloutInterval: 5 * time.Minute,
 		Flap:     plan.Flap{Threshold: 4, Window: 2 * time.Minute, Quiet: 20 * time.Second},
 		Rollouts: plan.RolloutLimits{Max: 7, MaxPerNamespace: 2, Timeout: time.Minute},
-		Started:  started, RestartMethod: "evict",
+		Started:  started, RestartMethod: "evict", Canary: plan.CanarySpec{Bake: plan.DefaultCanaryBake},
 	}
 	if s.Strategy.Name() != "annotations" || len(s.SourceKinds) != 1 || s.SourceKinds[0] != refs.ConfigMap {
 		t.Fatalf("strategy %s, kinds %v; want annotations, [ConfigMap]", s.Strategy.Name(), s.SourceKinds)

@@ -19,6 +19,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/gather"
@@ -60,6 +62,8 @@ type Deps struct {
 	// Pods reads the pods of a workload whose reload restarts them, around
 	// the cache: Ripple watches no pods (docs/restart-methods.md).
 	Pods client.Reader
+	// Canaries keeps the canaried changes (canary.go).
+	Canaries *Canaries
 }
 
 // Reconciler reconciles one workload kind.
@@ -70,6 +74,21 @@ type Reconciler struct {
 	// rollout Ripple just started; nil for kinds whose rollout is the
 	// write itself.
 	follow func(types.NamespacedName)
+	// queue is the controller's work queue once it started.
+	queue atomic.Pointer[queue]
+}
+
+// start keeps the controller's work queue once it starts.
+func (r *Reconciler) start(_ context.Context, q queue) error {
+	r.queue.Store(&q)
+	return nil
+}
+
+// enqueue queues the workload named n, as a change does.
+func (r *Reconciler) enqueue(n types.NamespacedName) {
+	if q := r.queue.Load(); q != nil {
+		addChange(*q, reconcile.Request{NamespacedName: n}, 0)
+	}
 }
 
 // key is the store's key of the workload named n.
@@ -121,6 +140,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, in plan.Input) (ctrl.Result, outcome, error) {
 	in.Memory, in.Now = r.Memory.Load(key), r.Clock.Now()
 	p := plan.For(in)
+	if len(p.CanaryAsks) > 0 {
+		var err error
+		if in.Canaries, err = r.Canaries.For(ctx, key, p.CanaryAsks); err != nil {
+			return ctrl.Result{}, outcome{}, err
+		}
+		p = plan.For(in)
+	}
+	r.Canaries.applied(ctx, key, in, p, false)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
 	if p.Wait > 0 {
@@ -139,6 +166,9 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
 	res, err := r.write(ctx, key, obj, p)
+	if err == nil && p.Reloads() && res.Skipped == "" {
+		r.Canaries.applied(ctx, key, in, p, true)
+	}
 	return r.report(ctx, obj, p, res, err)
 }
 

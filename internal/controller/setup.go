@@ -47,6 +47,8 @@ type Options struct {
 	Namespaces []string
 	// Workers is how many workloads of one kind are reconciled at once.
 	Workers int
+	// Namespace is Ripple's own, where it keeps its canary records.
+	Namespace string
 }
 
 // Setup registers the indexes and the controller of every workload kind,
@@ -61,6 +63,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		d.Priors = &rsource.Priors{}
 	}
 	d.Pods = mgr.GetAPIReader()
+	d.Canaries = &Canaries{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}
+	d.Canaries.deps = &d
 	var err error
 	if d.Recorder, err = newRecorder(ctx, mgr); err != nil {
 		return err
@@ -74,7 +78,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return err
 		}
 	}
-	for _, r := range []interface{ Start(context.Context) error }{m.NewEventCounter(mgr.GetCache(), watched), metrics.LeaderGauge{Metrics: m}, s.counter} {
+	for _, r := range []interface{ Start(context.Context) error }{m.NewEventCounter(mgr.GetCache(), watched), metrics.LeaderGauge{Metrics: m}, s.counter, d.Canaries} {
 		if err := mgr.Add(r); err != nil {
 			return err
 		}
@@ -123,6 +127,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 		Named(kind.Name()).
 		For(kind.New(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Func(r.start)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: s.o.Workers, NewQueue: s.newQueue})
 	for _, sk := range rsource.Watched(s.deps.Settings.SourceKinds) {
 		b = b.Watches(rsource.Object(sk), r.sourceHandler(sk),
@@ -156,6 +161,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reconcilers = append(s.reconcilers, r)
+	s.deps.Canaries.register(r)
 	s.controllers = append(s.controllers, c)
 	if s.deps.Rotations.Served() {
 		return s.watchCSI(r, c)

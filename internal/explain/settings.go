@@ -78,6 +78,8 @@ var metaFlags = []struct {
 	{"namespaceDefaults", "namespace-defaults", false},
 	{"reloadPolicy", "reload-policy", false},
 	{"restartMethod", "restart-method", false},
+	{"canary", "canary", true},
+	{"canaryBake", "canary-bake", true},
 	{"annotationPrefix", "annotation-prefix", false},
 	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},

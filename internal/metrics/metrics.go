@@ -66,6 +66,7 @@ type safety struct {
 	deferred           prometheus.Gauge
 	holds              *prometheus.CounterVec
 	reverted           *prometheus.CounterVec
+	changesHalted      *prometheus.CounterVec
 }
 
 func newSafety() safety {
@@ -82,11 +83,13 @@ func newSafety() safety {
 		holds:              counterVec("ripple_reload_holds_total", "Holds the flap breaker began, by workload kind.", "kind"),
 		reverted: counterVec("ripple_reloads_reverted_total",
 			"Reloads another manager undid (ReloadReverted events), and rollouts held after being undone twice, by workload kind.", "kind"),
+		changesHalted: counterVec("ripple_changes_halted_total",
+			"Canaried config changes a canary halted (RolloutHalted events on the config), by config kind.", "kind"),
 	}
 }
 
 func (s safety) safetyCollectors() []prometheus.Collector {
-	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.deferred, s.holds, s.reverted}
+	return []prometheus.Collector{s.rolloutDuration, s.rolloutsStalled, s.rolloutsInProgress, s.rolloutsWaiting, s.held, s.deferred, s.holds, s.reverted, s.changesHalted}
 }
 
 // New registers the metrics on reg. byNamespace adds Reloader's
@@ -294,6 +297,10 @@ func (m *Metrics) HoldBegan(kind string) {
 	m.holds.WithLabelValues(kind).Inc()
 	m.held.Inc()
 }
+
+// Halted counts a canaried change of a config of kind that a canary
+// halted.
+func (m *Metrics) Halted(kind string) { m.changesHalted.WithLabelValues(kind).Inc() }
 
 // Reverted counts a reload another manager undid, or a rollout held
 // after it was undone (ReloadReverted).

@@ -56,6 +56,8 @@ type Memory struct {
 	// Template is the pod template as Ripple last saw it, and when it saw
 	// someone else change it (template.go).
 	Template TemplateSeen
+	// Canary are the canary notices told of the workload (canary.go).
+	Canary string
 }
 
 // IsZero reports whether m remembers nothing: the store then drops it.
@@ -63,7 +65,7 @@ func (m Memory) IsZero() bool {
 	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
 		m.Deferred == "" && m.Awaiting == (AwaitingState{}) &&
 		m.OnTemplate == "" && m.RevertSeen == "" && m.Held == "" && m.Tries == 0 &&
-		m.Template == (TemplateSeen{})
+		m.Template == (TemplateSeen{}) && m.Canary == ""
 }
 
 // Notice is the memory after a source event that may change the workload
@@ -78,6 +80,7 @@ func (m Memory) Notice(t time.Time) Memory {
 func (m Memory) Planned(p Plan) Memory {
 	m.Pending, m.Storm, m.Template = p.Pending, p.Storm, p.Template
 	m.Deferred = deferredAfter(m.Deferred, p)
+	m.Canary = canaryTold(p)
 	if p.Wait <= 0 {
 		// a plan that waits never reached the policy gate
 		m.Awaiting = p.awaiting()

@@ -63,6 +63,9 @@ type Settings struct {
 	// RestartMethod is the default restart method (--restart-method),
 	// parsed: a workload or its Namespace overrides it (RestartOf).
 	RestartMethod string
+	// Canary is how changes are canaried by default (--canary,
+	// --canary-bake): a config or its Namespace overrides it (CanaryOf).
+	Canary CanarySpec
 	// NamespaceDefaults makes gather read the workload's Namespace's
 	// annotations (Workload.NamespaceAnnotations), with --namespace-defaults.
 	NamespaceDefaults bool
@@ -159,7 +162,11 @@ type Input struct {
 	// settle schedule (Pending), storm-breaker state (Storm) and the pod
 	// template it last saw (Template).
 	Memory
-	Now time.Time
+	// Canaries are the canaried changes of the workload's configs, as the
+	// controller keeps them (canary.go); a change missing here is asked
+	// for (Plan.CanaryAsks).
+	Canaries map[refs.Ref]Canary
+	Now      time.Time
 }
 
 // State says what a source means for the workload:
@@ -285,6 +292,9 @@ type Plan struct {
 	PolicyFrom string
 	Awaiting   *Awaiting
 	Approving  *Approving
+	// CanaryAsks are the canaried changes whose state the input lacks: the
+	// plan holds the workload until the controller plans again with them.
+	CanaryAsks []CanaryAsk
 	// Notices are what the plan decided to tell, in the order of the
 	// stages that decided them (notice.go).
 	Notices []Notice
@@ -345,6 +355,7 @@ func stages() []stage {
 		{"storm", (*planning).storm},       // flap breaker and minimum rollout interval: wait
 		{"template", (*planning).template}, // a pod template changed after the configs applied them
 		{"approval", (*planning).approval}, // the manual policy: only approved changes go on
+		{"canary", (*planning).canary},     // a canaried change: its canaries first, the rest once they baked
 		{"window", (*planning).window},     // the reload window: defer
 		{"notify", (*planning).notify},     // --dry-run and the notify policy: tell, roll nothing
 		{"write", (*planning).write},       // the one write, or a hold after MaxAttempts rollouts

@@ -37,6 +37,9 @@ const (
 	ReloadReverted     Reason = "ReloadReverted"
 	SettleWindow       Reason = "SettleWindow"
 	Paused             Reason = "Paused"
+	WaitingForCanary   Reason = "WaitingForCanary"
+	RolloutHalted      Reason = "RolloutHalted"
+	CanaryPassed       Reason = "CanaryPassed"
 )
 
 // Level is how an alert of a reason reads: a rollout (Good), something
@@ -115,6 +118,12 @@ func All() []Info {
 			When: "Not an Event: `ripple explain` says a change waits for the settle window to close (--settle-window)."},
 		{Reason: Paused, NotRolled: true,
 			When: "Not an Event: `ripple explain` says Ripple paused the workload (pause-period) and resumes it later."},
+		{Reason: WaitingForCanary, Event: true, Log: "waiting for the canary of a change", NotRolled: true,
+			When: "A canaried change (ripple.dev/canary) rolls its canaries first: the workload waits until they rolled and stayed healthy for the bake; once per change, naming the canaries (docs/canary.md)."},
+		{Reason: RolloutHalted, Event: true, Warning: true, Log: "change halted by its canary", Alert: Danger, NotRolled: true,
+			When: "A canary of a canaried change stalled or turned unhealthy during the bake: no other workload rolls the change until the config changes again or `ripple resume` continues it. On the config (with the alert) and on each held workload (docs/canary.md)."},
+		{Reason: CanaryPassed, Event: true, Log: "canary passed",
+			When: "On the config: the canaries of a change rolled and stayed healthy for the bake (or `ripple resume` continued a halted change); the other workloads roll it (docs/canary.md)."},
 	}
 }
 

@@ -1,0 +1,406 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// A canaried change: a config marked with the canary annotation (or its
+// Namespace, or --canary) changes; of the workloads the change rolls, the
+// canaries roll first (Canary.Members, chosen by StartCanary), and the
+// others wait until every canary's rollout completed and stayed healthy
+// for the bake time. A canary that stalls or turns unhealthy halts the
+// change: nothing else of it rolls until the config changes again or an
+// operator resumes it.
+//
+//	Rolling ──every canary complete──> Baking ──healthy for the bake──> Passed
+//	   │                                  │
+//	   └──stalled, timed out──> Halted <──┘ unhealthy
+//	                              └──resumed──> Passed
+//
+// The controller keeps a Canary per config (its records survive restarts)
+// and drives it with Applied, Check and Resume; the canary stage of For
+// reads it.
+
+// DefaultCanaryBake is the bake time when none is set.
+const DefaultCanaryBake = 30 * time.Second
+
+// maxCanaryBake bounds the bake an annotation may ask for.
+const maxCanaryBake = 24 * time.Hour
+
+// CanarySpec is how a change of a config is canaried: Count workloads, or
+// Percent of them (rounded up), roll first and stay healthy for Bake.
+type CanarySpec struct {
+	Count, Percent int
+	Bake           time.Duration
+}
+
+// On reports whether changes are canaried.
+func (c CanarySpec) On() bool { return c.Count > 0 || c.Percent > 0 }
+
+// Of is how many of n workloads are canaries: at least one, at most n.
+func (c CanarySpec) Of(n int) int {
+	k := c.Count
+	if c.Percent > 0 {
+		k = int(math.Ceil(float64(n) * float64(c.Percent) / 100))
+	}
+	return min(max(k, 1), n)
+}
+
+// ParseCanary reads a canary value: a whole number of workloads ("1"; "0"
+// is none) or a percentage of them ("10%", 1 to 100).
+func ParseCanary(v string) (CanarySpec, error) {
+	s := strings.TrimSpace(v)
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 100 {
+			return CanarySpec{}, fmt.Errorf("%q is not a percentage from 1%% to 100%%", v)
+		}
+		return CanarySpec{Percent: n}, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return CanarySpec{}, fmt.Errorf("%q is not a number of workloads (such as 1) or a percentage (such as 10%%)", v)
+	}
+	return CanarySpec{Count: n}, nil
+}
+
+// ParseCanaryBake reads a bake time: a duration from 0 to 24h.
+func ParseCanaryBake(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 || d > maxCanaryBake {
+		return 0, fmt.Errorf("%q is not a duration from 0s to 24h", v)
+	}
+	return d, nil
+}
+
+// CanaryOf resolves how a change of src is canaried: the config's canary
+// annotations, else its Namespace's (ns, read with --namespace-defaults),
+// else --canary and --canary-bake. An invalid value is a problem naming
+// the annotation, and the next level applies.
+func CanaryOf(src Source, ns map[string]string, s Settings) (CanarySpec, []string) {
+	var problems []string
+	spec, bake := s.Canary, s.Canary.Bake
+	for _, level := range []struct {
+		where string
+		ann   map[string]string
+	}{{" on the namespace", ns}, {" on " + src.Ref.String(), src.Annotations}} {
+		if v, ok := level.ann[s.Keys.Canary]; ok {
+			c, err := ParseCanary(v)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("annotation %q%s: %v; using %s", s.Keys.Canary, level.where, err, canaryText(spec)))
+			} else {
+				spec.Count, spec.Percent = c.Count, c.Percent
+			}
+		}
+		if v, ok := level.ann[s.Keys.CanaryBake]; ok {
+			d, err := ParseCanaryBake(v)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("annotation %q%s: %v; using %s", s.Keys.CanaryBake, level.where, err, bake))
+			} else {
+				bake = d
+			}
+		}
+	}
+	spec.Bake = bake
+	return spec, problems
+}
+
+func canaryText(c CanarySpec) string {
+	switch {
+	case c.Percent > 0:
+		return strconv.Itoa(c.Percent) + "%"
+	case c.Count > 0:
+		return strconv.Itoa(c.Count)
+	}
+	return "no canary"
+}
+
+// CanaryPhase is where a canaried change stands.
+type CanaryPhase string
+
+// The phases of a canaried change.
+const (
+	CanaryRolling = CanaryPhase("Rolling")
+	CanaryBaking  = CanaryPhase("Baking")
+	CanaryPassed  = CanaryPhase("Passed")
+	CanaryHalted  = CanaryPhase("Halted")
+)
+
+// CanaryMember is one canary of a change, and when Ripple saw it apply
+// the change (zero: not yet).
+type CanaryMember struct {
+	Ref     workload.Ref `json:"ref"`
+	Applied time.Time    `json:"applied,omitzero"`
+}
+
+// Canary is a canaried change of one config: which data (Digest), its
+// canaries, its phase since when, and why it halted.
+type Canary struct {
+	Namespace string        `json:"namespace"`
+	Config    refs.Ref      `json:"config"`
+	Digest    string        `json:"digest"`
+	Members   []CanaryMember `json:"canaries"`
+	Bake      time.Duration `json:"bake"`
+	Phase     CanaryPhase   `json:"phase"`
+	Since     time.Time     `json:"since"`
+	Why       string        `json:"why,omitempty"`
+	// Resumed is set on a halted change an operator continued.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// CanaryCandidate is a workload the change would roll, and whether it is
+// marked to go first (the canary-first annotation).
+type CanaryCandidate struct {
+	Ref   workload.Ref
+	First bool
+}
+
+// CanaryAsk is a canaried change the plan needs the state of: the
+// controller starts or reads it (StartCanary) and plans again.
+type CanaryAsk struct {
+	Config refs.Ref
+	Digest string
+	Spec   CanarySpec
+}
+
+// StartCanary is a canaried change of config in ns to the data digest,
+// seen at now, among the workloads it rolls: the canaries are the first
+// spec.Of(n) of them, those marked canary-first first, then by name and
+// kind. With no workload to roll, it has passed.
+func StartCanary(ns string, ask CanaryAsk, cands []CanaryCandidate, now time.Time) Canary {
+	c := Canary{Namespace: ns, Config: ask.Config, Digest: ask.Digest, Bake: ask.Spec.Bake, Phase: CanaryRolling, Since: now}
+	if len(cands) == 0 {
+		c.Phase = CanaryPassed
+		return c
+	}
+	cands = slices.Clone(cands)
+	slices.SortFunc(cands, func(a, b CanaryCandidate) int {
+		if a.First != b.First {
+			if a.First {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.Ref.Name, b.Ref.Name), cmp.Compare(a.Ref.Kind, b.Ref.Kind))
+	})
+	for _, w := range cands[:ask.Spec.Of(len(cands))] {
+		c.Members = append(c.Members, CanaryMember{Ref: w.Ref})
+	}
+	return c
+}
+
+// IsCanary reports whether k is one of c's canaries.
+func (c Canary) IsCanary(k workload.Ref) bool {
+	return slices.ContainsFunc(c.Members, func(m CanaryMember) bool { return m.Ref == k })
+}
+
+// Active reports whether c still holds workloads back or may: it rolls,
+// bakes or halted.
+func (c Canary) Active() bool { return c.Phase != CanaryPassed && c.Phase != "" }
+
+// BakeUntil is when the bake of a baking change ends.
+func (c Canary) BakeUntil() time.Time { return c.Since.Add(c.Bake) }
+
+// Applied is c after canary k was seen applying the change at t; changed
+// reports whether it recorded something new.
+func (c Canary) Applied(k workload.Ref, t time.Time) (Canary, bool) {
+	i := slices.IndexFunc(c.Members, func(m CanaryMember) bool { return m.Ref == k })
+	if i < 0 || !c.Members[i].Applied.IsZero() || c.Phase != CanaryRolling {
+		return c, false
+	}
+	c.Members = slices.Clone(c.Members)
+	c.Members[i].Applied = t
+	return c, true
+}
+
+// Check is c after the canaries' rollouts were read at now (health, by
+// canary; a canary missing from it is still progressing): a canary that
+// stalled, or took longer than timeout (0: no limit), halts a rolling
+// change; every canary complete starts the bake; a canary that is not
+// complete during the bake halts it; a bake that ends healthy passes.
+// changed reports a new phase.
+func (c Canary) Check(health map[workload.Ref]rollout.Status, timeout time.Duration, now time.Time) (Canary, bool) {
+	switch c.Phase {
+	case CanaryRolling:
+		all := true
+		for _, m := range c.Members {
+			st, ok := health[m.Ref]
+			switch {
+			case m.Applied.IsZero() || !ok:
+				all = false
+			case st.State == rollout.Stalled:
+				return c.halt(now, "%s %q stalled: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
+			case st.State != rollout.Complete && timeout > 0 && now.Sub(m.Applied) > timeout:
+				return c.halt(now, "%s %q did not complete its rollout within %s (--rollout-timeout): %s", m.Ref.Kind, m.Ref.Name, timeout, st.Reason), true
+			case st.State != rollout.Complete:
+				all = false
+			}
+		}
+		if all {
+			c.Phase, c.Since = CanaryBaking, now
+			return c, true
+		}
+	case CanaryBaking:
+		for _, m := range c.Members {
+			if st, ok := health[m.Ref]; ok && st.State != rollout.Complete {
+				return c.halt(now, "%s %q turned unhealthy during the bake: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
+			}
+		}
+		if !now.Before(c.BakeUntil()) {
+			c.Phase, c.Since = CanaryPassed, now
+			return c, true
+		}
+	}
+	return c, false
+}
+
+func (c Canary) halt(now time.Time, format string, args ...any) Canary {
+	c.Phase, c.Since, c.Why = CanaryHalted, now, fmt.Sprintf(format, args...)
+	return c
+}
+
+// Resume is a halted c continued by an operator at now: the rest roll.
+func (c Canary) Resume(now time.Time) (Canary, bool) {
+	if c.Phase != CanaryHalted {
+		return c, false
+	}
+	c.Phase, c.Since, c.Resumed = CanaryPassed, now, true
+	return c, true
+}
+
+// Resumes reports whether value, the canary-resume annotation of the
+// config, continues c: it names c's data by its digest (ShortDigest or
+// whole), so that an old resume never continues a later change.
+func (c Canary) Resumes(value string) bool {
+	v := strings.TrimSpace(value)
+	return c.Phase == CanaryHalted && v != "" && (v == c.Digest || v == ShortDigest(c.Digest))
+}
+
+// IsCanaryFirst reports whether the workload's annotations mark it to be
+// chosen as a canary first.
+func IsCanaryFirst(annotations map[string]string, keys annotation.Keys) bool {
+	return annotation.IsTrue(annotations[keys.CanaryFirst])
+}
+
+// canary holds the workload back while a canaried change of its configs
+// waits for its canaries (it is not one of them) or halted. A change whose
+// state the input lacks is asked for (Plan.CanaryAsks) and held: the
+// controller plans again with it. --dry-run and the notify policy roll
+// nothing, so they wait for no canary.
+func (pl *planning) canary() bool {
+	in, p := pl.in, &pl.p
+	if in.DryRun || p.Policy == Notify {
+		return false
+	}
+	self := workload.Ref{Kind: in.Workload.Kind, Namespace: in.Workload.Namespace, Name: in.Workload.Name}
+	held := false
+	for _, ch := range p.Changes {
+		i := slices.IndexFunc(in.Sources, func(s Source) bool { return s.Ref == ch.Ref })
+		if ch.Deleted || i < 0 {
+			continue
+		}
+		src := in.Sources[i]
+		spec, problems := CanaryOf(src, in.Workload.NamespaceAnnotations, in.Settings)
+		p.Warnings = append(p.Warnings, problems...)
+		if !spec.On() {
+			continue
+		}
+		c, known := in.Canaries[ch.Ref]
+		switch {
+		case !known || c.Digest != src.Digest:
+			p.CanaryAsks = append(p.CanaryAsks, CanaryAsk{Config: ch.Ref, Digest: src.Digest, Spec: spec})
+		case c.Phase == CanaryPassed, c.Phase != CanaryHalted && c.IsCanary(self):
+			continue
+		default:
+			p.tell(canaryNotice(c, in.Memory.Canary))
+		}
+		held = true
+	}
+	return held
+}
+
+// canaryNotice tells why a workload waits for change c: its canaries roll
+// or bake, or it halted. The held workloads send no alert: the config's
+// own RolloutHalted does, once.
+func canaryNotice(c Canary, told string) Notice {
+	what := fmt.Sprintf("%s %q %s", c.Config.Kind, c.Config.Name, ShortDigest(c.Digest))
+	var n Notice
+	if c.Phase == CanaryHalted {
+		n = notice(reason.RolloutHalted, []refs.Ref{c.Config}, "Reload halted: the change of %s failed on its canary: %s; no other workload rolls it. "+
+			"Change the config again (the fix), or continue with `ripple resume %s/%s -n %s`",
+			what, c.Why, strings.ToLower(string(c.Config.Kind)), c.Config.Name, c.Namespace)
+		n.Alert = reason.None
+	} else {
+		n = notice(reason.WaitingForCanary, []refs.Ref{c.Config}, "Reload for %s waits for its canary %s: %s",
+			what, memberNames(c.Members), CanaryStage(c))
+	}
+	n.Once = string(n.Reason) + "/" + c.Config.String() + "=" + c.Digest
+	n.Told = slices.Contains(strings.Split(told, ";"), n.Once)
+	return n
+}
+
+// CanaryStage says where a change waiting for its canaries stands, e.g.
+// "baking until 10:31:05Z".
+func CanaryStage(c Canary) string {
+	switch c.Phase {
+	case CanaryBaking:
+		return "baking until " + c.BakeUntil().UTC().Format(time.RFC3339)
+	case CanaryHalted:
+		return "halted: " + c.Why
+	case CanaryPassed:
+		return "passed"
+	}
+	return "rolling since " + c.Since.UTC().Format(time.RFC3339)
+}
+
+func memberNames(ms []CanaryMember) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = fmt.Sprintf("%s %q", m.Ref.Kind, m.Ref.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// canaryTold is what the memory keeps of p's canary notices, so that each
+// is told once.
+func canaryTold(p Plan) string {
+	var once []string
+	for _, n := range p.Notices {
+		if n.Reason == reason.WaitingForCanary || n.Reason == reason.RolloutHalted {
+			once = append(once, n.Once)
+		}
+	}
+	return strings.Join(once, ";")
+}
+
+// CanaryOutcome is the notice on the config of a change that halted or
+// passed (waiting workloads hold it); false for another phase. The
+// config's RolloutHalted alerts, once for the whole change.
+func CanaryOutcome(c Canary, waiting int) (Notice, bool) {
+	what := fmt.Sprintf("%s %q", c.Config.Kind, c.Config.Name)
+	switch {
+	case c.Phase == CanaryHalted:
+		return notice(reason.RolloutHalted, []refs.Ref{c.Config},
+			"Change %s of %s halted by its canary: %s; %d other workloads hold it. Change the config again (the fix), or continue with `ripple resume %s/%s -n %s`",
+			ShortDigest(c.Digest), what, c.Why, waiting, strings.ToLower(string(c.Config.Kind)), c.Config.Name, c.Namespace), true
+	case c.Phase == CanaryPassed && c.Resumed:
+		return notice(reason.CanaryPassed, []refs.Ref{c.Config}, "Change %s of %s continued after its halt (ripple resume): the other workloads roll it",
+			ShortDigest(c.Digest), what), true
+	case c.Phase == CanaryPassed:
+		return notice(reason.CanaryPassed, []refs.Ref{c.Config}, "Change %s of %s passed its canary %s (healthy for %s): the other workloads roll it",
+			ShortDigest(c.Digest), what, memberNames(c.Members), c.Bake), true
+	}
+	return Notice{}, false
+}
