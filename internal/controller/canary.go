@@ -22,8 +22,8 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
-	"github.com/ripple-dev/ripple/internal/strategy"
 	rsource "github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 

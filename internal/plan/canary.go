@@ -148,14 +148,14 @@ type CanaryMember struct {
 // Canary is a canaried change of one config: which data (Digest), its
 // canaries, its phase since when, and why it halted.
 type Canary struct {
-	Namespace string        `json:"namespace"`
-	Config    refs.Ref      `json:"config"`
-	Digest    string        `json:"digest"`
+	Namespace string         `json:"namespace"`
+	Config    refs.Ref       `json:"config"`
+	Digest    string         `json:"digest"`
 	Members   []CanaryMember `json:"canaries"`
-	Bake      time.Duration `json:"bake"`
-	Phase     CanaryPhase   `json:"phase"`
-	Since     time.Time     `json:"since"`
-	Why       string        `json:"why,omitempty"`
+	Bake      time.Duration  `json:"bake"`
+	Phase     CanaryPhase    `json:"phase"`
+	Since     time.Time      `json:"since"`
+	Why       string         `json:"why,omitempty"`
 	// Resumed is set on a halted change an operator continued.
 	Resumed bool `json:"resumed,omitempty"`
 }
