@@ -6,6 +6,7 @@
 //	ripple explain <kind>/<name>   say why a workload reloads or not
 //	ripple history <kind>/<name>   the configs each revision was built for
 //	ripple approve <kind>/<name>   approve the reload a manual workload waits for
+//	ripple resume configmap/<name> continue a canaried change its canary halted
 //	ripple version                 print the version
 //	ripple help                    list the commands
 //
@@ -91,6 +92,8 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			return runHistory(ctx, name, args[1:], stdout, stderr, time.Now)
 		case "approve":
 			return runApprove(ctx, name, args[1:], stdout, stderr, time.Now)
+		case "resume":
+			return runResume(ctx, name, args[1:], stdout, stderr)
 		case "help":
 			commandsUsage(stdout, name)
 			return 0
@@ -106,7 +109,7 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 }
 
 // commandNames are the commands, as errors list them.
-const commandNames = "explain, history, approve, version, help"
+const commandNames = "explain, history, approve, resume, version, help"
 
 // unknownCommand says that arg is no command, and which to use instead.
 func unknownCommand(name, arg string) string {
@@ -144,6 +147,7 @@ Usage:
   %[1]s explain -f <manifests>     the same from files, offline, with lint findings
   %[1]s history <kind>/<name>      the configs and digests each revision was built for
   %[1]s approve <kind>/<name>      approve the reload a manual workload waits for
+  %[1]s resume configmap/<name>    continue a canaried change its canary halted
   %[1]s version                    print the version
   %[1]s help                       print this list
 

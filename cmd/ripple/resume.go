@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/plan"
+)
+
+// resumeFlags are the flags of `resume`.
+type resumeFlags struct {
+	clusterFlags
+	all, own        *pflag.FlagSet
+	rippleNamespace string
+}
+
+func newResumeFlags(name string) *resumeFlags {
+	f := &resumeFlags{}
+	f.bind()
+	f.own = pflag.NewFlagSet("resume", pflag.ContinueOnError)
+	f.own.StringVar(&f.rippleNamespace, "ripple-namespace", "", "Namespace of the reloader-meta-info ConfigMap of the Ripple whose settings apply (its annotation prefix); default: the only one labelled reloader.stakater.com/meta-info in the cluster.")
+	f.all = f.join(name+" resume", f.own)
+	return f
+}
+
+func (f *resumeFlags) usage(w io.Writer, name string) {
+	fmt.Fprintf(w, `Continue a canaried config change that its canary halted: the other
+workloads roll it anyway. It writes the digest of the config's current
+data in the ripple.dev/canary-resume annotation of the config, with your
+own credentials; Ripple continues the halted change of that data, and no
+later one. Changing the config again (the fix) needs no resume: the new
+change starts from its canaries. Needs patch on the config.
+
+Usage:
+  %[1]s resume configmap/<name> [-n namespace] [flags]
+  %[1]s resume secret/<name> [-n namespace] [flags]
+
+Flags:
+%[2]s
+Connection flags, as kubectl's (-n/--namespace is the config's namespace):
+%[3]s`, name, f.own.FlagUsages(), f.connection.FlagUsages())
+}
+
+// runResume runs `resume`.
+func runResume(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	f := newResumeFlags(name)
+	f.all.SetOutput(io.Discard)
+	if err := f.all.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			f.usage(stdout, name)
+			return 0
+		}
+		return exitCode(usageError{err}, stderr, name+" resume")
+	}
+	if f.all.NArg() != 1 {
+		return exitCode(usageError{fmt.Errorf("name one config, as configmap/<name> or secret/<name>")}, stderr, name+" resume")
+	}
+	err := f.validate()
+	if err == nil {
+		err = f.resume(ctx, f.all.Arg(0), stdout)
+	}
+	return exitCode(err, stderr, name+" resume")
+}
+
+// resume writes the resume annotation of the config named arg.
+func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) error {
+	kind, cfgName, _ := strings.Cut(arg, "/")
+	var obj client.Object
+	switch strings.ToLower(kind) {
+	case "configmap", "configmaps", "cm":
+		obj = &corev1.ConfigMap{}
+	case "secret", "secrets":
+		obj = &corev1.Secret{}
+	default:
+		return usageError{fmt.Errorf("%q is not a config: name it as configmap/<name> or secret/<name>", arg)}
+	}
+	if cfgName == "" {
+		return usageError{fmt.Errorf("%q names no config: use configmap/<name> or secret/<name>", arg)}
+	}
+	c, ns, err := f.connect("ripple-resume")
+	if err != nil {
+		return err
+	}
+	meta, err := explain.ReadMetaInfo(ctx, c, f.rippleNamespace)
+	if err != nil {
+		return err
+	}
+	settings, err := f.ripple.Resolve(meta)
+	if err != nil {
+		return usageError{err}
+	}
+	what := fmt.Sprintf("%s %s/%s", kind, ns, cfgName)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: cfgName}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s not found", what)
+		}
+		return err
+	}
+	var sum string
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		sum = digest.ConfigMap(o)
+	case *corev1.Secret:
+		sum = digest.Secret(o)
+	}
+	short := plan.ShortDigest(sum)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations":     map[string]string{settings.Plan.Keys.CanaryResume: short},
+		"resourceVersion": obj.GetResourceVersion(), // the data resumed is the data read
+	}})
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("%s changed while resuming: a new change starts from its canaries; resume again if it halts", what)
+		}
+		return fmt.Errorf("writing %s on %s: %w", settings.Plan.Keys.CanaryResume, what, err)
+	}
+	fmt.Fprintf(stdout, "Resumed the change %s of %s: the workloads it holds roll it (ripple explain shows them)\n", short, what)
+	return nil
+}

@@ -1,0 +1,203 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+func TestParseCanary(t *testing.T) {
+	for _, tc := range []struct {
+		v       string
+		want    CanarySpec
+		wantErr string
+	}{
+		{"1", CanarySpec{Count: 1}, ""},
+		{" 3 ", CanarySpec{Count: 3}, ""},
+		{"0", CanarySpec{}, ""},
+		{"10%", CanarySpec{Percent: 10}, ""},
+		{"100%", CanarySpec{Percent: 100}, ""},
+		{"0%", CanarySpec{}, "not a percentage"},
+		{"101%", CanarySpec{}, "not a percentage"},
+		{"-1", CanarySpec{}, "not a number of workloads"},
+		{"one", CanarySpec{}, "not a number of workloads"},
+	} {
+		got, err := ParseCanary(tc.v)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParseCanary(%q) error %v, want one with %q", tc.v, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseCanary(%q) = %+v, %v; want %+v", tc.v, got, err, tc.want)
+		}
+	}
+	for n, want := range map[int]int{1: 1, 9: 1, 10: 1, 11: 2, 50: 5} {
+		if got := (CanarySpec{Percent: 10}).Of(n); got != want {
+			t.Errorf("10%% of %d = %d, want %d", n, got, want)
+		}
+	}
+	if got := (CanarySpec{Count: 3}).Of(2); got != 2 {
+		t.Errorf("3 of 2 = %d, want 2", got)
+	}
+}
+
+// The config's annotation beats its Namespace's, which beats the flag's;
+// an invalid value is named and the next level applies.
+func TestCanaryOf(t *testing.T) {
+	s := Settings{Keys: keys, Canary: CanarySpec{Count: 2, Bake: DefaultCanaryBake}}
+	src := Source{Ref: cmApp, Annotations: map[string]string{keys.Canary: "10%", keys.CanaryBake: "soon"}}
+	got, problems := CanaryOf(src, map[string]string{keys.Canary: "1", keys.CanaryBake: "1m"}, s)
+	if got != (CanarySpec{Percent: 10, Bake: time.Minute}) {
+		t.Errorf("CanaryOf = %+v, want 10%% from the config and the Namespace's 1m bake", got)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0], `annotation "ripple.dev/canary-bake" on ConfigMap/app`) {
+		t.Errorf("problems %q, want one naming the config's canary-bake", problems)
+	}
+	if got, _ := CanaryOf(Source{Ref: cmApp}, nil, s); got != s.Canary {
+		t.Errorf("CanaryOf without annotations = %+v, want the flag's %+v", got, s.Canary)
+	}
+	if got, _ := CanaryOf(Source{Ref: cmApp, Annotations: map[string]string{keys.Canary: "0"}}, nil, s); got.On() {
+		t.Errorf("canary \"0\" on the config = %+v, want none", got)
+	}
+}
+
+func dep(name string) workload.Ref { return workload.Ref{Kind: "Deployment", Namespace: "shop", Name: name} }
+
+// The canaries are the first of the workloads the change rolls: those
+// marked canary-first, then by name and kind.
+func TestStartCanary(t *testing.T) {
+	ask := CanaryAsk{Config: cmApp, Digest: "cm2", Spec: CanarySpec{Count: 2, Bake: time.Minute}}
+	c := StartCanary("shop", ask, []CanaryCandidate{
+		{Ref: dep("c")}, {Ref: dep("a")}, {Ref: workload.Ref{Kind: "DaemonSet", Namespace: "shop", Name: "a"}}, {Ref: dep("z"), First: true},
+	}, now)
+	var got []string
+	for _, m := range c.Members {
+		got = append(got, m.Ref.Kind+"/"+m.Ref.Name)
+	}
+	if strings.Join(got, ",") != "Deployment/z,DaemonSet/a" || c.Phase != CanaryRolling || !c.Since.Equal(now) {
+		t.Errorf("canaries %q, phase %s; want Deployment/z (marked), DaemonSet/a, rolling since now", got, c.Phase)
+	}
+	if none := StartCanary("shop", ask, nil, now); none.Phase != CanaryPassed {
+		t.Errorf("with no workload to roll the phase is %s, want Passed", none.Phase)
+	}
+}
+
+// Check moves a change on from its canaries' rollouts.
+func TestCanaryCheck(t *testing.T) {
+	rolling := Canary{Config: cmApp, Digest: "cm2", Bake: 30 * time.Second, Phase: CanaryRolling, Since: now,
+		Members: []CanaryMember{{Ref: dep("a")}}}
+	applied, _ := rolling.Applied(dep("a"), now)
+	baking := Canary{Config: cmApp, Digest: "cm2", Bake: 30 * time.Second, Phase: CanaryBaking, Since: now, Members: applied.Members}
+	complete := map[workload.Ref]rollout.Status{dep("a"): {State: rollout.Complete}}
+	progressing := map[workload.Ref]rollout.Status{dep("a"): {State: rollout.Progressing, Reason: "0 of 1 updated replicas available"}}
+	stalled := map[workload.Ref]rollout.Status{dep("a"): {State: rollout.Stalled, Reason: "progress deadline exceeded"}}
+	for _, tc := range []struct {
+		name    string
+		c       Canary
+		health  map[workload.Ref]rollout.Status
+		at      time.Time
+		timeout time.Duration
+		want    CanaryPhase
+		why     string
+	}{
+		{"not applied yet: rolling", rolling, complete, now.Add(time.Minute), 0, CanaryRolling, ""},
+		{"progressing: rolling", applied, progressing, now.Add(time.Minute), 0, CanaryRolling, ""},
+		{"complete: the bake starts", applied, complete, now.Add(time.Second), 0, CanaryBaking, ""},
+		{"stalled: halted", applied, stalled, now.Add(time.Second), 0, CanaryHalted, `Deployment "a" stalled: progress deadline exceeded`},
+		{"too long: halted", applied, progressing, now.Add(2 * time.Minute), time.Minute, CanaryHalted, "within 1m0s (--rollout-timeout)"},
+		{"healthy in the bake: baking", baking, complete, now.Add(29 * time.Second), 0, CanaryBaking, ""},
+		{"unhealthy in the bake: halted", baking, progressing, now.Add(10 * time.Second), 0, CanaryHalted, "turned unhealthy during the bake"},
+		{"the bake ends healthy: passed", baking, complete, now.Add(30 * time.Second), 0, CanaryPassed, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := tc.c.Check(tc.health, tc.timeout, tc.at)
+			if got.Phase != tc.want || changed != (tc.want != tc.c.Phase) || !strings.Contains(got.Why, tc.why) {
+				t.Errorf("Check = %s (changed %v, why %q), want %s with %q", got.Phase, changed, got.Why, tc.want, tc.why)
+			}
+		})
+	}
+	halted, _ := applied.Check(stalled, 0, now)
+	if !halted.Resumes("cm2") || halted.Resumes("cm1") || halted.Resumes("") {
+		t.Error("a halted change resumes only by its own digest")
+	}
+	if r, ok := halted.Resume(now); !ok || r.Phase != CanaryPassed || !r.Resumed {
+		t.Errorf("Resume = %+v, want passed, resumed", r)
+	}
+}
+
+// The canary stage: a change without its state is asked for and held; a
+// canary rolls; the others wait, told once; a halt holds them, with no
+// alert of their own; a passed change rolls; --dry-run waits for nothing.
+func TestCanaryStage(t *testing.T) {
+	self := func(i *Input) { i.Workload.Kind, i.Workload.Name = "Deployment", "web" }
+	canaried := func(i *Input) { i.Sources[0].Annotations = map[string]string{keys.Canary: "1"} }
+	state := func(phase CanaryPhase, canary string) func(*Input) {
+		return func(i *Input) {
+			i.Canaries = map[refs.Ref]Canary{cmApp: {Namespace: "shop", Config: cmApp, Digest: "cm2", Phase: phase, Since: now,
+				Bake: time.Minute, Members: []CanaryMember{{Ref: dep(canary)}}, Why: `Deployment "other" stalled: progress deadline exceeded`}}
+		}
+	}
+	changed := []func(*Input){both, self, canaried, digestOf(cmApp, "cm2")}
+	for _, tc := range []struct {
+		name    string
+		opts    []func(*Input)
+		rolls   bool
+		asks    bool
+		notices []string
+		message string
+	}{
+		{"no state: asked for, held", changed, false, true, nil, ""},
+		{"the state of older data: asked for", append(changed, state(CanaryHalted, "other"), digestOf(cmApp, "cm3")), false, true, nil, ""},
+		{"a canary rolls", append(changed, state(CanaryRolling, "web")), true, false, nil, ""},
+		{"the others wait", append(changed, state(CanaryBaking, "other")), false, false, []string{"WaitingForCanary"},
+			`Reload for ConfigMap "app" cm2 waits for its canary Deployment "other": baking until 2026-11-23T12:01:00Z`},
+		{"told once", append(changed, state(CanaryRolling, "other"), func(i *Input) { i.Memory.Canary = "WaitingForCanary/ConfigMap/app=cm2" }),
+			false, false, []string{"WaitingForCanary told"}, ""},
+		{"halted: held, told", append(changed, state(CanaryHalted, "other")), false, false, []string{"RolloutHalted"},
+			"ripple resume configmap/app -n shop"},
+		{"halted canary: held too", append(changed, state(CanaryHalted, "web")), false, false, []string{"RolloutHalted"}, ""},
+		{"passed: rolls", append(changed, state(CanaryPassed, "other")), true, false, nil, ""},
+		{"dry-run waits for no canary", append(changed, func(i *Input) { i.DryRun = true }), false, false, []string{"WouldReload after write"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := For(in(tc.opts...))
+			if p.Reloads() != tc.rolls || (len(p.CanaryAsks) > 0) != tc.asks {
+				t.Fatalf("reloads %v, asks %+v; want %v, asks %v", p.Reloads(), p.CanaryAsks, tc.rolls, tc.asks)
+			}
+			if got := noticesOf(p); strings.Join(got, ",") != strings.Join(tc.notices, ",") {
+				t.Fatalf("notices %q, want %q", got, tc.notices)
+			}
+			if len(p.Notices) > 0 {
+				n := p.Notices[0]
+				if !strings.Contains(n.Message, tc.message) || n.Alert != reason.None {
+					t.Errorf("notice %+v, want a message with %q and no alert (the config's halt alerts)", n, tc.message)
+				}
+			}
+		})
+	}
+}
+
+// The config's own notice of a change that halted alerts; one that
+// passed does not; a baking one tells nothing.
+func TestCanaryOutcome(t *testing.T) {
+	c := Canary{Namespace: "shop", Config: cmApp, Digest: "cm2", Phase: CanaryHalted, Why: `Deployment "a" stalled`, Members: []CanaryMember{{Ref: dep("a")}}}
+	n, ok := CanaryOutcome(c, 49)
+	if !ok || n.Reason != reason.RolloutHalted || n.Alert != reason.Danger || !strings.Contains(n.Message, `49 other workloads hold it`) {
+		t.Errorf("halted: %+v, want a RolloutHalted that alerts and counts the held workloads", n)
+	}
+	c.Phase, c.Bake = CanaryPassed, time.Minute
+	if n, ok := CanaryOutcome(c, 49); !ok || n.Reason != reason.CanaryPassed || n.Alert != reason.None {
+		t.Errorf("passed: %+v", n)
+	}
+	c.Phase = CanaryBaking
+	if _, ok := CanaryOutcome(c, 49); ok {
+		t.Error("a baking change tells nothing")
+	}
+}

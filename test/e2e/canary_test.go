@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/rollout"
+)
+
+const (
+	// canaryFleet Deployments share the ConfigMap canaryConfig, marked to
+	// canary its changes on one workload.
+	canaryFleet  = 50
+	canaryConfig = "shared"
+	canaryEnv    = "STAKATER_SHARED_CONFIGMAP"
+	// canaryDeadline is the Deployments' progress deadline, in seconds.
+	canaryDeadline = 10
+)
+
+// A bad change of a ConfigMap shared by 50 Deployments, canaried on one:
+// a ResourceQuota lets no new pod start, so the canary's rollout stalls at
+// its progress deadline. The change halts there (a RolloutHalted Event on
+// the ConfigMap within the deadline + 5 s of the canary's write), no other
+// Deployment is written for two minutes after the change, a kill -9 of
+// Ripple during the halt rolls nothing more, and each held Deployment is
+// told why. The fix (quota lifted, data changed again) rolls all 50, the
+// held ones exactly once.
+func TestCanaryHaltsABadChange(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	cm := createCanaryFleet(t, cs, ns, "5s")
+	r := startRipple(t, ns)
+	waitFleetBaseline(t, cs, ns)
+
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-new-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(canaryFleet, resource.DecimalSI)}}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the quota to count the fleet's pods", func(ctx context.Context) (bool, error) {
+		q, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+		used := q.Status.Used[corev1.ResourcePods]
+		return err == nil && used.Value() == canaryFleet, nil
+	})
+	cm = updateConfig(t, cs, cm, "v2")
+	changed := time.Now()
+	bad := digest.ConfigMap(cm)
+
+	halt := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
+	wrote := waitEvent(t, cs, ns, "Deployment", "d00", reason.Reloaded)
+	if took := eventTime(halt).Sub(eventTime(wrote)); took > (canaryDeadline+5)*time.Second {
+		t.Errorf("RolloutHalted came %s after the canary's write, want at most the progress deadline (%ds) + 5s", took, canaryDeadline)
+	}
+	t.Logf("halted %s after the change: %s", eventTime(halt).Sub(changed).Round(100*time.Millisecond), halt.Note)
+
+	r.Kill() // during the halt: the restart must find it
+	r.Start()
+	time.Sleep(time.Until(changed.Add(2 * time.Minute)))
+	rolled := fleetWith(t, cs, ns, bad)
+	if len(rolled) != 1 || rolled[0] != "d00" {
+		t.Fatalf("2 minutes after the bad change, the Deployments written with it are %v, want only the canary d00", rolled)
+	}
+	for i := 1; i < canaryFleet; i++ {
+		if notes := eventNotes(t, cs, ns, "Deployment", fmt.Sprintf("d%02d", i), reason.RolloutHalted); len(notes) == 0 {
+			t.Errorf("Deployment d%02d holds the change without a RolloutHalted event", i)
+		}
+	}
+
+	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm = updateConfig(t, cs, cm, "v3")
+	fixed := digest.ConfigMap(cm)
+	waitFleetRolled(t, cs, ns, fixed, 3*time.Minute)
+	checkFleetRevisions(t, cs, ns, map[string]string{"d00": "3"}, "2")
+}
+
+// A good change canaried on one Deployment with a 10 s bake: the others
+// roll only once the canary completed its rollout and stayed healthy for
+// the bake (a kill -9 of Ripple during the bake changes nothing), then at
+// once: the first of them within 2 s of the bake's end. All 50 roll once.
+func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	cm := createCanaryFleet(t, cs, ns, "10s")
+	r := startRipple(t, ns)
+	waitFleetBaseline(t, cs, ns)
+
+	cm = updateConfig(t, cs, cm, "v2")
+	changed := time.Now()
+	good := digest.ConfigMap(cm)
+	complete := waitEvent(t, cs, ns, "Deployment", "d00", reason.RolloutComplete)
+	r.Kill() // during the bake: the restart must not roll the rest early
+	r.Start()
+	passed := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
+	waitFleetRolled(t, cs, ns, good, 3*time.Minute)
+	all := time.Since(changed)
+	checkFleetRevisions(t, cs, ns, nil, "2")
+
+	first := firstRest(t, cs, ns)
+	if bakeEnd := eventTime(complete).Add(10 * time.Second); first.Before(bakeEnd) {
+		t.Errorf("a non-canary rolled at %s, before the bake ended at %s", first.Format(time.RFC3339Nano), bakeEnd.Format(time.RFC3339Nano))
+	}
+	if lag := first.Sub(eventTime(passed)); lag > 2*time.Second {
+		t.Errorf("the first non-canary rolled %s after the canary passed, want at most 2s", lag)
+	}
+	t.Logf("canary complete %s after the change, passed %s after, all %d rolled and complete %s after",
+		eventTime(complete).Sub(changed).Round(100*time.Millisecond), eventTime(passed).Sub(changed).Round(100*time.Millisecond), canaryFleet, all.Round(100*time.Millisecond))
+}
+
+// createCanaryFleet creates the ConfigMap, canaried on one workload with
+// bake, and the 50 Deployments that use it (one replica each, a progress
+// deadline of canaryDeadline).
+func createCanaryFleet(t *testing.T, cs kubernetes.Interface, ns, bake string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: canaryConfig, Annotations: map[string]string{"ripple.dev/canary": "1", "ripple.dev/canary-bake": bake}},
+		Data:       map[string]string{"value": "v1"},
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range canaryFleet {
+		name := fmt.Sprintf("d%02d", i)
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: auto()},
+			Spec: appsv1.DeploymentSpec{
+				Replicas:                ptr.To[int32](1),
+				ProgressDeadlineSeconds: ptr.To[int32](canaryDeadline),
+				Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template:                spec{configMaps: []string{canaryConfig}}.template(name),
+			},
+		}
+		if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cm
+}
+
+func updateConfig(t *testing.T, cs kubernetes.Interface, cm *corev1.ConfigMap, value string) *corev1.ConfigMap {
+	t.Helper()
+	cm.Data = map[string]string{"value": value}
+	cm, err := cs.CoreV1().ConfigMaps(cm.Namespace).Update(t.Context(), cm, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// waitFleetBaseline waits until every Deployment is available with its
+// baseline recorded.
+func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	waitFor(t, "every Deployment available, with its baseline", func(ctx context.Context) (bool, error) {
+		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, d := range ds.Items {
+			if d.Annotations[appliedAnnotation] == "" || rollout.Deployment(&d).State != rollout.Complete {
+				return false, nil
+			}
+		}
+		return len(ds.Items) == canaryFleet, nil
+	})
+}
+
+// fleetWith names the Deployments whose template carries hash.
+func fleetWith(t *testing.T, cs kubernetes.Interface, ns, hash string) []string {
+	t.Helper()
+	ds, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range ds.Items {
+		if v, _ := envValue(&d.Spec.Template, canaryEnv); v == hash {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// waitFleetRolled waits until every Deployment carries hash and its
+// rollout is complete.
+func waitFleetRolled(t *testing.T, cs kubernetes.Interface, ns, hash string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	var done int
+	for ctx.Err() == nil {
+		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			done = 0
+			for _, d := range ds.Items {
+				if v, _ := envValue(&d.Spec.Template, canaryEnv); v == hash && rollout.Deployment(&d).State == rollout.Complete {
+					done++
+				}
+			}
+			if done == canaryFleet {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%d of %d Deployments rolled with %s and complete within %s", done, canaryFleet, hash, timeout)
+}
+
+// checkFleetRevisions checks each Deployment's revision: want[name], else
+// rest.
+func checkFleetRevisions(t *testing.T, cs kubernetes.Interface, ns string, want map[string]string, rest string) {
+	t.Helper()
+	ds, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds.Items {
+		w, ok := want[d.Name]
+		if !ok {
+			w = rest
+		}
+		if rev := d.Annotations["deployment.kubernetes.io/revision"]; rev != w {
+			t.Errorf("Deployment %s is at revision %s, want %s", d.Name, rev, w)
+		}
+	}
+}
+
+// waitEvent waits for the first Event of reason about the object kind/name.
+func waitEvent(t *testing.T, cs kubernetes.Interface, ns, kind, name string, r reason.Reason) eventsv1.Event {
+	t.Helper()
+	var found eventsv1.Event
+	waitFor(t, fmt.Sprintf("a %s event on %s %s", r, kind, name), func(ctx context.Context) (bool, error) {
+		evs := events(ctx, cs, ns, kind, name, r)
+		if len(evs) == 0 {
+			return false, nil
+		}
+		found = evs[0]
+		return true, nil
+	})
+	return found
+}
+
+func eventNotes(t *testing.T, cs kubernetes.Interface, ns, kind, name string, r reason.Reason) []string {
+	t.Helper()
+	var notes []string
+	for _, e := range events(t.Context(), cs, ns, kind, name, r) {
+		notes = append(notes, e.Note)
+	}
+	return notes
+}
+
+// events are the Events of reason r about kind/name, oldest first.
+func events(ctx context.Context, cs kubernetes.Interface, ns, kind, name string, r reason.Reason) []eventsv1.Event {
+	list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == kind && e.Regarding.Name == name && e.Reason == string(r) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// firstRest is when the first Deployment other than the canary d00 was
+// reloaded (its Reloaded event).
+func firstRest(t *testing.T, cs kubernetes.Interface, ns string) time.Time {
+	t.Helper()
+	var first time.Time
+	for i := 1; i < canaryFleet; i++ {
+		evs := events(t.Context(), cs, ns, "Deployment", fmt.Sprintf("d%02d", i), reason.Reloaded)
+		if len(evs) == 0 {
+			t.Fatalf("Deployment d%02d has no Reloaded event", i)
+		}
+		if at := eventTime(evs[0]); first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// eventTime is when an Event was first recorded: Ripple records core/v1
+// Events, whose time is to the second (eventTime is left empty).
+func eventTime(e eventsv1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.DeprecatedFirstTimestamp.Time
+}
