@@ -68,7 +68,9 @@ func TestCanaryOf(t *testing.T) {
 	}
 }
 
-func dep(name string) workload.Ref { return workload.Ref{Kind: "Deployment", Namespace: "shop", Name: name} }
+func dep(name string) workload.Ref {
+	return workload.Ref{Kind: "Deployment", Namespace: "shop", Name: name}
+}
 
 // The canaries are the first of the workloads the change rolls: those
 // marked canary-first, then by name and kind.
