@@ -234,24 +234,7 @@ func (c Canary) Applied(k workload.Ref, t time.Time) (Canary, bool) {
 func (c Canary) Check(health map[workload.Ref]rollout.Status, timeout time.Duration, now time.Time) (Canary, bool) {
 	switch c.Phase {
 	case CanaryRolling:
-		all := true
-		for _, m := range c.Members {
-			st, ok := health[m.Ref]
-			switch {
-			case m.Applied.IsZero() || !ok:
-				all = false
-			case st.State == rollout.Stalled:
-				return c.halt(now, "%s %q stalled: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
-			case st.State != rollout.Complete && timeout > 0 && now.Sub(m.Applied) > timeout:
-				return c.halt(now, "%s %q did not complete its rollout within %s (--rollout-timeout): %s", m.Ref.Kind, m.Ref.Name, timeout, st.Reason), true
-			case st.State != rollout.Complete:
-				all = false
-			}
-		}
-		if all {
-			c.Phase, c.Since = CanaryBaking, now
-			return c, true
-		}
+		return c.rolled(health, timeout, now)
 	case CanaryBaking:
 		for _, m := range c.Members {
 			if st, ok := health[m.Ref]; ok && st.State != rollout.Complete {
@@ -264,6 +247,29 @@ func (c Canary) Check(health map[workload.Ref]rollout.Status, timeout time.Durat
 		}
 	}
 	return c, false
+}
+
+// rolled is Check of a rolling change.
+func (c Canary) rolled(health map[workload.Ref]rollout.Status, timeout time.Duration, now time.Time) (Canary, bool) {
+	all := true
+	for _, m := range c.Members {
+		st, ok := health[m.Ref]
+		switch {
+		case m.Applied.IsZero() || !ok:
+			all = false
+		case st.State == rollout.Stalled:
+			return c.halt(now, "%s %q stalled: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
+		case st.State != rollout.Complete && timeout > 0 && now.Sub(m.Applied) > timeout:
+			return c.halt(now, "%s %q did not complete its rollout within %s (--rollout-timeout): %s", m.Ref.Kind, m.Ref.Name, timeout, st.Reason), true
+		case st.State != rollout.Complete:
+			all = false
+		}
+	}
+	if !all {
+		return c, false
+	}
+	c.Phase, c.Since = CanaryBaking, now
+	return c, true
 }
 
 func (c Canary) halt(now time.Time, format string, args ...any) Canary {
