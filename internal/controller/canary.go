@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -30,9 +28,6 @@ import (
 // canaryPoll is how often the canaries of the changes in progress are
 // read: a halt is told within it of the canary's status showing it.
 const canaryPoll = time.Second
-
-// canaryRecordKey is the data key of a canary record.
-const canaryRecordKey = "canary"
 
 // Canaries keeps the canaried changes (plan.Canary), one per config, and
 // drives them: it chooses the canaries of a change when a workload first
@@ -129,19 +124,20 @@ func (cs *Canaries) load(ctx context.Context, key configKey) (*canaryEntry, erro
 		return e, nil
 	}
 	var cm corev1.ConfigMap
-	err := cs.Reader.Get(ctx, types.NamespacedName{Namespace: cs.Namespace, Name: canaryRecordName(key)}, &cm)
+	err := cs.Reader.Get(ctx, types.NamespacedName{Namespace: cs.Namespace, Name: plan.CanaryRecordName(key.ns, key.ref)}, &cm)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the canary record of %s %s/%s: %w", key.ref.Kind, key.ns, key.ref.Name, err)
 	}
-	e := &canaryEntry{version: cm.ResourceVersion, waiting: map[workload.Ref]struct{}{}}
-	if err := json.Unmarshal([]byte(cm.Data[canaryRecordKey]), &e.c); err != nil || e.c.Namespace != key.ns || e.c.Config != key.ref {
-		// Not a record of this config: treated as none, and overwritten.
-		ctrl.LoggerFrom(ctx).Info("ignoring an unreadable canary record", "record", klog.KRef(cs.Namespace, cm.Name))
-		return &canaryEntry{version: cm.ResourceVersion, waiting: e.waiting}, nil
+	c, err := plan.ParseCanaryRecord(cm.Data[plan.CanaryRecordKey], key.ns, key.ref)
+	if err != nil {
+		// Treated as none, and overwritten by the change the asker starts.
+		ctrl.LoggerFrom(ctx).Info("ignoring a canary record", "record", klog.KRef(cs.Namespace, cm.Name), "error", err.Error())
+		return &canaryEntry{version: cm.ResourceVersion, waiting: map[workload.Ref]struct{}{}}, nil
 	}
+	e := &canaryEntry{c: c, version: cm.ResourceVersion, waiting: map[workload.Ref]struct{}{}}
 	cs.changes[key] = e
 	return e, nil
 }
@@ -312,10 +308,10 @@ func (cs *Canaries) save(ctx context.Context, key configKey, e *canaryEntry) {
 		return
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace: cs.Namespace, Name: canaryRecordName(key), ResourceVersion: e.version,
+		Namespace: cs.Namespace, Name: plan.CanaryRecordName(key.ns, key.ref), ResourceVersion: e.version,
 		Labels:      map[string]string{cs.deps.Settings.Keys.CanaryRecord: "true"},
 		Annotations: map[string]string{cs.deps.Settings.Keys.CanaryRecord: key.ns + "/" + key.ref.String()},
-	}, Data: map[string]string{canaryRecordKey: string(data)}}
+	}, Data: map[string]string{plan.CanaryRecordKey: string(data)}}
 	if e.version == "" {
 		err = cs.deps.Client.Create(ctx, cm)
 	} else {
@@ -332,14 +328,6 @@ func (cs *Canaries) save(ctx context.Context, key configKey, e *canaryEntry) {
 		return
 	}
 	e.version, e.dirty = cm.ResourceVersion, false
-}
-
-// canaryRecordName is the name of the record of a config's canaried
-// change: a hash, as a config's namespace and name together may be longer
-// than a name.
-func canaryRecordName(key configKey) string {
-	sum := sha256.Sum256([]byte(key.ns + "/" + key.ref.String()))
-	return "ripple-canary-" + hex.EncodeToString(sum[:10])
 }
 
 // planOf plans obj as a reconcile would, without acting: nil input when

@@ -248,6 +248,10 @@ func waitVerdict(w Wait, now time.Time) (State, string, string) {
 		return Waiting, string(reason.RestartInProgress), "restarting: " + w.Message
 	case w.For == waitWindow:
 		return Waiting, reasonDeferred, w.Message // as the ReloadDeferred Event says it
+	case w.For == waitCanary:
+		return Waiting, string(reason.WaitingForCanary), w.Message // as its Event says it
+	case w.For == waitHalted:
+		return Waiting, string(reason.RolloutHalted), w.Message
 	}
 	return "", "", ""
 }

@@ -155,6 +155,10 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 	}
 	in.Now = f.Now
 	p := plan.For(in)
+	if len(p.CanaryAsks) > 0 {
+		in.Canaries = e.canaries(ctx, f.Object.GetNamespace(), p.CanaryAsks)
+		p = plan.For(in)
+	}
 	if len(p.Changes) > 0 {
 		var first, last time.Time
 		for _, c := range p.Changes {

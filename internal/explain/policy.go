@@ -105,6 +105,9 @@ func waiting(f Facts) []Wait {
 	if w, ok := slotWait(f); ok {
 		out = append(out, w)
 	}
+	if w, ok := canaryWait(f); ok {
+		out = append(out, w)
+	}
 	return out
 }
 

@@ -178,8 +178,9 @@ type PolicyEntry struct {
 // Wait is something Ripple waits for.
 type Wait struct {
 	// For is "settleWindow", "pausePeriod", "owner" (paused by its
-	// owner), "hold" (the storm breaker holds it) or "rolloutSlot" (over
-	// --max-concurrent-rollouts).
+	// owner), "hold" (the storm breaker holds it), "rolloutSlot" (over
+	// --max-concurrent-rollouts), "restart", "canary" (a canaried change
+	// waits for its canaries) or "halted" (a canary halted it).
 	For string `json:"for"`
 	// Until is when the wait ends, if known.
 	Until *time.Time `json:"until,omitempty"`

@@ -36,6 +36,9 @@ type Settings struct {
 	// Webhook, when set, says where webhook mode was set: Ripple then
 	// posts changes and reloads nothing.
 	Webhook string
+	// Namespace is Ripple's, where it keeps its canary records; empty
+	// when no meta-info was found.
+	Namespace string
 }
 
 // MetaInfo is what a reloader-meta-info ConfigMap says of its Ripple.
@@ -49,6 +52,8 @@ type MetaInfo struct {
 	Published time.Time
 	// Searched is where it was looked for, when none was found.
 	Searched string
+	// Namespace is the ConfigMap's: its Ripple's own.
+	Namespace string
 }
 
 // metaFlags map the reloaderOptions keys to the flags they show, in the
@@ -135,7 +140,7 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 	}
 	// The controller's own settings, as it built them when it started.
 	s := Settings{Config: cfg, Plan: cfg.PlanSettings(meta.Published)}
-	s.From, s.Webhook = meta.Origin, webhook(f.fs, meta)
+	s.From, s.Webhook, s.Namespace = meta.Origin, webhook(f.fs, meta), meta.Namespace
 	if s.From == "" {
 		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)
 	}
@@ -252,7 +257,7 @@ func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, er
 }
 
 func parseMetaInfo(cm *corev1.ConfigMap) (MetaInfo, error) {
-	m := MetaInfo{Origin: fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name), Published: lastWrite(cm)}
+	m := MetaInfo{Origin: fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name), Published: lastWrite(cm), Namespace: cm.Namespace}
 	if err := json.Unmarshal([]byte(cm.Data["reloaderOptions"]), &m.Options); err != nil {
 		return MetaInfo{}, fmt.Errorf("%s: reloaderOptions: %w", m.Origin, err)
 	}

@@ -2,6 +2,9 @@ package plan
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -327,6 +330,7 @@ func (pl *planning) canary() bool {
 		switch {
 		case !known || c.Digest != src.Digest:
 			p.CanaryAsks = append(p.CanaryAsks, CanaryAsk{Config: ch.Ref, Digest: src.Digest, Spec: spec})
+			p.tell(choosingNotice(ch.Ref, src.Digest))
 		case c.Phase == CanaryPassed, c.Phase != CanaryHalted && c.IsCanary(self):
 			continue
 		default:
@@ -354,6 +358,16 @@ func canaryNotice(c Canary, told string) Notice {
 	}
 	n.Once = string(n.Reason) + "/" + c.Config.String() + "=" + c.Digest
 	n.Told = slices.Contains(strings.Split(told, ";"), n.Once)
+	return n
+}
+
+// choosingNotice tells that a change waits for its canaries to be chosen:
+// the controller plans again at once with them, so it is never emitted
+// (Told); explain shows it when it cannot read Ripple's record.
+func choosingNotice(config refs.Ref, digest string) Notice {
+	n := notice(reason.WaitingForCanary, []refs.Ref{config}, "Reload for %s %q %s waits for its canaries: Ripple chooses them when the change is first planned, and records them in its namespace",
+		config.Kind, config.Name, ShortDigest(digest))
+	n.Told = true
 	return n
 }
 
@@ -409,4 +423,34 @@ func CanaryOutcome(c Canary, waiting int) (Notice, bool) {
 			ShortDigest(c.Digest), what, memberNames(c.Members), c.Bake), true
 	}
 	return Notice{}, false
+}
+
+// CanaryRecordKey is the data key of a canary record.
+const CanaryRecordKey = "canary"
+
+// CanaryRecordName is the name of the ConfigMap, in Ripple's namespace,
+// that records the canaried change of config in ns: a hash, as a config's
+// namespace and name together may be longer than a name.
+func CanaryRecordName(ns string, config refs.Ref) string {
+	sum := sha256.Sum256([]byte(ns + "/" + config.String()))
+	return "ripple-canary-" + hex.EncodeToString(sum[:10])
+}
+
+// ParseCanaryRecord reads the canaried change a record holds, and checks
+// that it is the change of config in ns: a record of another config (a
+// name made to clash, an edited record) is an error, never acted on.
+func ParseCanaryRecord(data, ns string, config refs.Ref) (Canary, error) {
+	var c Canary
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		return Canary{}, fmt.Errorf("not a canary record: %w", err)
+	}
+	if c.Namespace != ns || c.Config != config {
+		return Canary{}, fmt.Errorf("a record of %s %s/%s, not of %s %s/%s", c.Config.Kind, c.Namespace, c.Config.Name, config.Kind, ns, config.Name)
+	}
+	switch c.Phase {
+	case CanaryRolling, CanaryBaking, CanaryPassed, CanaryHalted:
+	default:
+		return Canary{}, fmt.Errorf("phase %q is not a canary phase", c.Phase)
+	}
+	return c, nil
 }

@@ -155,8 +155,9 @@ func TestCanaryStage(t *testing.T) {
 		notices []string
 		message string
 	}{
-		{"no state: asked for, held", changed, false, true, nil, ""},
-		{"the state of older data: asked for", append(changed, state(CanaryHalted, "other"), digestOf(cmApp, "cm3")), false, true, nil, ""},
+		{"no state: asked for, held", changed, false, true, []string{"WaitingForCanary told"}, "waits for its canaries: Ripple chooses them"},
+		{"the state of older data: asked for", append(changed, state(CanaryHalted, "other"), digestOf(cmApp, "cm3")), false, true,
+			[]string{"WaitingForCanary told"}, `ConfigMap "app" cm3`},
 		{"a canary rolls", append(changed, state(CanaryRolling, "web")), true, false, nil, ""},
 		{"the others wait", append(changed, state(CanaryBaking, "other")), false, false, []string{"WaitingForCanary"},
 			`Reload for ConfigMap "app" cm2 waits for its canary Deployment "other": baking until 2026-11-23T12:01:00Z`},

@@ -56,6 +56,8 @@ type rbacWorkloads struct {
 	// secret: the config is a Secret rather than a ConfigMap.
 	secret     bool
 	namespaces []string
+	// prefix is the release's annotation prefix.
+	prefix string
 	// recordNS is Ripple's own namespace, which holds the Job re-create
 	// records.
 	recordNS string
@@ -74,7 +76,7 @@ func newRBACWorkloads(t *testing.T, cs kubernetes.Interface, mode rbacMode, relN
 	ctx := t.Context()
 	w := &rbacWorkloads{
 		t: t, cs: cs, dyn: dynamic.NewForConfigOrDie(api.Config), optional: mode.optional, ignoreJobs: mode.ignoreJobs,
-		secret: mode.secretConfig, namespaces: namespaces, recordNS: relNS, jobUID: map[string]types.UID{}, cronUID: map[string]types.UID{},
+		secret: mode.secretConfig, namespaces: namespaces, prefix: strings.TrimSuffix(autoKey, "/auto"), recordNS: relNS, jobUID: map[string]types.UID{}, cronUID: map[string]types.UID{},
 	}
 	auto := map[string]string{autoKey: "true"}
 	for _, ns := range namespaces {
@@ -255,7 +257,10 @@ func (w *rbacWorkloads) jobPodTemplate() corev1.PodTemplateSpec {
 // writeConfig creates the config in ns, or updates it, with version i.
 func (w *rbacWorkloads) writeConfig(ctx context.Context, ns string, i int, create bool) {
 	w.t.Helper()
-	meta := metav1.ObjectMeta{Name: wlConfig, Namespace: ns}
+	// Canaried on every workload it rolls, with no bake: they all roll at
+	// once (no controller completes a rollout here), and the canary record
+	// is read and written, so its rules are proven.
+	meta := metav1.ObjectMeta{Name: wlConfig, Namespace: ns, Annotations: map[string]string{w.prefix + "/canary": "100%", w.prefix + "/canary-bake": "0s"}}
 	data := map[string]string{"v": fmt.Sprint(i)}
 	var err error
 	switch {

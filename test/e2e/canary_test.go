@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,9 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, "5s")
-	r := startRipple(t, ns)
+	r := newRipple(t, ns)
+	r.env = []string{"POD_NAMESPACE=" + ns} // its records and settings, for explain
+	r.Start()
 	waitFleetBaseline(t, cs, ns)
 
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-new-pods"},
@@ -76,6 +79,10 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 		if notes := eventNotes(t, cs, ns, "Deployment", fmt.Sprintf("d%02d", i), reason.RolloutHalted); len(notes) == 0 {
 			t.Errorf("Deployment d%02d holds the change without a RolloutHalted event", i)
 		}
+	}
+	out, err := runCommand(t, ns, "explain", "deployment/d07")
+	if err != nil || !strings.Contains(out, "RolloutHalted") || !strings.Contains(out, `failed on its canary: Deployment "d00" stalled`) {
+		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant the halt, naming the canary", err, out)
 	}
 
 	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota.Name, metav1.DeleteOptions{}); err != nil {

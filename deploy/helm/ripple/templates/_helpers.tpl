@@ -417,6 +417,8 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
 {{- if $rp.reloadWindow -}}{{- $args = append $args (printf "--reload-window=%s" (toString $rp.reloadWindow)) -}}{{- end -}}
 {{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
+{{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
+{{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
 {{- if and $rp.namespaceDefaults (eq $mode "global") -}}{{- $args = append $args "--namespace-defaults=true" -}}{{- end -}}
 {{- if $rp.minRolloutInterval -}}{{- $args = append $args (printf "--min-rollout-interval=%s" (toString $rp.minRolloutInterval)) -}}{{- end -}}
 {{- $fb := $rp.flapBreaker | default dict -}}
