@@ -111,7 +111,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.largeScales, "large-scales", "", "with --large, run the large-scale scenario only at these numbers of Deployments (multiples of 500), e.g. 10000")
 	fs.StringVar(&o.controllerFlags, "controller-flags", "", "flags appended to every scenario's controller flags, e.g. --max-concurrent-reconciles=16")
 	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments instead of the set's scale, e.g. 1000")
-	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50")
+	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50; canary: the defaults with --canary=1 and a 10s bake")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	fs.StringVar(&o.outDir, "out", "", "results directory (default ./bench-results/<timestamp>)")
 	fs.StringVar(&o.ripple, "ripple", "bin/ripple", "the ripple binary, {ripple} in --controller-cmd")
@@ -284,8 +284,9 @@ func fanOutPoints(list string) ([]fanOutPoint, error) {
 }
 
 // wavesPoints returns the waves scenario's points: those of the set, at n
-// Deployments when n > 0, with the caps in caps ("default" or a number,
-// comma-separated) when caps is not empty.
+// Deployments when n > 0, with the caps in caps ("default", "canary" (the
+// defaults with a canary of 1) or a number, comma-separated) when caps is
+// not empty.
 func wavesPoints(set []wavesPlan, n int, caps string) ([]wavesPlan, error) {
 	var out []wavesPlan
 	if caps == "" {
@@ -294,6 +295,9 @@ func wavesPoints(set []wavesPlan, n int, caps string) ([]wavesPlan, error) {
 		for _, c := range strings.Split(caps, ",") {
 			v, err := strconv.Atoi(strings.TrimSpace(c))
 			switch {
+			case strings.TrimSpace(c) == "canary":
+				out = append(out, wavesPlan{Workloads: set[0].Workloads, Cap: -1, Canary: true})
+				continue
 			case strings.TrimSpace(c) == "default":
 				v = -1
 			case err != nil || v < 0:

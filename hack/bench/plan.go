@@ -235,7 +235,7 @@ func defaultPlan() plan {
 		ColdStart: []coldStartPlan{{Namespaces: 100, WorkloadsPerNS: 100, ConfigMapsPerNS: 10}},
 		// Other scales and caps: --waves, --waves-caps (the cap 0 run
 		// takes as long as this one and is left out for time).
-		Waves: []wavesPlan{{Workloads: 300, Cap: -1}},
+		Waves: []wavesPlan{{Workloads: 300, Cap: -1}, {Workloads: 300, Cap: -1, Canary: true}},
 		Storm: []stormPlan{{Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second, Breaker: true}, {Workloads: 1, Every: 300 * time.Millisecond, For: 30 * time.Second}},
 	}
 }

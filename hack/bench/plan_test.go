@@ -44,7 +44,7 @@ func TestPlanSets(t *testing.T) {
 		t.Error("--quick --large was accepted")
 	}
 	_, p, _, err = options{}.plan()
-	if err != nil || len(p.LargeScale) != 0 || len(p.Waves) != 1 {
+	if err != nil || len(p.LargeScale) != 0 || len(p.Waves) != 2 || !p.Waves[1].Canary {
 		t.Errorf("the default set: %+v %v", p, err)
 	}
 }

@@ -14,7 +14,13 @@ import (
 type wavesPlan struct {
 	Workloads int
 	Cap       int
+	// Canary runs the controller's defaults with --canary=1 and
+	// --canary-bake=canaryBake: one Deployment rolls and bakes first.
+	Canary bool
 }
+
+// canaryBake is the bake of the canaried waves point.
+const canaryBake = 10 * time.Second
 
 // stormPlan is Workloads one-replica Deployments on the full cluster that
 // share one ConfigMap, changed Every for For. Breaker false runs with
@@ -46,6 +52,9 @@ const sampleEvery = 200 * time.Millisecond
 
 // flags returns the plan's controller flags and its name's suffix.
 func (p wavesPlan) flags() ([]string, string) {
+	if p.Canary {
+		return []string{"--canary=1", "--canary-bake=" + canaryBake.String()}, "canary"
+	}
 	if p.Cap < 0 {
 		return nil, "defaults"
 	}
