@@ -41,22 +41,13 @@ const (
 func TestCanaryHaltsABadChange(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
-	cm := createCanaryFleet(t, cs, ns, "5s")
+	cm := createCanaryFleet(t, cs, ns, canaryFleet, "5s")
 	r := newRipple(t, ns)
 	r.env = []string{"POD_NAMESPACE=" + ns} // its records and settings, for explain
 	r.Start()
-	waitFleetBaseline(t, cs, ns)
+	waitFleetBaseline(t, cs, ns, canaryFleet)
 
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-new-pods"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(canaryFleet, resource.DecimalSI)}}}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the quota to count the fleet's pods", func(ctx context.Context) (bool, error) {
-		q, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
-		used := q.Status.Used[corev1.ResourcePods]
-		return err == nil && used.Value() == canaryFleet, nil
-	})
+	quota := blockNewPods(t, cs, ns, canaryFleet)
 	cm = updateConfig(t, cs, cm, "v2")
 	changed := time.Now()
 	bad := digest.ConfigMap(cm)
@@ -85,13 +76,58 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant the halt, naming the canary", err, out)
 	}
 
-	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota.Name, metav1.DeleteOptions{}); err != nil {
+	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cm = updateConfig(t, cs, cm, "v3")
 	fixed := digest.ConfigMap(cm)
-	waitFleetRolled(t, cs, ns, fixed, 3*time.Minute)
+	waitFleetRolled(t, cs, ns, fixed, canaryFleet, 3*time.Minute)
 	checkFleetRevisions(t, cs, ns, map[string]string{"d00": "3"}, "2")
+}
+
+// A halted change continued by `ripple resume`, as an operator would: the
+// config gets CanaryPassed, and the held Deployments roll the halted data
+// once (the quota lifted).
+func TestCanaryResume(t *testing.T) {
+	const fleet = 3
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	cm := createCanaryFleet(t, cs, ns, fleet, "0s")
+	r := newRipple(t, ns)
+	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Start()
+	waitFleetBaseline(t, cs, ns, fleet)
+	quota := blockNewPods(t, cs, ns, fleet)
+	cm = updateConfig(t, cs, cm, "v2")
+	halted := digest.ConfigMap(cm)
+	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
+
+	if out, err := runCommand(t, ns, "resume", "configmap/"+canaryConfig); err != nil || !strings.Contains(out, "Resumed the change "+halted[:12]) {
+		t.Fatalf("ripple resume (%v): %s", err, out)
+	}
+	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
+	waitFleetRolled(t, cs, ns, halted, fleet, 2*time.Minute)
+	checkFleetRevisions(t, cs, ns, nil, "2")
+}
+
+// blockNewPods creates a ResourceQuota that lets no pod start beyond the
+// n running, once it counts them, and returns its name.
+func blockNewPods(t *testing.T, cs kubernetes.Interface, ns string, n int) string {
+	t.Helper()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-new-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(n), resource.DecimalSI)}}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the quota to count the pods", func(ctx context.Context) (bool, error) {
+		q, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+		used := q.Status.Used[corev1.ResourcePods]
+		return err == nil && used.Value() == int64(n), nil
+	})
+	return quota.Name
 }
 
 // A good change canaried on one Deployment with a 10 s bake: the others
@@ -101,9 +137,9 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
-	cm := createCanaryFleet(t, cs, ns, "10s")
+	cm := createCanaryFleet(t, cs, ns, canaryFleet, "10s")
 	r := startRipple(t, ns)
-	waitFleetBaseline(t, cs, ns)
+	waitFleetBaseline(t, cs, ns, canaryFleet)
 
 	cm = updateConfig(t, cs, cm, "v2")
 	changed := time.Now()
@@ -112,7 +148,7 @@ func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 	r.Kill() // during the bake: the restart must not roll the rest early
 	r.Start()
 	passed := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
-	waitFleetRolled(t, cs, ns, good, 3*time.Minute)
+	waitFleetRolled(t, cs, ns, good, canaryFleet, 3*time.Minute)
 	all := time.Since(changed)
 	checkFleetRevisions(t, cs, ns, nil, "2")
 
@@ -130,7 +166,7 @@ func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 // createCanaryFleet creates the ConfigMap, canaried on one workload with
 // bake, and the 50 Deployments that use it (one replica each, a progress
 // deadline of canaryDeadline).
-func createCanaryFleet(t *testing.T, cs kubernetes.Interface, ns, bake string) *corev1.ConfigMap {
+func createCanaryFleet(t *testing.T, cs kubernetes.Interface, ns string, n int, bake string) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: canaryConfig, Annotations: map[string]string{"ripple.dev/canary": "1", "ripple.dev/canary-bake": bake}},
@@ -140,7 +176,7 @@ func createCanaryFleet(t *testing.T, cs kubernetes.Interface, ns, bake string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range canaryFleet {
+	for i := range n {
 		name := fmt.Sprintf("d%02d", i)
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: auto()},
@@ -170,7 +206,7 @@ func updateConfig(t *testing.T, cs kubernetes.Interface, cm *corev1.ConfigMap, v
 
 // waitFleetBaseline waits until every Deployment is available with its
 // baseline recorded.
-func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns string) {
+func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
 	waitFor(t, "every Deployment available, with its baseline", func(ctx context.Context) (bool, error) {
 		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
@@ -182,7 +218,7 @@ func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns string) {
 				return false, nil
 			}
 		}
-		return len(ds.Items) == canaryFleet, nil
+		return len(ds.Items) == n, nil
 	})
 }
 
@@ -204,7 +240,7 @@ func fleetWith(t *testing.T, cs kubernetes.Interface, ns, hash string) []string 
 
 // waitFleetRolled waits until every Deployment carries hash and its
 // rollout is complete.
-func waitFleetRolled(t *testing.T, cs kubernetes.Interface, ns, hash string, timeout time.Duration) {
+func waitFleetRolled(t *testing.T, cs kubernetes.Interface, ns, hash string, n int, timeout time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
@@ -218,13 +254,13 @@ func waitFleetRolled(t *testing.T, cs kubernetes.Interface, ns, hash string, tim
 					done++
 				}
 			}
-			if done == canaryFleet {
+			if done == n {
 				return
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("%d of %d Deployments rolled with %s and complete within %s", done, canaryFleet, hash, timeout)
+	t.Fatalf("%d of %d Deployments rolled with %s and complete within %s", done, n, hash, timeout)
 }
 
 // checkFleetRevisions checks each Deployment's revision: want[name], else
