@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 // explainOptions are explain's own flags and arguments.
@@ -28,6 +29,9 @@ type explainOptions struct {
 	files []string
 	// kind (as Kind.Name() names it) and name of the workload, without --all.
 	kind, name string
+	// config is set when the argument names a ConfigMap or Secret: where
+	// its change stands across the workloads that use it.
+	config *refs.Ref
 }
 
 // eventCount is how many of Ripple's events on the workload are shown.
@@ -68,6 +72,11 @@ Usage:
   %[1]s explain --all [-n namespace | -A] [flags]
   %[1]s explain --pending [-n namespace | -A] [flags]
   %[1]s explain -f <file|dir|-> [<kind>/<name>] [flags]
+  %[1]s explain configmap/<name> | secret/<name> [-n namespace] [flags]
+
+A config (configmap/<name>, secret/<name>) shows where its current data
+stands across the workloads that use it: its canaried change (the
+canaries, rolling, baking until, halted and why) and each workload's state.
 
 With -f (offline), the workloads and configs are read from manifest files
 (Helm or kustomize output, kubectl YAML or JSON) and no cluster is contacted,
@@ -150,6 +159,14 @@ func (o *explainOptions) target(args []string) error {
 	if name == "" {
 		return usageError{fmt.Errorf("argument %q: the workload name is empty", strings.Join(args, " "))}
 	}
+	switch strings.ToLower(kind) {
+	case "configmap", "configmaps", "cm":
+		o.config = &refs.Ref{Kind: refs.ConfigMap, Name: name}
+		return nil
+	case "secret", "secrets":
+		o.config = &refs.Ref{Kind: refs.Secret, Name: name}
+		return nil
+	}
 	k, err := explain.ParseKind(kind)
 	if err != nil {
 		return usageError{fmt.Errorf("argument %q: %w", strings.Join(args, " "), err)}
@@ -211,6 +228,13 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func()
 			return explain.PrintGitOps(stdout, f.opts.gitops, list.Items, settings)
 		}
 		return explain.PrintList(stdout, f.opts.output, list, f.opts.allNamespaces)
+	}
+	if f.opts.config != nil {
+		c, err := e.Change(ctx, kinds, ns, *f.opts.config)
+		if err != nil {
+			return err
+		}
+		return explain.PrintChange(stdout, f.opts.output, c)
 	}
 	kind, _ := explain.Find(kinds, f.opts.kind)
 	r, err := e.Explain(ctx, kind, ns, f.opts.name)

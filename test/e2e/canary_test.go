@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/rollout"
 )
@@ -75,6 +78,12 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	if err != nil || !strings.Contains(out, "RolloutHalted") || !strings.Contains(out, `failed on its canary: Deployment "d00" stalled`) {
 		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant the halt, naming the canary", err, out)
 	}
+	out, err = runCommand(t, ns, "explain", "configmap/"+canaryConfig, "-o", "json")
+	var change explain.Change
+	if err != nil || json.Unmarshal([]byte(out), &change) != nil || change.Canary == nil || change.Canary.Phase != plan.CanaryHalted ||
+		len(change.Workloads) != canaryFleet || countReason(change, string(reason.RolloutHalted)) != canaryFleet-1 {
+		t.Errorf("ripple explain of the config (%v):\n%s\nwant the halt and %d workloads, %d held", err, out, canaryFleet, canaryFleet-1)
+	}
 
 	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -111,6 +120,18 @@ func TestCanaryResume(t *testing.T) {
 	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
 	waitFleetRolled(t, cs, ns, halted, fleet, 2*time.Minute)
 	checkFleetRevisions(t, cs, ns, nil, "2")
+}
+
+// countReason counts the workloads of a config's change in explain whose
+// reason is r.
+func countReason(c explain.Change, r string) int {
+	n := 0
+	for _, w := range c.Workloads {
+		if w.Reason == r {
+			n++
+		}
+	}
+	return n
 }
 
 // blockNewPods creates a ResourceQuota that lets no pod start beyond the

@@ -1,0 +1,124 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Change is where a config's current data stands across the workloads
+// that use it: `ripple explain configmap/<name>`.
+type Change struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	// Digest is the short digest of the config's data now.
+	Digest string `json:"digest"`
+	// Canary is the canaried change of this data as Ripple records it; nil
+	// when the change is not canaried, not planned yet, or its record
+	// cannot be read.
+	Canary *plan.Canary `json:"canary,omitempty"`
+	// Workloads are those that use the config, with their state.
+	Workloads []ChangeWorkload `json:"workloads"`
+}
+
+// ChangeWorkload is one workload that uses the config.
+type ChangeWorkload struct {
+	workload.Ref
+	State  State  `json:"state"`
+	Reason string `json:"reason"`
+	// Canary is set on a canary of the change.
+	Canary bool `json:"canary,omitempty"`
+}
+
+// Change explains where the current data of config ref in ns stands:
+// its canaried change, if any, and the state of every workload of kinds
+// in ns that uses it, as `ripple explain` of each says.
+func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs.Ref) (Change, error) {
+	out := Change{Namespace: ns, Kind: string(ref.Kind), Name: ref.Name, Workloads: []ChangeWorkload{}}
+	var sum string
+	switch ref.Kind {
+	case refs.Secret:
+		var s corev1.Secret
+		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
+			return out, err
+		}
+		sum = digest.Secret(&s)
+	default:
+		var cm corev1.ConfigMap
+		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
+			return out, err
+		}
+		sum = digest.ConfigMap(&cm)
+	}
+	out.Digest = plan.ShortDigest(sum)
+	if c, ok := e.canaries(ctx, ns, []plan.CanaryAsk{{Config: ref, Digest: sum}})[ref]; ok {
+		out.Canary = &c
+	}
+	list, err := e.All(ctx, kinds, ns)
+	if err != nil {
+		return out, err
+	}
+	for _, r := range list.Items {
+		for _, s := range r.Sources {
+			if s.Kind == string(ref.Kind) && s.Name == ref.Name {
+				cw := ChangeWorkload{Ref: r.Workload, State: r.State, Reason: r.Reason}
+				cw.Canary = out.Canary != nil && out.Canary.IsCanary(r.Workload)
+				out.Workloads = append(out.Workloads, cw)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// PrintChange writes the explanation of a config's change in format.
+func PrintChange(w io.Writer, format string, c Change) error {
+	if format != FormatTable {
+		return encode(w, format, c)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Config:\t%s %s/%s\n", c.Kind, c.Namespace, c.Name)
+	fmt.Fprintf(&b, "Data:\t%s\n", c.Digest)
+	if cn := c.Canary; cn != nil {
+		fmt.Fprintf(&b, "Canary:\t%s (since %s)\n", plan.CanaryStage(*cn), cn.Since.UTC().Format(time.RFC3339))
+		for _, m := range cn.Members {
+			applied := "not yet"
+			if !m.Applied.IsZero() {
+				applied = m.Applied.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(&b, "\t%s %s, applied %s\n", m.Ref.Kind, m.Ref.Name, applied)
+		}
+	} else {
+		fmt.Fprintf(&b, "Canary:\tnone recorded for this data\n")
+	}
+	counts := map[State]int{}
+	for _, wl := range c.Workloads {
+		counts[wl.State]++
+	}
+	var parts []string
+	for _, s := range []State{UpToDate, WouldReload, Waiting, Paused, Invalid, NotReloading, PendingApproval} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s.Text()))
+		}
+	}
+	fmt.Fprintf(&b, "Workloads:\t%d use it: %s\n\nKIND\tNAME\tSTATE\tREASON\tCANARY\n", len(c.Workloads), dash(strings.Join(parts, ", ")))
+	for _, wl := range c.Workloads {
+		canary := "-"
+		if wl.Canary {
+			canary = "yes"
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State.Text(), wl.Reason, canary)
+	}
+	return aligned(w, b.String())
+}
