@@ -239,13 +239,13 @@ func (cs *Canaries) check(ctx context.Context) {
 }
 
 // health reads the rollouts of c's canaries that applied its change. A
-// canary deleted meanwhile has stalled: the change does not pass on a
-// workload that is gone.
+// canary deleted meanwhile, before or after it applied the change, has
+// stalled: the change does not pass on a workload that is gone.
 func (cs *Canaries) health(ctx context.Context, c plan.Canary) map[workload.Ref]rollout.Status {
 	out := map[workload.Ref]rollout.Status{}
 	for _, m := range c.Members {
 		r, ok := cs.reconcilers[m.Ref.Kind]
-		if !ok || m.Applied.IsZero() {
+		if !ok {
 			continue
 		}
 		obj := r.Kind.New()
@@ -253,7 +253,7 @@ func (cs *Canaries) health(ctx context.Context, c plan.Canary) map[workload.Ref]
 		switch {
 		case apierrors.IsNotFound(err):
 			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: "the workload was deleted"}
-		case err == nil:
+		case err == nil && !m.Applied.IsZero():
 			out[m.Ref], _ = cs.deps.restartStatus(ctx, r.Kind, obj)
 		}
 	}

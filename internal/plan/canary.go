@@ -229,7 +229,8 @@ func (c Canary) Applied(k workload.Ref, t time.Time) (Canary, bool) {
 }
 
 // Check is c after the canaries' rollouts were read at now (health, by
-// canary; a canary missing from it is still progressing): a canary that
+// canary; a canary missing from it is still progressing; one that has not
+// applied the change yet has a status only when it is gone): a canary that
 // stalled, or took longer than timeout (0: no limit), halts a rolling
 // change; every canary complete starts the bake; a canary that is not
 // complete during the bake halts it; a bake that ends healthy passes.
@@ -258,10 +259,10 @@ func (c Canary) rolled(health map[workload.Ref]rollout.Status, timeout time.Dura
 	for _, m := range c.Members {
 		st, ok := health[m.Ref]
 		switch {
+		case ok && st.State == rollout.Stalled:
+			return c.halt(now, "%s %q stalled: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
 		case m.Applied.IsZero() || !ok:
 			all = false
-		case st.State == rollout.Stalled:
-			return c.halt(now, "%s %q stalled: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
 		case st.State != rollout.Complete && timeout > 0 && now.Sub(m.Applied) > timeout:
 			return c.halt(now, "%s %q did not complete its rollout within %s (--rollout-timeout): %s", m.Ref.Kind, m.Ref.Name, timeout, st.Reason), true
 		case st.State != rollout.Complete:

@@ -109,7 +109,9 @@ func TestCanaryCheck(t *testing.T) {
 		want    CanaryPhase
 		why     string
 	}{
-		{"not applied yet: rolling", rolling, complete, now.Add(time.Minute), 0, CanaryRolling, ""},
+		{"not applied yet: rolling", rolling, nil, now.Add(time.Minute), 0, CanaryRolling, ""},
+		{"deleted before it applied: halted", rolling, map[workload.Ref]rollout.Status{dep("a"): {State: rollout.Stalled, Reason: "the workload was deleted"}},
+			now.Add(time.Second), 0, CanaryHalted, "the workload was deleted"},
 		{"progressing: rolling", applied, progressing, now.Add(time.Minute), 0, CanaryRolling, ""},
 		{"complete: the bake starts", applied, complete, now.Add(time.Second), 0, CanaryBaking, ""},
 		{"stalled: halted", applied, stalled, now.Add(time.Second), 0, CanaryHalted, `Deployment "a" stalled: progress deadline exceeded`},
