@@ -192,12 +192,14 @@ func resumedNotice(p Plan) Notice {
 	return notice(reason.ReloadResumed, changeRefs(p.Changes), "The hold ends: %s", next)
 }
 
-// pendingNotice is the notice of a change set that waits for an approval.
+// pendingNotice is the notice of a change set that waits for an approval:
+// what waits, where the manual policy comes from, since when, and the
+// command that approves it.
 func pendingNotice(in Input, a *Awaiting) Notice {
+	_, from, _ := policy(in)
 	n := notice(reason.ReloadPending, changeRefs(a.Changes),
-		"Reload pending approval (reload policy manual): changes in %s, waiting since %s; approve with `ripple approve %s/%s -n %s`",
-		strings.Join(withDigests(a.Changes), ", "), a.Since.UTC().Format(time.RFC3339),
-		strings.ToLower(in.Workload.Kind), in.Workload.Name, in.Workload.Namespace)
+		"Reload pending approval (reload policy manual, from the %s): changes in %s, waiting since %s; approve with `%s`",
+		from, strings.Join(withDigests(a.Changes), ", "), a.Since.UTC().Format(time.RFC3339), ApproveCommand(in.Workload))
 	n.Once, n.Told = string(reason.ReloadPending)+"/"+a.ID, !a.Began
 	return n
 }

@@ -40,8 +40,9 @@ func TestStagesTellTheirNotices(t *testing.T) {
 		alert   reason.Level
 	}{
 		{"a change rolls: nothing to tell before the write", changed, nil, "", reason.None},
-		{"manual: pending once, with how to approve", append(changed, manual), []string{"ReloadPending"},
-			"approve with `ripple approve deployment/web -n shop`", reason.Warning},
+		{"manual: pending once, with where the policy is set, since when and how to approve", append(changed, manual), []string{"ReloadPending"},
+			`Reload pending approval (reload policy manual, from the workload): changes in ConfigMap "app" cm2, waiting since ` +
+				now.UTC().Format(time.RFC3339) + "; approve with `ripple approve deployment/web -n shop`", reason.Warning},
 		{"manual, already told", append(changed, manual, remember(AwaitingState{ID: "ConfigMap/app=cm2;", Since: now})), []string{"ReloadPending told"},
 			`changes in ConfigMap "app" cm2`, reason.Warning},
 		{"notify: would reload, alerted", append(changed, annotate(keys.ReloadPolicy, "notify")), []string{"WouldReload after write"},
