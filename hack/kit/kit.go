@@ -2,7 +2,7 @@
 // test/e2e, test/chart) and hack/demo share: running a suite around one
 // control plane and proving it left no process behind, test namespaces,
 // the workload kinds Ripple rolls, pod readiness and ownership, events,
-// child processes stopped by signal, a log buffer safe for concurrent
+// child processes stopped by signal, an alert endpoint, a log buffer safe for concurrent
 // writers, and how far a watch has delivered (WatchProgress), so that a
 // test judges what it counted only once its observer has caught up. Each suite keeps its scenarios; this package holds only what
 // they would otherwise each write again. It lives under hack/, beside

@@ -266,7 +266,7 @@ func verdict(f Facts, r Report) (State, string, string) {
 			return state, reason, line
 		}
 	}
-	if state, reason, line := policyVerdict(f, r); state != "" {
+	if state, reason, line := policyVerdict(f); state != "" {
 		return state, reason, line
 	}
 	if changes := changeNames(f.Plan); changes != "" {

@@ -2,7 +2,6 @@ package explain
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
@@ -161,29 +160,21 @@ func settleWait(f Facts) Wait {
 	return w
 }
 
-// pauseWait is the wait of a paused workload: for the end of Ripple's
-// pause period, or for its owner to resume it.
+// pauseWait is the wait of a paused workload, as the plan's Paused
+// notice tells it: for the end of Ripple's pause period, or for its owner
+// to resume it.
 func pauseWait(f Facts) (Wait, bool) {
-	w := f.Input.Workload
-	if f.Template == nil || !w.Pausable || !w.Paused {
+	if f.Template == nil {
 		return Wait{}, false
 	}
-	keys := f.Settings.Plan.Keys
-	at, marked := w.Annotations[keys.PausedAt]
-	if !marked {
-		return Wait{For: waitOwner, Setting: "spec.paused", Message: fmt.Sprintf(
-			"spec.paused is set, not by Ripple (no %q): reloads are written on the pod template and roll out when its owner resumes it", keys.PausedAt)}, true
+	n, until, ok := plan.PauseNotice(f.Input)
+	switch {
+	case !ok:
+		return Wait{}, false
+	case until.IsZero():
+		return Wait{For: waitOwner, Setting: "spec.paused", Message: n.Message}, true
 	}
-	start, err := time.Parse(time.RFC3339, at)
-	period, perr := time.ParseDuration(strings.TrimSpace(w.Annotations[keys.PausePeriod]))
-	if err != nil || perr != nil {
-		return Wait{For: waitPause, Setting: keys.PausePeriod, Until: &f.Now, Message: fmt.Sprintf(
-			"paused by Ripple (%q is %q), without a valid %q: Ripple resumes it now", keys.PausedAt, at, keys.PausePeriod)}, true
-	}
-	until := start.Add(period)
-	return Wait{For: waitPause, Setting: keys.PausePeriod, Until: &until, Message: fmt.Sprintf(
-		"paused by Ripple at %s for %s (%q): the reloads of the period roll out once when Ripple resumes it at %s",
-		stamp(start), period, keys.PausePeriod, stamp(until))}, true
+	return Wait{For: waitPause, Setting: f.Settings.Plan.Keys.PausePeriod, Until: &until, Message: n.Message}, true
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

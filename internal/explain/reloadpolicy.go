@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // PendingApproval is the state of a workload whose change waits for an
@@ -49,7 +50,7 @@ func reloadPolicy(f Facts) *ReloadPolicy {
 	}
 	rp := &ReloadPolicy{Value: string(f.Plan.Policy), From: f.Plan.PolicyFrom}
 	if a := f.Plan.Awaiting; a != nil {
-		p := &Pending{Approve: fmt.Sprintf("ripple approve %s/%s -n %s", strings.ToLower(f.Kind.Name()), f.Object.GetName(), f.Object.GetNamespace())}
+		p := &Pending{Approve: plan.ApproveCommand(f.Input.Workload)}
 		for _, c := range a.Changes {
 			p.Configs = append(p.Configs, PendingConfig{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Digest: short(c.Hash)})
 		}
@@ -62,27 +63,18 @@ func reloadPolicy(f Facts) *ReloadPolicy {
 	return rp
 }
 
-// policyVerdict is the verdict the reload policy gives: a change waiting
-// for an approval, or one the notify policy only reports; an empty state
-// when it gives none.
-func policyVerdict(f Facts, r Report) (State, string, string) {
-	rp := r.ReloadPolicy
-	switch {
-	case rp == nil || f.Settings.Plan.DryRun:
-	case rp.Pending != nil:
-		configs := make([]string, len(rp.Pending.Configs))
-		for i, c := range rp.Pending.Configs {
-			configs[i] = fmt.Sprintf("%s %q %s", c.Kind, c.Name, c.Digest)
-		}
-		since := ""
-		if rp.Pending.Since != nil {
-			since = ", since " + stamp(*rp.Pending.Since)
-		}
-		return PendingApproval, "PendingApproval", fmt.Sprintf("pending approval: changes in %s wait for an approval (%s: manual, from the %s)%s; approve with `%s`",
-			strings.Join(configs, ", "), f.Settings.Plan.Keys.ReloadPolicy, rp.From, since, rp.Pending.Approve)
-	case f.Plan.Policy == plan.Notify && len(f.Plan.Changes) > 0:
-		return WouldReload, "NotifyPolicy", fmt.Sprintf("would reload for changes in %s, but its reload policy is notify (%s, from the %s): Ripple records a WouldReload event and rolls nothing",
-			changeNames(f.Plan), f.Settings.Plan.Keys.ReloadPolicy, rp.From)
+// policyVerdict is the verdict the reload policy gives, as its notice
+// says it: a change waiting for an approval, or one the notify policy only
+// reports; an empty state when it gives none.
+func policyVerdict(f Facts) (State, string, string) {
+	if f.Settings.Plan.DryRun {
+		return "", "", ""
+	}
+	if n, ok := f.Plan.Notice(reason.ReloadPending); ok {
+		return PendingApproval, "PendingApproval", n.Message
+	}
+	if n, ok := f.Plan.Notice(reason.WouldReload); ok {
+		return WouldReload, "NotifyPolicy", n.Message
 	}
 	return "", "", ""
 }

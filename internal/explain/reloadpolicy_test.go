@@ -28,13 +28,16 @@ func TestBuildReloadPolicy(t *testing.T) {
 		return map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1s", "ripple.dev/reload-policy": policy}
 	}
 	r := Build(facts(t, meta("manual"), old, current, written, defaults(t)))
-	if r.State != PendingApproval || r.Reason != "PendingApproval" || !strings.Contains(r.Verdict, `ConfigMap "app" `+current[:digestLen]) ||
-		!strings.Contains(r.Verdict, "ripple approve deployment/web -n shop") {
-		t.Errorf("%s (%s): %s", r.State, r.Reason, r.Verdict)
+	// The verdict is the ReloadPending Event's message.
+	want := `Reload pending approval (reload policy manual, from the workload): changes in ConfigMap "app" ` + current[:digestLen] +
+		", waiting since 2026-01-02T03:04:05Z; approve with `ripple approve deployment/web -n shop`"
+	if r.State != PendingApproval || r.Reason != "PendingApproval" || r.Verdict != want {
+		t.Errorf("%s (%s): %s\nwant the verdict %s", r.State, r.Reason, r.Verdict, want)
 	}
 	rp := r.ReloadPolicy
 	if rp == nil || rp.Value != "manual" || rp.From != "workload" || rp.Pending == nil || rp.Pending.Since == nil ||
-		!rp.Pending.Since.Equal(written) || len(rp.Pending.Configs) != 1 || rp.Pending.Configs[0].Digest != current[:digestLen] {
+		!rp.Pending.Since.Equal(written) || len(rp.Pending.Configs) != 1 || rp.Pending.Configs[0].Digest != current[:digestLen] ||
+		rp.Pending.Approve != "ripple approve deployment/web -n shop" {
 		t.Fatalf("reload policy %+v", rp)
 	}
 	var b bytes.Buffer
@@ -47,7 +50,8 @@ func TestBuildReloadPolicy(t *testing.T) {
 	}
 
 	n := Build(facts(t, meta("notify"), old, current, written, defaults(t)))
-	if n.State != WouldReload || n.Reason != "NotifyPolicy" || n.ReloadPolicy.Pending != nil {
+	if n.State != WouldReload || n.Reason != "NotifyPolicy" || n.ReloadPolicy.Pending != nil ||
+		n.Verdict != `Would reload for changes in ConfigMap "app" (reload policy notify)` {
 		t.Errorf("notify: %s (%s): %s", n.State, n.Reason, n.Verdict)
 	}
 	a := Build(facts(t, meta("auto"), old, current, written, defaults(t)))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -62,6 +63,11 @@ func ApprovalOf(changes []strategy.Change, by string, at time.Time, now bool) Ap
 		a.Changes = append(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash})
 	}
 	return a
+}
+
+// ApproveCommand is the command that approves what waits on w.
+func ApproveCommand(w Workload) string {
+	return fmt.Sprintf("ripple approve %s/%s -n %s", strings.ToLower(w.Kind), w.Name, w.Namespace)
 }
 
 // Awaiting is a change set that waits for an approval.

@@ -192,14 +192,40 @@ func resumedNotice(p Plan) Notice {
 	return notice(reason.ReloadResumed, changeRefs(p.Changes), "The hold ends: %s", next)
 }
 
-// pendingNotice is the notice of a change set that waits for an approval.
+// pendingNotice is the notice of a change set that waits for an approval:
+// what waits, where the manual policy comes from, since when, and the
+// command that approves it.
 func pendingNotice(in Input, a *Awaiting) Notice {
+	_, from, _ := policy(in)
 	n := notice(reason.ReloadPending, changeRefs(a.Changes),
-		"Reload pending approval (reload policy manual): changes in %s, waiting since %s; approve with `ripple approve %s/%s -n %s`",
-		strings.Join(withDigests(a.Changes), ", "), a.Since.UTC().Format(time.RFC3339),
-		strings.ToLower(in.Workload.Kind), in.Workload.Name, in.Workload.Namespace)
+		"Reload pending approval (reload policy manual, from the %s): changes in %s, waiting since %s; approve with `%s`",
+		from, strings.Join(withDigests(a.Changes), ", "), a.Since.UTC().Format(time.RFC3339), ApproveCommand(in.Workload))
 	n.Once, n.Told = string(reason.ReloadPending)+"/"+a.ID, !a.Began
 	return n
+}
+
+// PauseNotice is the notice of a paused workload, which `ripple explain`
+// tells (not an Event): paused by Ripple for its pause period, until it
+// resumes it at until, or by its owner (until is zero). ok is false when
+// the workload is not paused.
+func PauseNotice(in Input) (n Notice, until time.Time, ok bool) {
+	w, key := in.Workload, in.Keys.PausedAt
+	if !w.Pausable || !w.Paused {
+		return Notice{}, time.Time{}, false
+	}
+	at, marked := w.Annotations[key]
+	if !marked {
+		return notice(reason.Paused, nil, "spec.paused is set, not by Ripple (no %q): reloads are written on the pod template and roll out when its owner resumes it",
+			key), time.Time{}, true
+	}
+	start, err := time.Parse(time.RFC3339, at)
+	period, _ := pausePeriod(in)
+	if err != nil || period <= 0 {
+		return notice(reason.Paused, nil, "paused by Ripple (%q is %q), without a valid %q: Ripple resumes it now", key, at, in.Keys.PausePeriod), in.Now, true
+	}
+	until = start.Add(period)
+	return notice(reason.Paused, nil, "paused by Ripple at %s for %s (%q): the reloads of the period roll out once when Ripple resumes it at %s",
+		start.UTC().Format(time.RFC3339), period, in.Keys.PausePeriod, until.UTC().Format(time.RFC3339)), until, true
 }
 
 // supersededNotice is the notice of an approval whose configs' digests

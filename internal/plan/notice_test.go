@@ -40,8 +40,9 @@ func TestStagesTellTheirNotices(t *testing.T) {
 		alert   reason.Level
 	}{
 		{"a change rolls: nothing to tell before the write", changed, nil, "", reason.None},
-		{"manual: pending once, with how to approve", append(changed, manual), []string{"ReloadPending"},
-			"approve with `ripple approve deployment/web -n shop`", reason.Warning},
+		{"manual: pending once, with where the policy is set, since when and how to approve", append(changed, manual), []string{"ReloadPending"},
+			`Reload pending approval (reload policy manual, from the workload): changes in ConfigMap "app" cm2, waiting since ` +
+				now.UTC().Format(time.RFC3339) + "; approve with `ripple approve deployment/web -n shop`", reason.Warning},
 		{"manual, already told", append(changed, manual, remember(AwaitingState{ID: "ConfigMap/app=cm2;", Since: now})), []string{"ReloadPending told"},
 			`changes in ConfigMap "app" cm2`, reason.Warning},
 		{"notify: would reload, alerted", append(changed, annotate(keys.ReloadPolicy, "notify")), []string{"WouldReload after write"},
@@ -137,5 +138,39 @@ func TestRevertAndHeldReadApart(t *testing.T) {
 		if !ok || n.Told || n.Alert != reason.Warning || !strings.HasPrefix(n.Message, tc.prefix) {
 			t.Errorf("notice %+v, want an untold warning starting %q", n, tc.prefix)
 		}
+	}
+}
+
+// A paused workload's notice says who paused it and, when Ripple did,
+// when it resumes it: its paused-at time plus the pause period, or now
+// when either cannot be read.
+func TestPauseNotice(t *testing.T) {
+	pausable := func(paused bool) func(*Input) {
+		return func(i *Input) { i.Workload.Pausable, i.Workload.Paused = true, paused }
+	}
+	at := now.Add(-10 * time.Minute).Format(time.RFC3339)
+	for _, tc := range []struct {
+		name    string
+		opts    []func(*Input)
+		ok      bool
+		until   time.Time
+		message string
+	}{
+		{"a kind that cannot pause", []func(*Input){annotate(keys.PausedAt, at)}, false, time.Time{}, ""},
+		{"not paused", []func(*Input){pausable(false), annotate(keys.PausedAt, at)}, false, time.Time{}, ""},
+		{"paused by its owner", []func(*Input){pausable(true)}, true, time.Time{}, "spec.paused is set, not by Ripple"},
+		{"paused by Ripple for its period", []func(*Input){pausable(true), annotate(keys.PausedAt, at), annotate(keys.PausePeriod, "1h")},
+			true, now.Add(50 * time.Minute), "paused by Ripple at " + at + ` for 1h0m0s ("` + keys.PausePeriod + `"): the reloads of the period roll out once when Ripple resumes it at 2026-11-23T12:50:00Z`},
+		{"paused by Ripple, the period invalid", []func(*Input){pausable(true), annotate(keys.PausedAt, at), annotate(keys.PausePeriod, "-1h")},
+			true, now, "without a valid"},
+		{"paused by Ripple, its time unreadable", []func(*Input){pausable(true), annotate(keys.PausedAt, "noon"), annotate(keys.PausePeriod, "1h")},
+			true, now, `("` + keys.PausedAt + `" is "noon"), without a valid`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, until, ok := PauseNotice(in(tc.opts...))
+			if ok != tc.ok || !until.Equal(tc.until) || !strings.Contains(n.Message, tc.message) || (ok && n.Reason != reason.Paused) {
+				t.Errorf("%v until %s: %+v; want %v until %s, saying %q", ok, until, n, tc.ok, tc.until, tc.message)
+			}
+		})
 	}
 }

@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -257,7 +259,18 @@ func (ap applier) write(ctx context.Context, c client.Client, obj client.Object,
 	if left.empty() {
 		return nil
 	}
-	return ap.removeLeftovers(ctx, c, obj, left, set)
+	// The apply made the reload: a conflict on the clean-up (the workload
+	// changed in between, e.g. a controller's write) must not make the
+	// write read as not done. Read it again and clean up what it shows.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := ap.removeLeftovers(ctx, c, obj, left, set)
+		if apierrors.IsConflict(err) {
+			if gerr := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
 }
 
 // removeLeftovers patches away the dropped values that obj still shows.

@@ -1,16 +1,21 @@
 package workload
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // web is a Deployment as its owner wrote it: one container with its own
@@ -147,6 +152,41 @@ func TestApplyRemovesWhatOthersKeep(t *testing.T) {
 	}
 	if _, ok := got.Annotations["ripple.dev/applied"]; ok || got.Annotations["owner"] != "git" {
 		t.Errorf("annotations %v, want the record removed and the owner's kept", got.Annotations)
+	}
+}
+
+// The clean-up after the apply is a second write: a conflict on it (the
+// workload changed in between, as the Deployment controller does while it
+// rolls) is retried on the workload as it is now, and the write succeeds:
+// the apply already made the reload.
+func TestApplyCleanUpRetriesAConflict(t *testing.T) {
+	d := web()
+	d.ResourceVersion = ""
+	d.Annotations["ripple.dev/approval"] = "{}" // written by `ripple approve`, another manager
+	conflicts := 0
+	c := fake.NewClientBuilder().WithObjects(d).WithReturnManagedFields().WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if p.Type() != types.ApplyPatchType && conflicts == 0 {
+				conflicts++
+				other := get(t, c)
+				other.Annotations["deployment.kubernetes.io/revision"] = "2"
+				if err := c.Update(ctx, other); err != nil {
+					return err
+				}
+				return apierrors.NewConflict(appsv1.Resource("deployments"), obj.GetName(), errors.New("the object has been modified"))
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		},
+	}).Build()
+	cur := get(t, c)
+	u := Update{Template: withEnv(cur, "STAKATER_APP_CONFIGMAP", "h2"), Annotations: map[string]*string{"ripple.dev/approval": nil}}
+	if _, err := Deployment.Write(t.Context(), c, cur, u); err != nil {
+		t.Fatalf("the write failed after its apply: %v", err)
+	}
+	got := get(t, c)
+	if _, ok := got.Annotations["ripple.dev/approval"]; ok || conflicts != 1 || env(got)["STAKATER_APP_CONFIGMAP"] != "h2" ||
+		got.Annotations["deployment.kubernetes.io/revision"] != "2" {
+		t.Errorf("after %d conflicts: annotations %v, env %v; want the approval removed, the reload and the other write kept", conflicts, got.Annotations, env(got))
 	}
 }
 

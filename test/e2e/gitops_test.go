@@ -204,14 +204,15 @@ func TestGitOpsReapply(t *testing.T) {
 
 // operator is the "reverting operator" of TestRevertingOperator: it owns a
 // Deployment and puts its own pod template back whenever it differs, as
-// shop-operator, by an update.
+// shop-operator, by an update; with it, the annotations of ownAnnotations
+// too.
 type operator struct {
 	stop     context.CancelFunc
 	done     chan struct{}
 	rewrites atomic.Int32
 }
 
-func startOperator(t *testing.T, cs kubernetes.Interface, ns, name string, own corev1.PodTemplateSpec) *operator {
+func startOperator(t *testing.T, cs kubernetes.Interface, ns, name string, own corev1.PodTemplateSpec, ownAnnotations map[string]string) *operator {
 	ctx, cancel := context.WithCancel(t.Context())
 	o := &operator{stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -220,6 +221,9 @@ func startOperator(t *testing.T, cs kubernetes.Interface, ns, name string, own c
 			d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 			if err == nil && !equality.Semantic.DeepEqual(d.Spec.Template, own) {
 				d.Spec.Template = own
+				for k, v := range ownAnnotations {
+					d.Annotations[k] = v
+				}
 				if _, err := cs.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "shop-operator"}); err == nil {
 					o.rewrites.Add(1)
 				}
@@ -270,22 +274,11 @@ func TestRevertingOperator(t *testing.T) {
 	ns := newNamespace(t, cs)
 	startRipple(t, ns)
 	cm := createConfigMap(t, cs, ns, configName, "v1")
-	d, err := cs.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: auto()},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(defaultReplicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: spec{configMaps: []string{configName}}.template("web"),
-		},
-	}, metav1.CreateOptions{FieldManager: "shop-operator"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := workload{kind: kit.Deployment, ns: ns, name: "web"}
-	watchTemplate(t, cs, w, d)
+	d := createOwned(t, cs, w, configName)
 	before := waitRolledOut(t, cs, w)
 	waitBaseline(t, cs, w, digest.ConfigMap(cm))
-	op := startOperator(t, cs, ns, "web", d.Spec.Template)
+	op := startOperator(t, cs, ns, "web", d.Spec.Template, nil)
 
 	changed := time.Now()
 	setConfigMapValue(t, cs, ns, configName, "v2")

@@ -314,7 +314,7 @@ func TestRestartEvictHonoursPodDisruptionBudget(t *testing.T) {
 	pods := recordPods(t, cs, ns, "app=web", old, replicas)
 	// The reverting operator of TestRevertingOperator owns the template:
 	// with evict it has nothing to put back.
-	op := startOperator(t, cs, ns, "web", d.Spec.Template)
+	op := startOperator(t, cs, ns, "web", d.Spec.Template, nil)
 
 	setConfigMapValue(t, cs, ns, configName, "v2")
 	restartDone(t, cs, ns, "app=web", old, replicas, deployment)

@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,36 +10,6 @@ import (
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
-
-// alertServer records alert requests as "content-type body".
-type alertServer struct {
-	*httptest.Server
-	mu   sync.Mutex
-	got  []string
-	hang time.Duration
-}
-
-func newAlertServer(t *testing.T, hang time.Duration) *alertServer {
-	s := &alertServer{hang: hang}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.got = append(s.got, r.Header.Get("Content-Type")+" "+string(b))
-		s.mu.Unlock()
-		select {
-		case <-time.After(s.hang):
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *alertServer) received() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
-}
 
 // With ALERT_ON_RELOAD=true each rollout sends one alert in the sink's
 // Reloader payload, naming every config the rollout carries.
@@ -58,7 +24,7 @@ func TestAlertsPerSink(t *testing.T) {
 	for sink, want := range tests {
 		t.Run(sink, func(t *testing.T) {
 			t.Parallel()
-			srv := newAlertServer(t, 0)
+			srv := kit.NewAlertSink(t, 0)
 			e := newEnv(t)
 			e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": sink, "ALERT_WEBHOOK_URL": srv.URL + "/alert"}
 			e.run(t, "--settle-window=500ms")
@@ -70,9 +36,9 @@ func TestAlertsPerSink(t *testing.T) {
 			e.waitFor(t, w, "the baseline record", hasBaseline)
 			e.setConfig(t, cm, "v2")
 			e.waitApplied(t, deploy, w, sec, e.setConfig(t, sec, "v2"))
-			e.waitFor(t, w, "the alert", func(client.Object) bool { return len(srv.received()) > 0 })
+			e.waitFor(t, w, "the alert", func(client.Object) bool { return len(srv.Received()) > 0 })
 			time.Sleep(300 * time.Millisecond) // a second alert would show
-			got := srv.received()
+			got := srv.Received()
 			want = strings.ReplaceAll(want, "%NS%", e.ns)
 			if len(got) != 1 || got[0] != want {
 				t.Fatalf("alerts:\n%q\nwant one:\n%q", got, want)
@@ -84,7 +50,7 @@ func TestAlertsPerSink(t *testing.T) {
 // A sink that hangs for 30 s delays no reload.
 func TestHungAlertSinkDelaysNothing(t *testing.T) {
 	t.Parallel()
-	srv := newAlertServer(t, 30*time.Second)
+	srv := kit.NewAlertSink(t, 30*time.Second)
 	e := newEnv(t)
 	e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": srv.URL}
 	e.run(t)
@@ -110,7 +76,7 @@ func TestHungAlertSinkDelaysNothing(t *testing.T) {
 // completes and --rollout-timeout reports it.
 func TestStalledRolloutAlert(t *testing.T) {
 	t.Parallel()
-	srv := newAlertServer(t, 0)
+	srv := kit.NewAlertSink(t, 0)
 	e := newEnv(t)
 	e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": srv.URL + "/alert"}
 	e.run(t, "--rollout-timeout=2s")
@@ -119,9 +85,9 @@ func TestStalledRolloutAlert(t *testing.T) {
 	w := e.newWorkload(t, kit.Deployment, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))
 	e.waitFor(t, w, "the baseline record", hasBaseline)
 	e.waitApplied(t, kit.Deployment, w, cm, e.setConfig(t, cm, "v2"))
-	e.waitFor(t, w, "two alerts", func(client.Object) bool { return len(srv.received()) >= 2 })
+	e.waitFor(t, w, "two alerts", func(client.Object) bool { return len(srv.Received()) >= 2 })
 	time.Sleep(300 * time.Millisecond) // a third alert would show
-	got := srv.received()
+	got := srv.Received()
 	want := `application/json {"attachments":[{"author_name":"Reloader","color":"danger","text":"Ripple, *app* of type *Deployment* in namespace *` +
 		e.ns + `*: Rollout stalled after `
 	if len(got) != 2 || !strings.Contains(got[0], `"color":"good"`) || !strings.HasPrefix(got[1], want) ||

@@ -27,7 +27,7 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newAlertServer(t, time.Minute)
+			srv := kit.NewAlertSink(t, time.Minute)
 			e := newEnv(t)
 			env := map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": "raw", "ALERT_WEBHOOK_URL": srv.URL}
 			args := append([]string{"--namespaces=" + e.ns, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--settle-window=0"}, tc.args...)
@@ -51,7 +51,7 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 			w := e.newWorkload(t, deploy, "app", ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))
 			e.waitFor(t, w, "the baseline record", hasBaseline)
 			e.waitApplied(t, deploy, w, cm, e.setConfig(t, cm, "v2"))
-			for len(srv.received()) == 0 { // the alert is now being sent, and hangs
+			for len(srv.Received()) == 0 { // the alert is now being sent, and hangs
 				time.Sleep(20 * time.Millisecond)
 			}
 
