@@ -31,7 +31,8 @@ const rollbackQuiet = 30 * time.Second
 // The Deployment is undone to its first revision, from before Ripple's
 // first rollout: the undo restores the Deployment's annotations from that
 // ReplicaSet too, the applied record of the baseline with them, so only
-// Ripple's memory of its rollout tells. The StatefulSet's undo restores
+// Ripple's memory of its rollout, or the record's manager in
+// managedFields (TestRollbackKeptWithoutMemory), tells. The StatefulSet's undo restores
 // only the template: after two rollouts, back to the first, whose env var
 // the record no longer matches.
 func TestRollbackIsKept(t *testing.T) {
