@@ -47,6 +47,7 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 		return k == refs.SecretProviderClass && !g.Rotations.Served() // the CSI driver's API is not served (yet)
 	})
 	in.Workload = Workload(kind, obj, tpl)
+	in.Workload.RecordRestored = workload.ForeignAnnotation(obj, g.Settings.Keys.Applied)
 	if g.Settings.NamespaceDefaults {
 		var err error
 		if in.Workload.NamespaceAnnotations, err = g.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {

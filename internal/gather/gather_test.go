@@ -200,3 +200,35 @@ func mapValues(m map[string]int) []int {
 	}
 	return out
 }
+
+// The workload's record counts as restored when another manager than
+// Ripple wrote its value (a Deployment's undo), by managedFields.
+func TestInputRecordRestored(t *testing.T) {
+	record := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + keys.Applied + `":{}}}}`)}
+	for _, tc := range []struct {
+		name   string
+		fields []metav1.ManagedFieldsEntry
+		want   bool
+	}{
+		{"Ripple wrote it", []metav1.ManagedFieldsEntry{
+			{Manager: workload.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: record},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
+		}, false},
+		{"kubectl rollout undo wrote it", []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl-rollout", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: record},
+		}, true},
+		{"no managedFields", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := web()
+			d.ManagedFields = tc.fields
+			in, err := gatherer([]client.Object{d}, nil, nil).Input(t.Context(), workload.Deployment, d, &d.Spec.Template)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Workload.RecordRestored != tc.want {
+				t.Errorf("RecordRestored %v, want %v", in.Workload.RecordRestored, tc.want)
+			}
+		})
+	}
+}

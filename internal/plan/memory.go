@@ -6,8 +6,8 @@ import (
 
 // Memory is everything Ripple remembers about one workload between
 // reconciles; what was applied is on the workload itself (Applied only
-// recalls what Ripple's last rollout wrote there, to recognise a
-// Deployment's undo, which overwrites it).
+// recalls what Ripple's last rollout wrote there, to read a Deployment's
+// undo, which overwrites it, more precisely than the workload can).
 // Each part changes only through the transitions in this package, pure
 // functions of the memory, an input and the time. The controller loads a
 // workload's memory from its one store (controller.Store), calls them and
@@ -36,8 +36,10 @@ type Memory struct {
 	// Applied is the applied record (its JSON) that Ripple's last rollout
 	// of the workload wrote with the template. `kubectl rollout undo` of a
 	// Deployment restores the record of the revision it returns to along
-	// with its template, so only this tells that Ripple applied newer data
-	// since (rollback.go).
+	// with its template. The workload tells that it did (the restored
+	// value is another manager's), but only this tells which data Ripple
+	// applied since, so that a config changed after it still rolls
+	// (rollback.go).
 	Applied string
 	// Deferred identifies the change set last reported deferred by its
 	// reload window (window.go), so that it is reported once; empty when

@@ -103,6 +103,11 @@ type Workload struct {
 	// its template against a config's (template.go); empty when its
 	// template is another object's (a Rollout's workloadRef).
 	Version string
+	// RecordRestored is set when the applied record's current value was
+	// written by another manager than Ripple (workload.ForeignAnnotation):
+	// `kubectl rollout undo` of a Deployment restores it with the template
+	// (rollback.go).
+	RecordRestored bool
 	// LastWriter names the manager that wrote the workload last, other
 	// than Ripple and status writers (workload.LastWriter): the one a
 	// revert notice names.

@@ -13,28 +13,34 @@ package plan
 //
 // `kubectl rollout undo` of a Deployment also restores the workload's
 // annotations from the ReplicaSet it returns to, the applied record with
-// them: the template and the record then agree on the older digest. Only
-// Ripple's memory of the record its last rollout wrote (Memory.Applied)
-// tells that it applied newer data since; a restored pair (the template
-// showing what the record says) is then read against that memory.
+// them: the template and the record then agree on the older digest. The
+// objects still tell, without Ripple's memory: the undo's patch changed
+// the record's value, so its manager (kubectl-rollout) owns that value in
+// managedFields, where the values Ripple writes are owned by Ripple
+// (Workload.RecordRestored). A record restored with the template means a
+// revision put back: its pods started at the undo and read the data
+// current then, so a source whose restored template and record show an
+// older digest than its current one is rolled back, not changed. While
+// Ripple runs it also remembers the record its last rollout wrote
+// (Memory.Applied) and reads a restored pair against that: its memory is
+// more precise (a source changed after its rollout still rolls), so it
+// decides when it has one.
 //
-// Once the rollback is recorded (the write below), the state is read from
-// the objects alone, so a restart after it rolls nothing. A restart
-// between a Deployment's undo and that write (milliseconds while Ripple
-// runs) loses the memory, and the Deployment rolls forward as before.
-//
-// The first plan that sees a rollback records an alias (the value the
-// template shows, and the current digest it stands for: the same record
-// per-key reload keeps), so that it is reported once; the next change of the source no longer matches the
-// record and rolls as usual. A template showing a value with no record of
-// the source (Reloader's, on migration) is read as before, and so is a
-// record whose digest is not the current data (the source changed since:
-// it rolls once).
+// The first plan that sees a rollback records it (the write below): the
+// current digest in the record, which Ripple then owns again, and an alias
+// (the value the template shows, and the current digest it stands for:
+// the same record per-key reload keeps), so that it is reported once; the
+// next change of the source no longer matches the record and rolls as
+// usual. A template showing a value with no record of the source
+// (Reloader's, on migration) is read as before unless the record came back
+// with it, and so is a record Ripple owns whose digest is not the current
+// data (the source changed since, while Ripple was down: it rolls once).
 
 // rolledBack marks sp RolledBack when the template shows an older value
-// than the record (or than the record Ripple remembers writing, when the
-// record came back with the template), and that digest is the current
-// data. sp's Applied is what the workload shows.
+// than the record (or than the record Ripple remembers writing, or than
+// the current data, when the record came back with the template), and
+// that digest is the current data. sp's Applied is what the workload
+// shows.
 func rolledBack(wv view, sp *SourcePlan) {
 	current := sp.Digest
 	switch {
@@ -45,8 +51,11 @@ func rolledBack(wv view, sp *SourcePlan) {
 	}
 	key := sp.Ref.String()
 	rec, ok := wv.record[key]
-	if w, known := wv.written[key]; known && (!ok || rec == sp.Applied) {
-		rec, ok = w, true // the record came back with the template
+	cameBack := !ok || rec == sp.Applied // the record shows what the template does
+	if w, known := wv.written[key]; known && cameBack {
+		rec, ok = w, true
+	} else if wv.restored && cameBack {
+		rec, ok = current, true // the undo's pods read the current data
 	}
 	if !ok || rec != current || rec == sp.Applied {
 		return

@@ -21,6 +21,10 @@ func remembered(rec map[string]string) func(*Input) {
 	return func(i *Input) { i.Applied = string(b) }
 }
 
+// restored marks the record as written by another manager than Ripple:
+// a Deployment's undo put it back with the template.
+func restored(i *Input) { i.Workload.RecordRestored = true }
+
 func annotationsStrategy(sum string) func(*Input) {
 	return func(i *Input) {
 		i.Strategy = strategy.Annotations{}
@@ -142,6 +146,73 @@ func TestRolledBack(t *testing.T) {
 			record:  map[string]string{"ConfigMap/app": "cm4", "Secret/db": "s1"},
 		},
 		{
+			name:    "no memory (Ripple restarted before the undo's reconcile, or was down): the record came back with the template",
+			in:      in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm3"), restored),
+			state:   RolledBack,
+			noticed: true,
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+			alias:   &alias{Shown: "cm2", Means: "cm3"},
+		},
+		{
+			name: "no memory: the undo to a revision from before Ripple's first rollout (no env var, the baseline record back)",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm1", "Secret/db": "s1"}), digestOf(cmApp, "cm3"),
+				restored),
+			state:   RolledBack,
+			noticed: true,
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+			alias:   &alias{Shown: "cm1", Means: "cm3"},
+		},
+		{
+			name:    "no memory, the annotations strategy: last-reloaded-from and the record came back",
+			in:      in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), annotationsStrategy("cm2"), digestOf(cmApp, "cm3"), restored),
+			state:   RolledBack,
+			noticed: true,
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+			alias:   &alias{Shown: "cm2", Means: "cm3"},
+		},
+		{
+			name:    "no memory: the record came back without the config, the template with Reloader's value",
+			in:      in(recorded(map[string]string{"Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm3"), restored),
+			state:   RolledBack,
+			noticed: true,
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+			alias:   &alias{Shown: "cm2", Means: "cm3"},
+		},
+		{
+			name:  "no memory: an undo of a change that was no config's (an image): the record back shows the current data",
+			in:    in(rec3, envVar(cmApp, "cm3"), digestOf(cmApp, "cm3"), restored),
+			state: Unchanged,
+		},
+		{
+			name:  "no memory (a restart right after Ripple's own write): Ripple's record and template show the current data",
+			in:    in(rec3, envVar(cmApp, "cm3"), digestOf(cmApp, "cm3")),
+			state: Unchanged,
+		},
+		{
+			name:    "no memory, Ripple's own record (no undo): the config changed while Ripple was down rolls",
+			in:      in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm3")),
+			state:   Changed,
+			changes: []string{"ConfigMap/app=cm3"},
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+		},
+		{
+			name: "the record came back, and the memory says the config changed since Ripple's rollout: the memory decides, rolls",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm4"),
+				remembered(map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"}), restored),
+			state:   Changed,
+			changes: []string{"ConfigMap/app=cm4"},
+			record:  map[string]string{"ConfigMap/app": "cm4", "Secret/db": "s1"},
+		},
+		{
+			name: "no memory, the record came back, and the config changed after the undo while Ripple was down: " +
+				"taken as read by the undo's pods (docs/rollbacks.md, Limits)",
+			in:      in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm4"), restored),
+			state:   RolledBack,
+			noticed: true,
+			record:  map[string]string{"ConfigMap/app": "cm4", "Secret/db": "s1"},
+			alias:   &alias{Shown: "cm2", Means: "cm4"},
+		},
+		{
 			name:     "dry-run: recorded and reported the same, nothing would reload",
 			in:       in(rec3, envVar(cmApp, "cm2"), digestOf(cmApp, "cm3"), func(i *Input) { i.DryRun = true }),
 			state:    RolledBack,
@@ -164,7 +235,7 @@ func TestRolledBack(t *testing.T) {
 			if got := len(p.RolledBack) > 0; got != tc.noticed {
 				t.Errorf("reported %v, want %v", p.RolledBack, tc.noticed)
 			}
-			if tc.noticed && (p.RolledBack[0].Ref != cmApp || p.RolledBack[0].Applied != tc.alias.Shown || p.RolledBack[0].Digest != tc.alias.Means) {
+			if tc.noticed && len(p.RolledBack) > 0 && (p.RolledBack[0].Ref != cmApp || p.RolledBack[0].Applied != tc.alias.Shown || p.RolledBack[0].Digest != tc.alias.Means) {
 				t.Errorf("reported %+v", p.RolledBack)
 			}
 			if got := recordOf(t, p); !mapsEqual(got, tc.record) {

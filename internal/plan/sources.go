@@ -24,6 +24,7 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		policies:   map[refs.Kind]annotation.Policy{},
 		ambiguous:  ambiguousRefs(in),
 		record:     AppliedRecord(in.Workload.Annotations, in.Keys),
+		restored:   in.Workload.RecordRestored,
 		written:    parseRecord(in.Applied),
 		onTemplate: parseOnTemplate(in.OnTemplate),
 		aliases:    appliedAliases(in.Workload.Annotations, in.Keys),
@@ -57,7 +58,10 @@ type view struct {
 	policies  map[refs.Kind]annotation.Policy
 	ambiguous map[refs.Ref]bool
 	record    map[string]string
-	written   map[string]string
+	// restored is set when another manager wrote the record's current
+	// value: it came back with the template (rollback.go).
+	restored bool
+	written  map[string]string
 	// onTemplate is what Ripple's last rollout wrote on the template.
 	onTemplate map[string]string
 	aliases    map[string]alias

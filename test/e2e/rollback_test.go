@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -30,7 +31,8 @@ const rollbackQuiet = 30 * time.Second
 // The Deployment is undone to its first revision, from before Ripple's
 // first rollout: the undo restores the Deployment's annotations from that
 // ReplicaSet too, the applied record of the baseline with them, so only
-// Ripple's memory of its rollout tells. The StatefulSet's undo restores
+// Ripple's memory of its rollout, or the record's manager in
+// managedFields (TestRollbackKeptWithoutMemory), tells. The StatefulSet's undo restores
 // only the template: after two rollouts, back to the first, whose env var
 // the record no longer matches.
 func TestRollbackIsKept(t *testing.T) {
@@ -125,4 +127,113 @@ func rolledBackEvent(t *testing.T, cs kubernetes.Interface, ns, kind string) str
 		t.Errorf("RolledBack events %q, want one", got)
 	}
 	return got[0]
+}
+
+// `kubectl rollout undo` of a Deployment while Ripple is not running: it
+// was stopped after its rollout for a config change, or killed with
+// SIGKILL right after it wrote that rollout. The undo restores the
+// Deployment's annotations with its template, Ripple's applied record
+// among them, and Ripple starts with no memory of its rollout: it tells
+// the undo from the objects alone (the record's value is kubectl-rollout's
+// in managedFields, not Ripple's), keeps it, reports it once, and rolls
+// once for the next change.
+func TestRollbackKeptWithoutMemory(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// down stops Ripple around its rollout for the change to sum,
+		// started from before.
+		down func(t *testing.T, cs kubernetes.Interface, r *ripple, w workload, before map[workload]snapshot, sum string)
+	}{
+		{"stopped after its rollout", func(t *testing.T, cs kubernetes.Interface, r *ripple, w workload, before map[workload]snapshot, sum string) {
+			expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
+			r.Stop()
+		}},
+		{"killed right after its write", func(t *testing.T, cs kubernetes.Interface, r *ripple, w workload, _ map[workload]snapshot, sum string) {
+			waitWritten(t, cs, w, sum)
+			r.Kill()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cs := kubernetes.NewForConfigOrDie(kc.Config)
+			ns := newNamespace(t, cs)
+			r := startRipple(t, ns)
+			w := workload{kind: kit.Deployment, ns: ns, name: "web"}
+			first := digest.ConfigMap(createConfigMap(t, cs, ns, configName, "v1"))
+			w.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
+			before := waitRolledOut(t, cs, w)
+			waitBaseline(t, cs, w, first)
+
+			now := setConfigMapValue(t, cs, ns, configName, "v2")
+			tc.down(t, cs, r, w, before, now)
+			rolled := waitRolledOut(t, cs, w)
+			if tpl := rolled[w].template; envOf(&tpl) != now {
+				t.Fatalf("Ripple's rollout wrote %s=%q, want %s", configEnv, envOf(&tpl), now)
+			}
+
+			kubectl(t, "rollout", "undo", "deployment/web", "-n", ns)
+			waitFor(t, "the undo", func(ctx context.Context) (bool, error) {
+				s, err := w.observe(ctx, cs)
+				return err == nil && s.templates > rolled[w].templates, err
+			})
+			undone := waitRolledOut(t, cs, w)
+			if tpl := undone[w].template; envOf(&tpl) != "" {
+				t.Fatalf("after the undo %s=%q, want the first revision's template, without it", configEnv, envOf(&tpl))
+			}
+			revision := undone[w].annotations[revisionAnnotation]
+
+			r.Start()
+			consistently(t, "no rollout by Ripple after the undo", rollbackWithoutMemoryQuiet, func(ctx context.Context) error {
+				s, err := w.observe(ctx, cs)
+				if err != nil {
+					return err
+				}
+				if got := s.annotations[revisionAnnotation]; got != revision || s.templates != undone[w].templates {
+					return fmt.Errorf("%s rolled: revision %s -> %s, %d -> %d template changes\n%s", w,
+						revision, got, undone[w].templates, s.templates, describe(ctx, cs, w))
+				}
+				return nil
+			})
+			ev := rolledBackEvent(t, cs, ns, kit.Deployment.Name)
+			if !strings.Contains(ev, fmt.Sprintf("%q %s", configName, first[:12])) || !strings.Contains(ev, fmt.Sprintf("%q %s (changed since)", configName, now[:12])) {
+				t.Errorf("RolledBack event %q does not name %s built for %s, reading %s", ev, configName, first[:12], now[:12])
+			}
+
+			next := setConfigMapValue(t, cs, ns, configName, "next")
+			expectRollouts(t, cs, oneEach(undone, envIs(configEnv, next)))
+		})
+	}
+}
+
+// rollbackWithoutMemoryQuiet is how long the undo must stay after Ripple
+// started: before, it rolled forward within a second of its caches' sync.
+const rollbackWithoutMemoryQuiet = 20 * time.Second
+
+// waitWritten returns as soon as w's template shows configEnv=sum: Ripple's
+// write, seen through a watch (which starts with the Deployment as it is,
+// in case the write came first).
+func waitWritten(t *testing.T, cs kubernetes.Interface, w workload, sum string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	wi, err := cs.AppsV1().Deployments(w.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + w.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wi.Stop()
+	for ev := range wi.ResultChan() {
+		if d, ok := ev.Object.(*appsv1.Deployment); ok {
+			if envOf(&d.Spec.Template) == sum {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s never showed %s=%s: %v", w, configEnv, sum, ctx.Err())
+}
+
+// envOf is the value of configEnv on tpl; empty when it has none.
+func envOf(tpl *corev1.PodTemplateSpec) string {
+	v, _ := envValue(tpl, configEnv)
+	return v
 }
