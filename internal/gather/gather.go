@@ -48,6 +48,7 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 	})
 	in.Workload = Workload(kind, obj, tpl)
 	in.Workload.RecordRestored = workload.ForeignAnnotation(obj, g.Settings.Keys.Applied)
+	in.Workload.RestoredBy = workload.LastForeignWrite(obj)
 	if g.Settings.NamespaceDefaults {
 		var err error
 		if in.Workload.NamespaceAnnotations, err = g.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
@@ -171,6 +172,7 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	}
 	if err == nil {
 		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
+		src.Written = source.Written(obj)
 		src.Digest, src.Keys = source.Digest(obj), source.Keys(obj)
 		if p, ok := g.Priors.Of(ns, ref); ok && p.UID == obj.GetUID() {
 			src.Before = &plan.Before{Digest: p.Digest, Keys: p.Keys, Seen: p.Seen}

@@ -106,8 +106,11 @@ type Workload struct {
 	// RecordRestored is set when the applied record's current value was
 	// written by another manager than Ripple (workload.ForeignAnnotation):
 	// `kubectl rollout undo` of a Deployment restores it with the template
-	// (rollback.go).
+	// (rollback.go). RestoredBy is no earlier than when it was: the latest
+	// write by another manager (workload.LastForeignWrite); zero when
+	// unknown.
 	RecordRestored bool
+	RestoredBy     time.Time
 	// LastWriter names the manager that wrote the workload last, other
 	// than Ripple and status writers (workload.LastWriter): the one a
 	// revert notice names.
@@ -125,6 +128,9 @@ type Source struct {
 	// Keys are the per-key digests of a ConfigMap's or Secret's data.
 	Keys    digest.KeyTable
 	Created time.Time
+	// Written is when its data was last written (source.Written); zero
+	// when unknown.
+	Written time.Time
 	// Mounts are, for a SecretProviderClass, the digests of what its pods
 	// mounted; Digest is then the latest change seen, if any.
 	Mounts map[string]int

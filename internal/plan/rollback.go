@@ -1,5 +1,7 @@
 package plan
 
+import "time"
+
 // Rollbacks. When Ripple rolls a workload for a source, it writes the
 // source's new digest on the pod template and in the applied record on the
 // workload's metadata, in one patch. A rollback of the template (`kubectl
@@ -20,7 +22,11 @@ package plan
 // (Workload.RecordRestored). A record restored with the template means a
 // revision put back: its pods started at the undo and read the data
 // current then, so a source whose restored template and record show an
-// older digest than its current one is rolled back, not changed. While
+// older digest than its current one is rolled back, not changed, unless
+// its data was written at or after the last write by another manager
+// than Ripple (the undo's, or a later one): then the change came after the
+// undo, and it rolls (Source.Written, Workload.RestoredBy; the times are
+// to the second, and a tie rolls, so that no change is lost). While
 // Ripple runs it also remembers the record its last rollout wrote
 // (Memory.Applied) and reads a restored pair against that: its memory is
 // more precise (a source changed after its rollout still rolls), so it
@@ -36,12 +42,19 @@ package plan
 // with it, and so is a record Ripple owns whose digest is not the current
 // data (the source changed since, while Ripple was down: it rolls once).
 
+// writtenSince reports whether src's data was written at or after t: a
+// change made after the restore of a record (both while Ripple was down),
+// which the restored revision's pods did not read. Unknown times are no.
+func writtenSince(src Source, t time.Time) bool {
+	return !src.Written.IsZero() && !t.IsZero() && !src.Written.Before(t)
+}
+
 // rolledBack marks sp RolledBack when the template shows an older value
 // than the record (or than the record Ripple remembers writing, or than
 // the current data, when the record came back with the template), and
 // that digest is the current data. sp's Applied is what the workload
 // shows.
-func rolledBack(wv view, sp *SourcePlan) {
+func rolledBack(wv view, src Source, sp *SourcePlan) {
 	current := sp.Digest
 	switch {
 	case sp.State == Unchanged && sp.means != "":
@@ -54,7 +67,7 @@ func rolledBack(wv view, sp *SourcePlan) {
 	cameBack := !ok || rec == sp.Applied // the record shows what the template does
 	if w, known := wv.written[key]; known && cameBack {
 		rec, ok = w, true
-	} else if wv.restored && cameBack {
+	} else if wv.restored && cameBack && !writtenSince(src, wv.restoredBy) {
 		rec, ok = current, true // the undo's pods read the current data
 	}
 	if !ok || rec != current || rec == sp.Applied {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
 
@@ -24,6 +25,20 @@ func remembered(rec map[string]string) func(*Input) {
 // restored marks the record as written by another manager than Ripple:
 // a Deployment's undo put it back with the template.
 func restored(i *Input) { i.Workload.RecordRestored = true }
+
+// restoredBy says another manager last wrote the workload at t.
+func restoredBy(t time.Time) func(*Input) { return func(i *Input) { i.Workload.RestoredBy = t } }
+
+// writtenAt says ref's data was last written at t.
+func writtenAt(ref refs.Ref, t time.Time) func(*Input) {
+	return func(i *Input) {
+		for j := range i.Sources {
+			if i.Sources[j].Ref == ref {
+				i.Sources[j].Written = t
+			}
+		}
+	}
+}
 
 func annotationsStrategy(sum string) func(*Input) {
 	return func(i *Input) {
@@ -205,8 +220,25 @@ func TestRolledBack(t *testing.T) {
 		},
 		{
 			name: "no memory, the record came back, and the config changed after the undo while Ripple was down: " +
-				"taken as read by the undo's pods (docs/rollbacks.md, Limits)",
-			in:      in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm4"), restored),
+				"its data written after the last foreign write rolls",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm4"), restored,
+				restoredBy(now.Add(-time.Minute)), writtenAt(cmApp, now.Add(-30*time.Second))),
+			state:   Changed,
+			changes: []string{"ConfigMap/app=cm4"},
+			record:  map[string]string{"ConfigMap/app": "cm4", "Secret/db": "s1"},
+		},
+		{
+			name: "no memory, the record came back, the data written in the same second as the undo: rolls (no change lost)",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm4"), restored,
+				restoredBy(now.Add(-time.Minute)), writtenAt(cmApp, now.Add(-time.Minute))),
+			state:   Changed,
+			changes: []string{"ConfigMap/app=cm4"},
+			record:  map[string]string{"ConfigMap/app": "cm4", "Secret/db": "s1"},
+		},
+		{
+			name: "no memory, the record came back, the data written before the undo: rolled back",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm4"), restored,
+				restoredBy(now.Add(-time.Minute)), writtenAt(cmApp, now.Add(-2*time.Minute))),
 			state:   RolledBack,
 			noticed: true,
 			record:  map[string]string{"ConfigMap/app": "cm4", "Secret/db": "s1"},

@@ -25,6 +25,7 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		ambiguous:  ambiguousRefs(in),
 		record:     AppliedRecord(in.Workload.Annotations, in.Keys),
 		restored:   in.Workload.RecordRestored,
+		restoredBy: in.Workload.RestoredBy,
 		written:    parseRecord(in.Applied),
 		onTemplate: parseOnTemplate(in.OnTemplate),
 		aliases:    appliedAliases(in.Workload.Annotations, in.Keys),
@@ -61,7 +62,9 @@ type view struct {
 	// restored is set when another manager wrote the record's current
 	// value: it came back with the template (rollback.go).
 	restored bool
-	written  map[string]string
+	// restoredBy is no earlier than the restore (Workload.RestoredBy).
+	restoredBy time.Time
+	written    map[string]string
 	// onTemplate is what Ripple's last rollout wrote on the template.
 	onTemplate map[string]string
 	aliases    map[string]alias
@@ -112,7 +115,7 @@ func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
 	}
 	if src.Found {
 		found(in, src, wv, &sp, last, ok)
-		rolledBack(wv, &sp)
+		rolledBack(wv, src, &sp)
 		reverted(wv, &sp, shown)
 	} else {
 		sp.State, sp.Digest = gone(in, src, ok)

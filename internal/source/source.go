@@ -6,6 +6,9 @@
 package source
 
 import (
+	"strings"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +29,37 @@ const digestAnnotation = "internal.ripple.dev/sha1"
 // workloads that reload on the keys they use. Like digestAnnotation it
 // never reaches the API server; it is left out when there are no keys.
 const keysAnnotation = "internal.ripple.dev/keys"
+
+// writtenAnnotation holds, on cached ConfigMaps and Secrets only, when
+// their data was last written: the latest time of a managedFields entry
+// that owns data (RFC 3339, to the second). Like digestAnnotation it never
+// reaches the API server.
+const writtenAnnotation = "internal.ripple.dev/written"
+
+// Written returns when a cached ConfigMap's or Secret's data was last
+// written, as its managedFields said; zero when unknown.
+func Written(obj client.Object) time.Time {
+	t, _ := time.Parse(time.RFC3339, obj.GetAnnotations()[writtenAnnotation])
+	return t
+}
+
+// dataWritten is the latest time of a managedFields entry of o that owns
+// some of its data; zero when none says.
+func dataWritten(o client.Object) time.Time {
+	var latest time.Time
+	for _, e := range o.GetManagedFields() {
+		if e.Time == nil || e.FieldsV1 == nil || e.Subresource != "" {
+			continue
+		}
+		raw := string(e.FieldsV1.Raw)
+		if strings.Contains(raw, `"f:data"`) || strings.Contains(raw, `"f:binaryData"`) || strings.Contains(raw, `"f:stringData"`) {
+			if e.Time.After(latest) {
+				latest = e.Time.Time
+			}
+		}
+	}
+	return latest
+}
 
 // Digest returns the digest of a cached source.
 func Digest(obj client.Object) string { return obj.GetAnnotations()[digestAnnotation] }
@@ -49,6 +83,7 @@ func Transform(obj any) (any, error) {
 		sum  string
 		keys digest.KeyTable
 	)
+	written := dataWritten(o)
 	switch c := obj.(type) {
 	case *corev1.ConfigMap:
 		sum, keys = digest.ConfigMap(c), digest.ConfigMapKeys(c)
@@ -64,11 +99,14 @@ func Transform(obj any) (any, error) {
 		// The last-applied annotation of kubectl holds a full copy of the
 		// data; it is not needed and would undo the point of the transform.
 		// A keys annotation set by a user is not ours: it is recomputed.
-		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation {
+		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation && k != writtenAnnotation {
 			ann[k] = v
 		}
 	}
 	ann[digestAnnotation] = sum
+	if !written.IsZero() {
+		ann[writtenAnnotation] = written.UTC().Format(time.RFC3339)
+	}
 	if keys != "" {
 		ann[keysAnnotation] = string(keys)
 	}

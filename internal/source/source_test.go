@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,5 +78,33 @@ func TestTransformSizeIgnoresValueSize(t *testing.T) {
 	}
 	if small, large := kept(1), kept(1<<20); small != large {
 		t.Fatalf("%d annotation bytes for 1-byte values, %d for 1 MiB ones", small, large)
+	}
+}
+
+// The transform keeps when the data was last written: the latest
+// managedFields entry that owns data, not one that owns only metadata.
+func TestTransformKeepsDataWritten(t *testing.T) {
+	at := func(s string) *metav1.Time {
+		v, _ := time.Parse(time.RFC3339, s)
+		return &metav1.Time{Time: v}
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: at("2026-11-27T07:00:00Z"),
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}},
+			{Manager: "labeller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at("2026-11-27T08:00:00Z"),
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:x":{}}}}`)}},
+		}},
+		Data: map[string]string{"k": "v"},
+	}
+	out, err := Transform(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Written(out.(*corev1.ConfigMap)); !got.Equal(at("2026-11-27T07:00:00Z").Time) {
+		t.Errorf("Written = %v, want the data manager's 07:00", got)
+	}
+	if got := Written(&corev1.ConfigMap{}); !got.IsZero() {
+		t.Errorf("Written of an object without the annotation = %v, want zero", got)
 	}
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -104,4 +105,18 @@ func OwnsAnnotation(obj client.Object, key string) bool {
 func ForeignAnnotation(obj client.Object, key string) bool {
 	_, set := obj.GetAnnotations()[key]
 	return set && len(obj.GetManagedFields()) > 0 && !OwnsAnnotation(obj, key)
+}
+
+// LastForeignWrite is the latest time another manager than Ripple wrote
+// obj (not a subresource such as status or scale): no later than that,
+// the value of an annotation ForeignAnnotation reports was written. Zero
+// when its managedFields do not say.
+func LastForeignWrite(obj client.Object) time.Time {
+	var latest time.Time
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != FieldManager && e.Subresource == "" && e.Time != nil && e.Time.After(latest) {
+			latest = e.Time.Time
+		}
+	}
+	return latest
 }

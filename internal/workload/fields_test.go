@@ -92,3 +92,21 @@ func TestForeignAnnotation(t *testing.T) {
 		})
 	}
 }
+
+// LastForeignWrite is the latest write by another manager than Ripple,
+// leaving out Ripple's own and subresources (status, scale).
+func TestLastForeignWrite(t *testing.T) {
+	at := func(h int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 11, 27, h, 0, 0, 0, time.UTC)} }
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-rollout", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(7)},
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: at(9)},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: at(10)},
+		{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(8)},
+	}}}
+	if got := LastForeignWrite(d); !got.Equal(at(8).Time) {
+		t.Errorf("LastForeignWrite = %v, want helm's 08:00", got)
+	}
+	if got := LastForeignWrite(&appsv1.Deployment{}); !got.IsZero() {
+		t.Errorf("without managedFields: %v, want zero", got)
+	}
+}
