@@ -74,6 +74,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"removed ripple.rbac", map[string]any{"ripple": map[string]any{"rbac": map[string]any{"jobs": true}}}, "at '/ripple': additional properties 'rbac' not allowed"},
 		{"both config kinds ignored", r(map[string]any{"ignoreSecrets": true, "ignoreConfigMaps": true}), "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true"},
 		{"pprof on the metrics port", r(map[string]any{"enablePProf": true, "pprofAddr": ":9090"}), "reloader.pprofAddr is :9090"},
+		{"pprof on the metrics port of the loopback", r(map[string]any{"enablePProf": true, "pprofAddr": "127.0.0.1:9090"}), "reloader.pprofAddr is 127.0.0.1:9090"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

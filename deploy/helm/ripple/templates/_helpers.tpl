@@ -218,8 +218,8 @@ says what to change. */}}
 {{- if and .Values.reloader.ignoreSecrets .Values.reloader.ignoreConfigMaps -}}
 {{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true: Ripple would watch nothing. Set at most one of them (or scale Ripple to zero)." -}}
 {{- end -}}
-{{- if and .Values.reloader.enablePProf (eq (toString .Values.reloader.pprofAddr) ":9090") -}}
-{{- fail "reloader.pprofAddr is :9090, the metrics and health port: choose another address, such as :6060." -}}
+{{- if and .Values.reloader.enablePProf (hasSuffix ":9090" (toString .Values.reloader.pprofAddr)) -}}
+{{- fail (printf "reloader.pprofAddr is %s, on the metrics and health port 9090: choose another address, such as 127.0.0.1:6060." (toString .Values.reloader.pprofAddr)) -}}
 {{- end -}}
 {{- if gt (int (include "ripple.shards" .)) 1 -}}
 {{- if .Values.reloader.verticalPodAutoscaler.enabled -}}
