@@ -12,7 +12,7 @@
 #     -t <registry>/ripple:<the chart's appVersion> --push .
 
 # The Go release must satisfy go.mod's go line (test/chart checks it).
-ARG GO_VERSION=1.25
+ARG GO_VERSION=1.26
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src

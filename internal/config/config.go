@@ -50,6 +50,7 @@ func NewOptions() *Options {
 // os.Getenv in the binary.
 func (o *Options) ReadEnv(lookup func(string) string) {
 	o.ScopeOptions.readEnv(lookup)
+	o.ReloadOptions.readEnv(lookup)
 	o.OperationsOptions.readEnv(lookup)
 	o.AlertOptions.readEnv(lookup)
 	o.ElectionOptions.readEnv(lookup)

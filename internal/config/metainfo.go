@@ -67,7 +67,7 @@ type ReloaderOptions struct {
 
 func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 	webhook := ""
-	if o.WebhookURL != "" {
+	if o.webhookURL() != "" {
 		webhook = "(set)"
 	}
 	return ReloaderOptions{

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"strings"
 	"time"
 
@@ -49,6 +50,22 @@ type Operations struct {
 	CacheSyncTimeout time.Duration
 }
 
+// DefaultPprofAddr is the default of --pprof-addr: the loopback interface,
+// because profiles and the command line are not for everyone who can reach
+// the pod.
+const DefaultPprofAddr = "127.0.0.1:6060"
+
+// samePort reports whether two listen addresses share a port, which one
+// process cannot bind twice when either is on all interfaces.
+func samePort(a, b string) bool {
+	_, pa, errA := net.SplitHostPort(a)
+	_, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return pa == pb
+}
+
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
 // quieter, as logr's V levels.
 type LogLevel int8
@@ -67,7 +84,7 @@ const maxConcurrentReconciles = 1000
 
 func defaultOperationsOptions() OperationsOptions {
 	return OperationsOptions{
-		KubeAPIQPS: 20, KubeAPIBurst: 30, MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, MetricsAddr: ":9090", PprofAddr: ":6060", LogLevel: "info",
+		KubeAPIQPS: 20, KubeAPIBurst: 30, MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, MetricsAddr: ":9090", PprofAddr: DefaultPprofAddr, LogLevel: "info",
 		GracefulShutdownTimeout: 30 * time.Second, CacheSyncTimeout: 2 * time.Minute,
 	}
 }
@@ -81,7 +98,7 @@ func (o *OperationsOptions) readEnv(lookup func(string) string) {
 // BindFlags registers the operations flags.
 func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "Serve Go pprof profiles on --pprof-addr (never on the metrics port).")
-	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address of the pprof endpoint.")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, `Address of the pprof endpoint. The default answers only inside the pod (kubectl port-forward reaches it); ":6060", Reloader's default, opens it to every interface, and so to anyone who can reach the pod.`)
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists and uncached reads (client-go never limits watches). Reload writes and Events are not held by it: reload writes are bounded by --max-concurrent-reconciles and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled, and Events have a budget of their own (100/s, burst 10).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the --kube-api-qps limit.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many workloads of one kind are reconciled at once: the reload writes in flight when one config is used by many workloads. The API server's priority and fairness still bounds them; --max-concurrent-rollouts bounds the rollouts they start.")
@@ -105,7 +122,7 @@ func (o *OperationsOptions) validate(errs *problems) Operations {
 		errs.bad("graceful-shutdown-timeout", "%s is negative", o.GracefulShutdownTimeout)
 	}
 	if o.EnablePprof {
-		if o.PprofAddr == "" || o.PprofAddr == o.MetricsAddr || (o.HealthAddr != "" && o.PprofAddr == o.HealthAddr) {
+		if o.PprofAddr == "" || samePort(o.PprofAddr, o.MetricsAddr) || (o.HealthAddr != "" && samePort(o.PprofAddr, o.HealthAddr)) {
 			errs.bad("pprof-addr", "%q must be an address of its own, not the metrics or health address", o.PprofAddr)
 		}
 		op.PprofAddr = o.PprofAddr

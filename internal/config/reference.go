@@ -25,6 +25,7 @@ func EnvVars() []EnvVar {
 		{"RELOADER_NAMESPACE", "Publish Reloader's reloader-meta-info ConfigMap (build info, options, deployment) in this namespace; written by the leader."},
 		{"RELOADER_DEPLOYMENT_NAME", "The Deployment name shown in reloader-meta-info."},
 		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
+		{"RIPPLE_WEBHOOK_URL", "The --webhook-url, when the flag is not given: set it from a Secret (the Helm chart does), so that a token in the URL is not in the Deployment's arguments. Never logged."},
 		{"ALERT_ON_RELOAD", "true: send an alert after each rollout, naming every config it carries; also when the storm breaker holds a workload and when a rollout Ripple started stalls (docs/safety.md)."},
 		{"ALERT_SINK", "slack, teams or gchat (Reloader's payloads); anything else sends raw text."},
 		{"ALERT_WEBHOOK_URL", "Where alerts go; needed with ALERT_ON_RELOAD=true. Never logged."},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -59,6 +60,36 @@ type ReloadOptions struct {
 	ReloadFlags
 	// The values given to Reloader's string-valued booleans, for looseBool.
 	reloadOnCreateRaw, reloadOnDeleteRaw string
+	// webhookURLEnv is $RIPPLE_WEBHOOK_URL: the URL often holds a token,
+	// which a Secret keeps out of the Deployment's arguments.
+	webhookURLEnv string
+}
+
+func (o *ReloadOptions) readEnv(lookup func(string) string) {
+	o.webhookURLEnv = strings.TrimSpace(lookup("RIPPLE_WEBHOOK_URL"))
+}
+
+// webhookURL is --webhook-url, else $RIPPLE_WEBHOOK_URL.
+func (o *ReloadOptions) webhookURL() string {
+	if o.WebhookURL != "" {
+		return o.WebhookURL
+	}
+	return o.webhookURLEnv
+}
+
+// validWebhookURL is the webhook URL, checked. Neither message quotes it:
+// it may hold a token.
+func (o *ReloadOptions) validWebhookURL(errs *problems) string {
+	u := o.webhookURL()
+	if _, err := parseURL(u, "http", "https"); u == "" || err == nil {
+		return u
+	}
+	if o.WebhookURL != "" {
+		errs.bad("webhook-url", "must be an http or https URL")
+	} else {
+		*errs = append(*errs, errors.New("$RIPPLE_WEBHOOK_URL: must be an http or https URL"))
+	}
+	return u
 }
 
 // Reload is the validated reload behaviour.
@@ -94,7 +125,7 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	bindReloaderBool(fs, &o.ReloadOnCreate, &o.reloadOnCreateRaw, "reload-on-create", "Also reload when a config a workload reloads on is created after the workload.")
 	bindReloaderBool(fs, &o.ReloadOnDelete, &o.reloadOnDeleteRaw, "reload-on-delete", "Also reload when such a config is deleted (env-vars: the env var is removed; annotations: the delete-marker hash is written).")
 	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
-	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}.`)
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}. Without this flag, $RIPPLE_WEBHOOK_URL: a URL that holds a token belongs in a Secret, not in the arguments.`)
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
@@ -177,11 +208,7 @@ func (o *ReloadOptions) validateBreaker(errs *problems) {
 
 func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 	r := Reload{Keys: keys, ReloadFlags: o.ReloadFlags}
-	if o.WebhookURL != "" {
-		if _, err := parseURL(o.WebhookURL, "http", "https"); err != nil {
-			errs.bad("webhook-url", "must be an http or https URL")
-		}
-	}
+	r.WebhookURL = o.validWebhookURL(errs)
 	st, err := strategy.New(o.ReloadStrategy)
 	if err != nil {
 		errs.bad("reload-strategy", "%q is not a strategy; use env-vars or annotations", o.ReloadStrategy)

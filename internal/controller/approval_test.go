@@ -66,7 +66,7 @@ func TestManualPolicyWaitsForApproval(t *testing.T) {
 	if got := w.metric("ripple_reloads_pending"); got != 1 {
 		t.Errorf("ripple_reloads_pending = %v, want 1", got)
 	}
-	if len(alerts) != 1 || alerts[0].Level != reason.Warning || !strings.Contains(alerts[0].Headline, "Reload pending approval") {
+	if len(alerts) != 1 || alerts[0].Level != reason.Warning || !strings.Contains(alerts[0].Headline.String(), "Reload pending approval") {
 		t.Errorf("alerts %+v, want one telling of the pending reload", alerts)
 	}
 
@@ -138,7 +138,7 @@ func TestNotifyPolicy(t *testing.T) {
 	if w.applied("web") != "" || w.metric("ripple_would_reload_total", "kind=Deployment") != 1 {
 		t.Errorf("applied %q, would reload %v", w.applied("web"), w.metric("ripple_would_reload_total"))
 	}
-	if len(alerts) != 1 || !strings.Contains(alerts[0].Headline, "Would reload for changes in ConfigMap \"cfg\" (reload policy notify)") {
+	if len(alerts) != 1 || !strings.Contains(alerts[0].Headline.String(), "Would reload for changes in ConfigMap \"cfg\" (reload policy notify)") {
 		t.Errorf("alerts %+v", alerts)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/ripple-dev/ripple/internal/reason"
 )
@@ -39,10 +40,94 @@ type Source struct {
 // Alert is one alert: a headline, a level and the configs it is about.
 type Alert struct {
 	Level    reason.Level
-	Headline string
+	Headline Text
 	// Namespace, Kind (e.g. Deployment) and Workload name the workload.
 	Namespace, Kind, Workload string
 	Sources                   []Source
+}
+
+// Text is an alert's words: Ripple's own, and values read from the
+// cluster (names, and Event messages that quote annotations), which a
+// tenant may write. Each sink escapes the values, so that a value cannot
+// mention a channel, make a link or start a line of its own.
+type Text []Span
+
+// Span is a run of Text.
+type Span struct {
+	Text string
+	// Value is read from the cluster; Bold (a value) is shown as *name*,
+	// as Reloader does.
+	Value, Bold bool
+}
+
+// own, val and bold make Ripple's words, a value and a name.
+func own(s string) Span  { return Span{Text: s} }
+func val(s string) Span  { return Span{Text: s, Value: true} }
+func bold(s string) Span { return Span{Text: s, Value: true, Bold: true} }
+
+// String is the text as Reloader writes it, values as they are.
+func (t Text) String() string {
+	var b strings.Builder
+	for _, s := range t {
+		if s.Bold {
+			b.WriteString("*" + s.Text + "*")
+		} else {
+			b.WriteString(s.Text)
+		}
+	}
+	return b.String()
+}
+
+// in renders t for sink, its values escaped.
+func (t Text) in(sink Sink) string {
+	var b strings.Builder
+	for _, s := range t {
+		text := s.Text
+		if s.Value {
+			text = escape(sink, text)
+		}
+		if s.Bold && sink != Raw {
+			text = "*" + text + "*"
+		}
+		b.WriteString(text)
+	}
+	return b.String()
+}
+
+// Each sink's escapes of values. Slack's are its documented ones (&, <,
+// >: no <!channel>, <@user> or <url|link>); Teams renders Markdown and
+// HTML, so Markdown's link and emphasis characters are escaped too; Google
+// Chat has no documented escape, so < and > become look-alike angle
+// quotation marks (no <users/all> or <url|link>). An @ is followed by a
+// word joiner: no @here or @channel. Markdown emphasis in Slack and Google
+// Chat has no escape and is left: it changes how a value looks, not whom
+// it reaches.
+var (
+	slackEscapes = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u2060")
+	teamsEscapes = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u2060",
+		`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "[", `\[`, "]", `\]`)
+	gchatEscapes = strings.NewReplacer("<", "\u2039", ">", "\u203a", "@", "@\u2060")
+)
+
+// escape makes a value plain text in sink. Control characters (a line
+// break) become spaces in every sink, raw text too, so that a value cannot
+// pass for a line of Ripple's.
+func escape(sink Sink, v string) string {
+	v = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, v)
+	switch sink {
+	case Slack:
+		return slackEscapes.Replace(v)
+	case Teams:
+		return teamsEscapes.Replace(v)
+	case GChat:
+		return gchatEscapes.Replace(v)
+	}
+	return v
 }
 
 // ReloadedHeadline is Reloader's alert sentence of a rollout, extended to
@@ -50,32 +135,45 @@ type Alert struct {
 // of type *CONFIGMAP* in namespace *team*. Hence reloaded *web* of type
 // *Deployment* in namespace *team*". It names objects only; it never holds
 // config data.
-func ReloadedHeadline(namespace, kind, workload string, sources []Source) string {
-	parts := make([]string, len(sources))
+func ReloadedHeadline(namespace, kind, workload string, sources []Source) Text {
+	t := Text{own("Reloader detected changes in ")}
 	for i, s := range sources {
-		parts[i] = fmt.Sprintf("*%s* of type *%s*", s.Name, s.Type)
+		if i > 0 {
+			t = append(t, own(", "))
+		}
+		t = append(t, bold(s.Name), own(" of type "), bold(s.Type))
 	}
-	return fmt.Sprintf("Reloader detected changes in %s in namespace *%s*. Hence reloaded *%s* of type *%s* in namespace *%s*",
-		strings.Join(parts, ", "), namespace, workload, kind, namespace)
+	return append(t, own(" in namespace "), bold(namespace), own(". Hence reloaded "), bold(workload),
+		own(" of type "), bold(kind), own(" in namespace "), bold(namespace))
 }
 
 // Headline is the alert sentence of any other notice: the workload, then
 // the notice's message, as its Event says it.
-func Headline(namespace, kind, workload, message string) string {
-	return fmt.Sprintf("Ripple, *%s* of type *%s* in namespace *%s*: %s", workload, kind, namespace, message)
+func Headline(namespace, kind, workload, message string) Text {
+	return Text{own("Ripple, "), bold(workload), own(" of type "), bold(kind), own(" in namespace "), bold(namespace),
+		own(": "), val(message)}
 }
 
-// AlertText is the alert's text, after the additional info when set.
+// AlertText is the alert's text as Reloader writes it, after the
+// additional info when set.
 func AlertText(a Alert, additionalInfo string) string {
 	if additionalInfo != "" {
-		return additionalInfo + " : " + a.Headline
+		return additionalInfo + " : " + a.Headline.String()
 	}
-	return a.Headline
+	return a.Headline.String()
 }
 
-// AlertMessage formats the alert for a sink with Reloader's payload shapes.
+// AlertMessage formats the alert for a sink with Reloader's payload
+// shapes. The additional info is the operator's (ALERT_ADDITIONAL_INFO)
+// and is sent as it is, so it may mention or link on purpose.
 func AlertMessage(sink Sink, a Alert, additionalInfo string) Message {
-	text := AlertText(a, additionalInfo)
+	text := a.Headline.in(sink)
+	if sink == Raw {
+		additionalInfo = strings.ReplaceAll(additionalInfo, "*", "")
+	}
+	if additionalInfo != "" {
+		text = additionalInfo + " : " + text
+	}
 	what := fmt.Sprintf("alert for %s %s/%s", a.Kind, a.Namespace, a.Workload)
 	var body any
 	switch sink {
@@ -91,7 +189,7 @@ func AlertMessage(sink Sink, a Alert, additionalInfo string) Message {
 	case Teams, GChat:
 		body = map[string]string{"text": text}
 	default:
-		return Message{Body: []byte(strings.ReplaceAll(text, "*", "")), ContentType: "text/plain", What: what}
+		return Message{Body: []byte(text), ContentType: "text/plain", What: what}
 	}
 	b, _ := json.Marshal(body) // maps of strings always marshal
 	return Message{Body: b, ContentType: "application/json", What: what}

@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -55,5 +57,62 @@ func TestParseSink(t *testing.T) {
 		if got := ParseSink(in); got != want {
 			t.Errorf("ParseSink(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A value a tenant wrote (here an invalid reload window quoted in the
+// notice's message) is plain text in every sink: it mentions no one, links
+// nowhere and starts no line of its own; Ripple's own markup (*web*) and
+// the operator's additional info are kept.
+func TestAlertEscapesTenantText(t *testing.T) {
+	const hostile = "the reload window is invalid (\"<!channel> <https://evil.example|open> @here [docs](https://evil.example) <users/all> & *x*\nRipple: all fine\")"
+	a := Alert{Level: reason.Warning, Namespace: "team", Kind: "Deployment", Workload: "web",
+		Headline: Headline("team", "Deployment", "web", hostile)}
+	tests := map[Sink]struct{ has, hasNot []string }{
+		Slack: {
+			has:    []string{"<!here> : Ripple, *web* of type *Deployment*", "&lt;!channel&gt;", "&lt;https://evil.example|open&gt;", "&amp;", "@\u2060here"},
+			hasNot: []string{"<!channel>", "<https://evil", "<users/all>", "@here", "\n"},
+		},
+		Teams: {
+			has:    []string{"*web*", "&lt;!channel&gt;", `\[docs\](https://evil.example)`, `\*x\*`, "@\u2060here"},
+			hasNot: []string{"<!channel>", "[docs](", "<users/all>", "@here", "\n"},
+		},
+		GChat: {
+			has:    []string{"*web*", "\u2039users/all\u203a", "\u2039https://evil.example|open\u203a", "@\u2060here"},
+			hasNot: []string{"<!channel>", "<https://evil", "<users/all>", "@here", "\n"},
+		},
+		Raw: {
+			has:    []string{"<!here> : Ripple, web of type Deployment in namespace team: ", "<!channel> <https://evil.example|open> @here", "*x* Ripple: all fine"},
+			hasNot: []string{"\n"},
+		},
+	}
+	for sink, want := range tests {
+		t.Run(string(sink), func(t *testing.T) {
+			m := AlertMessage(sink, a, "<!here>")
+			text := string(m.Body)
+			if sink != Raw {
+				var body struct {
+					Text        string
+					Attachments []struct{ Text string }
+				}
+				if err := json.Unmarshal(m.Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				text = body.Text
+				if sink == Slack {
+					text = body.Attachments[0].Text
+				}
+			}
+			for _, s := range want.has {
+				if !strings.Contains(text, s) {
+					t.Errorf("the %s alert lacks %q:\n%s", sink, s, text)
+				}
+			}
+			for _, s := range want.hasNot {
+				if strings.Contains(text, s) {
+					t.Errorf("the %s alert holds %q:\n%s", sink, s, text)
+				}
+			}
+		})
 	}
 }

@@ -123,7 +123,7 @@ func TestEveryBooleanCombination(t *testing.T) {
 					{"isArgoRollouts", opts.ArgoRollouts && cfg.ArgoRollouts},
 					{"isOpenshift", opts.OpenShift && cfg.OpenShift},
 					{"enableHA", cfg.LeaderElection && cfg.LeaderElectionNamespace == relNS},
-					{"enablePProf", cfg.PprofAddr == ":6060"},
+					{"enablePProf", cfg.PprofAddr == "127.0.0.1:6060"},
 					{"enableCSIIntegration", opts.CSIIntegration && cfg.CSI},
 					{"ignoreJobs", cfg.IgnoreJobs},
 					{"ignoreCronJobs", cfg.IgnoreCronJobs},

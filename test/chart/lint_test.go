@@ -74,6 +74,9 @@ func TestSchemaRejects(t *testing.T) {
 		{"removed ripple.rbac", map[string]any{"ripple": map[string]any{"rbac": map[string]any{"jobs": true}}}, "at '/ripple': additional properties 'rbac' not allowed"},
 		{"both config kinds ignored", r(map[string]any{"ignoreSecrets": true, "ignoreConfigMaps": true}), "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true"},
 		{"pprof on the metrics port", r(map[string]any{"enablePProf": true, "pprofAddr": ":9090"}), "reloader.pprofAddr is :9090"},
+		{"two webhook URLs", deepMerge(r(map[string]any{"webhookUrl": "https://hooks.example.com/a"}), map[string]any{"ripple": map[string]any{"webhookUrlSecret": map[string]any{"name": "hooks"}}}), "reloader.webhookUrl and ripple.webhookUrlSecret.name are both set"},
+		{"bad webhook Secret name", map[string]any{"ripple": map[string]any{"webhookUrlSecret": map[string]any{"name": "Hooks_1"}}}, "at '/ripple/webhookUrlSecret/name'"},
+		{"pprof on the metrics port of the loopback", r(map[string]any{"enablePProf": true, "pprofAddr": "127.0.0.1:9090"}), "reloader.pprofAddr is 127.0.0.1:9090"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

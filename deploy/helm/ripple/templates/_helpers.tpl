@@ -200,7 +200,7 @@ by -shard-<index>-of-<count>, as Ripple names it. */}}
 
 {{/* "true" in webhook mode: changes are posted, workloads only read. */}}
 {{- define "ripple.webhookMode" -}}
-{{- if .Values.reloader.webhookUrl -}}true{{- end -}}
+{{- if or .Values.reloader.webhookUrl (.Values.ripple.webhookUrlSecret | default dict).name -}}true{{- end -}}
 {{- end -}}
 
 {{/* A comma list from a string or a list. */}}
@@ -218,8 +218,11 @@ says what to change. */}}
 {{- if and .Values.reloader.ignoreSecrets .Values.reloader.ignoreConfigMaps -}}
 {{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true: Ripple would watch nothing. Set at most one of them (or scale Ripple to zero)." -}}
 {{- end -}}
-{{- if and .Values.reloader.enablePProf (eq (toString .Values.reloader.pprofAddr) ":9090") -}}
-{{- fail "reloader.pprofAddr is :9090, the metrics and health port: choose another address, such as :6060." -}}
+{{- if and .Values.reloader.enablePProf (hasSuffix ":9090" (toString .Values.reloader.pprofAddr)) -}}
+{{- fail (printf "reloader.pprofAddr is %s, on the metrics and health port 9090: choose another address, such as 127.0.0.1:6060." (toString .Values.reloader.pprofAddr)) -}}
+{{- end -}}
+{{- if and .Values.reloader.webhookUrl (.Values.ripple.webhookUrlSecret | default dict).name -}}
+{{- fail "reloader.webhookUrl and ripple.webhookUrlSecret.name are both set: set one of them." -}}
 {{- end -}}
 {{- if gt (int (include "ripple.shards" .)) 1 -}}
 {{- if .Values.reloader.verticalPodAutoscaler.enabled -}}
@@ -404,7 +407,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- range $key, $flag := dict "configmap" "configmap-annotation" "secret" "secret-annotation" "auto" "auto-annotation" "configmap_auto" "configmap-auto-annotation" "secret_auto" "secret-auto-annotation" "search" "auto-search-annotation" "match" "search-match-annotation" "ignore" "ignore-annotation" "pausePeriod" "pause-deployment-annotation" "pauseTime" "pause-deployment-time-annotation" -}}
 {{- if index $ca $key -}}{{- $args = append $args (printf "--%s=%s" $flag (index $ca $key)) -}}{{- end -}}
 {{- end -}}
-{{- if $r.webhookUrl -}}{{- $args = append $args (printf "--webhook-url=%s" $r.webhookUrl) -}}{{- end -}}
+{{- /* webhookUrl is not an argument: RIPPLE_WEBHOOK_URL, from a Secret. */ -}}
 {{- if $r.isArgoRollouts -}}{{- $args = append $args "--is-Argo-Rollouts=true" -}}{{- end -}}
 {{- if $r.isOpenshift -}}{{- $args = append $args "--is-openshift=true" -}}{{- end -}}
 {{- if $r.reloadOnCreate -}}{{- $args = append $args "--reload-on-create=true" -}}{{- end -}}
