@@ -134,52 +134,66 @@ var fieldPath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 func (k Kind) validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	if msgs := validation.IsDNS1123Subdomain(k.Group); k.Group == "" || len(msgs) > 0 {
-		bad("group", "%q is not an API group (a DNS subdomain such as apps.kruise.io)", k.Group)
-	}
-	if msgs := validation.IsDNS1123Label(k.Version); len(msgs) > 0 {
-		bad("version", "%q is not an API version such as v1alpha1", k.Version)
-	}
-	switch {
-	case !kindName.MatchString(k.Kind):
-		bad("kind", "%q is not a kind (upper camel case, such as CloneSet)", k.Kind)
-	case isBuiltIn(k.Kind):
-		bad("kind", "%q is the name of a kind Ripple has built in; declared kinds need names of their own", k.Kind)
-	}
-	if msgs := validation.IsDNS1123Label(k.Resource); k.Resource != "" && len(msgs) > 0 {
-		bad("resource", "%q is not a resource name (lower-case plural, such as clonesets)", k.Resource)
-	}
-	switch {
-	case k.Template != "" && k.Restart != nil:
-		bad("template", "set either template or restart, not both")
-	case k.Template == "" && k.Restart == nil:
-		bad("template", "missing: set template (the field path of a pod template) or restart")
-	case k.Template != "" && !fieldPath.MatchString(k.Template):
-		bad("template", "%q is not a field path such as spec.template", k.Template)
-	case k.Restart != nil:
-		if msgs := validation.IsQualifiedName(k.Restart.Annotation); len(msgs) > 0 {
-			bad("restart.annotation", "%q is not an annotation key: %s", k.Restart.Annotation, strings.Join(msgs, "; "))
-		}
-	}
-	if k.Paused != "" && k.Template == "" {
-		bad("paused", "only a kind with a template can be paused")
-	} else if k.Paused != "" && !fieldPath.MatchString(k.Paused) {
-		bad("paused", "%q is not a field path such as spec.paused", k.Paused)
-	}
+	errs := append(k.validateName(), k.validateReload()...)
 	if k.Ready != nil {
 		errs = append(errs, k.Ready.validate()...)
 	}
 	return errors.Join(errs...)
 }
 
+// fieldError is an error in one field of an entry.
+func fieldError(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// validateName checks the group, version, kind and resource.
+func (k Kind) validateName() []error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(k.Group); k.Group == "" || len(msgs) > 0 {
+		errs = append(errs, fieldError("group", "%q is not an API group (a DNS subdomain such as apps.kruise.io)", k.Group))
+	}
+	if msgs := validation.IsDNS1123Label(k.Version); len(msgs) > 0 {
+		errs = append(errs, fieldError("version", "%q is not an API version such as v1alpha1", k.Version))
+	}
+	switch {
+	case !kindName.MatchString(k.Kind):
+		errs = append(errs, fieldError("kind", "%q is not a kind (upper camel case, such as CloneSet)", k.Kind))
+	case isBuiltIn(k.Kind):
+		errs = append(errs, fieldError("kind", "%q is the name of a kind Ripple has built in; declared kinds need names of their own", k.Kind))
+	}
+	if msgs := validation.IsDNS1123Label(k.Resource); k.Resource != "" && len(msgs) > 0 {
+		errs = append(errs, fieldError("resource", "%q is not a resource name (lower-case plural, such as clonesets)", k.Resource))
+	}
+	return errs
+}
+
+// validateReload checks template, restart and paused.
+func (k Kind) validateReload() []error {
+	var errs []error
+	switch {
+	case k.Template != "" && k.Restart != nil:
+		errs = append(errs, fieldError("template", "set either template or restart, not both"))
+	case k.Template == "" && k.Restart == nil:
+		errs = append(errs, fieldError("template", "missing: set template (the field path of a pod template) or restart"))
+	case k.Template != "" && !fieldPath.MatchString(k.Template):
+		errs = append(errs, fieldError("template", "%q is not a field path such as spec.template", k.Template))
+	case k.Restart != nil:
+		if msgs := validation.IsQualifiedName(k.Restart.Annotation); len(msgs) > 0 {
+			errs = append(errs, fieldError("restart.annotation", "%q is not an annotation key: %s", k.Restart.Annotation, strings.Join(msgs, "; ")))
+		}
+	}
+	if k.Paused != "" && k.Template == "" {
+		errs = append(errs, fieldError("paused", "only a kind with a template can be paused"))
+	} else if k.Paused != "" && !fieldPath.MatchString(k.Paused) {
+		errs = append(errs, fieldError("paused", "%q is not a field path such as spec.paused", k.Paused))
+	}
+	return errs
+}
+
 func (r Ready) validate() []error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("ready.%s: %s", field, fmt.Sprintf(format, args...)))
+		errs = append(errs, fieldError("ready."+field, format, args...))
 	}
 	if r.ObservedGeneration != "" && !fieldPath.MatchString(r.ObservedGeneration) {
 		bad("observedGeneration", "%q is not a field path such as status.observedGeneration", r.ObservedGeneration)
