@@ -31,6 +31,9 @@ const (
 const (
 	CloneSetCRD       = "apps.kruise.io_clonesets.yaml"
 	ExternalSecretCRD = "external-secrets.io_externalsecrets.yaml"
+	// WidgetCRD is a made-up kind under crds/ here, declared only in a
+	// kinds file.
+	WidgetCRD = "widget.yaml"
 )
 
 // crdTimeout bounds the wait for a CRD to be served, or to be gone.

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -225,19 +227,95 @@ func TestDeclaredExternalSecretRefreshesOnce(t *testing.T) {
 	stop()
 	reconciled := reconciles(t, "ExternalSecret")
 	e.run(t, "--workload-kinds-preset=external-secrets")
-	e.waitWatching(t, "ExternalSecret")
-	// The new Ripple has reconciled the ExternalSecret before it is judged.
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-		return reconciles(t, "ExternalSecret") > reconciled, nil
-	})
-	if err != nil {
-		t.Fatalf("the restarted Ripple never reconciled the ExternalSecret: %v", err)
-	}
+	e.waitReconciled(t, "ExternalSecret", reconciled) // before it is judged
 	e.expectNoWrite(t, first)
 
 	sum = e.setConfig(t, cm, "v3")
 	second := e.waitDeclared(t, es, "a second refresh", func(u *unstructured.Unstructured) bool { return appliedRecord(u)[cm.String()] == sum })
 	if a, b := first.GetAnnotations()["force-sync"], second.GetAnnotations()["force-sync"]; a == b {
 		t.Fatalf("force-sync stayed %q after a second change", a)
+	}
+}
+
+// widgetKinds is a kinds file declaring the made-up Widget (its CRD is
+// hack/cluster/crds/widget.yaml): a pod template at spec.pod.template and
+// a ready condition.
+const widgetKinds = `- group: test.ripple.dev
+  version: v1
+  kind: Widget
+  template: spec.pod.template
+  ready:
+    condition: Available
+`
+
+// A kind declared only in a kinds file gets the guarantees of the built-in
+// kinds: a config change is one write of its pod template at its path
+// (generation +1), a restart of Ripple writes nothing, and a change made
+// while Ripple is down is written once after it starts.
+func TestDeclaredKindFromAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kinds.yaml")
+	if err := os.WriteFile(file, []byte(widgetKinds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	stop := e.run(t, "--workload-kinds="+file)
+	e.waitWatching(t, "Widget")
+	cm := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	e.newConfig(t, cm)
+	tpl := corev1.PodTemplateSpec{Spec: podSpec(volume(cm.Kind, cm.Name))}
+	w := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"pod": map[string]any{"template": toUnstructured(t, &tpl)}}}}
+	w.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.ripple.dev", Version: "v1", Kind: "Widget"})
+	w.SetNamespace(e.ns)
+	w.SetName("widget")
+	w.SetAnnotations(ann(autoKey, "true"))
+	if err := e.c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	applied := func(sum string) func(*unstructured.Unstructured) bool {
+		return func(u *unstructured.Unstructured) bool {
+			m, _, _ := unstructured.NestedMap(u.Object, "spec", "pod", "template")
+			got := &corev1.PodTemplateSpec{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, got); err != nil {
+				return false
+			}
+			v, _ := (strategy.EnvVars{}).Applied(got, cm)
+			return v == sum
+		}
+	}
+	before := e.waitDeclared(t, w, "the baseline record", func(u *unstructured.Unstructured) bool { return hasBaseline(u) })
+	sum := e.setConfig(t, cm, "v2")
+	first := e.waitDeclared(t, w, "the reload", applied(sum))
+	if first.GetGeneration() != before.GetGeneration()+1 {
+		t.Fatalf("generation %d -> %d; want one template write", before.GetGeneration(), first.GetGeneration())
+	}
+	e.expectNoWrite(t, first)
+
+	// Restarted: it reconciles the Widget and writes nothing.
+	stop()
+	reconciled := reconciles(t, "Widget")
+	stop = e.run(t, "--workload-kinds="+file)
+	e.waitReconciled(t, "Widget", reconciled)
+	e.expectNoWrite(t, first)
+
+	// Changed while no Ripple runs: one write once it starts.
+	stop()
+	sum = e.setConfig(t, cm, "v3")
+	e.run(t, "--workload-kinds="+file)
+	second := e.waitDeclared(t, w, "the reload of the change made while Ripple was down", applied(sum))
+	if second.GetGeneration() != first.GetGeneration()+1 {
+		t.Fatalf("generation %d -> %d; want one template write", first.GetGeneration(), second.GetGeneration())
+	}
+	e.expectNoWrite(t, second)
+}
+
+// waitReconciled waits until the controllers named controller have run
+// more reconciles than since.
+func (e *env) waitReconciled(t *testing.T, controller string, since float64) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 25*time.Second, true, func(context.Context) (bool, error) {
+		return reconciles(t, controller) > since, nil
+	})
+	if err != nil {
+		t.Fatalf("the restarted Ripple never reconciled a %s: %v", controller, err)
 	}
 }
