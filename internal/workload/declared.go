@@ -39,6 +39,11 @@ type StatusReader interface {
 	RolloutStatus(obj client.Object) rstatus.Status
 }
 
+// DeclaredKind is a kind declared in a kinds file or a preset.
+type DeclaredKind interface {
+	Declared() declared.Kind
+}
+
 // declaredBase is what every declared kind has: its name, its objects and
 // its rollout status.
 type declaredBase struct {
@@ -47,6 +52,9 @@ type declaredBase struct {
 }
 
 func (k declaredBase) Name() string { return k.gvk.Kind }
+
+// Declared is the kind as declared.
+func (k declaredBase) Declared() declared.Kind { return k.spec }
 
 func (k declaredBase) New() client.Object {
 	u := &unstructured.Unstructured{}
