@@ -106,7 +106,8 @@ build helm helm helm.sh/helm/v3/cmd/helm "$(version_of helm helm.sh/helm/v3)" "-
 
 # crd copies a CustomResourceDefinition from a project's own Go module: the
 # tests install the real CRDs of the optional kinds (Argo Rollouts, the
-# Secrets Store CSI driver) without their code.
+# Secrets Store CSI driver) and of the declared kinds' presets without
+# their code.
 crd() { # module version path-in-module
 	local name out stamp dir
 	name=$(basename "$3")
@@ -127,5 +128,8 @@ crd() { # module version path-in-module
 crd github.com/argoproj/argo-rollouts v1.8.3 manifests/crds/rollout-crd.yaml
 crd sigs.k8s.io/secrets-store-csi-driver v1.4.7 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasses.yaml
 crd sigs.k8s.io/secrets-store-csi-driver v1.4.7 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml
+# The declared kinds' presets (internal/declared), tested on these.
+crd github.com/openkruise/kruise v1.8.0 config/crd/bases/apps.kruise.io_clonesets.yaml
+crd github.com/external-secrets/external-secrets v0.16.2 config/crds/bases/external-secrets.io_externalsecrets.yaml
 
 echo "$cache"

@@ -32,6 +32,19 @@ type explainOptions struct {
 	// config is set when the argument names a ConfigMap or Secret: where
 	// its change stands across the workloads that use it.
 	config *refs.Ref
+	// unknownKind, a usage error, is why kind is not a built-in kind's
+	// name: it may still name a declared kind (--workload-kinds), known
+	// once the settings are.
+	unknownKind error
+}
+
+// findKind is the kind of kinds the arguments name, or a usage error.
+func (o *explainOptions) findKind(kinds []explain.Kind) (explain.Kind, error) {
+	k, ok := explain.Find(kinds, o.kind)
+	if !ok {
+		return k, o.unknownKind
+	}
+	return k, nil
 }
 
 // eventCount is how many of Ripple's events on the workload are shown.
@@ -132,11 +145,13 @@ func (f *explainFlags) parse(args []string) (help bool, err error) {
 	if o.allNamespaces && !o.all {
 		return false, usageError{errors.New("--all-namespaces: only with --all")}
 	}
-	return false, o.target(f.all.Args())
+	return false, o.target(f.all.Args(), f.all.Changed("workload-kinds") || f.all.Changed("workload-kinds-preset"))
 }
 
 // target reads the workload argument: <kind>/<name> or <kind> <name>.
-func (o *explainOptions) target(args []string) error {
+// With declared kinds, a kind that is not built in is looked up among
+// them once they are known (findKind).
+func (o *explainOptions) target(args []string, declared bool) error {
 	if o.all {
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("argument %q: --all explains every opted-in workload and takes no workload", args[0])}
@@ -168,7 +183,10 @@ func (o *explainOptions) target(args []string) error {
 		return nil
 	}
 	k, err := explain.ParseKind(kind)
-	if err != nil {
+	switch {
+	case err != nil && declared:
+		k, o.unknownKind = kind, usageError{fmt.Errorf("argument %q: %w, nor a declared kind", strings.Join(args, " "), err)}
+	case err != nil:
 		return usageError{fmt.Errorf("argument %q: %w", strings.Join(args, " "), err)}
 	}
 	o.kind, o.name = k, name
@@ -236,7 +254,10 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func()
 		}
 		return explain.PrintChange(stdout, f.opts.output, c)
 	}
-	kind, _ := explain.Find(kinds, f.opts.kind)
+	kind, err := f.opts.findKind(kinds)
+	if err != nil {
+		return err
+	}
 	r, err := e.Explain(ctx, kind, ns, f.opts.name)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 	}
 	settings.From = offlineFrom
 	reader := manifest.NewReader(objs)
-	findings := fromLint(lint.Check(ctx, settings.Config.Keys, objs))
+	findings := fromLint(lint.Check(ctx, settings.Config.Keys, objs, settings.Config.DeclaredKinds...))
 	e := explain.Explainer{Reader: reader, Settings: settings, Findings: explain.FindingsFor(findings), Now: now}
 	kinds := explain.Kinds(settings, reader)
 	if f.opts.all {
@@ -53,7 +53,10 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 		}
 		return failOnErrors(findings)
 	}
-	kind, _ := explain.Find(kinds, f.opts.kind)
+	kind, err := f.opts.findKind(kinds)
+	if err != nil {
+		return err
+	}
 	r, err := e.Explain(ctx, kind, ns, f.opts.name)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s %s/%s is not in the files", f.opts.kind, ns, f.opts.name)

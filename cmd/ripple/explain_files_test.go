@@ -73,6 +73,12 @@ func TestExplainFilesGolden(t *testing.T) {
 		{"rollout.txt", []string{"-f", "testdata/explain/rollout", "--is-Argo-Rollouts"}, 0, ""},
 		{"rollout-canary.txt", []string{"-f", "testdata/explain/rollout", "--is-Argo-Rollouts", "ro/canary", "-n", "shop"}, 0, ""},
 		{"rollout-ignored.txt", []string{"-f", "testdata/explain/rollout"}, 0, ""},
+		// Declared kinds (presets): a CloneSet by its template, an
+		// ExternalSecret by its named reload; found by kind or resource
+		// name. Not declared, their annotations have no effect.
+		{"declared.txt", []string{"-f", "testdata/explain/declared", "--workload-kinds-preset=kruise,external-secrets"}, 0, ""},
+		{"declared-creds.txt", []string{"-f", "testdata/explain/declared", "--workload-kinds-preset=kruise,external-secrets", "externalsecrets/creds", "-n", "shop"}, 0, ""},
+		{"declared-ignored.txt", []string{"-f", "testdata/explain/declared"}, 0, ""},
 		// The GitOps settings for the workloads in the files.
 		{"gitops-argocd.yaml", []string{"-f", clean, "--gitops", "argocd"}, 0, ""},
 		{"gitops-flux.yaml", []string{"-f", clean, "--gitops=flux"}, 0, ""},

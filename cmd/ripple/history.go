@@ -68,7 +68,7 @@ func (f *historyFlags) parse(args []string) (help bool, err error) {
 		return false, usageError{fmt.Errorf("--output: %q is not a format; use %s", f.output, strings.Join(history.Formats, ", "))}
 	}
 	o := explainOptions{}
-	if err := o.target(f.all.Args()); err != nil {
+	if err := o.target(f.all.Args(), false); err != nil {
 		return false, err
 	}
 	if !slices.Contains(historyKinds, o.kind) {

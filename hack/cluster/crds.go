@@ -26,6 +26,16 @@ const (
 	DeploymentConfigCRD             = "deploymentconfig.yaml"
 )
 
+// The CRDs of the declared kinds' presets (internal/declared), from each
+// project's own module, which hack/build-tools.sh copies too.
+const (
+	CloneSetCRD       = "apps.kruise.io_clonesets.yaml"
+	ExternalSecretCRD = "external-secrets.io_externalsecrets.yaml"
+	// WidgetCRD is a made-up kind under crds/ here, declared only in a
+	// kinds file.
+	WidgetCRD = "widget.yaml"
+)
+
 // crdTimeout bounds the wait for a CRD to be served, or to be gone.
 const crdTimeout = 30 * time.Second
 

@@ -181,8 +181,8 @@ func withRestarts(kinds []workload.Kind) []workload.Kind {
 	return kinds
 }
 
-// optionalKinds are the kinds enabled by flags and used once their API is
-// served. cached reads a Rollout's workloadRef Deployment.
+// optionalKinds are the kinds enabled by flags, and the declared kinds,
+// used once their API is served. cached reads a Rollout's workloadRef Deployment.
 func optionalKinds(cfg config.Config, cached client.Reader, clk clock.PassiveClock) []controller.Optional {
 	var out []controller.Optional
 	if cfg.ArgoRollouts {
@@ -193,6 +193,9 @@ func optionalKinds(cfg config.Config, cached client.Reader, clk clock.PassiveClo
 	}
 	if cfg.OpenShift {
 		out = append(out, controller.Optional{Kind: workload.DeploymentConfig, API: optional.API{GVK: workload.DeploymentConfigGVK, Flag: "--is-openshift"}})
+	}
+	for _, k := range cfg.DeclaredKinds {
+		out = append(out, controller.Optional{Kind: workload.NewDeclared(k), API: optional.API{GVK: k.GVK(), Flag: "--workload-kinds"}})
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -27,6 +28,7 @@ type Options struct {
 	Kubeconfig string
 	ScopeOptions
 	WorkloadOptions
+	KindsOptions
 	ReloadOptions
 	KeyOptions
 	OperationsOptions
@@ -61,6 +63,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file. Default: $KUBECONFIG, then the in-cluster config, then $HOME/.kube/config.")
 	o.ScopeOptions.BindFlags(fs)
 	o.WorkloadOptions.BindFlags(fs)
+	o.KindsOptions.BindFlags(fs)
 	o.ReloadOptions.BindFlags(fs)
 	o.KeyOptions.BindFlags(fs)
 	o.OperationsOptions.BindFlags(fs)
@@ -72,6 +75,9 @@ type Config struct {
 	Kubeconfig string
 	Scope
 	Workloads
+	// DeclaredKinds are the kinds of --workload-kinds-preset and
+	// --workload-kinds.
+	DeclaredKinds []declared.Kind
 	Reload
 	Operations
 	Election
@@ -101,6 +107,7 @@ func (o *Options) Config() (Config, error) {
 	cfg := Config{Kubeconfig: o.Kubeconfig}
 	cfg.Scope, cfg.Warnings = o.ScopeOptions.validate(&errs)
 	cfg.Workloads = o.WorkloadOptions.validate(&errs)
+	cfg.DeclaredKinds = o.KindsOptions.validate(&errs)
 	keys := o.KeyOptions.validate(&errs)
 	cfg.Reload = o.ReloadOptions.validate(&errs, keys)
 	if cfg.CSI {

@@ -78,6 +78,9 @@ func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client
 	r := d.Memory.Load(workload.RefTo(kind, obj)).Rollout.Restart
 	rs, ok := restarting(kind, r)
 	if !ok {
+		if sr, is := kind.(workload.StatusReader); is {
+			return sr.RolloutStatus(obj), 0 // a declared kind's ready rule
+		}
 		return rollout.Of(obj), 0
 	}
 	pr, err := d.readRestart(ctx, rs, r, obj)

@@ -21,7 +21,8 @@ type Kind struct {
 }
 
 // Kinds returns every workload kind Ripple can reload, configured as s
-// says. r reads a Rollout's workloadRef Deployment.
+// says, the declared kinds (--workload-kinds, --workload-kinds-preset)
+// last. r reads a Rollout's workloadRef Deployment.
 func Kinds(s Settings, r client.Reader) []Kind {
 	cfg := s.Config
 	off := func(disabled bool, flag string) string {
@@ -30,7 +31,7 @@ func Kinds(s Settings, r client.Reader) []Kind {
 		}
 		return ""
 	}
-	return []Kind{
+	kinds := []Kind{
 		{Kind: workload.WithRestarts(workload.Deployment)},
 		{Kind: workload.WithRestarts(workload.StatefulSet)},
 		{Kind: workload.WithRestarts(workload.DaemonSet)},
@@ -42,6 +43,10 @@ func Kinds(s Settings, r client.Reader) []Kind {
 			Off: off(!cfg.ArgoRollouts, "is-Argo-Rollouts")},
 		{Kind: workload.DeploymentConfig, Off: off(!cfg.OpenShift, "is-openshift")},
 	}
+	for _, k := range cfg.DeclaredKinds {
+		kinds = append(kinds, Kind{Kind: workload.NewDeclared(k)})
+	}
+	return kinds
 }
 
 // kindNames are the names kubectl accepts for each kind, lower case.
@@ -70,9 +75,17 @@ func ParseKind(name string) (string, error) {
 	return "", fmt.Errorf("unknown workload kind %q; use one of %s (or their plural or kubectl short names)", name, strings.Join(known, ", "))
 }
 
-// Find returns the kind of kinds named name (as Kind.Name() names it).
+// Find returns the kind of kinds named name (as Kind.Name() names it);
+// a declared kind is also found by its kind or plural resource in any
+// case (cloneset, clonesets), as ParseKind knows only the built-in ones.
 func Find(kinds []Kind, name string) (Kind, bool) {
 	i := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name() == name })
+	if i < 0 {
+		i = slices.IndexFunc(kinds, func(k Kind) bool {
+			d, ok := k.Kind.(workload.DeclaredKind)
+			return ok && (strings.EqualFold(d.Declared().Kind, name) || strings.EqualFold(d.Declared().Resource, name))
+		})
+	}
 	if i < 0 {
 		return Kind{}, false
 	}

@@ -107,11 +107,13 @@ type Flags struct {
 	fs   *pflag.FlagSet
 }
 
-// BindFlags registers the scope, workload, reload and key flags on fs.
+// BindFlags registers the scope, workload, declared kinds, reload and key
+// flags on fs.
 func BindFlags(fs *pflag.FlagSet) *Flags {
 	o := config.NewOptions()
 	o.ScopeOptions.BindFlags(fs)
 	o.WorkloadOptions.BindFlags(fs)
+	o.KindsOptions.BindFlags(fs)
 	o.ReloadOptions.BindFlags(fs)
 	o.KeyOptions.BindFlags(fs)
 	return &Flags{opts: o, fs: fs}

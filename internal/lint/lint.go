@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/manifest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -58,10 +59,14 @@ func HasErrors(findings []Finding) bool {
 	return slices.ContainsFunc(findings, func(f Finding) bool { return f.Severity == Error })
 }
 
-// Check returns the findings on objs, Ripple's annotations being keys. They
-// are sorted by object, errors first, then by key and message.
-func Check(ctx context.Context, keys annotation.Keys, objs []client.Object) []Finding {
+// Check returns the findings on objs, Ripple's annotations being keys, and
+// the declared kinds (--workload-kinds) being workloads too. They are
+// sorted by object, errors first, then by key and message.
+func Check(ctx context.Context, keys annotation.Keys, objs []client.Object, kinds ...declared.Kind) []Finding {
 	c := newChecker(keys, objs)
+	for _, k := range kinds {
+		c.workloads[k.GVK()] = workload.NewDeclared(k)
+	}
 	var out []Finding
 	for _, obj := range objs {
 		out = append(out, c.object(ctx, obj)...)

@@ -114,19 +114,11 @@ func templateDiff(from, to *corev1.PodTemplateSpec) (json.RawMessage, error) {
 // (custom resources take no strategic merge), locked on obj's
 // resourceVersion so that a stale decision fails with a conflict.
 func mergePatch(ctx context.Context, c client.Client, obj client.Object, spec map[string]any, annotations map[string]*string) error {
-	meta := map[string]any{"resourceVersion": obj.GetResourceVersion()}
-	if len(annotations) > 0 {
-		meta["annotations"] = annotations
-	}
-	body := map[string]any{"metadata": meta}
+	var body map[string]any
 	if spec != nil {
-		body["spec"] = spec
+		body = map[string]any{"spec": spec}
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager))
+	return patchAt(ctx, c, obj, body, annotations)
 }
 
 // RolloutOptions configure the Argo Rollout kind.

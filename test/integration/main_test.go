@@ -24,11 +24,11 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, fmt.Errorf("starting the API server: %w", err)
 		}
-		// The optional kinds' APIs are served to every test; a test that
-		// needs them absent, or installs and removes them, starts an API of
-		// its own.
+		// The optional kinds' APIs, and the declared kinds' CloneSet and
+		// Widget, are served to every test; a test that needs them absent,
+		// or installs and removes them, starts an API of its own.
 		if err := api.InstallCRDs(ctx, cluster.RolloutCRD, cluster.DeploymentConfigCRD,
-			cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD); err != nil {
+			cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD, cluster.CloneSetCRD, cluster.WidgetCRD); err != nil {
 			_ = api.Stop()
 			return nil, err
 		}

@@ -335,6 +335,12 @@ kinds) and the optional kinds change them. */}}
   resources: ["deploymentconfigs"]
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
+{{- range include "ripple.workloadKindResources" . | fromJsonArray }}
+# Declared kind {{ .kind }} (ripple.workloadKinds): its reload is a patch.
+- apiGroups: [{{ .group | quote }}]
+  resources: [{{ .resource | quote }}]
+  verbs: ["get", "list", "watch", "patch"]
+{{- end }}
 {{- $restart := include "ripple.restartMethods" . | fromJson }}
 {{- if or $restart.evict $restart.delete }}
 # Restart methods (docs/restart-methods.md): the pods of a workload being
@@ -410,6 +416,9 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- /* webhookUrl is not an argument: RIPPLE_WEBHOOK_URL, from a Secret. */ -}}
 {{- if $r.isArgoRollouts -}}{{- $args = append $args "--is-Argo-Rollouts=true" -}}{{- end -}}
 {{- if $r.isOpenshift -}}{{- $args = append $args "--is-openshift=true" -}}{{- end -}}
+{{- $wk := .Values.ripple.workloadKinds | default dict -}}
+{{- if $wk.presets -}}{{- $args = append $args (printf "--workload-kinds-preset=%s" (join "," $wk.presets)) -}}{{- end -}}
+{{- if $wk.declared -}}{{- $args = append $args (printf "--workload-kinds=%s/workload-kinds.yaml" (include "ripple.workloadKindsDir" .)) -}}{{- end -}}
 {{- if $r.reloadOnCreate -}}{{- $args = append $args "--reload-on-create=true" -}}{{- end -}}
 {{- if $r.reloadOnDelete -}}{{- $args = append $args "--reload-on-delete=true" -}}{{- end -}}
 {{- if $r.syncAfterRestart -}}{{- $args = append $args "--sync-after-restart=true" -}}{{- end -}}
@@ -510,4 +519,35 @@ The schema accepts these forms; nothing here fails. */}}
 {{- end -}}
 {{- $_ := set .Values "_rippleDeprecated" $notes -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Where the kinds file of ripple.workloadKinds.declared is mounted. */}}
+{{- define "ripple.workloadKindsDir" -}}/etc/ripple/workload-kinds{{- end -}}
+
+{{/* The resources of the declared kinds, as a JSON list of {kind, group,
+resource}: the presets' (as internal/declared ships them; test/chart
+checks the two agree) and those of ripple.workloadKinds.declared, whose
+resource defaults to the kind's lower-case plural as Ripple makes it. */}}
+{{- define "ripple.workloadKindResources" -}}
+{{- $presets := dict
+  "kruise" (list (dict "kind" "CloneSet" "group" "apps.kruise.io" "resource" "clonesets"))
+  "external-secrets" (list (dict "kind" "ExternalSecret" "group" "external-secrets.io" "resource" "externalsecrets")) -}}
+{{- $wk := .Values.ripple.workloadKinds | default dict -}}
+{{- $out := list -}}
+{{- range $wk.presets -}}
+{{- $p := index $presets (lower (toString .)) -}}
+{{- if not $p -}}{{- fail (printf "ripple.workloadKinds.presets: %q is not a preset; use one of %s" (toString .) (keys $presets | sortAlpha | join ", ")) -}}{{- end -}}
+{{- $out = concat $out $p -}}
+{{- end -}}
+{{- range $wk.declared -}}
+{{- $res := .resource -}}
+{{- if not $res -}}
+{{- $k := lower (toString .kind) -}}
+{{- if regexMatch "[^ae]y$" $k -}}{{- $res = regexReplaceAll "y$" $k "ies" -}}
+{{- else if regexMatch "(s|x|ch|sh)$" $k -}}{{- $res = printf "%ses" $k -}}
+{{- else -}}{{- $res = printf "%ss" $k -}}{{- end -}}
+{{- end -}}
+{{- $out = append $out (dict "kind" .kind "group" .group "resource" $res) -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}

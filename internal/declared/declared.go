@@ -1,0 +1,274 @@
+// Package declared reads the workload kinds a user declares rather than
+// Ripple codes: the kinds file (--workload-kinds) and the presets
+// (--workload-kinds-preset). Each entry names a resource and how Ripple
+// reloads it: through the PodTemplateSpec at a field path, or by setting
+// an annotation on the object. It is pure: it parses and validates bytes
+// it is given, and names the file, the entry and the field at fault.
+package declared
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Kind is one declared workload kind, as the kinds file spells it.
+type Kind struct {
+	Group   string `json:"group"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	// Resource is the plural resource name, for RBAC; by default the
+	// kind's lower-case plural.
+	Resource string `json:"resource,omitempty"`
+	// Template is the field path of the object's PodTemplateSpec, e.g.
+	// "spec.template". Exactly one of Template and Restart is set.
+	Template string `json:"template,omitempty"`
+	// Restart reloads an object without a pod template by setting an
+	// annotation on it.
+	Restart *Restart `json:"restart,omitempty"`
+	// Ready says how a rollout of the kind is seen complete; without it
+	// a reload is complete once written.
+	Ready *Ready `json:"ready,omitempty"`
+	// Paused is the field path of a boolean that pauses the kind's
+	// rollouts (pause-period), e.g. "spec.updateStrategy.paused".
+	Paused string `json:"paused,omitempty"`
+}
+
+// Restart is a reload by annotation: Ripple sets Annotation on the object
+// to a value derived from the change set.
+type Restart struct {
+	Annotation string `json:"annotation"`
+}
+
+// Ready tells a rollout complete by the object's status, once
+// ObservedGeneration (a field path; by default status.observedGeneration)
+// has caught up with metadata.generation: by a condition of
+// status.conditions whose status is "True", or by replica counts.
+type Ready struct {
+	ObservedGeneration string    `json:"observedGeneration,omitempty"`
+	Condition          string    `json:"condition,omitempty"`
+	Replicas           *Replicas `json:"replicas,omitempty"`
+}
+
+// Replicas are the field paths of a kind's replica counts: a rollout is
+// complete when Updated and Available both reach Desired.
+type Replicas struct {
+	Desired   string `json:"desired"`
+	Updated   string `json:"updated"`
+	Available string `json:"available"`
+}
+
+// DefaultObservedGeneration is Ready.ObservedGeneration when not given.
+const DefaultObservedGeneration = "status.observedGeneration"
+
+// GVK is the kind's group, version and kind.
+func (k Kind) GVK() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+}
+
+// GVR is the kind's group, version and resource.
+func (k Kind) GVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: k.Group, Version: k.Version, Resource: k.Resource}
+}
+
+// String names the kind in messages, e.g. "CloneSet.apps.kruise.io".
+func (k Kind) String() string { return k.Kind + "." + k.Group }
+
+// Path splits a field path ("spec.template") into its fields; empty for
+// an empty path.
+func Path(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, ".")
+}
+
+// BuiltIn are the kind names Ripple has code for. A declared kind's name
+// is its key in Ripple's memory, metrics and Events, so it may not be one
+// of these.
+var BuiltIn = []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "Rollout", "DeploymentConfig"}
+
+// Parse reads the kinds file named name: a YAML list of kinds. Each error
+// names the file, the entry (from 1) and the field.
+func Parse(name string, data []byte) ([]Kind, error) {
+	var raw []json.RawMessage
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: not a YAML list of kinds: %w", name, err)
+	}
+	var (
+		out  []Kind
+		errs []error
+	)
+	for i, r := range raw {
+		where := fmt.Sprintf("%s: entry %d", name, i+1)
+		var k Kind
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&k); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			continue
+		}
+		if k.Kind != "" {
+			where += " (" + k.Kind + ")"
+		}
+		if err := k.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			continue
+		}
+		out = append(out, k.withDefaults())
+	}
+	return out, errors.Join(errs...)
+}
+
+// fieldPath is a dotted path of field names.
+var fieldPath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// kindName is a Kubernetes kind: upper camel case.
+var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+func (k Kind) validate() error {
+	errs := append(k.validateName(), k.validateReload()...)
+	if k.Ready != nil {
+		errs = append(errs, k.Ready.validate()...)
+	}
+	return errors.Join(errs...)
+}
+
+// fieldError is an error in one field of an entry.
+func fieldError(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// validateName checks the group, version, kind and resource.
+func (k Kind) validateName() []error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(k.Group); k.Group == "" || len(msgs) > 0 {
+		errs = append(errs, fieldError("group", "%q is not an API group (a DNS subdomain such as apps.kruise.io)", k.Group))
+	}
+	if msgs := validation.IsDNS1123Label(k.Version); len(msgs) > 0 {
+		errs = append(errs, fieldError("version", "%q is not an API version such as v1alpha1", k.Version))
+	}
+	switch {
+	case !kindName.MatchString(k.Kind):
+		errs = append(errs, fieldError("kind", "%q is not a kind (upper camel case, such as CloneSet)", k.Kind))
+	case isBuiltIn(k.Kind):
+		errs = append(errs, fieldError("kind", "%q is the name of a kind Ripple has built in; declared kinds need names of their own", k.Kind))
+	}
+	if msgs := validation.IsDNS1123Label(k.Resource); k.Resource != "" && len(msgs) > 0 {
+		errs = append(errs, fieldError("resource", "%q is not a resource name (lower-case plural, such as clonesets)", k.Resource))
+	}
+	return errs
+}
+
+// validateReload checks template, restart and paused.
+func (k Kind) validateReload() []error {
+	var errs []error
+	switch {
+	case k.Template != "" && k.Restart != nil:
+		errs = append(errs, fieldError("template", "set either template or restart, not both"))
+	case k.Template == "" && k.Restart == nil:
+		errs = append(errs, fieldError("template", "missing: set template (the field path of a pod template) or restart"))
+	case k.Template != "" && !fieldPath.MatchString(k.Template):
+		errs = append(errs, fieldError("template", "%q is not a field path such as spec.template", k.Template))
+	case k.Restart != nil:
+		if msgs := validation.IsQualifiedName(k.Restart.Annotation); len(msgs) > 0 {
+			errs = append(errs, fieldError("restart.annotation", "%q is not an annotation key: %s", k.Restart.Annotation, strings.Join(msgs, "; ")))
+		}
+	}
+	if k.Paused != "" && k.Template == "" {
+		errs = append(errs, fieldError("paused", "only a kind with a template can be paused"))
+	} else if k.Paused != "" && !fieldPath.MatchString(k.Paused) {
+		errs = append(errs, fieldError("paused", "%q is not a field path such as spec.paused", k.Paused))
+	}
+	return errs
+}
+
+func (r Ready) validate() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fieldError("ready."+field, format, args...))
+	}
+	if r.ObservedGeneration != "" && !fieldPath.MatchString(r.ObservedGeneration) {
+		bad("observedGeneration", "%q is not a field path such as status.observedGeneration", r.ObservedGeneration)
+	}
+	switch {
+	case (r.Condition == "") == (r.Replicas == nil):
+		bad("condition", "set either condition (a condition type such as Ready) or replicas")
+	case r.Replicas != nil:
+		for field, p := range map[string]string{"desired": r.Replicas.Desired, "updated": r.Replicas.Updated, "available": r.Replicas.Available} {
+			if !fieldPath.MatchString(p) {
+				bad("replicas."+field, "%q is not a field path such as status.replicas", p)
+			}
+		}
+	}
+	return errs
+}
+
+func isBuiltIn(kind string) bool {
+	for _, b := range BuiltIn {
+		if strings.EqualFold(b, kind) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k Kind) withDefaults() Kind {
+	if k.Resource == "" {
+		k.Resource = plural(strings.ToLower(k.Kind))
+	}
+	if k.Ready != nil && k.Ready.ObservedGeneration == "" {
+		r := *k.Ready
+		r.ObservedGeneration = DefaultObservedGeneration
+		k.Ready = &r
+	}
+	return k
+}
+
+// plural is the plural resource name the API conventions give a lower-case
+// kind (clonesets, policies, statuses); a CRD with another one is declared
+// with resource.
+func plural(kind string) string {
+	switch {
+	case strings.HasSuffix(kind, "y") && !strings.HasSuffix(kind, "ey") && !strings.HasSuffix(kind, "ay"):
+		return strings.TrimSuffix(kind, "y") + "ies"
+	case strings.HasSuffix(kind, "s"), strings.HasSuffix(kind, "x"), strings.HasSuffix(kind, "ch"), strings.HasSuffix(kind, "sh"):
+		return kind + "es"
+	}
+	return kind + "s"
+}
+
+// Merge joins the kinds of the enabled presets and of the kinds file, in
+// that order, and rejects a kind named twice: its name is its key.
+func Merge(lists ...Source) ([]Kind, error) {
+	var (
+		out  []Kind
+		errs []error
+		seen = map[string]string{}
+	)
+	for _, l := range lists {
+		for _, k := range l.Kinds {
+			key := strings.ToLower(k.Kind)
+			if first, ok := seen[key]; ok {
+				errs = append(errs, fmt.Errorf("%s: %s is declared twice (first in %s); a kind's name must be unique", l.Name, k, first))
+				continue
+			}
+			seen[key] = l.Name
+			out = append(out, k)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Source is a list of kinds and where they come from, for messages.
+type Source struct {
+	Name  string
+	Kinds []Kind
+}

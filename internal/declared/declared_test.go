@@ -1,0 +1,142 @@
+package declared
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name string
+		file string
+		want []Kind
+		// errs are substrings the error must hold, in order; none: no error.
+		errs []string
+	}{{
+		name: "template kind with defaults",
+		file: "- {group: example.com, version: v1, kind: Widget, template: spec.template}\n",
+		want: []Kind{{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets", Template: "spec.template"}},
+	}, {
+		name: "restart kind",
+		file: "- group: external-secrets.io\n  version: v1\n  kind: ExternalSecret\n  restart: {annotation: force-sync}\n",
+		want: []Kind{{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret", Resource: "externalsecrets", Restart: &Restart{Annotation: "force-sync"}}},
+	}, {
+		name: "ready condition gets the default observedGeneration; resource given",
+		file: "- {group: a.io, version: v1beta1, kind: Policy, resource: mypolicies, template: spec.pod.template, paused: spec.paused, ready: {condition: Ready}}\n",
+		want: []Kind{{Group: "a.io", Version: "v1beta1", Kind: "Policy", Resource: "mypolicies", Template: "spec.pod.template", Paused: "spec.paused",
+			Ready: &Ready{ObservedGeneration: DefaultObservedGeneration, Condition: "Ready"}}},
+	}, {
+		name: "plural of a kind ending in y",
+		file: "- {group: a.io, version: v1, kind: Proxy, template: spec.template}\n",
+		want: []Kind{{Group: "a.io", Version: "v1", Kind: "Proxy", Resource: "proxies", Template: "spec.template"}},
+	}, {
+		name: "empty file declares nothing",
+		file: "",
+	}, {
+		name: "not a list",
+		file: "group: a.io\n",
+		errs: []string{"kinds.yaml: not a YAML list of kinds"},
+	}, {
+		name: "unknown field names entry and field",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template}\n- {group: a.io, version: v1, kind: Gadget, templat: spec.template}\n",
+		errs: []string{`kinds.yaml: entry 2`, `unknown field "templat"`},
+	}, {
+		name: "both template and restart",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, restart: {annotation: x}}\n",
+		errs: []string{"kinds.yaml: entry 1 (Widget): template: set either template or restart, not both"},
+	}, {
+		name: "neither template nor restart",
+		file: "- {group: a.io, version: v1, kind: Widget}\n",
+		errs: []string{"entry 1 (Widget): template: missing"},
+	}, {
+		name: "bad paths, group, version and kind, each named",
+		file: "- {group: A_B, version: V1, kind: widget, template: spec..template, paused: 'spec paused'}\n",
+		errs: []string{"entry 1 (widget)", `group: "A_B"`, `version: "V1"`, `kind: "widget" is not a kind`, `template: "spec..template"`, `paused: "spec paused"`},
+	}, {
+		name: "bad annotation key",
+		file: "- {group: a.io, version: v1, kind: Widget, restart: {annotation: 'not a key'}}\n",
+		errs: []string{`entry 1 (Widget): restart.annotation: "not a key" is not an annotation key`},
+	}, {
+		name: "paused on a restart kind",
+		file: "- {group: a.io, version: v1, kind: Widget, restart: {annotation: x}, paused: spec.paused}\n",
+		errs: []string{"paused: only a kind with a template can be paused"},
+	}, {
+		name: "built-in kind name",
+		file: "- {group: apps.kruise.io, version: v1beta1, kind: StatefulSet, template: spec.template}\n",
+		errs: []string{`kind: "StatefulSet" is the name of a kind Ripple has built in`},
+	}, {
+		name: "ready with both forms",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, ready: {condition: Ready, replicas: {desired: a, updated: b, available: c}}}\n",
+		errs: []string{"ready.condition: set either condition"},
+	}, {
+		name: "ready replicas missing a field",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, ready: {replicas: {desired: spec.replicas, updated: status.updated}}}\n",
+		errs: []string{`ready.replicas.available: "" is not a field path`},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse("kinds.yaml", []byte(tc.file))
+			if len(tc.errs) == 0 {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if !equality.Semantic.DeepEqual(got, tc.want) {
+					t.Fatalf("Parse =\n%+v\nwant\n%+v", got, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Parse = %+v, want an error with %q", got, tc.errs)
+			}
+			msg := err.Error()
+			for _, s := range tc.errs {
+				i := strings.Index(msg, s)
+				if i < 0 {
+					t.Fatalf("error %q does not hold %q (in order)", err, s)
+				}
+				msg = msg[i+len(s):]
+			}
+		})
+	}
+}
+
+func TestPresets(t *testing.T) {
+	for _, name := range PresetNames() {
+		srcs, err := Presets([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range srcs[0].Kinds {
+			if err := k.validate(); err != nil {
+				t.Errorf("preset %s: %s: %v", name, k, err)
+			}
+			if k.withDefaults().Resource != k.Resource {
+				t.Errorf("preset %s: %s: resource %q, want it spelled out as %q", name, k, k.Resource, k.withDefaults().Resource)
+			}
+		}
+	}
+	if _, err := Presets([]string{"kruise", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope" is not a preset; use one of external-secrets, kruise`) {
+		t.Fatalf("unknown preset: error %v", err)
+	}
+}
+
+func TestMergeRejectsAKindDeclaredTwice(t *testing.T) {
+	srcs, err := Presets([]string{"kruise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := Parse("kinds.yaml", []byte("- {group: example.com, version: v1, kind: CloneSet, template: spec.template}\n- {group: a.io, version: v1, kind: Widget, template: spec.template}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Merge(append(srcs, Source{Name: "kinds.yaml", Kinds: file})...)
+	if err == nil || !strings.Contains(err.Error(), "kinds.yaml: CloneSet.example.com is declared twice (first in preset kruise)") {
+		t.Fatalf("Merge: error %v", err)
+	}
+	all, err := Merge(append(srcs, Source{Name: "kinds.yaml", Kinds: file[1:]})...)
+	if err != nil || len(all) != 2 || all[0].Kind != "CloneSet" || all[1].Kind != "Widget" {
+		t.Fatalf("Merge = %v, %v; want CloneSet then Widget", all, err)
+	}
+}

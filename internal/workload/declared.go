@@ -1,0 +1,248 @@
+package workload
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/declared"
+	rstatus "github.com/ripple-dev/ripple/internal/rollout"
+)
+
+// NewDeclared returns the kind a kinds file or a preset declares
+// (internal/declared), read as unstructured objects: a template kind
+// writes its reload on the pod template at its field path, as the Argo
+// Rollout kind does at spec.template; a restart kind sets its annotation.
+func NewDeclared(k declared.Kind) Kind {
+	base := declaredBase{spec: k, gvk: k.GVK()}
+	switch {
+	case k.Restart != nil:
+		return declaredRestart{base}
+	case k.Paused != "":
+		return declaredPausable{declaredTemplate{base, declared.Path(k.Template)}, declared.Path(k.Paused)}
+	}
+	return declaredTemplate{base, declared.Path(k.Template)}
+}
+
+// StatusReader is a kind that tells how its rollout stands by a rule of
+// its own (a declared kind's ready), not by its type (rollout.Of).
+type StatusReader interface {
+	RolloutStatus(obj client.Object) rstatus.Status
+}
+
+// DeclaredKind is a kind declared in a kinds file or a preset.
+type DeclaredKind interface {
+	Declared() declared.Kind
+}
+
+// declaredBase is what every declared kind has: its name, its objects and
+// its rollout status.
+type declaredBase struct {
+	spec declared.Kind
+	gvk  schema.GroupVersionKind
+}
+
+func (k declaredBase) Name() string { return k.gvk.Kind }
+
+// Declared is the kind as declared.
+func (k declaredBase) Declared() declared.Kind { return k.spec }
+
+func (k declaredBase) New() client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.gvk)
+	return u
+}
+
+func (k declaredBase) NewList() client.ObjectList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
+	return l
+}
+
+// RolloutStatus reads the kind's ready rule; without one a reload is
+// complete once written.
+func (k declaredBase) RolloutStatus(obj client.Object) rstatus.Status {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || k.spec.Ready == nil {
+		return rstatus.Of(obj)
+	}
+	return rstatus.Declared(u, *k.spec.Ready)
+}
+
+func (k declaredBase) object(obj client.Object) (*unstructured.Unstructured, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != k.gvk {
+		return nil, fmt.Errorf("%s: unexpected object %T", k.gvk.Kind, obj)
+	}
+	return u, nil
+}
+
+// declaredTemplate is a kind with a pod template at path.
+type declaredTemplate struct {
+	declaredBase
+	path []string
+}
+
+func (k declaredTemplate) KeepsTemplate(client.Object) bool { return false }
+
+// RollsWithTemplate: a kind declared by its pod template is one whose
+// controller rolls out a new template.
+func (k declaredTemplate) RollsWithTemplate() bool { return true }
+
+// PodTemplate converts the template at the kind's path; the result does
+// not point into obj.
+func (k declaredTemplate) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	u, err := k.object(obj)
+	if err != nil {
+		return nil, err
+	}
+	m, found, err := unstructured.NestedMap(u.Object, k.path...)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %s: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), k.spec.Template, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	tpl := &corev1.PodTemplateSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %s is not a pod template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), k.spec.Template, err)
+	}
+	return tpl, nil
+}
+
+func (k declaredTemplate) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	body, err := k.body(obj, u)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{}, patchAt(ctx, c, obj, body, u.Annotations)
+}
+
+// body is the merge patch of u's template, from the object's root.
+func (k declaredTemplate) body(obj client.Object, u Update) (map[string]any, error) {
+	body := map[string]any{}
+	if u.Template == nil {
+		return body, nil
+	}
+	old, err := k.PodTemplate(obj)
+	if err != nil {
+		return nil, err
+	}
+	if old == nil {
+		return nil, fmt.Errorf("%s %s/%s has no pod template at %s", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), k.spec.Template)
+	}
+	diff, err := templateDiff(old, u.Template)
+	if err != nil {
+		return nil, err
+	}
+	setAt(body, k.path, diff)
+	return body, nil
+}
+
+// declaredPausable is a template kind with a paused field.
+type declaredPausable struct {
+	declaredTemplate
+	paused []string
+}
+
+func (k declaredPausable) Paused(obj client.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	p, _, _ := unstructured.NestedBool(u.Object, k.paused...)
+	return p
+}
+
+func (k declaredPausable) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	body, err := k.body(obj, u)
+	if err != nil {
+		return Result{}, err
+	}
+	if u.Paused != nil {
+		setAt(body, k.paused, *u.Paused)
+	}
+	return Result{}, patchAt(ctx, c, obj, body, u.Annotations)
+}
+
+// declaredRestart is a kind without a pod template, reloaded by setting
+// an annotation on the object (an ExternalSecret's force-sync).
+type declaredRestart struct{ declaredBase }
+
+// restartContainer names the one container of the pod template a restart
+// kind shows the planner: the strategies write a reload on a container,
+// and the annotation's value is derived from what they wrote.
+const restartContainer = "restart"
+
+// KeepsTemplate: the template is never written, so what was applied is
+// read from the applied record.
+func (declaredRestart) KeepsTemplate(client.Object) bool { return true }
+
+// PodTemplate is a template of one empty container: the object has no
+// template, and its configs are those its named-reload annotations name.
+func (k declaredRestart) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if _, err := k.object(obj); err != nil {
+		return nil, err
+	}
+	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: restartContainer}}}}, nil
+}
+
+// Write sets the annotation, with the records, to a digest of the template
+// the strategy wrote: it holds the digests of the change set's configs, so
+// each change set gives a new value and the same one the same value.
+func (k declaredRestart) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
+	ann := make(map[string]*string, len(u.Annotations)+1)
+	for key, v := range u.Annotations {
+		ann[key] = v
+	}
+	if u.Template != nil {
+		b, err := json.Marshal(u.Template)
+		if err != nil {
+			return Result{}, err
+		}
+		sum := sha256.Sum256(b)
+		v := hex.EncodeToString(sum[:8])
+		ann[k.spec.Restart.Annotation] = &v
+	}
+	return Result{}, patchAt(ctx, c, obj, nil, ann)
+}
+
+// setAt sets v at path in the nested map m.
+func setAt(m map[string]any, path []string, v any) {
+	for _, f := range path[:len(path)-1] {
+		next, ok := m[f].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[f] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// patchAt writes body (fields from the object's root) and annotations as
+// one JSON merge patch, locked on obj's resourceVersion.
+func patchAt(ctx context.Context, c client.Client, obj client.Object, body map[string]any, annotations map[string]*string) error {
+	meta := map[string]any{"resourceVersion": obj.GetResourceVersion()}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	body["metadata"] = meta
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager))
+}

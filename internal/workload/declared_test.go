@@ -1,0 +1,153 @@
+package workload
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/ripple-dev/ripple/internal/declared"
+	rstatus "github.com/ripple-dev/ripple/internal/rollout"
+)
+
+// widget is a declared kind with its pod template at spec.pod.template
+// and a paused field.
+var widget = declared.Kind{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets",
+	Template: "spec.pod.template", Paused: "spec.rollout.paused",
+	Ready: &declared.Ready{ObservedGeneration: "status.observedGeneration", Condition: "Ready"}}
+
+var secretSync = declared.Kind{Group: "example.com", Version: "v1", Kind: "SecretSync", Resource: "secretsyncs",
+	Restart: &declared.Restart{Annotation: "example.com/force-sync"}}
+
+func declaredObj(t *testing.T, k declared.Kind, name string, fields map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: fields}
+	u.SetGroupVersionKind(k.GVK())
+	u.SetNamespace("ns")
+	u.SetName(name)
+	return u
+}
+
+func templateAt(t *testing.T, tpl corev1.PodTemplateSpec) map[string]any {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestDeclaredTemplateKind(t *testing.T) {
+	kind := NewDeclared(widget)
+	tpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	obj := declaredObj(t, widget, "w", map[string]any{"spec": map[string]any{
+		"pod": map[string]any{"template": templateAt(t, tpl)}, "replicas": int64(2),
+	}})
+	got, err := kind.PodTemplate(obj)
+	if err != nil || got == nil || !equality.Semantic.DeepEqual(*got, tpl) {
+		t.Fatalf("PodTemplate = %+v, %v; want %+v", got, err, tpl)
+	}
+	if pz, ok := kind.(Pauser); !ok || pz.Paused(obj) {
+		t.Fatalf("a Widget with spec.rollout.paused unset: Pauser %v, want a Pauser that is not paused", ok)
+	}
+	c := fake.NewClientBuilder().WithObjects(obj).Build()
+	cur := kind.New()
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), cur); err != nil {
+		t.Fatal(err)
+	}
+	next := tpl.DeepCopy()
+	next.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_APP_CONFIGMAP", Value: "abc"}}
+	stale, _ := cur.DeepCopyObject().(client.Object)
+	paused, rec := true, "record"
+	if _, err := kind.Write(t.Context(), c, cur, Update{Template: next, Paused: &paused, Annotations: map[string]*string{"ripple.dev/applied": &rec}}); err != nil {
+		t.Fatal(err)
+	}
+	after := kind.New()
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), after); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := kind.PodTemplate(after); got == nil || !equality.Semantic.DeepEqual(*got, *next) {
+		t.Fatalf("written template %+v, want %+v", got, next)
+	}
+	u, _ := after.(*unstructured.Unstructured)
+	if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 2 || !kind.(Pauser).Paused(after) || after.GetAnnotations()["ripple.dev/applied"] != rec {
+		t.Fatalf("after the write: replicas %d (want 2 kept), paused %v, annotations %v", r, kind.(Pauser).Paused(after), after.GetAnnotations())
+	}
+	// A write on a stale copy fails rather than applying twice.
+	if _, err := kind.Write(t.Context(), c, stale, Update{Template: next}); err == nil {
+		t.Fatal("a write on a stale object succeeded")
+	}
+}
+
+func TestDeclaredTemplateKindWithoutTemplate(t *testing.T) {
+	kind := NewDeclared(widget)
+	obj := declaredObj(t, widget, "w", map[string]any{"spec": map[string]any{}})
+	if tpl, err := kind.PodTemplate(obj); tpl != nil || err != nil {
+		t.Fatalf("PodTemplate = %v, %v; want none (nothing to plan)", tpl, err)
+	}
+	bad := declaredObj(t, widget, "w", map[string]any{"spec": map[string]any{"pod": map[string]any{"template": "x"}}})
+	if _, err := kind.PodTemplate(bad); err == nil {
+		t.Fatal("a string at spec.pod.template converted")
+	}
+	if _, err := kind.PodTemplate(declaredObj(t, secretSync, "s", map[string]any{})); err == nil {
+		t.Fatal("an object of another kind converted")
+	}
+}
+
+func TestDeclaredRestartKind(t *testing.T) {
+	kind := NewDeclared(secretSync)
+	obj := declaredObj(t, secretSync, "s", map[string]any{"spec": map[string]any{"refreshInterval": "1h"}})
+	tpl, err := kind.PodTemplate(obj)
+	if err != nil || tpl == nil || len(tpl.Spec.Containers) != 1 {
+		t.Fatalf("PodTemplate = %+v, %v; want one container to write a reload on", tpl, err)
+	}
+	if !kind.KeepsTemplate(obj) {
+		t.Fatal("a restart kind keeps no template: what was applied is in its record")
+	}
+	if _, ok := kind.(Pauser); ok {
+		t.Fatal("a restart kind is a Pauser")
+	}
+	c := fake.NewClientBuilder().WithObjects(obj).Build()
+	write := func(value string) string {
+		t.Helper()
+		cur := kind.New()
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), cur); err != nil {
+			t.Fatal(err)
+		}
+		next := tpl.DeepCopy()
+		next.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_APP_CONFIGMAP", Value: value}}
+		if _, err := kind.Write(t.Context(), c, cur, Update{Template: next}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), cur); err != nil {
+			t.Fatal(err)
+		}
+		return cur.GetAnnotations()["example.com/force-sync"]
+	}
+	first, again, other := write("abc"), write("abc"), write("def")
+	if first == "" || again != first || other == first {
+		t.Fatalf("force-sync values %q, %q, %q: want one per change set, the same for the same change set", first, again, other)
+	}
+}
+
+func TestDeclaredRolloutStatus(t *testing.T) {
+	kind, ok := NewDeclared(widget).(StatusReader)
+	if !ok {
+		t.Fatal("a declared kind is not a StatusReader")
+	}
+	obj := declaredObj(t, widget, "w", map[string]any{"status": map[string]any{
+		"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "Ready", "status": "True"}},
+	}})
+	obj.SetGeneration(3)
+	if st := kind.RolloutStatus(obj); st.State != rstatus.Complete {
+		t.Fatalf("status %v, want complete", st)
+	}
+	restart, _ := NewDeclared(secretSync).(StatusReader)
+	if st := restart.RolloutStatus(declaredObj(t, secretSync, "s", map[string]any{})); st.State != rstatus.Complete {
+		t.Fatalf("a kind without ready: status %v, want complete once written", st)
+	}
+}
