@@ -155,10 +155,6 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 	}
 	in.Now = f.Now
 	p := plan.For(in)
-	if len(p.CanaryAsks) > 0 {
-		in.Canaries = e.canaries(ctx, f.Object.GetNamespace(), p.CanaryAsks)
-		p = plan.For(in)
-	}
 	if len(p.Changes) > 0 {
 		var first, last time.Time
 		for _, c := range p.Changes {
@@ -171,6 +167,11 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 			}
 		}
 		in.Pending = plan.Pending{}.Notice(first).Notice(last)
+		p = plan.For(in)
+	}
+	if len(p.CanaryAsks) > 0 {
+		// As the controller: plan again with the canaried changes it keeps.
+		in.Canaries = e.canaries(ctx, f.Object.GetNamespace(), p.CanaryAsks)
 		p = plan.For(in)
 	}
 	f.Input, f.Plan, f.Written, f.Unselected = in, p, view.written, view.unselected

@@ -52,7 +52,8 @@ type MetaInfo struct {
 	Published time.Time
 	// Searched is where it was looked for, when none was found.
 	Searched string
-	// Namespace is the ConfigMap's: its Ripple's own.
+	// Namespace is the ConfigMap's, its Ripple's own; or, when none was
+	// found there, the namespace --ripple-namespace names.
 	Namespace string
 }
 
@@ -226,7 +227,8 @@ func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, er
 		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: metaInfoName}, cm)
 		switch {
 		case apierrors.IsNotFound(err):
-			return MetaInfo{Searched: "namespace " + ns}, nil
+			// Its records are still where the user says Ripple runs.
+			return MetaInfo{Searched: "namespace " + ns, Namespace: ns}, nil
 		case apierrors.IsForbidden(err):
 			return MetaInfo{}, fmt.Errorf("cannot read Ripple's settings, ConfigMap %s/%s (needs get on configmaps in namespace %s): %w", ns, metaInfoName, ns, err)
 		case err != nil:

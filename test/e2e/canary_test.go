@@ -46,7 +46,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, canaryFleet, "5s")
 	r := newRipple(t, ns)
-	r.env = []string{"POD_NAMESPACE=" + ns} // its records and settings, for explain
+	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns} // its records and settings, for explain
 	r.Start()
 	waitFleetBaseline(t, cs, ns, canaryFleet)
 
@@ -74,9 +74,11 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 			t.Errorf("Deployment d%02d holds the change without a RolloutHalted event", i)
 		}
 	}
-	out, err := runCommand(t, ns, "explain", "deployment/d07")
-	if err != nil || !strings.Contains(out, "RolloutHalted") || !strings.Contains(out, `failed on its canary: Deployment "d00" stalled`) {
-		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant the halt, naming the canary", err, out)
+	out, err := runCommand(t, ns, "explain", "deployment/d07", "-o", "json")
+	var report explain.Report
+	if err != nil || json.Unmarshal([]byte(out), &report) != nil || report.Reason != string(reason.RolloutHalted) ||
+		!strings.Contains(report.Verdict, `failed on its canary: Deployment "d00" stalled`) {
+		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant the halt as its verdict, naming the canary", err, out)
 	}
 	out, err = runCommand(t, ns, "explain", "configmap/"+canaryConfig, "-o", "json")
 	var change explain.Change
@@ -103,7 +105,7 @@ func TestCanaryResume(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, fleet, "0s")
 	r := newRipple(t, ns)
-	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, fleet)
 	quota := blockNewPods(t, cs, ns, fleet)
