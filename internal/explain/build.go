@@ -269,7 +269,7 @@ func verdict(f Facts, r Report) (State, string, string) {
 	if state, reason, line := policyVerdict(f); state != "" {
 		return state, reason, line
 	}
-	if changes := changeNames(f.Plan); changes != "" {
+	if changes := strings.Join(plan.ChangeNames(f.Plan.Changes), ", "); changes != "" {
 		if f.Settings.Plan.DryRun {
 			return WouldReload, "DryRun", fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.setting("dry-run"))
 		}
@@ -327,16 +327,4 @@ func outOfReach(f Facts) (reason, why string) {
 		return "NoTemplate", f.NoTemplate
 	}
 	return "", ""
-}
-
-func changeNames(p plan.Plan) string {
-	names := make([]string, 0, len(p.Changes))
-	for _, c := range p.Changes {
-		n := fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
-		if c.Deleted {
-			n += " (deleted)"
-		}
-		names = append(names, n)
-	}
-	return strings.Join(names, ", ")
 }
