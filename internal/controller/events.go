@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ripple-dev/ripple/internal/fairqueue"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -33,27 +34,28 @@ const (
 	eventQPS   = 100
 	eventBurst = 10
 	// eventQueue bounds the Events waiting for the budget: 100 s of
-	// them, a few MiB at most. Past it an Event is dropped and counted.
+	// them, a few MiB at most. Past it the namespace with the most Events
+	// waiting loses its oldest, counted in ripple_events_dropped_total.
 	eventQueue = 10000
 )
 
 // newRecorder returns the recorder of Ripple's Events: core/v1 Events, as
 // Reloader writes them, with Reloader's source component (see
 // eventComponent), through a client of their own, paced by a
-// pacedRecorder, stopped with ctx.
-func newRecorder(ctx context.Context, mgr ctrl.Manager) (events.EventRecorder, error) {
+// pacedRecorder, stopped with ctx. onDrop counts each Event dropped.
+func newRecorder(ctx context.Context, mgr ctrl.Manager, onDrop func()) (events.EventRecorder, error) {
 	rc := rest.CopyConfig(mgr.GetConfig())
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // the pacedRecorder paces them
 	cs, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), mgr.GetLogger().WithName("events")), nil
+	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), mgr.GetLogger().WithName("events"), onDrop), nil
 }
 
 // startRecorder starts the broadcaster writing to sink and returns its
 // pacedRecorder; both stop with ctx.
-func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, log logr.Logger) *pacedRecorder {
+func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, log logr.Logger, onDrop func()) *pacedRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// client-go's default spam filter keeps 25 Events per object and
 		// then one per 5 minutes: Ripple records two per rollout (Reloaded,
@@ -66,6 +68,7 @@ func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme
 		recorders[c] = b.NewRecorder(scheme, corev1.EventSource{Component: c})
 	}
 	p := newPacedRecorder(recorders, scheme, flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), eventQueue, log)
+	p.onDrop = onDrop
 	go func() {
 		p.run(ctx)
 		b.Shutdown()
@@ -129,19 +132,24 @@ func eventComponent(related runtime.Object, note string) string {
 // the rest while its sink waits for the rate limit one Event at a time: a
 // fan-out of thousands of reloads within seconds lost most of its Events.
 // Here they wait in a queue of their own instead, as a reference to the
-// object and the formatted note, never the object itself.
+// object and the formatted note, never the object itself. The queue is
+// fair per namespace: a tenant whose workloads flood it (thousands of
+// invalid annotations) loses its own oldest Events, and the Events of
+// other namespaces are recorded in turn with its own.
 type pacedRecorder struct {
 	// next are the broadcaster's recorders by source component.
 	next    map[string]record.EventRecorder
 	scheme  *runtime.Scheme
 	limiter flowcontrol.RateLimiter
-	queue   chan func()
+	queue   *fairqueue.Queue[func()]
 	log     logr.Logger
 	dropped atomic.Int64
+	// onDrop, when set, counts a dropped Event (a metric).
+	onDrop func()
 }
 
 func newPacedRecorder(next map[string]record.EventRecorder, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter, size int, log logr.Logger) *pacedRecorder {
-	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: make(chan func(), size), log: log}
+	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: fairqueue.New[func()](size), log: log}
 }
 
 // Eventf implements events.EventRecorder, the interface of Ripple's call
@@ -156,17 +164,20 @@ func (p *pacedRecorder) Eventf(regarding, related runtime.Object, eventtype, rea
 	note = fmt.Sprintf(note, args...)
 	rec := p.next[eventComponent(related, note)]
 	send := func() { rec.Event(ref, eventtype, reason, note) }
-	select {
-	case p.queue <- send:
-	default:
-		p.drop(ref, reason)
+	if from, dropped := p.queue.Push(ref.Namespace, send); dropped {
+		p.drop(from)
 	}
 }
 
-func (p *pacedRecorder) drop(ref *corev1.ObjectReference, reason string) {
+// drop counts an Event dropped from namespace's, logging the first of
+// each thousand.
+func (p *pacedRecorder) drop(namespace string) {
+	if p.onDrop != nil {
+		p.onDrop()
+	}
 	if n := p.dropped.Add(1); n%1000 == 1 {
-		p.log.Error(nil, "Events queue full: dropping Events", "dropped", n, "reason", reason,
-			"object", ref.Namespace+"/"+ref.Name, "queue", cap(p.queue))
+		p.log.Error(nil, "Events queue full: dropping the oldest Events of the namespace with the most waiting",
+			"dropped", n, "namespace", namespace)
 	}
 }
 
@@ -174,14 +185,18 @@ func (p *pacedRecorder) drop(ref *corev1.ObjectReference, reason string) {
 // ends.
 func (p *pacedRecorder) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case send := <-p.queue:
-			if err := p.limiter.Wait(ctx); err != nil {
+		send, ok := p.queue.Pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
 				return
+			case <-p.queue.Ready():
 			}
-			send()
+			continue
 		}
+		if err := p.limiter.Wait(ctx); err != nil {
+			return
+		}
+		send()
 	}
 }

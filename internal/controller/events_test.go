@@ -65,6 +65,43 @@ func TestPacedRecorder(t *testing.T) {
 	}
 }
 
+// A namespace that floods the Event queue (a tenant's thousands of
+// invalid annotations) loses its own oldest Events; another namespace's
+// Event is still recorded, and next in turn.
+func TestPacedRecorderIsFairPerNamespace(t *testing.T) {
+	const size, flood = 100, 1000
+	fake := record.NewFakeRecorder(size)
+	p := newPacedRecorder(one(fake), clientgoscheme.Scheme, flowcontrol.NewFakeAlwaysRateLimiter(), size, logr.Discard())
+	counted := 0
+	p.onDrop = func() { counted++ }
+	hostile := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "flood"}}
+	for i := range flood {
+		p.Eventf(hostile, nil, "Warning", "InvalidAnnotation", "Reload", "invalid %d", i)
+	}
+	shop := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	p.Eventf(shop, nil, "Normal", "Reloaded", "Reload", "Reloaded for changes in ConfigMap %q", "app")
+	if want := int64(flood + 1 - size); p.dropped.Load() != want || counted != int(want) {
+		t.Fatalf("dropped %d, counted %d; want %d, all the flood's", p.dropped.Load(), counted, want)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var got []string
+	for range 2 {
+		select {
+		case e := <-fake.Events:
+			got = append(got, e)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %v reached the broadcaster", got)
+		}
+	}
+	want := []string{"Warning InvalidAnnotation invalid 901", `Normal Reloaded Reloaded for changes in ConfigMap "app"`}
+	if got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("recorded %q first, want %q", got, want)
+	}
+}
+
 // The source component is Reloader's for the config the Event is about:
 // the related object's kind, else the first config the note names.
 func TestEventComponent(t *testing.T) {
@@ -92,7 +129,7 @@ func TestEventComponent(t *testing.T) {
 // reason and source component, as Reloader writes them.
 func TestRecorderWritesCoreEvents(t *testing.T) {
 	cs := fake.NewClientset()
-	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, logr.Discard())
+	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, logr.Discard(), nil)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"}}
 	p.Eventf(d, nil, corev1.EventTypeWarning, string(reason.ReloadFail), "Reload", "Reload for changes in %s failed: %v", `Secret "db"`, "forbidden")
 	p.Eventf(d, nil, corev1.EventTypeNormal, string(reason.Reloaded), "Reload", "Reloaded for changes in %s", `ConfigMap "app"`)
