@@ -61,6 +61,7 @@ func TestHostileTenant(t *testing.T) {
 	r := startRipple(t, home)
 	t.Logf("Ripple's caches synced %s after its start, with the hostile objects present", r.started.Round(time.Millisecond))
 	baseline := waitBaseline(t, admin, victim)
+	checkMemory(t, r, "after its start")
 
 	changed := time.Now()
 	setData(t, admin, victim, "v2")
@@ -96,28 +97,31 @@ func refused(t *testing.T, mallory kubernetes.Interface, home, victim string) {
 	expectForbidden(t, "writes in another namespace", err)
 }
 
-// plantPatterns: the patterns of the report, three Deployments (replicas
-// 0 is enough) whose values, near the 256 KiB limit of a workload's
-// annotations, are thousands of items with huge compiled programs, of
-// small patterns, and of reload-on-keys patterns; and configs for them to
-// be matched against.
+// plantPatterns: the patterns of the report, on Deployments (replicas 0
+// is enough) whose values are near the 256 KiB limit of a workload's
+// annotations: three with one pattern with a huge compiled program, one
+// of 30,000 small patterns, one of thousands of items with huge compiled
+// programs and of reload-on-keys patterns; and configs for them to be
+// matched against.
 func plantPatterns(t *testing.T, mallory kubernetes.Interface, ns string) {
 	t.Helper()
 	for i := range 20 {
 		create(t, "a config", mallory.CoreV1().ConfigMaps(ns).Create,
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cfg-%d", i)}, Data: map[string]string{"k": "v"}})
 	}
-	for i := range 3 {
-		ann := map[string]string{
-			cmReload:     items(150<<10/20, "(a{30}b{30}){30}%d"),
-			secretReload: items(40<<10/10, "cfg-%d-.*"),
-			reloadOnKeys: "cfg-1[" + items(30<<10/20, "(k{30}j{30}){30}%d") + "]",
-			auto:         "true",
-		}
-		tpl := podTemplate(fmt.Sprintf("patterns-%d", i))
+	huge := strings.Repeat("(a{30}b{30}){30}", 200<<10/16)
+	values := []map[string]string{
+		{cmReload: huge}, {cmReload: huge + "x"}, {cmReload: huge + "y"},
+		{secretReload: items(30_000, "c%d.*")},
+		{cmReload: items(150<<10/20, "(a{30}b{30}){30}%d"), reloadOnKeys: "cfg-1[" + items(30<<10/20, "(k{30}j{30}){30}%d") + "]"},
+	}
+	for i, ann := range values {
+		name := fmt.Sprintf("patterns-%d", i)
+		ann[auto] = "true"
+		tpl := podTemplate(name)
 		tpl.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg-1"}}}}
-		create(t, "a Deployment of patterns", mallory.AppsV1().Deployments(ns).Create, deployment(fmt.Sprintf("patterns-%d", i), 0, ann, tpl))
+		create(t, "a Deployment of patterns", mallory.AppsV1().Deployments(ns).Create, deployment(name, 0, ann, tpl))
 	}
 }
 
@@ -285,6 +289,7 @@ func checkWarnings(t *testing.T, admin kubernetes.Interface, ns string) {
 		want[fmt.Sprintf("patterns-%d", i)] = cmReload
 		want[fmt.Sprintf("exclude-%d", i)] = cmExclude
 	}
+	want["patterns-3"], want["patterns-4"] = secretReload, reloadOnKeys
 	var notes map[string][]string
 	// 1,800 Events at 100 a second, and the correlator's writes.
 	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
