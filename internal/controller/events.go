@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ripple-dev/ripple/internal/fairqueue"
@@ -37,6 +39,16 @@ const (
 	// them, a few MiB at most. Past it the namespace with the most Events
 	// waiting loses its oldest, counted in ripple_events_dropped_total.
 	eventQueue = 10000
+	// eventsInFlight bounds the Events handed to the broadcaster and not
+	// yet written: its own queue is first in, first out, so when the API
+	// server writes fewer than eventQPS a second, Events handed ahead
+	// would wait there behind a flooding namespace's, however fair the
+	// pacedRecorder's queue.
+	eventsInFlight = eventBurst
+	// eventSlotWait is how long the pacedRecorder waits for a write to
+	// free a slot before it frees them all: the correlator's spam filter
+	// drops an Event without a write, so its slot is never freed.
+	eventSlotWait = time.Second
 )
 
 // newRecorder returns the recorder of Ripple's Events: core/v1 Events, as
@@ -50,25 +62,28 @@ func newRecorder(ctx context.Context, mgr ctrl.Manager, onDrop func()) (events.E
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), mgr.GetLogger().WithName("events"), onDrop), nil
+	limiter := flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
+	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), limiter, mgr.GetLogger().WithName("events"), onDrop), nil
 }
 
 // startRecorder starts the broadcaster writing to sink and returns its
-// pacedRecorder; both stop with ctx.
-func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, log logr.Logger, onDrop func()) *pacedRecorder {
+// pacedRecorder, paced by limiter; both stop with ctx.
+func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter,
+	log logr.Logger, onDrop func()) *pacedRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// client-go's default spam filter keeps 25 Events per object and
 		// then one per 5 minutes: Ripple records two per rollout (Reloaded,
 		// RolloutComplete), and the pacedRecorder already bounds the rate.
 		BurstSize: eventSpamBurst, QPS: eventSpamQPS,
 	}))
-	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: sink})
 	recorders := map[string]record.EventRecorder{}
 	for _, c := range eventComponents {
 		recorders[c] = b.NewRecorder(scheme, corev1.EventSource{Component: c})
 	}
-	p := newPacedRecorder(recorders, scheme, flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), eventQueue, log)
+	p := newPacedRecorder(recorders, scheme, limiter, eventQueue, log)
 	p.onDrop = onDrop
+	p.slots = make(chan struct{}, eventsInFlight)
+	b.StartRecordingToSink(writtenSink{EventSink: &corev1client.EventSinkImpl{Interface: sink}, written: p.written})
 	go func() {
 		p.run(ctx)
 		b.Shutdown()
@@ -146,10 +161,69 @@ type pacedRecorder struct {
 	dropped atomic.Int64
 	// onDrop, when set, counts a dropped Event (a metric).
 	onDrop func()
+	// slots, when set, hold one token per Event handed to the
+	// broadcaster and not yet written (eventsInFlight).
+	slots chan struct{}
+	clock clock.Clock
 }
 
 func newPacedRecorder(next map[string]record.EventRecorder, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter, size int, log logr.Logger) *pacedRecorder {
-	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: fairqueue.New[func()](size), log: log}
+	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: fairqueue.New[func()](size), log: log, clock: clock.RealClock{}}
+}
+
+// writtenSink tells the pacedRecorder of each write attempt, which frees
+// a slot.
+type writtenSink struct {
+	record.EventSink
+	written func()
+}
+
+func (s writtenSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	defer s.written()
+	return s.EventSink.Create(e)
+}
+
+func (s writtenSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	defer s.written()
+	return s.EventSink.Update(e)
+}
+
+func (s writtenSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	defer s.written()
+	return s.EventSink.Patch(e, data)
+}
+
+// written frees a slot; a retried write frees one that is free already.
+func (p *pacedRecorder) written() {
+	select {
+	case <-p.slots:
+	default:
+	}
+}
+
+// acquire takes a slot for an Event to hand on, waiting at most
+// eventSlotWait for a write to free one; it is false once ctx ended.
+func (p *pacedRecorder) acquire(ctx context.Context) bool {
+	if p.slots == nil {
+		return true
+	}
+	wait := p.clock.NewTimer(eventSlotWait)
+	defer wait.Stop()
+	select {
+	case p.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-wait.C():
+	}
+	// No write for eventSlotWait: the correlator dropped the Events that
+	// hold the slots, or the API server is that slow, and the broadcaster
+	// queues them.
+	for len(p.slots) > 0 {
+		p.written()
+	}
+	p.slots <- struct{}{}
+	return true
 }
 
 // Eventf implements events.EventRecorder, the interface of Ripple's call
@@ -194,7 +268,7 @@ func (p *pacedRecorder) run(ctx context.Context) {
 			}
 			continue
 		}
-		if err := p.limiter.Wait(ctx); err != nil {
+		if err := p.limiter.Wait(ctx); err != nil || !p.acquire(ctx) {
 			return
 		}
 		send()
