@@ -19,6 +19,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -134,6 +136,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, out, err
 }
 
+// pendingRelease names obj's pending Helm release (gather.PendingRelease),
+// read from the Secrets cache; none when Secrets are not watched, so that
+// no informer is started for them.
+func (r *Reconciler) pendingRelease(ctx context.Context, obj client.Object) string {
+	if !slices.Contains(r.Settings.SourceKinds, refs.Secret) {
+		return ""
+	}
+	return gather.PendingRelease(ctx, r.Client, obj)
+}
+
 // converge plans the workload, as gathered in in, from what Ripple
 // remembers of it, keeps what the plan remembers, and writes the plan once
 // a rollout slot is free for a reload.
@@ -146,6 +158,11 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 			return ctrl.Result{}, outcome{}, err
 		}
 		p = plan.For(in)
+	}
+	if p.Reloads() || p.WouldReload {
+		if in.Workload.Release = r.pendingRelease(ctx, obj); in.Workload.Release != "" {
+			p = plan.For(in) // the change set waits for the Helm release
+		}
 	}
 	r.Canaries.applied(ctx, key, in, p, false)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })

@@ -174,6 +174,11 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 		in.Canaries = e.canaries(ctx, f.Object.GetNamespace(), p.CanaryAsks)
 		p = plan.For(in)
 	}
+	if (p.Reloads() || p.WouldReload) && slices.Contains(in.SourceKinds, refs.Secret) {
+		if in.Workload.Release = gather.PendingRelease(ctx, e.Reader, f.Object); in.Workload.Release != "" {
+			p = plan.For(in)
+		}
+	}
 	f.Input, f.Plan, f.Written, f.Unselected = in, p, view.written, view.unselected
 	return nil
 }

@@ -183,9 +183,13 @@ func holdNotice(p Plan) Notice {
 // window of the workload, or for its minimum rollout interval (Spaced):
 // told on every reconcile while it waits (a debug log line), and by
 // explain.
-func settleNotice(in Input, p Plan, window time.Duration) Notice {
+func settleNotice(in Input, p Plan, window time.Duration, release string) Notice {
 	changes, until := strings.Join(ChangeNames(p.Changes), ", "), in.Now.Add(p.Wait).UTC().Format(time.RFC3339)
-	if p.Spaced {
+	switch {
+	case release != "":
+		return notice(reason.SettleWindow, changeRefs(p.Changes), "Changes in %s wait for the Helm release %s to finish, which may change the pod template too: Ripple looks again at %s, and rolls at %s at the latest",
+			changes, release, until, p.Pending.First.Add(ReleaseHoldMax).UTC().Format(time.RFC3339))
+	case p.Spaced:
 		return notice(reason.SettleWindow, changeRefs(p.Changes), "Changes in %s wait for the minimum rollout interval of %s, set by %s: Ripple reloads at %s",
 			changes, p.Interval, setBy(in, in.Keys.MinRolloutInterval, "--min-rollout-interval"), until)
 	}

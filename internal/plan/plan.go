@@ -115,6 +115,11 @@ type Workload struct {
 	// than Ripple and status writers (workload.LastWriter): the one a
 	// revert notice names.
 	LastWriter string
+	// Release names the workload's Helm release while an install, upgrade
+	// or rollback of it is pending (gather.PendingRelease): a change set
+	// waits for it (settle.go). The controller reads it only for a plan
+	// that would roll.
+	Release string
 }
 
 // Source is one source that may reload the workload, as gathered.
@@ -347,6 +352,8 @@ type planning struct {
 	// settleWindow and period are the workload's settle window and pause
 	// period.
 	settleWindow, period time.Duration
+	// release is the pending Helm release the change set waits for.
+	release string
 }
 
 // stage is one step of For. run returns true when the plan is decided:
@@ -410,6 +417,9 @@ func (pl *planning) settle() bool {
 		if !p.Pending.First.IsZero() {
 			p.Seen = p.Pending.First
 		}
+		if holdsForRelease(in, p.Pending, pl.settleWindow) {
+			pl.release, p.Wait = in.Workload.Release, max(p.Wait, ReleasePoll)
+		}
 	}
 	return false
 }
@@ -423,7 +433,7 @@ func (pl *planning) storm() bool {
 	case p.Hold != nil:
 		p.tell(holdNotice(*p))
 	case p.Wait > 0:
-		p.tell(settleNotice(pl.in, *p, pl.settleWindow))
+		p.tell(settleNotice(pl.in, *p, pl.settleWindow, pl.release))
 	}
 	return p.Wait > 0
 }

@@ -52,6 +52,26 @@ func settle(pending Pending, id string, window time.Duration, now time.Time) (Pe
 	return pending, max(deadline.Sub(now), 0)
 }
 
+// ReleasePoll is how often a change set that waits for a pending Helm
+// release looks again; ReleaseHoldMax bounds that wait from the change
+// set's first sight, for a release left pending (a helm process killed
+// mid-upgrade leaves its record so) or a record forged by a tenant holds
+// only that long.
+const (
+	ReleasePoll    = time.Second
+	ReleaseHoldMax = 5 * time.Minute
+)
+
+// holdsForRelease reports whether the change set of pending waits for the
+// workload's pending Helm release: a `helm upgrade` writes the configs
+// first and the workload after, which on a large chart or a busy API
+// server can be seconds later than the settle window; waiting for the
+// release lets its template change apply the configs (template.go), one
+// rollout. A settle window of 0 asks for no wait at all.
+func holdsForRelease(in Input, pending Pending, window time.Duration) bool {
+	return in.Workload.Release != "" && window > 0 && in.Now.Sub(pending.First) < ReleaseHoldMax
+}
+
 // Notice records that a source event for the workload arrived at t,
 // before any reconcile identified the change set it brings.
 func (p Pending) Notice(t time.Time) Pending {

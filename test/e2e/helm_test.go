@@ -141,6 +141,48 @@ func TestTemplateFirstThenConfigRollsTwice(t *testing.T) {
 	podsPass(t, cs, ns, "app=web", envIs(configEnv, sum), imageIs("registry.invalid/web:2"))
 }
 
+// A helm upgrade whose workload comes long after its ConfigMap (a large
+// chart, a busy API server): Helm's release record says the upgrade is
+// pending, the change waits for it past the settle window, and the
+// upgrade's own rollout applies the config. Played by hand, with the
+// record Helm writes, so that the gap is longer than any settle window:
+// one rollout, ReloadSkipped. Without the wait Ripple rolled once for
+// the config and the upgrade once more.
+func TestSlowHelmUpgradeRollsOnce(t *testing.T) {
+	t.Parallel()
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	startRipple(t, ns)
+	createConfigMap(t, cs, ns, configName, "v1")
+	w := workload{kind: kit.Deployment, ns: ns, name: "web"}
+	ann := auto()
+	ann["meta.helm.sh/release-name"], ann["meta.helm.sh/release-namespace"] = "web", ns
+	w.create(t, cs, spec{configMaps: []string{configName}, annotations: ann})
+	before := waitRolledOut(t, cs, w)
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBaseline(t, cs, w, digest.ConfigMap(cm))
+
+	record := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v2", Namespace: ns,
+		Labels: map[string]string{"owner": "helm", "name": "web", "version": "2", "status": "pending-upgrade"}}, Type: "helm.sh/release.v1"}
+	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), record, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setConfigMapValue(t, cs, ns, configName, "v2")
+	quiet := expectQuiet(t, cs, w, before[w], settleMargin)
+	kubectl(t, "set", "image", "deployment/web", "web=registry.invalid/web:3", "-n", ns)
+	kubectl(t, "label", "secret", record.Name, "-n", ns, "status=deployed", "--overwrite")
+	after := expectRollouts(t, cs, map[workload]rollouts{w: {before: quiet[w], n: 1, checks: []templateCheck{
+		imageIs("registry.invalid/web:3"), noEnv(configEnv),
+	}}})
+	if ev := eventOf(t, cs, ns, kit.Deployment.Name, "ReloadSkipped"); !strings.Contains(ev, "the pod template was changed after the config") {
+		t.Errorf("ReloadSkipped event %q does not name the template change", ev)
+	}
+	expectQuiet(t, cs, w, after[w], settleMargin)
+}
+
 // trackWorkload starts counting the template changes of the workload of
 // kind named name, created by someone else (helm), as workload.create does
 // for its own.
