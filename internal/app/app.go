@@ -195,7 +195,7 @@ func optionalKinds(cfg config.Config, cached client.Reader, clk clock.PassiveClo
 		out = append(out, controller.Optional{Kind: workload.DeploymentConfig, API: optional.API{GVK: workload.DeploymentConfigGVK, Flag: "--is-openshift"}})
 	}
 	for _, k := range cfg.DeclaredKinds {
-		out = append(out, controller.Optional{Kind: workload.NewDeclared(k), API: optional.API{GVK: k.GVK(), Flag: "--workload-kinds"}})
+		out = append(out, controller.Optional{Kind: workload.NewDeclared(k), API: optional.API{GVK: k.GVK(), Flag: k.Flag()}})
 	}
 	return out
 }

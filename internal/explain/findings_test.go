@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/manifest"
 )
 
@@ -136,4 +138,27 @@ func mustFind(t *testing.T, e Explainer, name string) Kind {
 		t.Fatalf("no kind %s", name)
 	}
 	return k
+}
+
+// A declared kind whose kind is a built-in's (OpenKruise's StatefulSet) is
+// found by its name qualified with its group, as kubectl takes it; the
+// kind alone is the built-in one.
+func TestFindQualifiedDeclaredKind(t *testing.T) {
+	srcs, err := declared.Presets([]string{"kruise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := declared.Merge(srcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Kinds(Settings{Config: config.Config{DeclaredKinds: kinds}}, nil)
+	for name, want := range map[string]string{
+		"StatefulSet.apps.kruise.io": "StatefulSet.apps.kruise.io", "statefulsets.apps.kruise.io": "StatefulSet.apps.kruise.io",
+		"daemonset.apps.kruise.io": "DaemonSet.apps.kruise.io", "StatefulSet": "StatefulSet", "cloneset": "CloneSet",
+	} {
+		if k, ok := Find(all, name); !ok || k.Name() != want {
+			t.Errorf("Find(%q) = %v, %v; want %s", name, k.Kind, ok, want)
+		}
+	}
 }

@@ -49,7 +49,9 @@ type declaredBase struct {
 	spec declared.Kind
 }
 
-func (k declaredBase) Name() string { return k.gvk.Kind }
+// Name is the declared kind's name: qualified by its group when its kind
+// alone is another kind's.
+func (k declaredBase) Name() string { return k.spec.Name() }
 
 // Declared is the kind as declared.
 func (k declaredBase) Declared() declared.Kind { return k.spec }
