@@ -32,7 +32,7 @@ const (
 	CloneSetCRD            = "apps.kruise.io_clonesets.yaml"
 	AdvancedStatefulSetCRD = "apps.kruise.io_statefulsets.yaml"
 	AdvancedDaemonSetCRD   = "apps.kruise.io_daemonsets.yaml"
-	KnativeServiceCRD      = "service.yaml"
+	KnativeServiceCRD      = "serving.knative.dev_services.yaml"
 	ScaledJobCRD           = "keda.sh_scaledjobs.yaml"
 	ExternalSecretCRD      = "external-secrets.io_externalsecrets.yaml"
 	// WidgetCRD is a made-up kind under crds/ here, declared only in a

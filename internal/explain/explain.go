@@ -130,7 +130,7 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 		return Report{}, err
 	}
 	if e.Events != nil {
-		if f.Events, err = e.Events(ctx, kind.Name(), obj); err != nil {
+		if f.Events, err = e.Events(ctx, eventKind(kind), obj); err != nil {
 			return Report{}, fmt.Errorf("reading the events of %s %s/%s: %w", kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
@@ -283,4 +283,13 @@ func ownerKinds(obj client.Object) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// eventKind is the kind the workload's Events name: a declared kind's
+// own, not its name qualified by its group (StatefulSet.apps.kruise.io).
+func eventKind(k Kind) string {
+	if d, ok := k.Kind.(workload.DeclaredKind); ok {
+		return d.Declared().Kind
+	}
+	return k.Name()
 }
