@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -32,18 +33,34 @@ type conformKind struct {
 	// spec is the object's spec around its pod template tpl (nil for a
 	// restart kind, which names its config in an annotation).
 	spec func(name string, tpl map[string]any) map[string]any
+	// status is what the kind's controller writes once a rollout of
+	// generation gen is done; nil for a kind without a ready rule.
+	status func(gen int64) map[string]any
 }
 
 // conformKinds are every preset's kinds and the Widget of a kinds file.
 var conformKinds = []conformKind{
-	{name: "CloneSet", explainAs: "clonesets", gvk: cloneSetGVK, template: []string{"spec", "template"}, spec: replicated},
+	{name: "CloneSet", explainAs: "clonesets", gvk: cloneSetGVK, template: []string{"spec", "template"}, spec: replicated,
+		status: func(gen int64) map[string]any {
+			return map[string]any{"observedGeneration": gen, "replicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1),
+				"updatedReplicas": int64(1), "updatedReadyReplicas": int64(1)}
+		}},
 	{name: "StatefulSet.apps.kruise.io", explainAs: "statefulsets.apps.kruise.io", template: []string{"spec", "template"}, spec: replicated,
-		gvk: schema.GroupVersionKind{Group: "apps.kruise.io", Version: "v1beta1", Kind: "StatefulSet"}},
+		gvk: schema.GroupVersionKind{Group: "apps.kruise.io", Version: "v1beta1", Kind: "StatefulSet"},
+		status: func(gen int64) map[string]any {
+			return map[string]any{"observedGeneration": gen, "replicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1),
+				"currentReplicas": int64(1), "updatedReplicas": int64(1), "updatedReadyReplicas": int64(1), "updatedAvailableReplicas": int64(1)}
+		}},
 	{name: "DaemonSet.apps.kruise.io", explainAs: "daemonset.apps.kruise.io", template: []string{"spec", "template"}, spec: replicated,
-		gvk: schema.GroupVersionKind{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "DaemonSet"}},
+		gvk: schema.GroupVersionKind{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "DaemonSet"},
+		status: func(gen int64) map[string]any {
+			return map[string]any{"observedGeneration": gen, "daemonSetHash": "h", "currentNumberScheduled": int64(2), "desiredNumberScheduled": int64(2),
+				"numberMisscheduled": int64(0), "numberReady": int64(2), "numberAvailable": int64(2), "updatedNumberScheduled": int64(2)}
+		}},
 	{name: "Service", explainAs: "service", template: []string{"spec", "template"},
-		gvk: schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"},
-		spec: func(_ string, tpl map[string]any) map[string]any { return map[string]any{"template": tpl} }},
+		gvk:    schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"},
+		spec:   func(_ string, tpl map[string]any) map[string]any { return map[string]any{"template": tpl} },
+		status: conditionStatus("Ready")},
 	{name: "ScaledJob", explainAs: "scaledjobs", template: []string{"spec", "jobTargetRef", "template"},
 		gvk: schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledJob"},
 		spec: func(_ string, tpl map[string]any) map[string]any {
@@ -53,8 +70,38 @@ var conformKinds = []conformKind{
 		}},
 	{name: "ExternalSecret", explainAs: "externalsecret", gvk: externalSecretGVK, restart: "force-sync"},
 	{name: "Widget", explainAs: "widgets", template: []string{"spec", "pod", "template"},
-		gvk:  schema.GroupVersionKind{Group: "test.ripple.dev", Version: "v1", Kind: "Widget"},
-		spec: func(_ string, tpl map[string]any) map[string]any { return map[string]any{"pod": map[string]any{"template": tpl}} }},
+		gvk: schema.GroupVersionKind{Group: "test.ripple.dev", Version: "v1", Kind: "Widget"},
+		spec: func(_ string, tpl map[string]any) map[string]any {
+			return map[string]any{"pod": map[string]any{"template": tpl}}
+		},
+		status: conditionStatus("Available")},
+}
+
+// conditionStatus is the status of a kind ready by a condition of type typ.
+func conditionStatus(typ string) func(int64) map[string]any {
+	return func(gen int64) map[string]any {
+		return map[string]any{"observedGeneration": gen, "conditions": []any{map[string]any{"type": typ, "status": "True"}}}
+	}
+}
+
+// presetPaused are the paused field paths of the presets' kinds, by name.
+func presetPaused(t *testing.T) map[string][]string {
+	t.Helper()
+	srcs, err := declared.Presets(declared.PresetNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := declared.Merge(srcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, k := range kinds {
+		if k.Paused != "" {
+			out[k.Name()] = declared.Path(k.Paused)
+		}
+	}
+	return out
 }
 
 // replicated is the spec of a kind with a selector and a pod template.
@@ -67,7 +114,7 @@ func replicated(name string, tpl map[string]any) map[string]any {
 type conformObject struct {
 	conformKind
 	obj *unstructured.Unstructured
-	cm refs.Ref
+	cm  refs.Ref
 }
 
 func (c *conformObject) create(t *testing.T, e *env) {
@@ -180,8 +227,24 @@ func TestDeclaredConformance(t *testing.T) {
 		objs[i] = &conformObject{conformKind: k}
 		objs[i].create(t, e)
 	}
+	paused := presetPaused(t)
 	for _, o := range objs {
 		o.obj = e.waitDeclared(t, o.obj, "the baseline record", func(u *unstructured.Unstructured) bool { return hasBaseline(u) })
+		// The preset's paused field is one the real CRD keeps: its schema
+		// prunes a field it does not know.
+		if p := paused[o.name]; p != nil {
+			u := o.obj.DeepCopy()
+			if err := unstructured.SetNestedField(u.Object, false, p...); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.c.Update(t.Context(), u); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, _ := unstructured.NestedBool(u.Object, p...); !found {
+				t.Errorf("%s: the CRD dropped the preset's paused field %s", o.name, strings.Join(p, "."))
+			}
+			o.obj = u
+		}
 		all = append(all, o.obj)
 	}
 	expectNoWrites(t, e, all) // the baseline is one write
@@ -219,6 +282,29 @@ func TestDeclaredConformance(t *testing.T) {
 		all = append(all, u)
 	}
 	expectNoWrites(t, e, all)
+
+	t.Log("each controller reports its rollout done: complete by the preset's ready rule")
+	for _, o := range objs {
+		if o.status == nil {
+			continue
+		}
+		if notes := e.events(t.Context(), o.obj.GetName(), string(reason.RolloutComplete)); len(notes) > 0 {
+			t.Errorf("%s: RolloutComplete %q before its status showed the rollout done", o.name, notes)
+		}
+		u := o.obj.DeepCopy()
+		if err := unstructured.SetNestedMap(u.Object, o.status(u.GetGeneration()), "status"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Status().Update(t.Context(), u); err != nil {
+			t.Fatalf("%s: writing its status: %v", o.name, err)
+		}
+		o.obj = u
+	}
+	for _, o := range objs {
+		if o.status != nil {
+			e.waitRolloutEvent(t, o.obj.GetName(), string(reason.RolloutComplete), corev1.EventTypeNormal)
+		}
+	}
 
 	t.Log("another manager reverts each reload")
 	all = all[:0]
