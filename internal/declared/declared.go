@@ -110,6 +110,28 @@ func Path(p string) []string {
 	return strings.Split(p, ".")
 }
 
+// Reads are the field paths of the kind's objects that Ripple reads
+// besides their metadata: its pod template, its paused field and the
+// status fields of its ready rule. The cache keeps only these.
+func (k Kind) Reads() [][]string {
+	var out [][]string
+	for _, p := range []string{k.Template, k.Paused} {
+		if p != "" {
+			out = append(out, Path(p))
+		}
+	}
+	if r := k.Ready; r != nil {
+		out = append(out, Path(r.ObservedGeneration))
+		if r.Condition != "" {
+			out = append(out, []string{"status", "conditions"})
+		}
+		if r.Replicas != nil {
+			out = append(out, Path(r.Replicas.Desired), Path(r.Replicas.Updated), Path(r.Replicas.Available))
+		}
+	}
+	return out
+}
+
 // BuiltIn are the kind names Ripple has code for. A declared kind's name
 // is its key in Ripple's memory, metrics and logs, so a declared kind of
 // one of these names (OpenKruise's StatefulSet) is named with its group.

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -210,4 +211,33 @@ func patchAt(ctx context.Context, c client.Client, obj client.Object, body map[s
 		return err
 	}
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager))
+}
+
+// TrimDeclared returns a cache transform that keeps of a declared kind's
+// object only what Ripple reads (its metadata and declared.Kind.Reads), so
+// that the cache holds about what it holds of a Deployment; objects of
+// other kinds pass unchanged.
+func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
+	keep := map[schema.GroupVersionKind][][]string{}
+	for _, k := range kinds {
+		keep[k.GVK()] = k.Reads()
+	}
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		paths, ok := keep[u.GroupVersionKind()]
+		if !ok {
+			return obj, nil
+		}
+		out := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
+		for _, p := range paths {
+			if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...); found {
+				setAt(out, p, v)
+			}
+		}
+		u.Object = out
+		return u, nil
+	}
 }
