@@ -1,4 +1,4 @@
-// Command declaredmem measures what a declared workload kind costs Ripple in
+// Command declaredmem (beside the benchmark, hack/bench) measures what a declared workload kind costs Ripple in
 // memory against a built-in one: Ripple runs on a local API server first
 // with N Deployments, then, afresh, with N OpenKruise CloneSets (the kruise
 // preset, on its real CRD) of the same pod template and configs; once
@@ -6,7 +6,7 @@
 // (go_gc_heap_live_bytes) and the RSS. docs/performance.md ("Declared
 // kinds") has the result.
 //
-//	RIPPLE_TOOLS_DIR=$(bash hack/build-tools.sh | tail -n1) go run ./hack/bench/declaredmem --ripple bin/ripple
+//	RIPPLE_TOOLS_DIR=$(bash hack/build-tools.sh | tail -n1) go run ./hack/declaredmem --ripple bin/ripple
 package main
 
 import (
@@ -219,7 +219,11 @@ func freePort() (int, error) {
 		return 0, err
 	}
 	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("listening on %v: not a TCP address", l.Addr())
+	}
+	return addr.Port, nil
 }
 
 // liveHeap reads go_gc_heap_live_bytes from Ripple's /metrics.
