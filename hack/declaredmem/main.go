@@ -1,5 +1,6 @@
-// Command declaredmem (beside the benchmark, hack/bench) measures what a declared workload kind costs Ripple in
-// memory against a built-in one: Ripple runs on a local API server first
+// Command declaredmem (beside the benchmark, hack/bench) measures what a
+// declared workload kind costs Ripple in memory against a built-in one:
+// Ripple runs on a local API server first
 // with N Deployments, then, afresh, with N OpenKruise CloneSets (the kruise
 // preset, on its real CRD) of the same pod template and configs; once
 // every object carries Ripple's baseline, it reads the live heap
