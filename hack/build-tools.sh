@@ -108,9 +108,9 @@ build helm helm helm.sh/helm/v3/cmd/helm "$(version_of helm helm.sh/helm/v3)" "-
 # tests install the real CRDs of the optional kinds (Argo Rollouts, the
 # Secrets Store CSI driver) and of the declared kinds' presets without
 # their code.
-crd() { # module version path-in-module
+crd() { # module version path-in-module [file-name]
 	local name out stamp dir
-	name=$(basename "$3")
+	name=${4:-$(basename "$3")}
 	out=$cache/crds/$name stamp=$cache/crds/.$name.version
 	if [[ -f $out && -f $stamp && $(<"$stamp") == "$1@$2" ]]; then
 		log "CRD $name ($1@$2): cached"
@@ -130,6 +130,10 @@ crd sigs.k8s.io/secrets-store-csi-driver v1.4.7 config/crd/bases/secrets-store.c
 crd sigs.k8s.io/secrets-store-csi-driver v1.4.7 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml
 # The declared kinds' presets (internal/declared), tested on these.
 crd github.com/openkruise/kruise v1.8.0 config/crd/bases/apps.kruise.io_clonesets.yaml
+crd github.com/openkruise/kruise v1.8.0 config/crd/bases/apps.kruise.io_statefulsets.yaml
+crd github.com/openkruise/kruise v1.8.0 config/crd/bases/apps.kruise.io_daemonsets.yaml
+crd knative.dev/serving v0.51.0 config/core/300-resources/service.yaml serving.knative.dev_services.yaml
+crd github.com/kedacore/keda/v2 v2.21.0 config/crd/bases/keda.sh_scaledjobs.yaml
 crd github.com/external-secrets/external-secrets v0.16.2 config/crds/bases/external-secrets.io_externalsecrets.yaml
 
 echo "$cache"

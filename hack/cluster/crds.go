@@ -29,8 +29,12 @@ const (
 // The CRDs of the declared kinds' presets (internal/declared), from each
 // project's own module, which hack/build-tools.sh copies too.
 const (
-	CloneSetCRD       = "apps.kruise.io_clonesets.yaml"
-	ExternalSecretCRD = "external-secrets.io_externalsecrets.yaml"
+	CloneSetCRD            = "apps.kruise.io_clonesets.yaml"
+	AdvancedStatefulSetCRD = "apps.kruise.io_statefulsets.yaml"
+	AdvancedDaemonSetCRD   = "apps.kruise.io_daemonsets.yaml"
+	KnativeServiceCRD      = "serving.knative.dev_services.yaml"
+	ScaledJobCRD           = "keda.sh_scaledjobs.yaml"
+	ExternalSecretCRD      = "external-secrets.io_externalsecrets.yaml"
 	// WidgetCRD is a made-up kind under crds/ here, declared only in a
 	// kinds file.
 	WidgetCRD = "widget.yaml"

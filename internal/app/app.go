@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/metrics"
@@ -195,7 +197,7 @@ func optionalKinds(cfg config.Config, cached client.Reader, clk clock.PassiveClo
 		out = append(out, controller.Optional{Kind: workload.DeploymentConfig, API: optional.API{GVK: workload.DeploymentConfigGVK, Flag: "--is-openshift"}})
 	}
 	for _, k := range cfg.DeclaredKinds {
-		out = append(out, controller.Optional{Kind: workload.NewDeclared(k), API: optional.API{GVK: k.GVK(), Flag: "--workload-kinds"}})
+		out = append(out, controller.Optional{Kind: workload.NewDeclared(k), API: optional.API{GVK: k.GVK(), Flag: k.Flag()}})
 	}
 	return out
 }
@@ -238,7 +240,9 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err != nil {
 		return nil, err
 	}
-	o := managerOptions(cfg, scheme, health, cacheOptions(cfg.Scope, priors, out))
+	co := cacheOptions(cfg.Scope, priors, out)
+	co.DefaultTransform = thenTrimDeclared(co.DefaultTransform, cfg.DeclaredKinds)
+	o := managerOptions(cfg, scheme, health, co)
 	var bound *syncBound
 	o.NewCache = newSyncBound(cfg.CacheSyncTimeout, health.watched, &bound)
 	if cfg.LeaderElection {
@@ -380,6 +384,22 @@ func defaultTransform(obj any) (any, error) {
 		return nil, err
 	}
 	return workload.TrimManagedFields(obj)
+}
+
+// thenTrimDeclared runs first, then keeps of the declared kinds' objects
+// only what Ripple reads (workload.TrimDeclared).
+func thenTrimDeclared(first toolscache.TransformFunc, kinds []declared.Kind) toolscache.TransformFunc {
+	if len(kinds) == 0 {
+		return first
+	}
+	trim := workload.TrimDeclared(kinds)
+	return func(obj any) (any, error) {
+		obj, err := first(obj)
+		if err != nil {
+			return nil, err
+		}
+		return trim(obj)
+	}
 }
 
 // healthChecks serves Reloader's /live and the Kubernetes-style /healthz

@@ -40,7 +40,7 @@ func (o *KindsOptions) validate(errs *problems) []declared.Kind {
 			errs.bad("workload-kinds", "%v", err)
 			return nil
 		}
-		srcs = append(srcs, declared.Source{Name: o.KindsFile, Kinds: kinds})
+		srcs = append(srcs, declared.Source{Name: o.KindsFile, Flag: "--workload-kinds=" + o.KindsFile, Kinds: kinds})
 	}
 	kinds, err := declared.Merge(srcs...)
 	if err != nil {

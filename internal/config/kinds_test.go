@@ -25,15 +25,15 @@ func TestWorkloadKinds(t *testing.T) {
 	}
 	var names []string
 	for _, k := range cfg.DeclaredKinds {
-		names = append(names, k.Kind)
+		names = append(names, k.Name())
 	}
-	if strings.Join(names, ",") != "ExternalSecret,CloneSet,Widget" {
+	if strings.Join(names, ",") != "ExternalSecret,CloneSet,StatefulSet.apps.kruise.io,DaemonSet.apps.kruise.io,Widget" {
 		t.Fatalf("declared kinds %v, want the presets' in order, then the file's", names)
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"--workload-kinds=" + bad, "--workload-kinds: " + bad + ": entry 2 (Gadget): restart.annotation: \"\" is not an annotation key"},
 		{"--workload-kinds=" + filepath.Join(dir, "missing.yaml"), "--workload-kinds: open " + filepath.Join(dir, "missing.yaml")},
-		{"--workload-kinds-preset=knative", `--workload-kinds-preset: "knative" is not a preset`},
+		{"--workload-kinds-preset=agones", `--workload-kinds-preset: "agones" is not a preset`},
 	} {
 		if _, err := parse(t, nil, tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.args, err, tc.want)

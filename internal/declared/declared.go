@@ -39,6 +39,12 @@ type Kind struct {
 	// Paused is the field path of a boolean that pauses the kind's
 	// rollouts (pause-period), e.g. "spec.updateStrategy.paused".
 	Paused string `json:"paused,omitempty"`
+
+	// qualified is set by Merge when another declared kind has the same
+	// kind name: both are then named with their group.
+	qualified bool
+	// flag is the flag that declared the kind, for messages.
+	flag string
 }
 
 // Restart is a reload by annotation: Ripple sets Annotation on the object
@@ -81,6 +87,20 @@ func (k Kind) GVR() schema.GroupVersionResource {
 // String names the kind in messages, e.g. "CloneSet.apps.kruise.io".
 func (k Kind) String() string { return k.Kind + "." + k.Group }
 
+// Name is the kind's name in Ripple's memory, metrics, logs and explain:
+// its kind, or its kind and group (StatefulSet.apps.kruise.io) when the
+// kind alone is the name of a built-in kind or of another declared kind.
+func (k Kind) Name() string {
+	if k.qualified || isBuiltIn(k.Kind) {
+		return k.String()
+	}
+	return k.Kind
+}
+
+// Flag is the flag that declared the kind, as given
+// (--workload-kinds-preset=kruise, --workload-kinds=FILE); set by Merge.
+func (k Kind) Flag() string { return k.flag }
+
 // Path splits a field path ("spec.template") into its fields; empty for
 // an empty path.
 func Path(p string) []string {
@@ -90,9 +110,31 @@ func Path(p string) []string {
 	return strings.Split(p, ".")
 }
 
+// Reads are the field paths of the kind's objects that Ripple reads
+// besides their metadata: its pod template, its paused field and the
+// status fields of its ready rule. The cache keeps only these.
+func (k Kind) Reads() [][]string {
+	var out [][]string
+	for _, p := range []string{k.Template, k.Paused} {
+		if p != "" {
+			out = append(out, Path(p))
+		}
+	}
+	if r := k.Ready; r != nil {
+		out = append(out, Path(r.ObservedGeneration))
+		if r.Condition != "" {
+			out = append(out, []string{"status", "conditions"})
+		}
+		if r.Replicas != nil {
+			out = append(out, Path(r.Replicas.Desired), Path(r.Replicas.Updated), Path(r.Replicas.Available))
+		}
+	}
+	return out
+}
+
 // BuiltIn are the kind names Ripple has code for. A declared kind's name
-// is its key in Ripple's memory, metrics and Events, so it may not be one
-// of these.
+// is its key in Ripple's memory, metrics and logs, so a declared kind of
+// one of these names (OpenKruise's StatefulSet) is named with its group.
 var BuiltIn = []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "Rollout", "DeploymentConfig"}
 
 // Parse reads the kinds file named name: a YAML list of kinds. Each error
@@ -155,11 +197,8 @@ func (k Kind) validateName() []error {
 	if msgs := validation.IsDNS1123Label(k.Version); len(msgs) > 0 {
 		errs = append(errs, fieldError("version", "%q is not an API version such as v1alpha1", k.Version))
 	}
-	switch {
-	case !kindName.MatchString(k.Kind):
+	if !kindName.MatchString(k.Kind) {
 		errs = append(errs, fieldError("kind", "%q is not a kind (upper camel case, such as CloneSet)", k.Kind))
-	case isBuiltIn(k.Kind):
-		errs = append(errs, fieldError("kind", "%q is the name of a kind Ripple has built in; declared kinds need names of their own", k.Kind))
 	}
 	if msgs := validation.IsDNS1123Label(k.Resource); k.Resource != "" && len(msgs) > 0 {
 		errs = append(errs, fieldError("resource", "%q is not a resource name (lower-case plural, such as clonesets)", k.Resource))
@@ -246,29 +285,39 @@ func plural(kind string) string {
 }
 
 // Merge joins the kinds of the enabled presets and of the kinds file, in
-// that order, and rejects a kind named twice: its name is its key.
+// that order, and rejects a kind declared twice (the same kind and group).
+// Kinds of the same name in different groups are both named with their
+// group (Kind.Name).
 func Merge(lists ...Source) ([]Kind, error) {
 	var (
-		out  []Kind
-		errs []error
-		seen = map[string]string{}
+		out   []Kind
+		errs  []error
+		seen  = map[string]string{}
+		names = map[string]int{}
 	)
 	for _, l := range lists {
 		for _, k := range l.Kinds {
-			key := strings.ToLower(k.Kind)
+			key := strings.ToLower(k.String())
 			if first, ok := seen[key]; ok {
-				errs = append(errs, fmt.Errorf("%s: %s is declared twice (first in %s); a kind's name must be unique", l.Name, k, first))
+				errs = append(errs, fmt.Errorf("%s: %s is declared twice (first in %s)", l.Name, k, first))
 				continue
 			}
 			seen[key] = l.Name
+			names[strings.ToLower(k.Kind)]++
+			k.flag = l.Flag
 			out = append(out, k)
 		}
+	}
+	for i, k := range out {
+		out[i].qualified = names[strings.ToLower(k.Kind)] > 1
 	}
 	return out, errors.Join(errs...)
 }
 
-// Source is a list of kinds and where they come from, for messages.
+// Source is a list of kinds and where they come from, for messages: Name
+// in errors ("preset kruise", the file), Flag in logs.
 type Source struct {
 	Name  string
+	Flag  string
 	Kinds []Kind
 }

@@ -1,10 +1,10 @@
 package declared
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 func TestParse(t *testing.T) {
@@ -63,10 +63,6 @@ func TestParse(t *testing.T) {
 		file: "- {group: a.io, version: v1, kind: Widget, restart: {annotation: x}, paused: spec.paused}\n",
 		errs: []string{"paused: only a kind with a template can be paused"},
 	}, {
-		name: "built-in kind name",
-		file: "- {group: apps.kruise.io, version: v1beta1, kind: StatefulSet, template: spec.template}\n",
-		errs: []string{`kind: "StatefulSet" is the name of a kind Ripple has built in`},
-	}, {
 		name: "ready with both forms",
 		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, ready: {condition: Ready, replicas: {desired: a, updated: b, available: c}}}\n",
 		errs: []string{"ready.condition: set either condition"},
@@ -82,7 +78,7 @@ func TestParse(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Parse: %v", err)
 				}
-				if !equality.Semantic.DeepEqual(got, tc.want) {
+				if !reflect.DeepEqual(got, tc.want) {
 					t.Fatalf("Parse =\n%+v\nwant\n%+v", got, tc.want)
 				}
 				return
@@ -117,7 +113,7 @@ func TestPresets(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Presets([]string{"kruise", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope" is not a preset; use one of external-secrets, kruise`) {
+	if _, err := Presets([]string{"kruise", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope" is not a preset; use one of external-secrets, keda, knative, kruise`) {
 		t.Fatalf("unknown preset: error %v", err)
 	}
 }
@@ -127,16 +123,47 @@ func TestMergeRejectsAKindDeclaredTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := Parse("kinds.yaml", []byte("- {group: example.com, version: v1, kind: CloneSet, template: spec.template}\n- {group: a.io, version: v1, kind: Widget, template: spec.template}\n"))
+	file, err := Parse("kinds.yaml", []byte("- {group: apps.kruise.io, version: v1, kind: CloneSet, template: spec.template}\n- {group: a.io, version: v1, kind: Widget, template: spec.template}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = Merge(append(srcs, Source{Name: "kinds.yaml", Kinds: file})...)
-	if err == nil || !strings.Contains(err.Error(), "kinds.yaml: CloneSet.example.com is declared twice (first in preset kruise)") {
+	if err == nil || !strings.Contains(err.Error(), "kinds.yaml: CloneSet.apps.kruise.io is declared twice (first in preset kruise)") {
 		t.Fatalf("Merge: error %v", err)
 	}
 	all, err := Merge(append(srcs, Source{Name: "kinds.yaml", Kinds: file[1:]})...)
-	if err != nil || len(all) != 2 || all[0].Kind != "CloneSet" || all[1].Kind != "Widget" {
-		t.Fatalf("Merge = %v, %v; want CloneSet then Widget", all, err)
+	if err != nil || len(all) != 4 || all[0].Kind != "CloneSet" || all[3].Kind != "Widget" {
+		t.Fatalf("Merge = %v, %v; want the kruise kinds then Widget", all, err)
+	}
+}
+
+// A declared kind is named by its kind, or by its kind and group when the
+// kind alone names a built-in kind or another declared kind; the flag
+// that declared it is kept for the log.
+func TestMergeNamesClashingKindsByGroup(t *testing.T) {
+	srcs, err := Presets([]string{"kruise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := Parse("kinds.yaml", []byte("- {group: example.com, version: v1, kind: CloneSet, template: spec.template}\n- {group: a.io, version: v1, kind: Widget, template: spec.template}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Merge(append(srcs, Source{Name: "kinds.yaml", Flag: "--workload-kinds=kinds.yaml", Kinds: file})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, flags []string
+	for _, k := range all {
+		names = append(names, k.Name())
+		flags = append(flags, k.Flag())
+	}
+	want := []string{"CloneSet.apps.kruise.io", "StatefulSet.apps.kruise.io", "DaemonSet.apps.kruise.io", "CloneSet.example.com", "Widget"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("names %q, want %q", names, want)
+	}
+	wantFlags := []string{"--workload-kinds-preset=kruise", "--workload-kinds-preset=kruise", "--workload-kinds-preset=kruise", "--workload-kinds=kinds.yaml", "--workload-kinds=kinds.yaml"}
+	if !slices.Equal(flags, wantFlags) {
+		t.Fatalf("flags %q, want %q", flags, wantFlags)
 	}
 }

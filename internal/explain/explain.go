@@ -39,7 +39,7 @@ type Explainer struct {
 func (e Explainer) Explain(ctx context.Context, kind Kind, ns, name string) (Report, error) {
 	obj := kind.New()
 	if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
-		return Report{}, err
+		return Report{}, permissionError(err, "get", kind, ns)
 	}
 	return e.explain(ctx, kind, obj)
 }
@@ -57,7 +57,7 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 			continue // an optional kind whose API is not served
 		}
 		if err != nil {
-			return out, fmt.Errorf("listing %ss: %w", kind.Name(), err)
+			return out, fmt.Errorf("listing %ss: %w", kind.Name(), permissionError(err, "list", kind, ns))
 		}
 		items, err := apimeta.ExtractList(list)
 		if err != nil {
@@ -130,7 +130,7 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 		return Report{}, err
 	}
 	if e.Events != nil {
-		if f.Events, err = e.Events(ctx, kind.Name(), obj); err != nil {
+		if f.Events, err = e.Events(ctx, eventKind(kind), obj); err != nil {
 			return Report{}, fmt.Errorf("reading the events of %s %s/%s: %w", kind.Name(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
@@ -288,4 +288,29 @@ func ownerKinds(obj client.Object) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// eventKind is the kind the workload's Events name: a declared kind's
+// own, not its name qualified by its group (StatefulSet.apps.kruise.io).
+func eventKind(k Kind) string {
+	if d, ok := k.Kind.(workload.DeclaredKind); ok {
+		return d.Declared().Kind
+	}
+	return k.Name()
+}
+
+// permissionError names the permission a read of a declared kind lacked (its
+// resource is the user's to grant: the chart grants only the declared
+// kinds'); other errors are returned as they are.
+func permissionError(err error, verb string, kind Kind, ns string) error {
+	d, ok := kind.Kind.(workload.DeclaredKind)
+	if !ok || !apierrors.IsForbidden(err) {
+		return err
+	}
+	where := "in namespace " + ns
+	if ns == "" {
+		where = "in every namespace"
+	}
+	gr := d.Declared().GVR().GroupResource()
+	return fmt.Errorf("cannot read %ss: needs %s on %s %s: %w", kind.Name(), verb, gr.String(), where, err)
 }

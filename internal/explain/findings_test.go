@@ -1,13 +1,21 @@
 package explain
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/manifest"
 )
 
@@ -136,4 +144,60 @@ func mustFind(t *testing.T, e Explainer, name string) Kind {
 		t.Fatalf("no kind %s", name)
 	}
 	return k
+}
+
+// A declared kind whose kind is a built-in's (OpenKruise's StatefulSet) is
+// found by its name qualified with its group, as kubectl takes it; the
+// kind alone is the built-in one.
+func TestFindQualifiedDeclaredKind(t *testing.T) {
+	srcs, err := declared.Presets([]string{"kruise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := declared.Merge(srcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Kinds(Settings{Config: config.Config{DeclaredKinds: kinds}}, nil)
+	for name, want := range map[string]string{
+		"StatefulSet.apps.kruise.io": "StatefulSet.apps.kruise.io", "statefulsets.apps.kruise.io": "StatefulSet.apps.kruise.io",
+		"daemonset.apps.kruise.io": "DaemonSet.apps.kruise.io", "StatefulSet": "StatefulSet", "cloneset": "CloneSet",
+	} {
+		if k, ok := Find(all, name); !ok || k.Name() != want {
+			t.Errorf("Find(%q) = %v, %v; want %s", name, k.Kind, ok, want)
+		}
+	}
+}
+
+// Credentials that may not read a declared kind get an error naming the
+// verb and the resource to grant, not the API server's bare Forbidden.
+func TestExplainNamesTheDeclaredKindsPermission(t *testing.T) {
+	srcs, err := declared.Presets([]string{"external-secrets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := declared.Merge(srcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbid := interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "external-secrets.io", Resource: "externalsecrets"}, key.Name, nil)
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "external-secrets.io", Resource: "externalsecrets"}, "", nil)
+		},
+	}
+	e := Explainer{Reader: fake.NewClientBuilder().WithInterceptorFuncs(forbid).Build(), Settings: Settings{Config: config.Config{DeclaredKinds: kinds}}}
+	all := Kinds(e.Settings, e.Reader)
+	k, ok := Find(all, "externalsecret")
+	if !ok {
+		t.Fatal("no ExternalSecret kind")
+	}
+	if _, err := e.Explain(t.Context(), k, "shop", "creds"); err == nil || !strings.Contains(err.Error(), "needs get on externalsecrets.external-secrets.io in namespace shop") {
+		t.Errorf("Explain: %v, want the get permission named", err)
+	}
+	if _, err := e.All(t.Context(), []Kind{k}, ""); err == nil || !strings.Contains(err.Error(), "needs list on externalsecrets.external-secrets.io in every namespace") {
+		t.Errorf("All: %v, want the list permission named", err)
+	}
 }

@@ -77,13 +77,20 @@ func ParseKind(name string) (string, error) {
 
 // Find returns the kind of kinds named name (as Kind.Name() names it);
 // a declared kind is also found by its kind or plural resource in any
-// case (cloneset, clonesets), as ParseKind knows only the built-in ones.
+// case (cloneset, clonesets), as ParseKind knows only the built-in ones,
+// and either qualified by its group as kubectl takes them
+// (statefulsets.apps.kruise.io).
 func Find(kinds []Kind, name string) (Kind, bool) {
 	i := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name() == name })
 	if i < 0 {
 		i = slices.IndexFunc(kinds, func(k Kind) bool {
 			d, ok := k.Kind.(workload.DeclaredKind)
-			return ok && (strings.EqualFold(d.Declared().Kind, name) || strings.EqualFold(d.Declared().Resource, name))
+			if !ok {
+				return false
+			}
+			dk := d.Declared()
+			return slices.ContainsFunc([]string{dk.Kind, dk.Resource, dk.String(), dk.Resource + "." + dk.Group},
+				func(n string) bool { return strings.EqualFold(n, name) })
 		})
 	}
 	if i < 0 {

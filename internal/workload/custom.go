@@ -29,14 +29,61 @@ var (
 // Rollout (spec.restartAt) instead of changing its template.
 const RolloutRestart = "restart"
 
+// unstructuredKind is a kind read as unstructured objects of its group,
+// version and kind: the optional kinds and the declared ones, whose Go
+// types Ripple does not import.
+type unstructuredKind struct{ gvk schema.GroupVersionKind }
+
+func (k unstructuredKind) New() client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.gvk)
+	return u
+}
+
+func (k unstructuredKind) NewList() client.ObjectList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
+	return l
+}
+
+// object is obj as an unstructured object of the kind.
+func (k unstructuredKind) object(obj client.Object) (*unstructured.Unstructured, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != k.gvk {
+		return nil, fmt.Errorf("%s: unexpected object %T", k.gvk.Kind, obj)
+	}
+	return u, nil
+}
+
+// podTemplateAt converts the pod template at path (named field in
+// messages); nil when there is none. The result does not point into obj.
+func (k unstructuredKind) podTemplateAt(obj client.Object, path []string, field string) (*corev1.PodTemplateSpec, error) {
+	u, err := k.object(obj)
+	if err != nil {
+		return nil, err
+	}
+	m, found, err := unstructured.NestedMap(u.Object, path...)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %s: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), field, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	tpl := &corev1.PodTemplateSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %s is not a pod template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), field, err)
+	}
+	return tpl, nil
+}
+
 // custom is a kind served by a CRD or an aggregated API, with its pod
 // template at spec.template.
-type custom struct{ gvk schema.GroupVersionKind }
+type custom struct{ unstructuredKind }
 
 // DeploymentConfig rolls an OpenShift apps.openshift.io/v1
 // DeploymentConfig by patching its pod template (its ConfigChange trigger
 // then deploys).
-var DeploymentConfig Kind = custom{DeploymentConfigGVK}
+var DeploymentConfig Kind = custom{unstructuredKind{DeploymentConfigGVK}}
 
 func (k custom) Name() string                     { return k.gvk.Kind }
 func (k custom) KeepsTemplate(client.Object) bool { return false }
@@ -46,36 +93,9 @@ func (k custom) KeepsTemplate(client.Object) bool { return false }
 // Argo Rollout (the embedding rollout) rolls on one.
 func (k custom) RollsWithTemplate() bool { return true }
 
-func (k custom) New() client.Object {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(k.gvk)
-	return u
-}
-
-func (k custom) NewList() client.ObjectList {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
-	return l
-}
-
 // PodTemplate converts spec.template; the result does not point into obj.
 func (k custom) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GroupVersionKind() != k.gvk {
-		return nil, fmt.Errorf("%s: unexpected object %T", k.gvk.Kind, obj)
-	}
-	m, found, err := unstructured.NestedMap(u.Object, "spec", "template")
-	if err != nil {
-		return nil, fmt.Errorf("%s %s/%s: spec.template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), err)
-	}
-	if !found {
-		return nil, nil
-	}
-	tpl := &corev1.PodTemplateSpec{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: spec.template is not a pod template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), err)
-	}
-	return tpl, nil
+	return k.podTemplateAt(obj, []string{"spec", "template"}, "spec.template")
 }
 
 func (k custom) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
@@ -136,7 +156,7 @@ type RolloutOptions struct {
 // template left alone (for GitOps). A Rollout that takes its template from
 // a Deployment (spec.workloadRef) gets the change on that Deployment's
 // template, which Argo then rolls out.
-func NewRollout(o RolloutOptions) Kind { return rollout{custom{RolloutGVK}, o} }
+func NewRollout(o RolloutOptions) Kind { return rollout{custom{unstructuredKind{RolloutGVK}}, o} }
 
 type rollout struct {
 	custom

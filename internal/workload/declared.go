@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +22,7 @@ import (
 // writes its reload on the pod template at its field path, as the Argo
 // Rollout kind does at spec.template; a restart kind sets its annotation.
 func NewDeclared(k declared.Kind) Kind {
-	base := declaredBase{spec: k, gvk: k.GVK()}
+	base := declaredBase{unstructuredKind{k.GVK()}, k}
 	switch {
 	case k.Restart != nil:
 		return declaredRestart{base}
@@ -47,26 +46,16 @@ type DeclaredKind interface {
 // declaredBase is what every declared kind has: its name, its objects and
 // its rollout status.
 type declaredBase struct {
+	unstructuredKind
 	spec declared.Kind
-	gvk  schema.GroupVersionKind
 }
 
-func (k declaredBase) Name() string { return k.gvk.Kind }
+// Name is the declared kind's name: qualified by its group when its kind
+// alone is another kind's.
+func (k declaredBase) Name() string { return k.spec.Name() }
 
 // Declared is the kind as declared.
 func (k declaredBase) Declared() declared.Kind { return k.spec }
-
-func (k declaredBase) New() client.Object {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(k.gvk)
-	return u
-}
-
-func (k declaredBase) NewList() client.ObjectList {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
-	return l
-}
 
 // RolloutStatus reads the kind's ready rule; without one a reload is
 // complete once written.
@@ -76,14 +65,6 @@ func (k declaredBase) RolloutStatus(obj client.Object) rstatus.Status {
 		return rstatus.Of(obj)
 	}
 	return rstatus.Declared(u, *k.spec.Ready)
-}
-
-func (k declaredBase) object(obj client.Object) (*unstructured.Unstructured, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GroupVersionKind() != k.gvk {
-		return nil, fmt.Errorf("%s: unexpected object %T", k.gvk.Kind, obj)
-	}
-	return u, nil
 }
 
 // declaredTemplate is a kind with a pod template at path.
@@ -101,22 +82,7 @@ func (k declaredTemplate) RollsWithTemplate() bool { return true }
 // PodTemplate converts the template at the kind's path; the result does
 // not point into obj.
 func (k declaredTemplate) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	u, err := k.object(obj)
-	if err != nil {
-		return nil, err
-	}
-	m, found, err := unstructured.NestedMap(u.Object, k.path...)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %s: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), k.spec.Template, err)
-	}
-	if !found {
-		return nil, nil
-	}
-	tpl := &corev1.PodTemplateSpec{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %s is not a pod template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), k.spec.Template, err)
-	}
-	return tpl, nil
+	return k.podTemplateAt(obj, k.path, k.spec.Template)
 }
 
 func (k declaredTemplate) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
@@ -245,4 +211,33 @@ func patchAt(ctx context.Context, c client.Client, obj client.Object, body map[s
 		return err
 	}
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager))
+}
+
+// TrimDeclared returns a cache transform that keeps of a declared kind's
+// object only what Ripple reads (its metadata and declared.Kind.Reads), so
+// that the cache holds about what it holds of a Deployment; objects of
+// other kinds pass unchanged.
+func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
+	keep := map[schema.GroupVersionKind][][]string{}
+	for _, k := range kinds {
+		keep[k.GVK()] = k.Reads()
+	}
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		paths, ok := keep[u.GroupVersionKind()]
+		if !ok {
+			return obj, nil
+		}
+		out := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
+		for _, p := range paths {
+			if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...); found {
+				setAt(out, p, v)
+			}
+		}
+		u.Object = out
+		return u, nil
+	}
 }

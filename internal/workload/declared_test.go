@@ -151,3 +151,40 @@ func TestDeclaredRolloutStatus(t *testing.T) {
 		t.Fatalf("a kind without ready: status %v, want complete once written", st)
 	}
 }
+
+// The cache keeps of a declared kind's object its metadata and what its
+// declaration reads (template, paused, ready), nothing else; objects of
+// other kinds pass as they are.
+func TestTrimDeclared(t *testing.T) {
+	tpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	obj := declaredObj(t, widget, "w", map[string]any{
+		"spec": map[string]any{"pod": map[string]any{"template": templateAt(t, tpl)}, "replicas": int64(2),
+			"rollout": map[string]any{"paused": true, "maxSurge": "25%"}},
+		"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}, "replicas": int64(2)},
+	})
+	obj.SetAnnotations(map[string]string{"a": "b"})
+	trim := TrimDeclared([]declared.Kind{widget, secretSync})
+	got, err := trim(obj.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := got.(*unstructured.Unstructured)
+	want := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": obj.Object["metadata"],
+		"spec":   map[string]any{"pod": map[string]any{"template": templateAt(t, tpl)}, "rollout": map[string]any{"paused": true}},
+		"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+	}
+	if !equality.Semantic.DeepEqual(u.Object, want) {
+		t.Fatalf("trimmed\n%v\nwant\n%v", u.Object, want)
+	}
+	kind := NewDeclared(widget)
+	if p, err := kind.PodTemplate(u); err != nil || !equality.Semantic.DeepEqual(*p, tpl) || !kind.(Pauser).Paused(u) {
+		t.Fatalf("the trimmed Widget reads differently: template %v (%v), paused %v", p, err, kind.(Pauser).Paused(u))
+	}
+	if a, b := kind.(StatusReader).RolloutStatus(u), kind.(StatusReader).RolloutStatus(obj); !equality.Semantic.DeepEqual(a, b) {
+		t.Fatalf("the trimmed Widget's rollout %+v, the whole one's %+v", a, b)
+	}
+	other := declaredObj(t, declared.Kind{Group: "other.io", Version: "v1", Kind: "Thing"}, "x", map[string]any{"spec": map[string]any{"a": "b"}})
+	if got, _ := trim(other.DeepCopy()); !equality.Semantic.DeepEqual(got.(*unstructured.Unstructured).Object, other.Object) {
+		t.Fatalf("an object of an undeclared kind was trimmed: %v", got)
+	}
+}

@@ -87,7 +87,8 @@ func TestWorkloadKindsChart(t *testing.T) {
 	// Every resource some case declares: each case must grant nothing on
 	// those it does not declare.
 	all := []grant{
-		{"apps.kruise.io", "clonesets", nil}, {"external-secrets.io", "externalsecrets", nil},
+		{"apps.kruise.io", "clonesets", nil}, {"apps.kruise.io", "statefulsets", nil}, {"apps.kruise.io", "daemonsets", nil},
+		{"serving.knative.dev", "services", nil}, {"keda.sh", "scaledjobs", nil}, {"external-secrets.io", "externalsecrets", nil},
 		{"example.com", "widgets", nil}, {"net.example.com", "proxies", nil}, {"example.com", "boxen", nil},
 	}
 	for _, tc := range []struct {
@@ -96,7 +97,8 @@ func TestWorkloadKindsChart(t *testing.T) {
 		kinds  []string
 	}{
 		{"none", nil, nil},
-		{"presets", kindsValues([]any{"kruise", "external-secrets"}), []string{"CloneSet", "ExternalSecret"}},
+		{"presets", kindsValues([]any{"kruise", "knative", "keda", "external-secrets"}),
+			[]string{"CloneSet", "StatefulSet.apps.kruise.io", "DaemonSet.apps.kruise.io", "Service", "ScaledJob", "ExternalSecret"}},
 		{"declared", kindsValues(nil, widget, proxy, box), []string{"Widget", "Proxy", "Box"}},
 		{"both", kindsValues([]any{"external-secrets"}, widget), []string{"ExternalSecret", "Widget"}},
 	} {
@@ -121,7 +123,7 @@ func TestWorkloadKindsChart(t *testing.T) {
 				var names []string
 				want := slices.Clone(all)
 				for _, k := range cfg.DeclaredKinds {
-					names = append(names, k.Kind)
+					names = append(names, k.Name())
 					i := slices.IndexFunc(want, func(g grant) bool { return g.group == k.Group && g.resource == k.Resource })
 					if i < 0 {
 						t.Fatalf("Ripple declares %s (%s), which no grant of this test covers", k, k.GVR())
@@ -175,7 +177,7 @@ func TestWorkloadKindPresetsChart(t *testing.T) {
 			}
 		}
 	}
-	if _, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{kindsValues([]any{"knative"})}}); err == nil {
+	if _, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{kindsValues([]any{"agones"})}}); err == nil {
 		t.Fatal("the chart renders with an unknown preset")
 	}
 }

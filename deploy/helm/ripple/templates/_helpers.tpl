@@ -530,7 +530,11 @@ checks the two agree) and those of ripple.workloadKinds.declared, whose
 resource defaults to the kind's lower-case plural as Ripple makes it. */}}
 {{- define "ripple.workloadKindResources" -}}
 {{- $presets := dict
-  "kruise" (list (dict "kind" "CloneSet" "group" "apps.kruise.io" "resource" "clonesets"))
+  "kruise" (list (dict "kind" "CloneSet" "group" "apps.kruise.io" "resource" "clonesets")
+    (dict "kind" "StatefulSet" "group" "apps.kruise.io" "resource" "statefulsets")
+    (dict "kind" "DaemonSet" "group" "apps.kruise.io" "resource" "daemonsets"))
+  "knative" (list (dict "kind" "Service" "group" "serving.knative.dev" "resource" "services"))
+  "keda" (list (dict "kind" "ScaledJob" "group" "keda.sh" "resource" "scaledjobs"))
   "external-secrets" (list (dict "kind" "ExternalSecret" "group" "external-secrets.io" "resource" "externalsecrets")) -}}
 {{- $wk := .Values.ripple.workloadKinds | default dict -}}
 {{- $out := list -}}

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ripple-dev/ripple/hack/cluster"
+)
+
+// externalSecrets is the resource of the external-secrets preset's kind,
+// a kind reloaded by an annotation (restart: {annotation: force-sync}),
+// without a pod template.
+var externalSecrets = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}
+
+// syncWatch records, from a watch, every write of one ExternalSecret
+// (the force-sync value it left) and the last resourceVersion delivered.
+type syncWatch struct {
+	mu     sync.Mutex
+	writes []string
+	rv     string
+}
+
+func watchSyncs(t *testing.T, dc dynamic.Interface, ns, name, from string) *syncWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	w, err := dc.Resource(externalSecrets).Namespace(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, ResourceVersion: from})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &syncWatch{rv: from}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type != watch.Modified {
+				continue
+			}
+			s.mu.Lock()
+			s.writes = append(s.writes, u.GetAnnotations()["force-sync"])
+			s.rv = u.GetResourceVersion()
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	return s
+}
+
+// settled waits until the watch has delivered the ExternalSecret as the
+// API server has it now, and returns its writes.
+func (s *syncWatch) settled(t *testing.T, dc dynamic.Interface, ns, name string) []string {
+	t.Helper()
+	cur, err := dc.Resource(externalSecrets).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.rv == cur.GetResourceVersion(), nil
+	})
+	if err != nil {
+		t.Fatalf("the watch never delivered %s at resourceVersion %s: %v", name, cur.GetResourceVersion(), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.writes...)
+}
+
+// newExternalSecret creates an ExternalSecret that names the ConfigMap
+// cm in Reloader's reload annotation.
+func newExternalSecret(t *testing.T, dc dynamic.Interface, ns, name, cm string) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+		"metadata": map[string]any{"name": name, "annotations": map[string]any{configMapReloadAnnot: cm}},
+		"spec":     map[string]any{"secretStoreRef": map[string]any{"name": "vault", "kind": "SecretStore"}, "target": map[string]any{"name": name}},
+	}}
+	if _, err := dc.Resource(externalSecrets).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRecorded waits until the ExternalSecret's applied record holds
+// anything and returns it as the API server has it.
+func waitRecorded(t *testing.T, dc dynamic.Interface, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	var u *unstructured.Unstructured
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		u, err = dc.Resource(externalSecrets).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && u.GetAnnotations()["ripple.dev/applied"] != "", nil
+	})
+	if err != nil {
+		t.Fatalf("no applied record on ExternalSecret %s: %v", name, err)
+	}
+	return u
+}
+
+// A kind without a pod template, reloaded by an annotation (the
+// external-secrets preset, on its real CRD): a change of the ConfigMap an
+// ExternalSecret names sets its force-sync annotation once, and a restart
+// of Ripple sets nothing, judged once the restarted Ripple has written the
+// baseline of an ExternalSecret created while it was down.
+func TestDeclaredRestartAnnotation(t *testing.T) {
+	t.Parallel()
+	if err := kc.InstallCRDs(t.Context(), cluster.ExternalSecretCRD); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	dc := dynamic.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	r := startRipple(t, ns, "--workload-kinds-preset=external-secrets")
+	waitLog(t, r, "the API is served; watching it") // the one declared kind, ExternalSecret
+	createConfigMap(t, cs, ns, configName, "v1")
+	newExternalSecret(t, dc, ns, "creds", configName)
+	base := waitRecorded(t, dc, ns, "creds")
+	syncs := watchSyncs(t, dc, ns, "creds", base.GetResourceVersion())
+
+	setConfigMapValue(t, cs, ns, configName, "v2")
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(syncs.settled(t, dc, ns, "creds")) > 0, nil
+	}); err != nil {
+		t.Fatalf("force-sync never set after the change: %v", err)
+	}
+	time.Sleep(afterRollout)
+	if got := syncs.settled(t, dc, ns, "creds"); len(got) != 1 {
+		t.Fatalf("writes (their force-sync values) after one change: %q, want one that sets it", got)
+	} else if got[0] == "" {
+		t.Fatalf("the write of the change left force-sync unset")
+	}
+
+	r.Stop()
+	createConfigMap(t, cs, ns, "sentinel", "v1")
+	newExternalSecret(t, dc, ns, "sentinel", "sentinel")
+	r.Start()
+	waitRecorded(t, dc, ns, "sentinel") // the restarted Ripple has worked through its first list
+	time.Sleep(afterRollout)
+	if got := syncs.settled(t, dc, ns, "creds"); len(got) != 1 {
+		t.Fatalf("writes (their force-sync values) after a restart of Ripple: %q, want only the one of the change", got)
+	}
+}
