@@ -69,6 +69,12 @@ type Settings struct {
 	// NamespaceDefaults makes gather read the workload's Namespace's
 	// annotations (Workload.NamespaceAnnotations), with --namespace-defaults.
 	NamespaceDefaults bool
+	// Governance (docs/change-policies.md, docs/security.md):
+	// ApprovalMaxAge bounds an approval's age (--approval-max-age; 0: no
+	// bound); ApprovalsVerified says an admission policy checks an
+	// approval's "by" (--approvals-verified).
+	ApprovalMaxAge    time.Duration
+	ApprovalsVerified bool
 }
 
 // Workload is the workload as gathered.
