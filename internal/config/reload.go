@@ -55,6 +55,9 @@ type ReloadFlags struct {
 	// (docs/change-policies.md).
 	ApprovalMaxAge    time.Duration
 	ApprovalsVerified bool
+	// TightenOnly lets a workload's own policy and window only tighten
+	// its Namespace's.
+	TightenOnly bool
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -162,6 +165,7 @@ func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 // approve a reload (docs/change-policies.md, docs/security.md).
 func (o *ReloadOptions) bindGovernanceFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ApprovalMaxAge, "approval-max-age", o.ApprovalMaxAge, `An approval (<annotation-prefix>/approval) older than this is not applied: an ApprovalSuperseded Warning says it expired, and it is removed. It also expires while its change waits for a closed reload window, so set it above the longest gap between your windows' openings. 0 means no bound.`)
+	fs.BoolVar(&o.TightenOnly, "tighten-only", o.TightenOnly, `A workload's own <annotation-prefix>/reload-policy and reload-window annotations may only tighten its Namespace's (with --namespace-defaults), else --reload-policy and --reload-window: a policy only from auto to manual to notify, a window only narrower. One that would loosen them is an InvalidAnnotation Warning naming it, and the Namespace's (or flag's) value applies.`)
 	fs.BoolVar(&o.ApprovalsVerified, "approvals-verified", o.ApprovalsVerified, `The cluster runs the admission policy that lets only the approvers set <annotation-prefix>/approval, with "by" their own username: Events then say "approved by <user>"; without it, "approved by <user> (unverified)".`)
 }
 

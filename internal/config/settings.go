@@ -24,6 +24,6 @@ func (c Config) PlanSettings(started time.Time) plan.Settings {
 		Started: started, DryRun: r.DryRun,
 		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
 		RestartMethod: c.RestartMethod, Canary: canary,
-		ApprovalMaxAge: r.ApprovalMaxAge, ApprovalsVerified: r.ApprovalsVerified,
+		ApprovalMaxAge: r.ApprovalMaxAge, ApprovalsVerified: r.ApprovalsVerified, TightenOnly: r.TightenOnly,
 	}
 }

@@ -173,9 +173,10 @@ func policy(in Input) (Policy, string, string) {
 		if from == FromNamespace {
 			where = " on the namespace"
 		}
-		return Manual, from, fmt.Sprintf("annotation %q%s: %v; reloads wait for an approval (manual) until it is fixed", in.Keys.ReloadPolicy, where, err)
+		pol, from, _ = tightPolicy(in, Manual, v, from)
+		return pol, from, fmt.Sprintf("annotation %q%s: %v; reloads wait for an approval (manual) until it is fixed", in.Keys.ReloadPolicy, where, err)
 	}
-	return pol, from, ""
+	return tightPolicy(in, pol, v, from)
 }
 
 // gate applies the manual policy to p: it keeps in p.Changes only the

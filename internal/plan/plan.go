@@ -75,6 +75,10 @@ type Settings struct {
 	// approval's "by" (--approvals-verified).
 	ApprovalMaxAge    time.Duration
 	ApprovalsVerified bool
+	// TightenOnly lets a workload's own reload-policy and reload-window
+	// annotations only tighten its Namespace's or the flag's
+	// (--tighten-only, tighten.go).
+	TightenOnly bool
 }
 
 // Workload is the workload as gathered.
@@ -401,6 +405,9 @@ func (pl *planning) settings() bool {
 	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now, in.Workload.Version)
 	p.Policy, p.PolicyFrom, warning = policy(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
+	if in.TightenOnly {
+		p.Warnings = appendNonEmpty(p.Warnings, governingWindow(in.Workload, in.Settings, in.Now).loosened)
+	}
 	return false
 }
 
