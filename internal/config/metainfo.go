@@ -66,6 +66,8 @@ type ReloaderOptions struct {
 	TightenOnly       bool   `json:"tightenOnly"`
 	ApprovalMaxAge    string `json:"approvalMaxAge"`
 	ApprovalsVerified bool   `json:"approvalsVerified"`
+	// RestartDeleteNamespaces allow the delete restart method.
+	RestartDeleteNamespaces []string `json:"restartDeleteNamespaces"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -121,6 +123,7 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		TightenOnly:                        o.TightenOnly,
 		ApprovalMaxAge:                     o.ApprovalMaxAge.String(),
 		ApprovalsVerified:                  o.ApprovalsVerified,
+		RestartDeleteNamespaces:            nonNil(trimmed(o.RestartDeleteNamespaces)),
 	}
 }
 

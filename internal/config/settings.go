@@ -25,5 +25,6 @@ func (c Config) PlanSettings(started time.Time) plan.Settings {
 		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
 		RestartMethod: c.RestartMethod, Canary: canary,
 		ApprovalMaxAge: r.ApprovalMaxAge, ApprovalsVerified: r.ApprovalsVerified, TightenOnly: r.TightenOnly,
+		DeleteNamespaces: c.DeleteNamespaces,
 	}
 }

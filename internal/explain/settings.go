@@ -89,6 +89,7 @@ var metaFlags = []struct {
 	{"tightenOnly", "tighten-only", true},
 	{"approvalMaxAge", "approval-max-age", true},
 	{"approvalsVerified", "approvals-verified", true},
+	{"restartDeleteNamespaces", "restart-delete-namespaces", true},
 	{"annotationPrefix", "annotation-prefix", false},
 	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},

@@ -79,6 +79,9 @@ type Settings struct {
 	// annotations only tighten its Namespace's or the flag's
 	// (--tighten-only, tighten.go).
 	TightenOnly bool
+	// DeleteNamespaces allow the delete restart method only in those
+	// namespaces (--restart-delete-namespaces); empty: everywhere.
+	DeleteNamespaces []string
 }
 
 // Workload is the workload as gathered.
