@@ -92,6 +92,10 @@ test-integration-oldest: build ## Integration tests against the oldest supported
 test-e2e: tools build ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
+.PHONY: test-hostile
+test-hostile: tools build ## The hostile-tenant tier: a user with edit rights in one namespace attacks Ripple on a local cluster of its own (about a minute).
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 10m ./test/hostile/...
+
 .PHONY: test-chart
 test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing, dry runs, install and RBAC on a real API server.
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
@@ -111,7 +115,7 @@ fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag pa
 	done
 
 .PHONY: test
-test: tools vet test-unit test-unit-race test-docs test-integration test-chart test-e2e test-image ## Everything CI runs: vet, unit (also with -race), docs, integration, chart, e2e and image tests.
+test: tools vet test-unit test-unit-race test-docs test-integration test-chart test-e2e test-hostile test-image ## Everything CI runs: vet, unit (also with -race), docs, integration, chart, e2e, hostile-tenant and image tests.
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local cluster in the background (NAME=default); prints the kubeconfig path.

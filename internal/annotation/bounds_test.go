@@ -132,3 +132,37 @@ func TestParseHostileValueIsCheap(t *testing.T) {
 		t.Errorf("a parse allocates %v times once cached", allocs)
 	}
 }
+
+// The exclude annotations have the named-reload key's bounds: MaxItems
+// items are read, a longer value excludes nothing, an overlong item is
+// left out; each is reported naming the annotation, and the rest of the
+// workload's policy still applies.
+func TestExcludeBounds(t *testing.T) {
+	keys := DefaultKeys("")
+	list := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf("cfg-%d", i)
+		}
+		return strings.Join(items, ",")
+	}
+	p := Parse(keys, refs.ConfigMap, map[string]string{cmExclude: list(MaxItems), cmReload: "app"}, nil)
+	if len(p.Exclude) != MaxItems || len(p.Invalid) != 0 || len(p.Named) != 1 {
+		t.Errorf("%d items: %d excluded, %d named, invalid %v", MaxItems, len(p.Exclude), len(p.Named), p.Invalid)
+	}
+	p = Parse(keys, refs.ConfigMap, map[string]string{cmExclude: list(20_000), cmReload: "app"}, nil)
+	if len(p.Exclude) != 0 || len(p.Named) != 1 || len(p.Invalid) != 1 ||
+		p.Invalid[0].Error() != `annotation "`+cmExclude+`": 20000 items, more than 100; ignoring them all` {
+		t.Errorf("20000 items: %d excluded, %d named, invalid %v", len(p.Exclude), len(p.Named), p.Invalid)
+	}
+	long := strings.Repeat("x", 100_000)
+	p = Parse(keys, refs.Secret, map[string]string{secExclude: "db, " + long + ", " + strings.Repeat("y", MaxItemLen)}, nil)
+	if len(p.Exclude) != 2 || p.Exclude[0] != "db" || len(p.Invalid) != 1 {
+		t.Fatalf("an overlong item: excluded %.60q, invalid %.300v", p.Exclude, p.Invalid)
+	}
+	msg := p.Invalid[0].Error()
+	if !strings.HasPrefix(msg, `annotation "`+secExclude+`": item "xxx`) || !strings.HasSuffix(msg, `... is 100000 bytes long, more than 253: no config has such a name`) ||
+		len(msg) > 2*MaxItemLen {
+		t.Errorf("message %.400q", msg)
+	}
+}

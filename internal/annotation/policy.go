@@ -28,14 +28,18 @@ type Policy struct {
 	AutoSet bool
 	// Exclude holds the exact names from the exclude key for this kind
 	// (A11-A13), trimmed, empty items dropped. Reloader reads it from the
-	// workload metadata only, never from the pod template.
+	// workload metadata only, never from the pod template. It has the
+	// bounds of the named-reload key: a value of more than MaxItems items
+	// excludes nothing, an item longer than MaxItemLen (no config's name
+	// is) is left out, each reported in Invalid.
 	Exclude []string
 	// FromTemplate is true when the trigger keys were read from the pod
 	// template because the workload metadata carries none of them.
 	FromTemplate bool
-	// Invalid holds one error per named item that is not a valid pattern.
-	// The rest of the list still applies, as in Reloader, which skips bad
-	// items; callers surface these as warnings.
+	// Invalid holds one error per named item that is not a valid pattern
+	// and per exclude item or list over the bounds. The rest of the list
+	// still applies, as in Reloader, which skips bad items; callers
+	// surface these as warnings.
 	Invalid []error
 }
 
@@ -93,10 +97,31 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 		p.Named = append(p.Named, m)
 	}
 
-	if key := keys.ExcludeKey(kind); key != "" {
-		p.Exclude = splitList(meta[key])
-	}
+	p.Exclude, p.Invalid = excludes(keys.ExcludeKey(kind), meta, p.Invalid)
 	return p
+}
+
+// excludes reads the exclude key from the workload metadata meta within
+// the bounds, appending what it rejects to invalid. The items are plain
+// names, compared, never compiled; the bounds keep a tenant's value from
+// costing every reconcile of its workload a split of 256 KiB.
+func excludes(key string, meta map[string]string, invalid []error) ([]string, []error) {
+	if key == "" {
+		return nil, invalid
+	}
+	items, err := boundedList(meta[key])
+	if err != nil {
+		invalid = append(invalid, fmt.Errorf("annotation %q: %w", key, err))
+	}
+	var names []string
+	for _, item := range items {
+		if err := checkLen(item); err != nil {
+			invalid = append(invalid, fmt.Errorf("annotation %q: item %s is %w: no config has such a name", key, quoteItem(item), err))
+			continue
+		}
+		names = append(names, item)
+	}
+	return names, invalid
 }
 
 // Names returns the named-reload items for configs of kind in ann without
@@ -146,8 +171,10 @@ func hasAny(m map[string]string, keys []string) bool {
 	return false
 }
 
-// boundedList is splitList for a list of at most MaxItems items; a longer
-// one gives no item and an error.
+// boundedList splits a comma list of at most MaxItems items, trims items
+// and drops empty ones; a longer list gives no item and an error. Reloader
+// keeps empty items, which then match only the empty name, so dropping
+// them changes nothing for real objects.
 func boundedList(v string) ([]string, error) {
 	var out []string
 	n := 0
@@ -172,20 +199,4 @@ func quoteItem(item string) string {
 		return strconv.Quote(item[:MaxItemLen]) + "..."
 	}
 	return strconv.Quote(item)
-}
-
-// splitList splits a comma list, trims items and drops empty ones. Reloader
-// keeps empty items, which then match only the empty name, so dropping them
-// changes nothing for real objects.
-func splitList(v string) []string {
-	if v == "" {
-		return nil
-	}
-	var out []string
-	for item := range strings.SplitSeq(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

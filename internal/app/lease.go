@@ -15,6 +15,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/internal/config"
@@ -39,6 +40,11 @@ func newLeaseLock(rc *rest.Config, cfg config.Config) (resourcelock.Interface, e
 		return nil, err
 	}
 	rc = rest.AddUserAgent(rest.CopyConfig(rc), "leader-election")
+	// Not the process's token bucket (--kube-api-qps): behind a burst of
+	// reconcile reads, a renewal waited for it past the renew deadline and
+	// the leader lost its Lease and exited. The elector makes one request
+	// per retry period; it needs no client-side limit.
+	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	watcher, err := coordinationv1client.NewForConfig(rc)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +16,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ripple-dev/ripple/internal/fairqueue"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -33,39 +36,54 @@ const (
 	eventQPS   = 100
 	eventBurst = 10
 	// eventQueue bounds the Events waiting for the budget: 100 s of
-	// them, a few MiB at most. Past it an Event is dropped and counted.
+	// them, a few MiB at most. Past it the namespace with the most Events
+	// waiting loses its oldest, counted in ripple_events_dropped_total.
 	eventQueue = 10000
+	// eventsInFlight bounds the Events handed to the broadcaster and not
+	// yet written: its own queue is first in, first out, so when the API
+	// server writes fewer than eventQPS a second, Events handed ahead
+	// would wait there behind a flooding namespace's, however fair the
+	// pacedRecorder's queue.
+	eventsInFlight = eventBurst
+	// eventSlotWait is how long the pacedRecorder waits for a write to
+	// free a slot before it frees them all: the correlator's spam filter
+	// drops an Event without a write, so its slot is never freed.
+	eventSlotWait = time.Second
 )
 
 // newRecorder returns the recorder of Ripple's Events: core/v1 Events, as
 // Reloader writes them, with Reloader's source component (see
 // eventComponent), through a client of their own, paced by a
-// pacedRecorder, stopped with ctx.
-func newRecorder(ctx context.Context, mgr ctrl.Manager) (events.EventRecorder, error) {
+// pacedRecorder, stopped with ctx. onDrop counts each Event dropped.
+func newRecorder(ctx context.Context, mgr ctrl.Manager, onDrop func()) (events.EventRecorder, error) {
 	rc := rest.CopyConfig(mgr.GetConfig())
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // the pacedRecorder paces them
 	cs, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), mgr.GetLogger().WithName("events")), nil
+	limiter := flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
+	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), limiter, mgr.GetLogger().WithName("events"), onDrop), nil
 }
 
 // startRecorder starts the broadcaster writing to sink and returns its
-// pacedRecorder; both stop with ctx.
-func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, log logr.Logger) *pacedRecorder {
+// pacedRecorder, paced by limiter; both stop with ctx.
+func startRecorder(ctx context.Context, sink corev1client.EventInterface, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter,
+	log logr.Logger, onDrop func()) *pacedRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// client-go's default spam filter keeps 25 Events per object and
 		// then one per 5 minutes: Ripple records two per rollout (Reloaded,
 		// RolloutComplete), and the pacedRecorder already bounds the rate.
 		BurstSize: eventSpamBurst, QPS: eventSpamQPS,
 	}))
-	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: sink})
 	recorders := map[string]record.EventRecorder{}
 	for _, c := range eventComponents {
 		recorders[c] = b.NewRecorder(scheme, corev1.EventSource{Component: c})
 	}
-	p := newPacedRecorder(recorders, scheme, flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), eventQueue, log)
+	p := newPacedRecorder(recorders, scheme, limiter, eventQueue, log)
+	p.onDrop = onDrop
+	p.slots = make(chan struct{}, eventsInFlight)
+	b.StartRecordingToSink(writtenSink{EventSink: &corev1client.EventSinkImpl{Interface: sink}, written: p.written})
 	go func() {
 		p.run(ctx)
 		b.Shutdown()
@@ -129,19 +147,83 @@ func eventComponent(related runtime.Object, note string) string {
 // the rest while its sink waits for the rate limit one Event at a time: a
 // fan-out of thousands of reloads within seconds lost most of its Events.
 // Here they wait in a queue of their own instead, as a reference to the
-// object and the formatted note, never the object itself.
+// object and the formatted note, never the object itself. The queue is
+// fair per namespace: a tenant whose workloads flood it (thousands of
+// invalid annotations) loses its own oldest Events, and the Events of
+// other namespaces are recorded in turn with its own.
 type pacedRecorder struct {
 	// next are the broadcaster's recorders by source component.
 	next    map[string]record.EventRecorder
 	scheme  *runtime.Scheme
 	limiter flowcontrol.RateLimiter
-	queue   chan func()
+	queue   *fairqueue.Queue[func()]
 	log     logr.Logger
 	dropped atomic.Int64
+	// onDrop, when set, counts a dropped Event (a metric).
+	onDrop func()
+	// slots, when set, hold one token per Event handed to the
+	// broadcaster and not yet written (eventsInFlight).
+	slots chan struct{}
+	clock clock.Clock
 }
 
 func newPacedRecorder(next map[string]record.EventRecorder, scheme *runtime.Scheme, limiter flowcontrol.RateLimiter, size int, log logr.Logger) *pacedRecorder {
-	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: make(chan func(), size), log: log}
+	return &pacedRecorder{next: next, scheme: scheme, limiter: limiter, queue: fairqueue.New[func()](size), log: log, clock: clock.RealClock{}}
+}
+
+// writtenSink tells the pacedRecorder of each write attempt, which frees
+// a slot.
+type writtenSink struct {
+	record.EventSink
+	written func()
+}
+
+func (s writtenSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	defer s.written()
+	return s.EventSink.Create(e)
+}
+
+func (s writtenSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	defer s.written()
+	return s.EventSink.Update(e)
+}
+
+func (s writtenSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	defer s.written()
+	return s.EventSink.Patch(e, data)
+}
+
+// written frees a slot; a retried write frees one that is free already.
+func (p *pacedRecorder) written() {
+	select {
+	case <-p.slots:
+	default:
+	}
+}
+
+// acquire takes a slot for an Event to hand on, waiting at most
+// eventSlotWait for a write to free one; it is false once ctx ended.
+func (p *pacedRecorder) acquire(ctx context.Context) bool {
+	if p.slots == nil {
+		return true
+	}
+	wait := p.clock.NewTimer(eventSlotWait)
+	defer wait.Stop()
+	select {
+	case p.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-wait.C():
+	}
+	// No write for eventSlotWait: the correlator dropped the Events that
+	// hold the slots, or the API server is that slow, and the broadcaster
+	// queues them.
+	for len(p.slots) > 0 {
+		p.written()
+	}
+	p.slots <- struct{}{}
+	return true
 }
 
 // Eventf implements events.EventRecorder, the interface of Ripple's call
@@ -156,17 +238,20 @@ func (p *pacedRecorder) Eventf(regarding, related runtime.Object, eventtype, rea
 	note = fmt.Sprintf(note, args...)
 	rec := p.next[eventComponent(related, note)]
 	send := func() { rec.Event(ref, eventtype, reason, note) }
-	select {
-	case p.queue <- send:
-	default:
-		p.drop(ref, reason)
+	if from, dropped := p.queue.Push(ref.Namespace, send); dropped {
+		p.drop(from)
 	}
 }
 
-func (p *pacedRecorder) drop(ref *corev1.ObjectReference, reason string) {
+// drop counts an Event dropped from namespace's, logging the first of
+// each thousand.
+func (p *pacedRecorder) drop(namespace string) {
+	if p.onDrop != nil {
+		p.onDrop()
+	}
 	if n := p.dropped.Add(1); n%1000 == 1 {
-		p.log.Error(nil, "Events queue full: dropping Events", "dropped", n, "reason", reason,
-			"object", ref.Namespace+"/"+ref.Name, "queue", cap(p.queue))
+		p.log.Error(nil, "Events queue full: dropping the oldest Events of the namespace with the most waiting",
+			"dropped", n, "namespace", namespace)
 	}
 }
 
@@ -174,14 +259,18 @@ func (p *pacedRecorder) drop(ref *corev1.ObjectReference, reason string) {
 // ends.
 func (p *pacedRecorder) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case send := <-p.queue:
-			if err := p.limiter.Wait(ctx); err != nil {
+		send, ok := p.queue.Pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
 				return
+			case <-p.queue.Ready():
 			}
-			send()
+			continue
 		}
+		if err := p.limiter.Wait(ctx); err != nil || !p.acquire(ctx) {
+			return
+		}
+		send()
 	}
 }

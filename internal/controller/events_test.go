@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -65,6 +68,87 @@ func TestPacedRecorder(t *testing.T) {
 	}
 }
 
+// A namespace that floods the Event queue (a tenant's thousands of
+// invalid annotations) loses its own oldest Events; another namespace's
+// Event is still recorded, and next in turn.
+func TestPacedRecorderIsFairPerNamespace(t *testing.T) {
+	const size, flood = 100, 1000
+	fake := record.NewFakeRecorder(size)
+	p := newPacedRecorder(one(fake), clientgoscheme.Scheme, flowcontrol.NewFakeAlwaysRateLimiter(), size, logr.Discard())
+	counted := 0
+	p.onDrop = func() { counted++ }
+	hostile := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "flood"}}
+	for i := range flood {
+		p.Eventf(hostile, nil, "Warning", "InvalidAnnotation", "Reload", "invalid %d", i)
+	}
+	shop := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	p.Eventf(shop, nil, "Normal", "Reloaded", "Reload", "Reloaded for changes in ConfigMap %q", "app")
+	if want := int64(flood + 1 - size); p.dropped.Load() != want || counted != int(want) {
+		t.Fatalf("dropped %d, counted %d; want %d, all the flood's", p.dropped.Load(), counted, want)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var got []string
+	for range 2 {
+		select {
+		case e := <-fake.Events:
+			got = append(got, e)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %v reached the broadcaster", got)
+		}
+	}
+	want := []string{"Warning InvalidAnnotation invalid 901", `Normal Reloaded Reloaded for changes in ConfigMap "app"`}
+	if got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("recorded %q first, want %q", got, want)
+	}
+}
+
+// When the API server writes Events slower than the pacedRecorder may
+// hand them on, they wait in its fair queue, not in the broadcaster's
+// first-in-first-out one: another namespace's Event is written within
+// the first few after a flood of thousands, not after them.
+func TestSlowWritesKeepTheQueueFair(t *testing.T) {
+	const flood = 300
+	cs := fake.NewClientset()
+	var mu sync.Mutex
+	var written []string
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(2 * time.Millisecond) // a slow API server
+		if c, ok := a.(k8stesting.CreateAction); ok {
+			mu.Lock()
+			written = append(written, c.GetNamespace())
+			mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, flowcontrol.NewFakeAlwaysRateLimiter(), logr.Discard(), nil)
+	for i := range flood {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: fmt.Sprintf("flood-%d", i)}}
+		p.Eventf(d, nil, "Warning", "InvalidAnnotation", "Reload", "invalid")
+	}
+	shop := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	p.Eventf(shop, nil, "Normal", "Reloaded", "Reload", "Reloaded for changes in ConfigMap %q", "app")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		at := slices.Index(written, "shop")
+		n := len(written)
+		mu.Unlock()
+		if at >= 0 {
+			if at > 2*eventsInFlight {
+				t.Errorf("shop's Event was write %d, after %d of the flood's; want it within the first %d", at+1, at, 2*eventsInFlight)
+			}
+			return
+		}
+		if n > 2*eventsInFlight || time.Now().After(deadline) {
+			t.Fatalf("%d Events written, none of them shop's", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // The source component is Reloader's for the config the Event is about:
 // the related object's kind, else the first config the note names.
 func TestEventComponent(t *testing.T) {
@@ -92,7 +176,8 @@ func TestEventComponent(t *testing.T) {
 // reason and source component, as Reloader writes them.
 func TestRecorderWritesCoreEvents(t *testing.T) {
 	cs := fake.NewClientset()
-	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, logr.Discard())
+	limiter := flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
+	p := startRecorder(t.Context(), cs.CoreV1().Events(""), clientgoscheme.Scheme, limiter, logr.Discard(), nil)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"}}
 	p.Eventf(d, nil, corev1.EventTypeWarning, string(reason.ReloadFail), "Reload", "Reload for changes in %s failed: %v", `Secret "db"`, "forbidden")
 	p.Eventf(d, nil, corev1.EventTypeNormal, string(reason.Reloaded), "Reload", "Reloaded for changes in %s", `ConfigMap "app"`)

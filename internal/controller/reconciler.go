@@ -151,7 +151,6 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
 	if p.Wait > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info(waitMessage(p), "configs", plan.ChangeNames(p.Changes), "wait", p.Wait)
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}
 	if !p.Reloads() {

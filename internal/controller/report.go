@@ -62,14 +62,3 @@ func (r *Reconciler) report(ctx context.Context, obj client.Object, p plan.Plan,
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, reloaded, nil
 }
-
-// waitMessage says what a plan waits for.
-func waitMessage(p plan.Plan) string {
-	switch {
-	case p.Hold != nil:
-		return "reload held by the flap breaker"
-	case p.Spaced:
-		return "waiting for the minimum rollout interval"
-	}
-	return "waiting for the settle window"
-}

@@ -66,7 +66,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	d.Canaries = &Canaries{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}
 	d.Canaries.deps = &d
 	var err error
-	if d.Recorder, err = newRecorder(ctx, mgr); err != nil {
+	if d.Recorder, err = newRecorder(ctx, mgr, m.EventDropped); err != nil {
 		return err
 	}
 	if o.CSI {

@@ -232,26 +232,51 @@ func ages(events []Event, now time.Time) []Event {
 	return events
 }
 
-// waitVerdict is the verdict a wait gives; an empty state when it gives
-// none (a pause that has ended, an owner's pause).
+// noticeVerdicts are the plan's notices that give explain's verdict: the
+// first of them the plan told is it, in the words of its notice, so that
+// explain and the controller's Events say the same. A reason's entry is
+// the report's state, its reason there (when not the notice's own) and
+// the verdict's prefix.
+var noticeVerdicts = map[reason.Reason]struct {
+	state          State
+	reason, prefix string
+}{
+	reason.SettleWindow:     {state: Waiting, prefix: "waiting: "},
+	reason.ReloadHeld:       {state: Waiting, prefix: "held: "},
+	reason.ReloadPending:    {state: PendingApproval, reason: "PendingApproval"},
+	reason.WaitingForCanary: {state: Waiting},
+	reason.RolloutHalted:    {state: Waiting},
+	reason.ReloadDeferred:   {state: Waiting},
+	reason.WouldReload:      {state: WouldReload, reason: "NotifyPolicy"},
+}
+
+// planVerdict is the verdict of the first notice of the plan that gives
+// one (noticeVerdicts); an empty state when none does. A dry run's
+// WouldReload is explain's own (verdict).
+func planVerdict(f Facts) (State, string, string) {
+	for _, n := range f.Plan.Notices {
+		v, ok := noticeVerdicts[n.Reason]
+		if ok && (n.Reason != reason.WouldReload || !f.Settings.Plan.DryRun) {
+			return v.state, cmpOr(v.reason, string(n.Reason)), v.prefix + n.Message
+		}
+	}
+	return "", "", ""
+}
+
+// waitVerdict is the verdict of a wait the plan does not tell, for
+// explain reads it from elsewhere (the workload's pause, Ripple's Events);
+// an empty state when it gives none (a pause that has ended, an owner's
+// pause).
 func waitVerdict(w Wait, now time.Time) (State, string, string) {
 	switch {
 	case w.For == waitPause && w.Until.After(now):
 		return Paused, string(reason.Paused), "paused: " + w.Message
-	case w.For == waitSettle:
-		return Waiting, string(reason.SettleWindow), "waiting: " + w.Message
 	case w.For == waitHold:
 		return Waiting, reasonHeld, "held: " + w.Message
 	case w.For == waitSlot:
 		return Waiting, reasonQueued, "waiting: " + w.Message
 	case w.For == waitRestart:
 		return Waiting, string(reason.RestartInProgress), "restarting: " + w.Message
-	case w.For == waitWindow:
-		return Waiting, reasonDeferred, w.Message // as the ReloadDeferred Event says it
-	case w.For == waitCanary:
-		return Waiting, string(reason.WaitingForCanary), w.Message // as its Event says it
-	case w.For == waitHalted:
-		return Waiting, string(reason.RolloutHalted), w.Message
 	}
 	return "", "", ""
 }
@@ -261,15 +286,15 @@ func verdict(f Facts, r Report) (State, string, string) {
 	if why, because := outOfReach(f); why != "" {
 		return NotReloading, why, "not reloading: " + because
 	}
+	if state, reason, line := planVerdict(f); state != "" {
+		return state, reason, line
+	}
 	for _, w := range r.Waiting {
 		if state, reason, line := waitVerdict(w, f.Now); state != "" {
 			return state, reason, line
 		}
 	}
-	if state, reason, line := policyVerdict(f); state != "" {
-		return state, reason, line
-	}
-	if changes := changeNames(f.Plan); changes != "" {
+	if changes := strings.Join(plan.ChangeNames(f.Plan.Changes), ", "); changes != "" {
 		if f.Settings.Plan.DryRun {
 			return WouldReload, "DryRun", fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.setting("dry-run"))
 		}
@@ -327,16 +352,4 @@ func outOfReach(f Facts) (reason, why string) {
 		return "NoTemplate", f.NoTemplate
 	}
 	return "", ""
-}
-
-func changeNames(p plan.Plan) string {
-	names := make([]string, 0, len(p.Changes))
-	for _, c := range p.Changes {
-		n := fmt.Sprintf("%s %q", c.Ref.Kind, c.Ref.Name)
-		if c.Deleted {
-			n += " (deleted)"
-		}
-		names = append(names, n)
-	}
-	return strings.Join(names, ", ")
 }

@@ -110,6 +110,9 @@ func TestBuildStates(t *testing.T) {
 		"settle":       {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1m"}, old, Waiting, "SettleWindow", `annotation "ripple.dev/settle-window"`},
 		"not opted in": {map[string]string{}, "", NotReloading, "NotOptedIn", `"reloader.stakater.com/auto"`},
 		"bad window":   {map[string]string{"configmap.reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "soon"}, current, Invalid, "InvalidAnnotation", `"ripple.dev/settle-window"`},
+		// The plan's first notice is the verdict: the approval, then the window.
+		"manual, window closed": {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s", "ripple.dev/reload-policy": "manual",
+			"ripple.dev/reload-window": "Sat 00:00-00:01 UTC"}, old, PendingApproval, "PendingApproval", "Reload pending approval (reload policy manual, from the workload)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,11 +1,11 @@
 package explain
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -89,8 +89,8 @@ func readFromTemplate(keys annotation.Keys, kinds []refs.Kind, meta, tpl map[str
 // end of its pause period, or an owner's resume.
 func waiting(f Facts) []Wait {
 	var out []Wait
-	if f.Plan.Wait > 0 {
-		out = append(out, settleWait(f))
+	if w, ok := settleWait(f); ok {
+		out = append(out, w)
 	}
 	if w, ok := pauseWait(f); ok {
 		out = append(out, w)
@@ -114,7 +114,7 @@ func waiting(f Facts) []Wait {
 // Ripple's newest event on the workload is RolloutQueued, with no Reloaded
 // after it.
 func slotWait(f Facts) (Wait, bool) {
-	if changeNames(f.Plan) == "" || f.Plan.Wait > 0 {
+	if len(f.Plan.Changes) == 0 || f.Plan.Wait > 0 {
 		return Wait{}, false
 	}
 	for _, e := range f.Events {
@@ -144,20 +144,24 @@ func holdWait(f Facts) (Wait, bool) {
 	return Wait{}, false
 }
 
-func settleWait(f Facts) Wait {
-	keys := f.Settings.Plan.Keys
-	ann := f.Object.GetAnnotations()
-	window, _ := plan.SettleWindow(ann, keys, f.Settings.Plan.SettleWindow)
-	w := Wait{For: waitSettle, Setting: "--settle-window"}
-	by := f.Settings.setting("settle-window")
-	if v, ok := ann[keys.SettleWindow]; ok {
-		w.Setting, by = keys.SettleWindow, fmt.Sprintf("annotation %q: %q", keys.SettleWindow, v)
+// settleWait is the wait for the settle window (or the minimum rollout
+// interval) the plan told of; Setting names where it is set, with the
+// flag's origin as explain read it.
+func settleWait(f Facts) (Wait, bool) {
+	n, ok := f.Plan.Notice(reason.SettleWindow)
+	if !ok {
+		return Wait{}, false
+	}
+	key, flag := f.Settings.Plan.Keys.SettleWindow, "settle-window"
+	if f.Plan.Spaced {
+		key, flag = f.Settings.Plan.Keys.MinRolloutInterval, "min-rollout-interval"
 	}
 	until := f.Now.Add(f.Plan.Wait)
-	w.Until = &until
-	w.Message = fmt.Sprintf("changes in %s, last written at %s, wait for the settle window of %s, set by %s; Ripple reloads at %s unless another change comes",
-		changeNames(f.Plan), stamp(f.Input.Pending.Last), window, by, stamp(until))
-	return w
+	w := Wait{For: waitSettle, Setting: key, Until: &until, Message: n.Message}
+	if _, ok := f.Object.GetAnnotations()[key]; !ok {
+		w.Setting = f.Settings.setting(flag)
+	}
+	return w, true
 }
 
 // pauseWait is the wait of a paused workload, as the plan's Paused

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/plan"
-	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // PendingApproval is the state of a workload whose change waits for an
@@ -61,22 +60,6 @@ func reloadPolicy(f Facts) *ReloadPolicy {
 		rp.Pending = p
 	}
 	return rp
-}
-
-// policyVerdict is the verdict the reload policy gives, as its notice
-// says it: a change waiting for an approval, or one the notify policy only
-// reports; an empty state when it gives none.
-func policyVerdict(f Facts) (State, string, string) {
-	if f.Settings.Plan.DryRun {
-		return "", "", ""
-	}
-	if n, ok := f.Plan.Notice(reason.ReloadPending); ok {
-		return PendingApproval, "PendingApproval", n.Message
-	}
-	if n, ok := f.Plan.Notice(reason.WouldReload); ok {
-		return WouldReload, "NotifyPolicy", n.Message
-	}
-	return "", "", ""
 }
 
 // Awaits reports whether the report's workload waits for something

@@ -44,6 +44,7 @@ type Metrics struct {
 	coalesced           prometheus.Histogram
 	leader              prometheus.Gauge
 	notificationDropped prometheus.Counter
+	eventDropped        prometheus.Counter
 	eventsProcessed     *prometheus.CounterVec
 	cacheObjects        *prometheus.GaugeVec
 	queueDepth          prometheus.Gauge
@@ -118,8 +119,11 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			prometheus.ExponentialBuckets(0.005, 2, 14)), // 5ms to 41s
 		coalesced: histogram("ripple_coalesced_changes", "Config changes carried by one rollout (the settle window merges changes).",
 			[]float64{1, 2, 3, 5, 10, 20, 50}),
-		leader:              gauge("ripple_leader", "1 while this replica leads (or runs without leader election), else 0."),
-		notificationDropped: counter("ripple_notifications_dropped_total", "Webhook or alert messages dropped because their queue was full."),
+		leader: gauge("ripple_leader", "1 while this replica leads (or runs without leader election), else 0."),
+		notificationDropped: counter("ripple_notifications_dropped_total",
+			"Webhook or alert messages dropped because their queue was full: the namespace with the most messages waiting loses its oldest."),
+		eventDropped: counter("ripple_events_dropped_total",
+			"Kubernetes Events Ripple did not record because its Event queue was full: the namespace with the most Events waiting loses its oldest."),
 		eventsProcessed: counterVec("reloader_events_processed_total",
 			"Config events, by event and resource type: success if they could change a reload, dropped if not (no data change).",
 			"event_type", "resource_type", "result"),
@@ -135,7 +139,7 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
-		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped,
+		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped, m.eventDropped,
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
 	collectors = append(collectors, m.safetyCollectors()...)
 	collectors = append(collectors, m.pending)
@@ -359,6 +363,9 @@ func (m *Metrics) SetLeader(leading bool) {
 
 // NotificationDropped counts a message a full queue dropped.
 func (m *Metrics) NotificationDropped() { m.notificationDropped.Inc() }
+
+// EventDropped counts a Kubernetes Event a full Event queue dropped.
+func (m *Metrics) EventDropped() { m.eventDropped.Inc() }
 
 // QueueMetrics is the metrics provider of the controllers' work queues:
 // Reloader's reloader_workqueue_* for all of them together (Reloader's

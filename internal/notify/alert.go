@@ -189,8 +189,8 @@ func AlertMessage(sink Sink, a Alert, additionalInfo string) Message {
 	case Teams, GChat:
 		body = map[string]string{"text": text}
 	default:
-		return Message{Body: []byte(text), ContentType: "text/plain", What: what}
+		return Message{Body: []byte(text), ContentType: "text/plain", What: what, Namespace: a.Namespace}
 	}
 	b, _ := json.Marshal(body) // maps of strings always marshal
-	return Message{Body: b, ContentType: "application/json", What: what}
+	return Message{Body: b, ContentType: "application/json", What: what, Namespace: a.Namespace}
 }

@@ -1,7 +1,9 @@
 // Package notify delivers HTTP notifications (the --webhook-url calls and,
 // later, alerts) from a bounded asynchronous queue, so that a slow or dead
-// endpoint never delays a reload: Send never blocks, a full queue drops its
-// oldest message, and each delivery has a timeout and bounded retries.
+// endpoint never delays a reload: Send never blocks, a full queue drops the
+// oldest message of the namespace with the most messages waiting (so one
+// tenant's flood never pushes out another namespace's alerts), namespaces
+// are served in turn, and each delivery has a timeout and bounded retries.
 //
 // The URL of an endpoint is a secret of sorts (tokens live in it): it is
 // never logged, and errors that would quote it are stripped of it.
@@ -19,6 +21,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"github.com/ripple-dev/ripple/internal/fairqueue"
 )
 
 // Message is one notification.
@@ -27,11 +31,15 @@ type Message struct {
 	ContentType string
 	// What is a short description for logs, e.g. `ConfigMap team-a/app`.
 	What string
+	// Namespace is the namespace the message is about: the queue is fair
+	// per namespace.
+	Namespace string
 }
 
 // Options tunes a Queue.
 type Options struct {
-	// Size is how many messages wait at most; 0 means 100.
+	// Size is how many messages wait at most, in all namespaces; 0 means
+	// 100.
 	Size int
 	// Timeout bounds one delivery attempt; 0 means 10s.
 	Timeout time.Duration
@@ -65,9 +73,9 @@ type Queue struct {
 	client *http.Client
 	log    logr.Logger
 
+	pending *fairqueue.Queue[Message]
+
 	mu      sync.Mutex
-	pending []Message
-	wake    chan struct{}
 	dropped int
 }
 
@@ -107,11 +115,11 @@ func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
 		transport.Proxy = http.ProxyURL(opts.Proxy)
 	}
 	return &Queue{
-		url:  rawURL,
-		host: u.Host,
-		opts: opts,
-		log:  log,
-		wake: make(chan struct{}, 1),
+		url:     rawURL,
+		host:    u.Host,
+		opts:    opts,
+		log:     log,
+		pending: fairqueue.New[Message](opts.Size),
 		client: &http.Client{
 			Transport: transport,
 			Timeout:   opts.Timeout,
@@ -124,22 +132,20 @@ func NewQueue(rawURL string, opts Options, log logr.Logger) (*Queue, error) {
 
 var errRedirect = errors.New("redirect refused")
 
-// Send queues m and returns at once. A full queue drops its oldest message.
+// Send queues m and returns at once. A full queue drops the oldest
+// message of the namespace with the most messages waiting.
 func (q *Queue) Send(m Message) {
-	q.mu.Lock()
-	if len(q.pending) >= q.opts.Size {
-		q.pending = q.pending[1:]
-		q.dropped++
-		q.log.Info("notification queue full: dropped the oldest message", "dropped", q.dropped)
-		if q.opts.OnDrop != nil {
-			q.opts.OnDrop()
-		}
+	from, dropped := q.pending.Push(m.Namespace, m)
+	if !dropped {
+		return
 	}
-	q.pending = append(q.pending, m)
+	q.mu.Lock()
+	q.dropped++
+	n := q.dropped
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	q.log.Info("notification queue full: dropped the oldest message of the namespace with the most waiting", "dropped", n, "namespace", from)
+	if q.opts.OnDrop != nil {
+		q.opts.OnDrop()
 	}
 }
 
@@ -166,7 +172,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 	}()
 	for sendCtx.Err() == nil {
-		m, ok := q.next()
+		m, ok := q.pending.Pop()
 		if ok {
 			q.deliver(sendCtx, m)
 			continue
@@ -176,34 +182,17 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-q.wake:
+		case <-q.pending.Ready():
 		}
 	}
-	if n := q.pendingCount(); n > 0 {
+	if n := q.pending.Len(); n > 0 {
 		q.log.Info("shutting down with undelivered notifications", "dropped", n)
 	}
 	return nil
 }
 
-func (q *Queue) pendingCount() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.pending)
-}
-
 // NeedLeaderElection is false: replicas that do not lead send nothing anyway.
 func (q *Queue) NeedLeaderElection() bool { return false }
-
-func (q *Queue) next() (Message, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.pending) == 0 {
-		return Message{}, false
-	}
-	m := q.pending[0]
-	q.pending = q.pending[1:]
-	return m, true
-}
 
 // deliver tries m up to Attempts times with doubling backoff. Client errors
 // (4xx) are not retried: the same request would fail again.

@@ -251,3 +251,34 @@ func TestFailureNamesTheSink(t *testing.T) {
 		t.Errorf("logs %q do not contain %q", logs.String(), want)
 	}
 }
+
+// A namespace whose workloads flood the queue loses its own oldest
+// messages, never another namespace's, and the others are delivered in
+// turn with its own.
+func TestFairPerNamespace(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	dropped := 0
+	q, _ := NewQueue(srv.URL, Options{Size: 5, OnDrop: func() { dropped++ }}, logr.Discard())
+	q.Send(Message{Body: []byte("shop"), Namespace: "shop"})
+	for range 50 {
+		q.Send(Message{Body: []byte("flood"), Namespace: "tenant"})
+	}
+	if q.Dropped() != 46 || dropped != 46 {
+		t.Fatalf("dropped %d, counted %d; want 46", q.Dropped(), dropped)
+	}
+	start(t, q)
+	waitUntil(t, "five deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 5 })
+	mu.Lock()
+	defer mu.Unlock()
+	if got[0] != "shop" || strings.Count(strings.Join(got, " "), "flood") != 4 {
+		t.Errorf("delivered %q, want shop's message first and four of the flood", got)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // storm runs plans one after another as the reconciler does: it keeps the
@@ -200,6 +202,9 @@ func TestMinRolloutInterval(t *testing.T) {
 		p := w.at(10*time.Second, "cm3")
 		if p.Reloads() || !p.Spaced || p.Wait != 50*time.Second {
 			t.Fatalf("second change: reloads %v, spaced %v, wait %v: want 50s", p.Reloads(), p.Spaced, p.Wait)
+		}
+		if n, ok := p.Notice(reason.SettleWindow); !ok || !strings.Contains(n.Message, "wait for the minimum rollout interval of 1m0s, set by --min-rollout-interval") {
+			t.Errorf("notices %+v, want the wait for the minimum rollout interval told", p.Notices)
 		}
 		if p = w.at(30*time.Second, "cm4"); p.Reloads() || p.Wait != 30*time.Second {
 			t.Fatalf("third change: reloads %v, wait %v", p.Reloads(), p.Wait)

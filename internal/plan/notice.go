@@ -179,6 +179,29 @@ func holdNotice(p Plan) Notice {
 	return n
 }
 
+// settleNotice is the notice of a change set that waits for the settle
+// window of the workload, or for its minimum rollout interval (Spaced):
+// told on every reconcile while it waits (a debug log line), and by
+// explain.
+func settleNotice(in Input, p Plan, window time.Duration) Notice {
+	changes, until := strings.Join(ChangeNames(p.Changes), ", "), in.Now.Add(p.Wait).UTC().Format(time.RFC3339)
+	if p.Spaced {
+		return notice(reason.SettleWindow, changeRefs(p.Changes), "Changes in %s wait for the minimum rollout interval of %s, set by %s: Ripple reloads at %s",
+			changes, p.Interval, setBy(in, in.Keys.MinRolloutInterval, "--min-rollout-interval"), until)
+	}
+	return notice(reason.SettleWindow, changeRefs(p.Changes), "Changes in %s, last written at %s, wait for the settle window of %s, set by %s: Ripple reloads at %s unless another change comes",
+		changes, p.Pending.Last.UTC().Format(time.RFC3339), window, setBy(in, in.Keys.SettleWindow, "--settle-window"), until)
+}
+
+// setBy names what sets a workload's duration: its annotation key, when
+// it has one, else the flag.
+func setBy(in Input, key, flag string) string {
+	if v, ok := in.Workload.Annotations[key]; ok {
+		return fmt.Sprintf("annotation %q: %q", key, v)
+	}
+	return flag
+}
+
 // resumedNotice is the notice of the end of a hold, made once the plan
 // knows whether it rolls.
 func resumedNotice(p Plan) Notice {

@@ -54,9 +54,21 @@ func TestStagesTellTheirNotices(t *testing.T) {
 			"the reload window is invalid", reason.Warning},
 		{"an invalid settle window warns on every plan", append(changed, annotate(keys.SettleWindow, "soon")), []string{"InvalidAnnotation"},
 			`"soon"`, reason.None},
+		{"the settle window of the annotation: told on every plan, naming it", append(changed, annotate(keys.SettleWindow, "1m")), []string{"SettleWindow"},
+			`Changes in ConfigMap "app", last written at ` + now.UTC().Format(time.RFC3339) + `, wait for the settle window of 1m0s, set by annotation "ripple.dev/settle-window": "1m": Ripple reloads at ` +
+				now.Add(time.Minute).UTC().Format(time.RFC3339), reason.None},
+		{"the settle window of the flag", append(changed, func(i *Input) { i.SettleWindow = 5 * time.Second }), []string{"SettleWindow"},
+			"wait for the settle window of 5s, set by --settle-window: Ripple reloads at " + now.Add(5*time.Second).UTC().Format(time.RFC3339), reason.None},
+		{"an exclude over the bounds warns, naming it, and the change still rolls",
+			append(changed, annotate(keys.ConfigMapExclude, strings.Repeat("other,", 101))), []string{"InvalidAnnotation"},
+			`annotation "configmaps.exclude.reloader.stakater.com/reload": 101 items, more than 100`, reason.None},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := For(in(tc.opts...))
+			// An invalid annotation never holds the change up by itself.
+			if p.Reloads() != (tc.want == nil || tc.want[0] == "InvalidAnnotation") {
+				t.Errorf("the plan rolls: %v", p.Reloads())
+			}
 			if got := noticesOf(p); strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("notices %q, want %q", got, tc.want)
 			}

@@ -435,8 +435,11 @@ func (pl *planning) settle() bool {
 func (pl *planning) storm() bool {
 	p := &pl.p
 	p.Wait = max(p.Wait, guard(pl.in, p))
-	if p.Hold != nil {
+	switch {
+	case p.Hold != nil:
 		p.tell(holdNotice(*p))
+	case p.Wait > 0:
+		p.tell(settleNotice(pl.in, *p, pl.settleWindow))
 	}
 	return p.Wait > 0
 }

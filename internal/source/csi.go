@@ -49,10 +49,8 @@ func TransformPodStatus(obj any) (any, error) {
 		return obj, nil
 	}
 	objects, found, _ := unstructured.NestedSlice(u.Object, "status", "objects")
-	if !found {
-		if _, done := u.GetAnnotations()[digestAnnotation]; done {
-			return obj, nil
-		}
+	if !found && transformed(u) {
+		return obj, nil
 	}
 	spc, _, _ := unstructured.NestedString(u.Object, "status", "secretProviderClassName")
 	var entries []digest.SecretProviderClassObject
@@ -71,7 +69,7 @@ func TransformPodStatus(obj any) (any, error) {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[digestAnnotation] = sum
+	ann[digestAnnotation], ann[transformedAnnotation] = sum, transformMark
 	u.SetAnnotations(ann)
 	u.SetManagedFields(nil)
 	return u, nil

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/digest"
@@ -35,6 +36,20 @@ const keysAnnotation = "internal.ripple.dev/keys"
 // that owns data (RFC 3339, to the second). Like digestAnnotation it never
 // reaches the API server.
 const writtenAnnotation = "internal.ripple.dev/written"
+
+// transformedAnnotation marks, on cached sources only, an object this
+// process transformed. Its value is transformMark, a nonce of the process
+// that no object from the API server can carry: a digest annotation a
+// user wrote on a config without data is recomputed, never taken as the
+// transform's own.
+const transformedAnnotation = "internal.ripple.dev/transformed"
+
+var transformMark = string(uuid.NewUUID())
+
+// transformed reports whether o is an object this process transformed.
+func transformed(o metav1.Object) bool {
+	return o.GetAnnotations()[transformedAnnotation] == transformMark
+}
 
 // Written returns when a cached ConfigMap's or Secret's data was last
 // written, as its managedFields said; zero when unknown.
@@ -76,8 +91,8 @@ func Transform(obj any) (any, error) {
 	if !ok { // e.g. a tombstone: nothing to strip
 		return obj, nil
 	}
-	if _, done := o.GetAnnotations()[digestAnnotation]; done && !hasData(obj) {
-		return obj, nil // already transformed; with data, a user-set value is recomputed
+	if transformed(o) {
+		return obj, nil
 	}
 	var (
 		sum  string
@@ -103,7 +118,7 @@ func Transform(obj any) (any, error) {
 			ann[k] = v
 		}
 	}
-	ann[digestAnnotation] = sum
+	ann[digestAnnotation], ann[transformedAnnotation] = sum, transformMark
 	if !written.IsZero() {
 		ann[writtenAnnotation] = written.UTC().Format(time.RFC3339)
 	}
@@ -113,16 +128,6 @@ func Transform(obj any) (any, error) {
 	o.SetAnnotations(ann)
 	o.SetManagedFields(nil)
 	return obj, nil
-}
-
-func hasData(obj any) bool {
-	switch c := obj.(type) {
-	case *corev1.ConfigMap:
-		return c.Data != nil || c.BinaryData != nil
-	case *corev1.Secret:
-		return c.Data != nil || c.StringData != nil
-	}
-	return false
 }
 
 // Object returns an empty object of a source kind. A SecretProviderClass

@@ -2,12 +2,15 @@ package source
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/digest"
 )
@@ -56,6 +59,40 @@ func TestTransformOwnsTheKeysAnnotation(t *testing.T) {
 	}
 	if _, ok := cm.Annotations[keysAnnotation]; ok {
 		t.Fatalf("keys %q on a ConfigMap without keys", Keys(cm))
+	}
+}
+
+// A digest a user wrote on a config without data is not taken as the
+// transform's own: the config's digest is that of no data, and a second
+// transform of the cached object changes nothing.
+func TestTransformRecomputesAForgedDigest(t *testing.T) {
+	forged := map[string]string{digestAnnotation: "1111111111111111111111111111111111111111", writtenAnnotation: "2000-01-01T00:00:00Z", transformedAnnotation: "guess"}
+	for name, obj := range map[string]interface {
+		metav1.Object
+		runtime.Object
+	}{
+		"ConfigMap": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: maps.Clone(forged)}},
+		"Secret":    &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: maps.Clone(forged)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var want string
+			switch c := obj.(type) {
+			case *corev1.ConfigMap:
+				want = digest.ConfigMap(c)
+			case *corev1.Secret:
+				want = digest.Secret(c)
+			}
+			if _, err := Transform(obj); err != nil {
+				t.Fatal(err)
+			}
+			cached := obj.(client.Object)
+			if Digest(cached) != want || !Written(cached).IsZero() {
+				t.Fatalf("digest %q written %v, want %q (no data) and no write time", Digest(cached), Written(cached), want)
+			}
+			if _, _ = Transform(obj); Digest(cached) != want {
+				t.Fatalf("digest %q after a second transform, want %q", Digest(cached), want)
+			}
+		})
 	}
 }
 

@@ -136,7 +136,8 @@ func (n *Notifier) post(ctx context.Context, event string, kind refs.Kind, src c
 	if err != nil {
 		return
 	}
-	n.Queue.Send(notify.Message{Body: b, ContentType: "application/json", What: fmt.Sprintf("%s %s %s/%s", event, kind, src.GetNamespace(), src.GetName())})
+	n.Queue.Send(notify.Message{Body: b, ContentType: "application/json", Namespace: src.GetNamespace(),
+		What: fmt.Sprintf("%s %s %s/%s", event, kind, src.GetNamespace(), src.GetName())})
 }
 
 // inScope reports whether the namespace of src is in scope. A check that

@@ -232,9 +232,12 @@ func TestExplainWaitingInTheSettleWindow(t *testing.T) {
 	changed := time.Now()
 
 	r := e.explainJSON(t, "deploy/w")
-	want{state: explain.Waiting, reason: "SettleWindow", names: "--settle-window=1h0m0s (from ConfigMap " + e.ns + "/reloader-meta-info)"}.check(t, r)
+	want{state: explain.Waiting, reason: "SettleWindow", names: "wait for the settle window of 1h0m0s, set by --settle-window"}.check(t, r)
 	if len(r.Waiting) != 1 || r.Waiting[0].Until == nil {
 		t.Fatalf("waiting %+v, want the settle window", r.Waiting)
+	}
+	if got, want := r.Waiting[0].Setting, "--settle-window=1h0m0s (from ConfigMap "+e.ns+"/reloader-meta-info)"; got != want {
+		t.Errorf("the settle window's setting is %q, want %q", got, want)
 	}
 	// managedFields times have one-second granularity.
 	if until := *r.Waiting[0].Until; until.Before(changed.Add(time.Hour-2*time.Second)) || until.After(changed.Add(time.Hour+time.Second)) {
