@@ -156,11 +156,12 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
-	changes, err := approvable(what, p, settings.Plan.Keys.ReloadPolicy)
+	waiting, err := approvable(what, p, settings.Plan.Keys.ReloadPolicy)
 	if err != nil {
 		return err
 	}
-	a := plan.ApprovalOf(changes, whoAmI(ctx, c), now(), f.now)
+	changes := waiting.Changes
+	a := plan.ApprovalOf(waiting, whoAmI(ctx, c), now(), f.now)
 	if err := writeApproval(ctx, c, obj, settings.Plan.Keys.Approval, a); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("%s changed while approving: approve again to approve what waits now", what)
@@ -182,18 +183,18 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	return nil
 }
 
-// approvable returns the changes of p that wait for an approval, or why
-// there is nothing to approve.
-func approvable(what string, p plan.Plan, key string) ([]strategy.Change, error) {
+// approvable returns what of p waits for an approval, or why there is
+// nothing to approve.
+func approvable(what string, p plan.Plan, key string) (plan.Awaiting, error) {
 	switch {
 	case p.Policy != plan.Manual:
-		return nil, fmt.Errorf("%s has reload policy %q (from the %s), not manual: it waits for no approval; set %s: manual to gate its reloads", what, p.Policy, p.PolicyFrom, key)
+		return plan.Awaiting{}, fmt.Errorf("%s has reload policy %q (from the %s), not manual: it waits for no approval; set %s: manual to gate its reloads", what, p.Policy, p.PolicyFrom, key)
 	case p.Awaiting != nil:
-		return p.Awaiting.Changes, nil
+		return *p.Awaiting, nil
 	case len(p.Changes) > 0 && p.Wait > 0:
-		return nil, fmt.Errorf("%s: the changes in %s are still settling (%s): approve once they wait for approval (ripple explain shows it)", what, strings.Join(names(p.Changes), ", "), p.Wait.Round(time.Second))
+		return plan.Awaiting{}, fmt.Errorf("%s: the changes in %s are still settling (%s): approve once they wait for approval (ripple explain shows it)", what, strings.Join(names(p.Changes), ", "), p.Wait.Round(time.Second))
 	}
-	return nil, fmt.Errorf("%s: nothing waits for an approval", what)
+	return plan.Awaiting{}, fmt.Errorf("%s: nothing waits for an approval", what)
 }
 
 func names(changes []strategy.Change) []string {

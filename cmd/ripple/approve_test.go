@@ -100,7 +100,7 @@ func TestApprovable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got, err := approvable("Deployment shop/web", tc.p, "ripple.dev/reload-policy")
 			switch {
-			case tc.want == "" && (err != nil || len(got) != 1 || got[0] != c):
+			case tc.want == "" && (err != nil || len(got.Changes) != 1 || got.Changes[0] != c):
 				t.Errorf("got %v, %v; want the waiting change", got, err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("error %v, want %q", err, tc.want)

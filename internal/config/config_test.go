@@ -261,3 +261,23 @@ func TestJoinBoolValues(t *testing.T) {
 		}
 	}
 }
+
+// The governance flags: the delete allow-list names namespaces, and a
+// negative approval age is refused, each error naming its flag.
+func TestGovernanceFlags(t *testing.T) {
+	cfg, err := parse(t, nil, "--restart-delete-namespaces= shop ,batch", "--approval-max-age=0")
+	if err != nil || !slices.Equal(cfg.DeleteNamespaces, []string{"shop", "batch"}) || cfg.ApprovalMaxAge != 0 {
+		t.Fatalf("got %v, %v, %v; want [shop batch], no age bound", cfg.DeleteNamespaces, cfg.ApprovalMaxAge, err)
+	}
+	if cfg, _ := parse(t, nil); cfg.ApprovalMaxAge != DefaultApprovalMaxAge || cfg.DeleteNamespaces != nil {
+		t.Errorf("defaults: %v, %v; want %v and no allow-list", cfg.ApprovalMaxAge, cfg.DeleteNamespaces, DefaultApprovalMaxAge)
+	}
+	for flag, want := range map[string]string{
+		"--restart-delete-namespaces=Shop_1": `--restart-delete-namespaces: "Shop_1" is not a namespace name`,
+		"--approval-max-age=-1h":             "--approval-max-age: -1h0m0s is negative",
+	} {
+		if _, err := parse(t, nil, flag); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", flag, err, want)
+		}
+	}
+}

@@ -60,6 +60,14 @@ type ReloaderOptions struct {
 	// Canary and CanaryBake are the cluster-wide canary of config changes.
 	Canary     string `json:"canary"`
 	CanaryBake string `json:"canaryBake"`
+	// TightenOnly, ApprovalMaxAge and ApprovalsVerified govern the policy
+	// and the approvals: `ripple approve` and `ripple explain` decide with
+	// them as this Ripple does.
+	TightenOnly       bool   `json:"tightenOnly"`
+	ApprovalMaxAge    string `json:"approvalMaxAge"`
+	ApprovalsVerified bool   `json:"approvalsVerified"`
+	// RestartDeleteNamespaces allow the delete restart method.
+	RestartDeleteNamespaces []string `json:"restartDeleteNamespaces"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -112,6 +120,10 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		CanaryBake:                         o.CanaryBake.String(),
 		DryRun:                             o.DryRun,
 		ShardCount:                         o.ShardCount,
+		TightenOnly:                        o.TightenOnly,
+		ApprovalMaxAge:                     o.ApprovalMaxAge.String(),
+		ApprovalsVerified:                  o.ApprovalsVerified,
+		RestartDeleteNamespaces:            nonNil(trimmed(o.RestartDeleteNamespaces)),
 	}
 }
 

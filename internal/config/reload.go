@@ -51,6 +51,13 @@ type ReloadFlags struct {
 	// canary-bake annotations of configs (docs/canary.md).
 	Canary     string
 	CanaryBake time.Duration
+	// ApprovalMaxAge, ApprovalsVerified: governance of approvals
+	// (docs/change-policies.md).
+	ApprovalMaxAge    time.Duration
+	ApprovalsVerified bool
+	// TightenOnly lets a workload's own policy and window only tighten
+	// its Namespace's.
+	TightenOnly bool
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -116,9 +123,14 @@ func defaultReloadOptions() ReloadOptions {
 		// in about ten settle windows, and 10s of quiet is longer than the
 		// 6s between changes of a config flapping at just the trip rate.
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
-		CanaryBake: plan.DefaultCanaryBake,
+		CanaryBake: plan.DefaultCanaryBake, ApprovalMaxAge: DefaultApprovalMaxAge,
 	}}
 }
+
+// DefaultApprovalMaxAge is the default of --approval-max-age: a working
+// day and then some, so that an approval left unused overnight is not
+// applied days later.
+const DefaultApprovalMaxAge = 24 * time.Hour
 
 // BindFlags registers the reload flags.
 func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
@@ -146,6 +158,15 @@ func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Canary, "canary", o.Canary, `Default canary of every config change: how many of the workloads a change rolls go first ("1", or a percentage such as "10%"); the others roll once they completed their rollout and stayed healthy for --canary-bake, and a canary that stalls or turns unhealthy halts the change (a RolloutHalted event). Empty or "0" means none (Reloader's behaviour). A config or its Namespace overrides it with the <annotation-prefix>/canary annotation. See docs/canary.md.`)
 	fs.DurationVar(&o.CanaryBake, "canary-bake", o.CanaryBake, "How long the canaries of a change must stay healthy after their rollout before the other workloads roll it (0s to 24h). A config or its Namespace overrides it with the <annotation-prefix>/canary-bake annotation.")
 	fs.BoolVar(&o.NamespaceDefaults, "namespace-defaults", o.NamespaceDefaults, `Also read the <annotation-prefix>/reload-window, reload-policy, canary and canary-bake annotations on Namespaces, as the default of their workloads and configs. Ripple then caches Namespaces (metadata only), which needs get, list and watch on namespaces cluster-wide; off, Namespaces' annotations are ignored.`)
+	o.bindGovernanceFlags(fs)
+}
+
+// bindGovernanceFlags registers the flags that govern who may loosen or
+// approve a reload (docs/change-policies.md, docs/security.md).
+func (o *ReloadOptions) bindGovernanceFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.ApprovalMaxAge, "approval-max-age", o.ApprovalMaxAge, `An approval (<annotation-prefix>/approval) older than this is not applied: an ApprovalSuperseded Warning says it expired, and it is removed. It also expires while its change waits for a closed reload window, so set it above the longest gap between your windows' openings. 0 means no bound. Helm: ripple.governance.approvalMaxAge.`)
+	fs.BoolVar(&o.TightenOnly, "tighten-only", o.TightenOnly, `A workload's own <annotation-prefix>/reload-policy and reload-window annotations may only tighten its Namespace's (with --namespace-defaults), else --reload-policy and --reload-window: a policy only from auto to manual to notify, a window only narrower. One that would loosen them is an InvalidAnnotation Warning naming it, and the Namespace's (or flag's) value applies. Helm: ripple.governance.tightenOnly.`)
+	fs.BoolVar(&o.ApprovalsVerified, "approvals-verified", o.ApprovalsVerified, `The cluster runs the admission policy that lets only the approvers set <annotation-prefix>/approval, with "by" their own username (Helm: ripple.governance.approvalPolicy.enabled): Events then say "approved by <user>"; without it, "approved by <user> (unverified)".`)
 }
 
 func (o *ReloadOptions) validatePolicy(errs *problems) {
@@ -160,6 +181,9 @@ func (o *ReloadOptions) validatePolicy(errs *problems) {
 	}
 	if _, err := plan.ParseCanaryBake(o.CanaryBake.String()); err != nil {
 		errs.bad("canary-bake", "%v", err)
+	}
+	if o.ApprovalMaxAge < 0 {
+		errs.bad("approval-max-age", "%s is negative; use 0 for no bound or a duration such as 24h", o.ApprovalMaxAge)
 	}
 }
 

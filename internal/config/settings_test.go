@@ -15,7 +15,8 @@ func TestPlanSettings(t *testing.T) {
 	cfg, err := parse(t, nil, "--auto-reload-all", "--reload-on-create", "--reload-on-delete", "--sync-after-restart",
 		"--dry-run", "--settle-window=3s", "--min-rollout-interval=5m", "--flap-threshold=4", "--flap-window=2m",
 		"--flap-quiet-period=20s", "--max-concurrent-rollouts=7", "--max-concurrent-rollouts-per-namespace=2",
-		"--rollout-timeout=1m", "--reload-strategy=annotations", "--resources-to-ignore=secrets", "--restart-method=Evict")
+		"--rollout-timeout=1m", "--reload-strategy=annotations", "--resources-to-ignore=secrets", "--restart-method=Evict",
+		"--approval-max-age=2h", "--approvals-verified", "--tighten-only")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +29,7 @@ func TestPlanSettings(t *testing.T) {
 		Flap:     plan.Flap{Threshold: 4, Window: 2 * time.Minute, Quiet: 20 * time.Second},
 		Rollouts: plan.RolloutLimits{Max: 7, MaxPerNamespace: 2, Timeout: time.Minute},
 		Started:  started, RestartMethod: "evict", Canary: plan.CanarySpec{Bake: plan.DefaultCanaryBake},
+		ApprovalMaxAge: 2 * time.Hour, ApprovalsVerified: true, TightenOnly: true,
 	}
 	if s.Strategy.Name() != "annotations" || len(s.SourceKinds) != 1 || s.SourceKinds[0] != refs.ConfigMap {
 		t.Fatalf("strategy %s, kinds %v; want annotations, [ConfigMap]", s.Strategy.Name(), s.SourceKinds)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/plan"
 )
@@ -16,6 +17,9 @@ type WorkloadOptions struct {
 	CSIIntegration       bool
 	CronJobReload        string
 	RestartMethod        string
+	// RestartDeleteNamespaces are the namespaces where the delete restart
+	// method is allowed; empty: everywhere.
+	RestartDeleteNamespaces []string
 	// argoRolloutsRaw is the value given to --is-Argo-Rollouts, for looseBool.
 	argoRolloutsRaw string
 }
@@ -30,6 +34,9 @@ type Workloads struct {
 	CronJobReload string
 	// RestartMethod is "template", "evict" or "delete".
 	RestartMethod string
+	// DeleteNamespaces allow the delete method only in those namespaces;
+	// empty allows it everywhere.
+	DeleteNamespaces []string
 }
 
 // BindFlags registers the workload kind flags.
@@ -40,6 +47,7 @@ func (o *WorkloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Also reload on Secrets Store CSI driver changes: the SecretProviderClassPodStatus objects of a SecretProviderClass a workload mounts, once their API is served.")
 	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour, except that a suspended CronJob starts nothing; Reloader starts one anyway), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
 	fs.StringVar(&o.RestartMethod, "restart-method", o.RestartMethod, `How a reload restarts a Deployment, StatefulSet or DaemonSet: "template" writes the change on its pod template and its controller rolls it out (Reloader's behaviour); "evict" leaves the template alone and evicts its pods through the Eviction API, honouring PodDisruptionBudgets; "delete" deletes them (OnDelete workloads without a PodDisruptionBudget). evict and delete need the pod permissions the Helm chart grants with ripple.restartMethods.evict and ripple.restartMethods.delete. The <annotation-prefix>/restart-method annotation overrides it per workload; other kinds always use their own method. See docs/restart-methods.md.`)
+	fs.StringSliceVar(&o.RestartDeleteNamespaces, "restart-delete-namespaces", o.RestartDeleteNamespaces, `Namespaces where the delete restart method is allowed (comma-separated). A workload elsewhere that asks for delete, by its annotation, its Namespace's or --restart-method, is refused: an InvalidAnnotation Warning names this flag, and it reloads with the template method. Empty allows delete in every namespace. Helm: ripple.governance.restartDeleteNamespaces.`)
 }
 
 func (o *WorkloadOptions) validate(errs *problems) Workloads {
@@ -64,6 +72,12 @@ func (o *WorkloadOptions) validate(errs *problems) Workloads {
 		errs.bad("restart-method", "%v", err)
 	} else {
 		w.RestartMethod = m
+	}
+	for _, n := range trimmed(o.RestartDeleteNamespaces) {
+		if msgs := validation.IsDNS1123Label(n); len(msgs) > 0 {
+			errs.bad("restart-delete-namespaces", "%q is not a namespace name: %s", n, strings.Join(msgs, "; "))
+		}
+		w.DeleteNamespaces = append(w.DeleteNamespaces, n)
 	}
 	return w
 }

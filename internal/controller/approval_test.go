@@ -4,17 +4,20 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripple-dev/ripple/internal/reason"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -33,15 +36,30 @@ func (w *world) approveAs(name string, digests map[string]string) {
 	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
 		w.t.Fatal(err)
 	}
-	a := plan.Approval{By: "alice"}
+	a := plan.Approval{By: "alice", At: w.clk.Now()}
 	for c, sum := range digests {
-		a.Changes = append(a.Changes, plan.Approved{Config: c, Digest: sum})
+		a.Changes = append(a.Changes, plan.Approved{Config: c, Digest: sum, Written: w.dataWritten()})
 	}
 	b, _ := json.Marshal(a)
 	d.Annotations[w.deps.Settings.Keys.Approval] = string(b)
 	if err := w.c.Update(w.t.Context(), d); err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+// dataWritten is when the API server says the config's data was written,
+// as `ripple approve` records it in an approval (the test's clock is not
+// the fake client's).
+func (w *world) dataWritten() time.Time {
+	w.t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: "cfg"}, cm); err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := source.Transform(cm); err != nil {
+		w.t.Fatal(err)
+	}
+	return source.Written(cm)
 }
 
 // A manual workload's change waits: ReloadPending once, the gauge, the
@@ -166,7 +184,7 @@ func TestManualCronJob(t *testing.T) {
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "nightly"}, cj); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(plan.Approval{Changes: []plan.Approved{{Config: "ConfigMap/cfg", Digest: sum}}})
+	b, _ := json.Marshal(plan.Approval{Changes: []plan.Approved{{Config: "ConfigMap/cfg", Digest: sum, Written: w.dataWritten()}}, At: w.clk.Now()})
 	cj.Annotations[k.Approval] = string(b)
 	if err := w.c.Update(t.Context(), cj); err != nil {
 		t.Fatal(err)

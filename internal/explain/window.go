@@ -30,7 +30,7 @@ type ReloadWindow struct {
 // reloadWindow is the workload's reload window; nil when none governs it
 // (no value, or "always").
 func reloadWindow(f Facts) *ReloadWindow {
-	s, value, from, err := plan.ReloadWindow(f.Input.Workload, f.Settings.Plan.Keys, f.Settings.Plan.ReloadWindow)
+	s, value, from, err := plan.ReloadWindow(f.Input.Workload, f.Settings.Plan, f.Now)
 	if err != nil {
 		return &ReloadWindow{Value: value, From: from, Invalid: err.Error()}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
 
@@ -25,6 +26,18 @@ import (
 //     current (the config changed again since) is reported and dropped,
 //     never applied.
 //
+// An approval is bound to the change it approves and to a time. Each
+// approved config carries, beside its digest, when its data was written
+// (Source.Written: the API server's managedFields time, to the second), so
+// that data written again after the approval, even with the approved
+// digest (A→B→A→B), is not approved by it: it is stale. An approval
+// without that time (written by `ripple approve` before it recorded it)
+// is bound by its own time, At, instead: data written after At is not
+// approved. An approval older than Settings.ApprovalMaxAge, without a
+// time, or from the future (the approver's clock ahead by more than
+// approvalSkew) applies to nothing: it is reported and dropped like a
+// stale one.
+//
 // An invalid policy is a warning and counts as manual: an owner who wrote a
 // policy wanted the workload gated, and a reload that waits says so
 // (ReloadPending) where a silent rollout could not be taken back.
@@ -40,8 +53,10 @@ type Approval struct {
 	// Changes are the approved configs with the digest approved, as the
 	// plan's Changes carry them.
 	Changes []Approved `json:"changes"`
-	// By and At say who approved, and when; informational only (the API
-	// server's audit log is the record).
+	// By and At say who approved, and when. By is the approver's own word
+	// unless an admission policy checks it (Settings.ApprovalsVerified;
+	// the API server's audit log is the record). At bounds the approval's
+	// age (Settings.ApprovalMaxAge).
 	By string    `json:"by,omitempty"`
 	At time.Time `json:"at,omitzero"`
 	// Now asks to roll even outside the workload's reload window: an
@@ -54,15 +69,54 @@ type Approval struct {
 type Approved struct {
 	Config string `json:"config"`
 	Digest string `json:"digest"`
+	// Written is when the approved data was written, by the API server's
+	// clock (Source.Written); zero when unknown.
+	Written time.Time `json:"written,omitzero"`
 }
 
-// ApprovalOf is the approval of changes: the value `ripple approve` writes.
-func ApprovalOf(changes []strategy.Change, by string, at time.Time, now bool) Approval {
+// approvalSkew is how far ahead of Ripple's clock an approval's time may
+// be: the approver's clock may be a little ahead, never hours.
+const approvalSkew = 5 * time.Minute
+
+// ApprovalOf is the approval of what waits: the value `ripple approve`
+// writes.
+func ApprovalOf(w Awaiting, by string, at time.Time, now bool) Approval {
 	a := Approval{By: by, At: at.UTC().Truncate(time.Second), Now: now}
-	for _, c := range changes {
-		a.Changes = append(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash})
+	for _, c := range w.Changes {
+		a.Changes = append(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash, Written: w.Written[c.Ref]})
 	}
 	return a
+}
+
+// expired says why the approval applies to nothing at now: no time, a
+// time in the future, or older than maxAge (0: no bound); empty when it is
+// in force.
+func (a Approval) expired(now time.Time, maxAge time.Duration) string {
+	at := a.At.UTC().Format(time.RFC3339)
+	switch {
+	case a.At.IsZero():
+		return `it has no "at" time, so its age is unknown`
+	case a.At.After(now.Add(approvalSkew)):
+		return fmt.Sprintf("its time %s is more than %s ahead of Ripple's clock", at, approvalSkew)
+	case maxAge > 0 && now.Sub(a.At) > maxAge:
+		return fmt.Sprintf("it was written at %s, more than %s ago (--approval-max-age)", at, maxAge)
+	}
+	return ""
+}
+
+// approves reports whether a approves c, whose data was written at
+// written (zero: unknown): the same config and digest, and data written no
+// later than the approval saw it.
+func (a Approval) approves(c strategy.Change, written time.Time) bool {
+	i := slices.IndexFunc(a.Changes, func(ap Approved) bool { return ap.Config == c.Ref.String() && ap.Digest == c.Hash })
+	if i < 0 {
+		return false
+	}
+	bound := a.Changes[i].Written
+	if bound.IsZero() {
+		bound = a.At
+	}
+	return written.IsZero() || !written.After(bound)
 }
 
 // ApproveCommand is the command that approves what waits on w.
@@ -72,8 +126,11 @@ func ApproveCommand(w Workload) string {
 
 // Awaiting is a change set that waits for an approval.
 type Awaiting struct {
-	// Changes are the configs waiting, with their current digests.
+	// Changes are the configs waiting, with their current digests, and
+	// Written when each one's data was written (Source.Written), for the
+	// approval.
 	Changes []strategy.Change
+	Written map[refs.Ref]time.Time
 	// ID identifies the change set; Since is when it was first seen
 	// waiting (as far as this Ripple remembers: a restart starts it again).
 	ID    string
@@ -89,8 +146,14 @@ type Approving struct {
 	// Applied are the approved changes this plan rolls.
 	Applied []strategy.Change
 	// Stale are the approved configs whose digest is not the current
-	// pending one: superseded by a later change, or nothing pending.
+	// pending one: superseded by a later change, data written again since
+	// the approval, or nothing pending.
 	Stale []Approved
+	// Expired says why the approval applies to nothing (Approval.expired).
+	Expired string
+	// Verified is set when an admission policy checks who approves
+	// (Settings.ApprovalsVerified): By is then the approver's username.
+	Verified bool
 }
 
 // AwaitingState is what the memory keeps of a change set waiting for
@@ -110,9 +173,10 @@ func policy(in Input) (Policy, string, string) {
 		if from == FromNamespace {
 			where = " on the namespace"
 		}
-		return Manual, from, fmt.Sprintf("annotation %q%s: %v; reloads wait for an approval (manual) until it is fixed", in.Keys.ReloadPolicy, where, err)
+		pol, from, _ = tightPolicy(in, Manual, v, from)
+		return pol, from, fmt.Sprintf("annotation %q%s: %v; reloads wait for an approval (manual) until it is fixed", in.Keys.ReloadPolicy, where, err)
 	}
-	return pol, from, ""
+	return tightPolicy(in, pol, v, from)
 }
 
 // gate applies the manual policy to p: it keeps in p.Changes only the
@@ -123,29 +187,19 @@ func policy(in Input) (Policy, string, string) {
 func gate(in Input, p *Plan) Plan {
 	a, present, warning := approval(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
-	var approved, waiting []strategy.Change
-	for _, c := range p.Changes {
-		if present && slices.Contains(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash}) {
-			approved = append(approved, c)
-		} else {
-			waiting = append(waiting, c)
-		}
-	}
+	approved, waiting := []strategy.Change(nil), p.Changes
 	if present {
-		p.Approving = &Approving{Approval: a, Applied: approved}
-		for _, ap := range a.Changes {
-			if !slices.ContainsFunc(approved, func(c strategy.Change) bool { return c.Ref.String() == ap.Config && c.Hash == ap.Digest }) {
-				p.Approving.Stale = append(p.Approving.Stale, ap)
-			}
-		}
+		p.Approving, waiting = approving(in, a, p.Changes)
+		approved = p.Approving.Applied
 	}
+	written := writtenOf(in.Sources)
 	if len(waiting) > 0 {
 		id := changeID(waiting)
 		since := p.Seen
 		if in.Awaiting.ID == id {
 			since = in.Awaiting.Since
 		}
-		p.Awaiting = &Awaiting{Changes: waiting, ID: id, Since: since, Began: in.Awaiting.ID != id}
+		p.Awaiting = &Awaiting{Changes: waiting, ID: id, Since: since, Began: in.Awaiting.ID != id, Written: written}
 	}
 	p.Changes = approved
 	w := *p
@@ -162,6 +216,39 @@ func gate(in Input, p *Plan) Plan {
 		w.Sources = append(w.Sources, sp)
 	}
 	return w
+}
+
+// approving is what the approval a does with the changes: those it
+// approves roll (Applied), the others wait; an approved config that does
+// not roll is stale.
+func approving(in Input, a Approval, changes []strategy.Change) (*Approving, []strategy.Change) {
+	ap := &Approving{Approval: a, Expired: a.expired(in.Now, in.ApprovalMaxAge), Verified: in.ApprovalsVerified}
+	written := writtenOf(in.Sources)
+	var waiting []strategy.Change
+	for _, c := range changes {
+		if ap.Expired == "" && a.approves(c, written[c.Ref]) {
+			ap.Applied = append(ap.Applied, c)
+		} else {
+			waiting = append(waiting, c)
+		}
+	}
+	for _, ok := range a.Changes {
+		if !slices.ContainsFunc(ap.Applied, func(c strategy.Change) bool { return c.Ref.String() == ok.Config && c.Hash == ok.Digest }) {
+			ap.Stale = append(ap.Stale, ok)
+		}
+	}
+	return ap, waiting
+}
+
+// writtenOf is when each source's data was written, where known.
+func writtenOf(sources []Source) map[refs.Ref]time.Time {
+	written := map[refs.Ref]time.Time{}
+	for _, s := range sources {
+		if !s.Written.IsZero() {
+			written[s.Ref] = s.Written
+		}
+	}
+	return written
 }
 
 // approval reads the workload's approval: whether one is present, and a

@@ -114,26 +114,26 @@ func TestManualApproval(t *testing.T) {
 		},
 		{
 			name:   "an approval of the current change set rolls it, records it and drops the approval",
-			opts:   []func(*Input){both, digestOf(cmApp, "cm2"), approve(Approved{"ConfigMap/app", "cm2"})},
+			opts:   []func(*Input){both, digestOf(cmApp, "cm2"), approve(Approved{Config: "ConfigMap/app", Digest: "cm2"})},
 			rolled: []string{"ConfigMap/app=cm2"}, dropped: true,
 			record: map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
 		},
 		{
 			name: "a superseded approval is not applied, still waits, and is dropped",
-			opts: []func(*Input){both, digestOf(cmApp, "cm3"), approve(Approved{"ConfigMap/app", "cm2"}),
+			opts: []func(*Input){both, digestOf(cmApp, "cm3"), approve(Approved{Config: "ConfigMap/app", Digest: "cm2"}),
 				remember(AwaitingState{ID: "ConfigMap/app=cm2;", Since: seen})},
 			waiting: []string{"ConfigMap/app=cm3"}, stale: []string{"ConfigMap/app=cm2"}, dropped: true, began: true,
 		},
 		{
 			name: "a partial approval rolls exactly the approved configs; the rest waits",
-			opts: []func(*Input){both, digestOf(cmApp, "cm2"), digestOf(secDB, "s2"), approve(Approved{"ConfigMap/app", "cm2"}),
+			opts: []func(*Input){both, digestOf(cmApp, "cm2"), digestOf(secDB, "s2"), approve(Approved{Config: "ConfigMap/app", Digest: "cm2"}),
 				remember(AwaitingState{ID: "ConfigMap/app=cm2;", Since: seen})},
 			rolled: []string{"ConfigMap/app=cm2"}, waiting: []string{"Secret/db=s2"}, dropped: true, began: true,
 			record: map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"},
 		},
 		{
 			name:  "an approval of nothing pending is dropped and reported",
-			opts:  []func(*Input){both, approve(Approved{"ConfigMap/app", "cm1"})},
+			opts:  []func(*Input){both, approve(Approved{Config: "ConfigMap/app", Digest: "cm1"})},
 			stale: []string{"ConfigMap/app=cm1"}, dropped: true,
 		},
 		{
@@ -201,7 +201,7 @@ func TestManualApproval(t *testing.T) {
 // TestApprovedThenLaterChange: after an approved rollout, a later change
 // waits for an approval of its own.
 func TestApprovedThenLaterChange(t *testing.T) {
-	p := For(in(manual, both, digestOf(cmApp, "cm2"), approve(Approved{"ConfigMap/app", "cm2"})))
+	p := For(in(manual, both, digestOf(cmApp, "cm2"), approve(Approved{Config: "ConfigMap/app", Digest: "cm2"})))
 	if !p.Reloads() {
 		t.Fatal("the approved change does not roll")
 	}
@@ -216,7 +216,7 @@ func TestApprovedThenLaterChange(t *testing.T) {
 }
 
 func TestApprovalNow(t *testing.T) {
-	b, _ := json.Marshal(ApprovalOf([]strategy.Change{{Ref: cmApp, Hash: "cm2"}}, "bob", now, true))
+	b, _ := json.Marshal(ApprovalOf(Awaiting{Changes: []strategy.Change{{Ref: cmApp, Hash: "cm2"}}}, "bob", now, true))
 	p := For(in(manual, both, digestOf(cmApp, "cm2"), annotate(keys.Approval, string(b))))
 	if p.Approving == nil || !p.Approving.Now || p.Approving.By != "bob" || !p.Reloads() {
 		t.Fatalf("approving %+v, reloads %v: want bob's emergency approval applied", p.Approving, p.Reloads())
@@ -224,7 +224,7 @@ func TestApprovalNow(t *testing.T) {
 }
 
 func TestDryRunWinsOverManual(t *testing.T) {
-	p := For(in(manual, both, digestOf(cmApp, "cm2"), approve(Approved{"ConfigMap/app", "cm2"}), func(i *Input) { i.DryRun = true }))
+	p := For(in(manual, both, digestOf(cmApp, "cm2"), approve(Approved{Config: "ConfigMap/app", Digest: "cm2"}), func(i *Input) { i.DryRun = true }))
 	if p.Reloads() || !p.WouldReload || p.Awaiting != nil {
 		t.Fatalf("reloads %v, would %v, awaiting %v: --dry-run rolls nothing and holds nothing", p.Reloads(), p.WouldReload, p.Awaiting)
 	}
@@ -244,7 +244,7 @@ func TestAwaitingMemory(t *testing.T) {
 		t.Errorf("settling forgot the waiting change set: %+v", got.Awaiting)
 	}
 	// Approved and rolled: nothing waits.
-	p = For(in(manual, both, digestOf(cmApp, "cm2"), approve(Approved{"ConfigMap/app", "cm2"})))
+	p = For(in(manual, both, digestOf(cmApp, "cm2"), approve(Approved{Config: "ConfigMap/app", Digest: "cm2"})))
 	if got := m.Planned(p); got.Awaiting != (AwaitingState{}) {
 		t.Errorf("after the approval: %+v", got.Awaiting)
 	}
@@ -288,7 +288,7 @@ func TestApprovalNowOverridesTheWindow(t *testing.T) {
 	h := (now.UTC().Hour() + 12) % 24
 	closed := annotate(keys.ReloadWindow, fmt.Sprintf("%02d:00-%02d:30 UTC", h, h))
 	for _, emergency := range []bool{false, true} {
-		b, _ := json.Marshal(ApprovalOf([]strategy.Change{{Ref: cmApp, Hash: "cm2"}}, "bob", now, emergency))
+		b, _ := json.Marshal(ApprovalOf(Awaiting{Changes: []strategy.Change{{Ref: cmApp, Hash: "cm2"}}}, "bob", now, emergency))
 		p := For(in(manual, both, digestOf(cmApp, "cm2"), annotate(keys.Approval, string(b)), closed))
 		if deferred := p.Deferred != nil; deferred == emergency || p.Reloads() != emergency {
 			t.Errorf("now=%v: deferred %v, reloads %v; want the window to hold it unless --now", emergency, deferred, p.Reloads())

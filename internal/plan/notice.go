@@ -265,16 +265,25 @@ func supersededNotice(a *Approving) Notice {
 		stale[i] = fmt.Sprintf("%s %q %s", kind, name, ShortDigest(s.Digest))
 		configs = append(configs, refs.Ref{Kind: refs.Kind(kind), Name: name})
 	}
+	why := "the config changed again since, or its data was written again after the approval, or nothing of it is pending"
+	if a.Expired != "" {
+		why = "the approval has expired: " + a.Expired
+	}
 	n := notice(reason.ApprovalSuperseded, configs,
-		"Approval%s of %s not applied: the config changed again since, or nothing of it is pending; what is pending needs its own approval",
-		approvedBy(a), strings.Join(stale, ", "))
+		"Approval%s of %s not applied: %s; what is pending needs its own approval",
+		approvedBy(a), strings.Join(stale, ", "), why)
 	n.AfterWrite = true
 	return n
 }
 
+// approvedBy names who approved, as the approval says: unverified unless
+// an admission policy checks it (Settings.ApprovalsVerified).
 func approvedBy(a *Approving) string {
 	if a == nil || a.By == "" {
 		return ""
+	}
+	if !a.Verified {
+		return fmt.Sprintf(" by %s (unverified)", a.By)
 	}
 	return " by " + a.By
 }

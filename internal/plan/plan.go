@@ -69,6 +69,19 @@ type Settings struct {
 	// NamespaceDefaults makes gather read the workload's Namespace's
 	// annotations (Workload.NamespaceAnnotations), with --namespace-defaults.
 	NamespaceDefaults bool
+	// Governance (docs/change-policies.md, docs/security.md):
+	// ApprovalMaxAge bounds an approval's age (--approval-max-age; 0: no
+	// bound); ApprovalsVerified says an admission policy checks an
+	// approval's "by" (--approvals-verified).
+	ApprovalMaxAge    time.Duration
+	ApprovalsVerified bool
+	// TightenOnly lets a workload's own reload-policy and reload-window
+	// annotations only tighten its Namespace's or the flag's
+	// (--tighten-only, tighten.go).
+	TightenOnly bool
+	// DeleteNamespaces allow the delete restart method only in those
+	// namespaces (--restart-delete-namespaces); empty: everywhere.
+	DeleteNamespaces []string
 }
 
 // Workload is the workload as gathered.
@@ -402,6 +415,9 @@ func (pl *planning) settings() bool {
 	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now, in.Workload.Version)
 	p.Policy, p.PolicyFrom, warning = policy(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
+	if in.TightenOnly {
+		p.Warnings = appendNonEmpty(p.Warnings, governingWindow(in.Workload, in.Settings, in.Now).loosened)
+	}
 	return false
 }
 

@@ -64,9 +64,14 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 	if err != nil && from != FromFlag {
 		problems = append(problems, fmt.Sprintf("%s: %v; using %q (--restart-method)", governingAnnotation(keys.RestartMethod, from), err, s.RestartMethod))
 		m, err = ParseRestartMethod(s.RestartMethod)
+		from = FromFlag
 	}
 	if err == nil {
 		r.Method = m
+	}
+	if problem := deleteRefused(w, s, from); r.Method == workload.RestartDelete && problem != "" {
+		problems = append(problems, problem)
+		r.Method = workload.RestartTemplate
 	}
 	if v, from := w.Governing(keys.MaxUnavailable, ""); from != FromFlag {
 		n, err := ParseMaxUnavailable(v)
@@ -80,6 +85,21 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 		r.At = t
 	}
 	return r, problems
+}
+
+// deleteRefused says why the delete restart method, from where from
+// says, is not allowed in w's namespace (--restart-delete-namespaces);
+// empty when it is.
+func deleteRefused(w Workload, s Settings, from string) string {
+	if len(s.DeleteNamespaces) == 0 || slices.Contains(s.DeleteNamespaces, w.Namespace) {
+		return ""
+	}
+	where := "flag --restart-method"
+	if from != FromFlag {
+		where = governingAnnotation(s.Keys.RestartMethod, from)
+	}
+	return fmt.Sprintf("%s: the delete restart method is not allowed in namespace %q (--restart-delete-namespaces: %s); using %q",
+		where, w.Namespace, strings.Join(s.DeleteNamespaces, ","), workload.RestartTemplate)
 }
 
 // governingAnnotation names annotation key as found where from says.

@@ -172,3 +172,49 @@ func TestRestartMethodRestartsOnDelete(t *testing.T) {
 		t.Errorf("update %+v, want a restart and no template", p.Update)
 	}
 }
+
+// With --restart-delete-namespaces, the delete method is refused outside
+// those namespaces, whoever asks for it: the workload reloads by its
+// template, and the problem names the flag.
+func TestRestartDeleteNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		namespace  string
+		allowed    []string
+		meta, ns   map[string]string
+		flag       string
+		method     string
+		problemsOf []string
+	}{
+		{name: "no list: delete anywhere (today's behaviour)", namespace: "shop", flag: "delete", method: workload.RestartDelete},
+		{name: "in the list", namespace: "shop", allowed: []string{"batch", "shop"}, meta: map[string]string{keys.RestartMethod: "delete"},
+			flag: "template", method: workload.RestartDelete},
+		{name: "the workload's delete outside the list", namespace: "tenant", allowed: []string{"shop"}, meta: map[string]string{keys.RestartMethod: "delete"},
+			flag: "template", method: workload.RestartTemplate,
+			problemsOf: []string{`annotation "ripple.dev/restart-method": the delete restart method is not allowed in namespace "tenant" (--restart-delete-namespaces: shop)`}},
+		{name: "the Namespace's delete outside the list", namespace: "tenant", allowed: []string{"shop"}, ns: map[string]string{keys.RestartMethod: "Delete"},
+			flag: "template", method: workload.RestartTemplate, problemsOf: []string{`on the namespace`, "--restart-delete-namespaces"}},
+		{name: "the flag's delete outside the list", namespace: "tenant", allowed: []string{"shop"}, flag: "delete",
+			method: workload.RestartTemplate, problemsOf: []string{"flag --restart-method", "--restart-delete-namespaces"}},
+		{name: "evict is not concerned", namespace: "tenant", allowed: []string{"shop"}, meta: map[string]string{keys.RestartMethod: "evict"},
+			flag: "template", method: workload.RestartEvict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Workload{Kind: "StatefulSet", Namespace: tc.namespace, Restartable: true, Annotations: tc.meta, NamespaceAnnotations: tc.ns,
+				Template: &corev1.PodTemplateSpec{}}
+			r, problems := RestartOf(w, Settings{Keys: keys, RestartMethod: tc.flag, DeleteNamespaces: tc.allowed})
+			if r.Method != tc.method {
+				t.Errorf("method %q, want %q", r.Method, tc.method)
+			}
+			all := strings.Join(problems, "\n")
+			for _, s := range tc.problemsOf {
+				if !strings.Contains(all, s) {
+					t.Errorf("problems %q do not say %s", all, s)
+				}
+			}
+			if len(tc.problemsOf) == 0 && all != "" {
+				t.Errorf("problems %q, want none", all)
+			}
+		})
+	}
+}

@@ -70,7 +70,7 @@ func TestTemplateChangedWhileAwaitingApproval(t *testing.T) {
 	}
 	m = again.Planned(p)
 
-	approved := in(append(base, newImage, approve(Approved{"ConfigMap/app", "cm2"}))...)
+	approved := in(append(base, newImage, approve(Approved{Config: "ConfigMap/app", Digest: "cm2"}))...)
 	approved.Memory = m
 	if p = For(approved); !p.Reloads() || len(p.WithTemplate) != 0 {
 		t.Errorf("reloads %v, with template %d: want the approval to roll the change", p.Reloads(), len(p.WithTemplate))

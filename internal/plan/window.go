@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/window"
 )
 
@@ -52,21 +51,37 @@ type Deferred struct {
 	Closed bool
 }
 
-// ReloadWindow returns the reload window governing w (Governing: the
-// workload's annotation, its template's, its Namespace's, else def, the
-// flag's), its value as written and where it came from. An invalid value
-// is an error naming the annotation (or flag) and the position.
-func ReloadWindow(w Workload, keys annotation.Keys, def string) (s window.Schedule, value, from string, err error) {
-	value, from = w.Governing(keys.ReloadWindow, def)
-	s, err = window.Parse(value)
+// ReloadWindow returns the reload window governing w at now (Governing:
+// the workload's annotation, its template's, its Namespace's, else the
+// flag's; with TightenOnly, the floor's when the workload's own would
+// widen it: tighten.go), its value as written and where it came from. An
+// invalid value is an error naming the annotation (or flag) and the
+// position.
+func ReloadWindow(w Workload, s Settings, now time.Time) (sched window.Schedule, value, from string, err error) {
+	g := governingWindow(w, s, now)
+	return g.schedule, g.value, g.from, g.err
+}
+
+// governingWindow is ReloadWindow, with why the workload's own window was
+// not taken (tighten-only).
+func governingWindow(w Workload, s Settings, now time.Time) governedWindow {
+	return tightWindow(w, s, parsedWindow(s, w.Governing), now)
+}
+
+// parsedWindow reads the window that lookup (Workload.Governing or
+// Workload.floor) finds.
+func parsedWindow(s Settings, lookup func(key, def string) (string, string)) governedWindow {
+	var g governedWindow
+	g.value, g.from = lookup(s.Keys.ReloadWindow, s.ReloadWindow)
+	g.schedule, g.err = window.Parse(g.value)
 	switch {
-	case err == nil:
-	case from == FromFlag:
-		err = fmt.Errorf("flag --reload-window: %q: %w", value, err)
+	case g.err == nil:
+	case g.from == FromFlag:
+		g.err = fmt.Errorf("flag --reload-window: %q: %w", g.value, g.err)
 	default:
-		err = fmt.Errorf("annotation %q on the %s: %q: %w", keys.ReloadWindow, from, value, err)
+		g.err = fmt.Errorf("annotation %q on the %s: %q: %w", s.Keys.ReloadWindow, g.from, g.value, g.err)
 	}
-	return s, value, from, err
+	return g
 }
 
 // deferral defers p when it would roll the workload while its reload
@@ -80,7 +95,7 @@ func deferral(in Input, p *Plan, period time.Duration) bool {
 	if u, _ := update(in, *p, period); !u.Reloads() {
 		return false // rolls nothing, e.g. the delete of an env var never written
 	}
-	s, value, from, err := ReloadWindow(in.Workload, in.Keys, in.ReloadWindow)
+	s, value, from, err := ReloadWindow(in.Workload, in.Settings, in.Now)
 	if err == nil && s.Open(in.Now) {
 		return false
 	}

@@ -94,7 +94,7 @@ func All() []Info {
 		{Reason: ReloadPending, Event: true, Log: "reload pending approval", Alert: Warning, NotRolled: true,
 			When: "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and their digests."},
 		{Reason: ApprovalSuperseded, Event: true, Warning: true, Log: "approval not applied: superseded",
-			When: "An approval named a digest that is no longer the pending one (the config changed again since, or nothing was pending): not applied, removed."},
+			When: "An approval named a digest that is no longer the pending one (the config changed again since, its data was written again after the approval, or nothing was pending), or it expired (--approval-max-age, no time, a time in the future): not applied, removed."},
 		{Reason: InvalidAnnotation, Event: true, Warning: true, Log: "invalid annotation", Debug: true, When: "An annotation value was invalid; the message names it."},
 		{Reason: RolloutQueued, Event: true, Log: "waiting for a rollout slot", NotRolled: true,
 			When: "The rollout waits for a slot (--max-concurrent-rollouts, --max-concurrent-rollouts-per-namespace); once per wait."},

@@ -443,6 +443,11 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if ne $rm "template" -}}{{- $args = append $args (printf "--restart-method=%s" $rm) -}}{{- end -}}
 {{- if $rp.dryRun -}}{{- $args = append $args "--dry-run=true" -}}{{- end -}}
 {{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
+{{- $gov := $rp.governance | default dict -}}
+{{- if $gov.tightenOnly -}}{{- $args = append $args "--tighten-only=true" -}}{{- end -}}
+{{- if $gov.approvalMaxAge -}}{{- $args = append $args (printf "--approval-max-age=%s" (toString $gov.approvalMaxAge)) -}}{{- end -}}
+{{- if $gov.restartDeleteNamespaces -}}{{- $args = append $args (printf "--restart-delete-namespaces=%s" (join "," $gov.restartDeleteNamespaces)) -}}{{- end -}}
+{{- if ($gov.approvalPolicy | default dict).enabled -}}{{- $args = append $args "--approvals-verified=true" -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.maxConcurrentRollouts) -}}{{- $args = append $args (printf "--max-concurrent-rollouts=%d" (int $rp.maxConcurrentRollouts)) -}}{{- end -}}
 {{- if not (kindIs "invalid" $rp.maxConcurrentRolloutsPerNamespace) -}}{{- $args = append $args (printf "--max-concurrent-rollouts-per-namespace=%d" (int $rp.maxConcurrentRolloutsPerNamespace)) -}}{{- end -}}
 {{- if $rp.rolloutTimeout -}}{{- $args = append $args (printf "--rollout-timeout=%s" (toString $rp.rolloutTimeout)) -}}{{- end -}}
