@@ -1,0 +1,44 @@
+package main
+
+import (
+	"math"
+	"testing"
+)
+
+// The slope is taken within each run: two runs that each grow 2 per
+// second, the second starting lower after a restart, grow 2 per second;
+// the restart's drop is no trend. The run means show what each run
+// settles at.
+func TestSlope(t *testing.T) {
+	var ps []point
+	for x := range 10 {
+		ps = append(ps, point{X: float64(x), Y: 100 + 2*float64(x), Run: 1})
+		ps = append(ps, point{X: float64(20 + x), Y: 50 + 2*float64(x), Run: 2})
+	}
+	if got := slope(ps); math.Abs(got-2) > 1e-9 {
+		t.Errorf("slope = %v, want 2", got)
+	}
+	flat := []point{{X: 0, Y: 5, Run: 1}, {X: 1, Y: 5, Run: 1}, {X: 2, Y: 7, Run: 2}, {X: 3, Y: 7, Run: 2}}
+	if got := slope(flat); got != 0 {
+		t.Errorf("flat runs: slope = %v, want 0", got)
+	}
+	if got := slope([]point{{X: 1, Y: 1, Run: 1}}); !math.IsNaN(got) {
+		t.Errorf("one point: slope = %v, want NaN", got)
+	}
+	m := runMeans(ps)
+	if len(m) != 2 || m[0].Y != 109 || m[1].X != 24.5 || m[1].Y != 59 {
+		t.Errorf("run means = %+v", m)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	v := []float64{5, 1, 4, 2, 3}
+	for q, want := range map[float64]float64{0: 1, 0.5: 3, 0.99: 5, 1: 5} {
+		if got := quantile(v, q); got != want {
+			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
+		}
+	}
+	if quantile(nil, 0.5) != 0 {
+		t.Error("quantile of nothing")
+	}
+}
