@@ -104,7 +104,7 @@ func latencyTable(w *strings.Builder, r *results) {
 
 // memoryTable writes the growth of Ripple's memory and goroutines.
 func memoryTable(w *strings.Builder, r *results) {
-	fmt.Fprintf(w, "\n## Memory and goroutines\n\nRipple's /metrics every 5 s (%d samples), the first minute of each run left out; the slope within runs is pooled over the runs (a restart's drop is no trend), the slope across runs is that of each run's mean. Flat: under 10 %% of the mean per hour, both.\n\n", len(r.Mem))
+	fmt.Fprintf(w, "\n## Memory and goroutines\n\nRipple's /metrics every 5 s (%d samples), the first minute of each run left out; the slope within runs is pooled over the runs (a restart's drop is no trend), the slope across runs is that of each run's mean; ± is two standard errors. Flat: neither slope shown to exceed 10 %% of the mean per hour (its interval reaches below that).\n\n", len(r.Mem))
 	fmt.Fprintf(w, "| value | mean | slope within runs | slope across runs | |\n|---|---|---|---|---|\n")
 	for _, row := range []struct {
 		name  string
@@ -117,7 +117,8 @@ func memoryTable(w *strings.Builder, r *results) {
 		{"goroutines", func(s memSample) float64 { return s.Goroutine }, 1, "%.0f"},
 	} {
 		g := r.growthOf(row.value)
-		fmt.Fprintf(w, "| %s | "+row.fmt+" | "+row.fmt+"/h | "+row.fmt+"/h | %s |\n", row.name, g.Mean/row.unit, g.WithinPerHour/row.unit, g.AcrossPerHour/row.unit, verdict(g.Flat()))
+		fmt.Fprintf(w, "| %s | "+row.fmt+" | "+row.fmt+" ± "+row.fmt+"/h | "+row.fmt+" ± "+row.fmt+"/h | %s |\n", row.name, g.Mean/row.unit,
+			g.WithinPerHour/row.unit, 2*g.WithinSE/row.unit, g.AcrossPerHour/row.unit, 2*g.AcrossSE/row.unit, verdict(g.Flat()))
 	}
 }
 

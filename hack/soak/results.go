@@ -139,16 +139,27 @@ func (r *results) nearFault(t time.Time) bool {
 	return false
 }
 
-// growth is a value's slope within Ripple's runs and across them, per hour.
+// growth is a value's slope within Ripple's runs and across them, per
+// hour, with their standard errors.
 type growth struct {
-	Mean, WithinPerHour, AcrossPerHour float64
+	Mean, WithinPerHour, WithinSE, AcrossPerHour, AcrossSE float64
 }
 
-// Flat is growth under 10 % of the mean per hour, within runs and across.
+// Flat is growth not shown to exceed 10 % of the mean per hour, within
+// runs and across: each slope's 95 % interval (two standard errors)
+// reaches below that.
 func (g growth) Flat() bool {
 	limit := 0.10 * g.Mean
-	return !math.IsNaN(g.WithinPerHour) && math.Abs(g.WithinPerHour) <= limit &&
-		(math.IsNaN(g.AcrossPerHour) || math.Abs(g.AcrossPerHour) <= limit)
+	within := math.Abs(g.WithinPerHour) - 2*nanZero(g.WithinSE)
+	across := math.Abs(g.AcrossPerHour) - 2*nanZero(g.AcrossSE)
+	return !math.IsNaN(g.WithinPerHour) && within <= limit && (math.IsNaN(g.AcrossPerHour) || across <= limit)
+}
+
+func nanZero(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
 }
 
 // warmUp is left out of each run's samples: the first list and sync.
@@ -168,10 +179,10 @@ func (r *results) growthOf(value func(memSample) float64) growth {
 	if len(ps) == 0 {
 		return growth{Mean: math.NaN(), WithinPerHour: math.NaN(), AcrossPerHour: math.NaN()}
 	}
-	g := growth{Mean: sum / float64(len(ps)), WithinPerHour: slope(ps) * 3600}
-	means := runMeans(ps)
-	g.AcrossPerHour = slope(means) * 3600 // one run: NaN
-	return g
+	within, withinSE := slope(ps)
+	across, acrossSE := slope(runMeans(ps)) // one run: NaN
+	return growth{Mean: sum / float64(len(ps)), WithinPerHour: within * 3600, WithinSE: withinSE * 3600,
+		AcrossPerHour: across * 3600, AcrossSE: acrossSE * 3600}
 }
 
 // runStart is when run n began: run 1 before the faults (its warm-up is

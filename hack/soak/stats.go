@@ -15,9 +15,9 @@ type point struct {
 
 // slope is the least-squares slope of Y over X within each run, pooled
 // over the runs (each run's own mean taken out, so that a restart's drop
-// is no trend): how fast a value grows while Ripple runs. NaN with fewer
-// than two distinct times in any run.
-func slope(points []point) float64 {
+// is no trend): how fast a value grows while Ripple runs; and its standard
+// error. NaN with fewer than two distinct times in any run.
+func slope(points []point) (b, se float64) {
 	type sums struct{ n, x, y float64 }
 	means := map[int]*sums{}
 	for _, p := range points {
@@ -38,9 +38,20 @@ func slope(points []point) float64 {
 		sxx += dx * dx
 	}
 	if sxx == 0 {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	return sxy / sxx
+	b = sxy / sxx
+	var ssr float64
+	for _, p := range points {
+		s := means[p.Run]
+		e := (p.Y - s.y/s.n) - b*(p.X-s.x/s.n)
+		ssr += e * e
+	}
+	dof := float64(len(points) - len(means) - 1)
+	if dof <= 0 {
+		return b, math.NaN()
+	}
+	return b, math.Sqrt(ssr / dof / sxx)
 }
 
 // runMeans returns, for each run in order, the time and value of its mean:

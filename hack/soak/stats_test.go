@@ -15,14 +15,18 @@ func TestSlope(t *testing.T) {
 		ps = append(ps, point{X: float64(x), Y: 100 + 2*float64(x), Run: 1})
 		ps = append(ps, point{X: float64(20 + x), Y: 50 + 2*float64(x), Run: 2})
 	}
-	if got := slope(ps); math.Abs(got-2) > 1e-9 {
-		t.Errorf("slope = %v, want 2", got)
+	if got, se := slope(ps); math.Abs(got-2) > 1e-9 || se > 1e-9 {
+		t.Errorf("slope = %v ± %v, want 2 ± 0", got, se)
 	}
 	flat := []point{{X: 0, Y: 5, Run: 1}, {X: 1, Y: 5, Run: 1}, {X: 2, Y: 7, Run: 2}, {X: 3, Y: 7, Run: 2}}
-	if got := slope(flat); got != 0 {
+	if got, _ := slope(flat); got != 0 {
 		t.Errorf("flat runs: slope = %v, want 0", got)
 	}
-	if got := slope([]point{{X: 1, Y: 1, Run: 1}}); !math.IsNaN(got) {
+	noisy := []point{{X: 0, Y: 0, Run: 1}, {X: 1, Y: 2, Run: 1}, {X: 2, Y: 0, Run: 1}, {X: 3, Y: 2, Run: 1}}
+	if got, se := slope(noisy); math.Abs(got-0.4) > 1e-9 || math.Abs(se-math.Sqrt(3.2/2/5)) > 1e-9 {
+		t.Errorf("noisy: slope = %v ± %v, want 0.4 ± %v", got, se, math.Sqrt(3.2/2/5))
+	}
+	if got, _ := slope([]point{{X: 1, Y: 1, Run: 1}}); !math.IsNaN(got) {
 		t.Errorf("one point: slope = %v, want NaN", got)
 	}
 	m := runMeans(ps)
