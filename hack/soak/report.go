@@ -17,6 +17,14 @@ func writeReport(o options, r *results) error {
 	if err := os.WriteFile(filepath.Join(o.out, "report.svg"), []byte(svg.String()), 0o644); err != nil {
 		return err
 	}
+	var csv strings.Builder
+	csv.WriteString("seconds,run,live_heap_bytes,rss_bytes,goroutines\n")
+	for _, s := range r.Mem {
+		fmt.Fprintf(&csv, "%.1f,%d,%.0f,%.0f,%.0f\n", s.At.Sub(r.Start).Seconds(), s.Run, s.Live, s.RSS, s.Goroutine)
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "memory.csv"), []byte(csv.String()), 0o644); err != nil {
+		return err
+	}
 	var md strings.Builder
 	report(&md, o, r)
 	return os.WriteFile(filepath.Join(o.out, "report.md"), []byte(md.String()), 0o644)

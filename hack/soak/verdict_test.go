@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The revisions come back in order from ReplicaSets, an undo's reused
@@ -66,5 +68,32 @@ func TestJudge(t *testing.T) {
 	bad.Record = "z"
 	if j := judge([]revision{rev(1, ""), bad}, nil); !slices.Equal(j.RecordMismatch, []int{2}) || j.Applied["a"] != 1 {
 		t.Errorf("record mismatch: %+v", j)
+	}
+}
+
+// What the pods read, as Ripple records it: the template's value, or the
+// record's on a workload never rolled; an alias naming that value stands
+// for the data it means (a rollback, another writer's template change).
+func TestEffective(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		annotations map[string]string
+		rolled      bool
+		want        string
+	}{
+		{"rolled", map[string]string{recordKey: `{"ConfigMap/ns/cfg-0":"b"}`}, true, "b"},
+		{"never rolled", map[string]string{recordKey: `{"ConfigMap/ns/cfg-0":"a"}`}, false, "a"},
+		{"never rolled, the writer's template change applied c", map[string]string{recordKey: `{"ConfigMap/ns/cfg-0":"a"}`, aliasKey: `{"ConfigMap/ns/cfg-0":{"shown":"a","means":"c","template":true}}`}, false, "c"},
+		{"rolled back to b, the data is c", map[string]string{recordKey: `{"ConfigMap/ns/cfg-0":"c"}`, aliasKey: `{"ConfigMap/ns/cfg-0":{"shown":"b","means":"c"}}`}, true, "c"},
+		{"an alias left behind", map[string]string{recordKey: `{"ConfigMap/ns/cfg-0":"b"}`, aliasKey: `{"ConfigMap/ns/cfg-0":{"shown":"x","means":"y"}}`}, true, "b"},
+	} {
+		d := deployment(workloadRef{Namespace: "ns", Name: "w-0", Config: configRef{"ns", "cfg-0"}})
+		d.Annotations = tt.annotations
+		if tt.rolled {
+			d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_CFG_0_CONFIGMAP", Value: "b"}}
+		}
+		if got := effective(d); got != tt.want {
+			t.Errorf("%s: effective = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -160,14 +160,18 @@ func applied(tpl *corev1.PodTemplateSpec) string {
 const aliasKey = "ripple.dev/applied-alias"
 
 // effective returns the digest of the config a Deployment's pods read, as
-// Ripple records it: the alias's when it names the value the template
-// shows, else the applied record's.
+// Ripple records it: the alias's when it names the value applied (the
+// template's, or the record's while the template shows none: a workload
+// never rolled), else that value.
 func effective(d *appsv1.Deployment) string {
 	aliases := map[string]struct {
 		Shown string `json:"shown"`
 		Means string `json:"means"`
 	}{}
 	shown := applied(&d.Spec.Template)
+	if shown == "" {
+		shown = recorded(d.Annotations)
+	}
 	if json.Unmarshal([]byte(d.Annotations[aliasKey]), &aliases) == nil {
 		for _, a := range aliases { // one config per workload
 			if a.Shown == shown {
@@ -175,7 +179,7 @@ func effective(d *appsv1.Deployment) string {
 			}
 		}
 	}
-	return recorded(d.Annotations)
+	return shown
 }
 
 // recorded returns the digest of the config in Ripple's applied record of
