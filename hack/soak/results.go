@@ -147,19 +147,14 @@ type growth struct {
 
 // Flat is growth not shown to exceed 10 % of the mean per hour, within
 // runs and across: each slope's 95 % interval (two standard errors)
-// reaches below that.
+// reaches below that. A slope without a standard error (too few runs or
+// samples to tell) shows nothing either way.
 func (g growth) Flat() bool {
 	limit := 0.10 * g.Mean
-	within := math.Abs(g.WithinPerHour) - 2*nanZero(g.WithinSE)
-	across := math.Abs(g.AcrossPerHour) - 2*nanZero(g.AcrossSE)
-	return !math.IsNaN(g.WithinPerHour) && within <= limit && (math.IsNaN(g.AcrossPerHour) || across <= limit)
-}
-
-func nanZero(v float64) float64 {
-	if math.IsNaN(v) {
-		return 0
+	shown := func(slope, se float64) bool {
+		return !math.IsNaN(slope) && !math.IsNaN(se) && math.Abs(slope)-2*se > limit
 	}
-	return v
+	return !shown(g.WithinPerHour, g.WithinSE) && !shown(g.AcrossPerHour, g.AcrossSE)
 }
 
 // warmUp is left out of each run's samples: the first list and sync.

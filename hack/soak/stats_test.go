@@ -46,3 +46,22 @@ func TestQuantile(t *testing.T) {
 		t.Error("quantile of nothing")
 	}
 }
+
+// Growth is flat unless a slope's interval lies wholly above 10 % of the
+// mean per hour; a slope with no standard error shows nothing.
+func TestFlat(t *testing.T) {
+	for _, tt := range []struct {
+		g    growth
+		want bool
+	}{
+		{growth{Mean: 100, WithinPerHour: 5, WithinSE: 1, AcrossPerHour: 1, AcrossSE: 1}, true},
+		{growth{Mean: 100, WithinPerHour: 30, WithinSE: 5, AcrossPerHour: 1, AcrossSE: 1}, false},
+		{growth{Mean: 100, WithinPerHour: 30, WithinSE: 15, AcrossPerHour: 1, AcrossSE: 1}, true},
+		{growth{Mean: 100, WithinPerHour: 1, WithinSE: 1, AcrossPerHour: 40, AcrossSE: 5}, false},
+		{growth{Mean: 100, WithinPerHour: 1, WithinSE: 1, AcrossPerHour: 40, AcrossSE: math.NaN()}, true},
+	} {
+		if got := tt.g.Flat(); got != tt.want {
+			t.Errorf("%+v: flat = %v, want %v", tt.g, got, tt.want)
+		}
+	}
+}
