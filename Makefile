@@ -220,6 +220,12 @@ bench: tools build ## Benchmark Ripple on local control planes (~10 min on 2 cor
 	$(GOTEST) -tags bench -count=1 ./hack/bench/ # the benchmark's proxy, against a fake API server, before it measures
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/bench --ripple $(BIN)/ripple $(BENCH_ARGS)
 
+.PHONY: soak
+SOAK_DURATION ?= 30m
+soak: tools build ## Soak (not in `make test`): SOAK_DURATION (30m) of config changes, kill -9 of Ripple, API server restarts, a competing writer and undos over 1,000 Deployments; results in soak-results/<timestamp>/ (SOAK_ARGS for more flags).
+	$(GOTEST) -count=1 ./hack/soak/
+	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/soak --ripple $(BIN)/ripple --duration $(SOAK_DURATION) $(SOAK_ARGS)
+
 .PHONY: bench-large
 bench-large: tools build ## The large set: 10,000 and 50,000 Deployments with 5,000 configs, cold start, memory model, a 3,000-Deployment fan-out (~4-6 min on 2 cores).
 	$(GOTEST) -tags bench -count=1 ./hack/bench/

@@ -101,6 +101,7 @@ func markdown(run Run) string {
 	writeHeader(&w, run)
 	writeTargets(&w, run.Targets)
 	writeMeasures(&w, run.Results)
+	writeFloor(&w, run.Results)
 	writeSafety(&w, run.Results)
 	writeLargeScale(&w, run.Results)
 	writeScaling(&w, run.Results)

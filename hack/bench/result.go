@@ -97,6 +97,10 @@ type Result struct {
 	ForcedRelists int `json:"forced_relists,omitempty"`
 	ConfigRelists int `json:"config_relists,omitempty"`
 
+	// Floor is set by the fan-out with default flags: the API server's own
+	// time for the same writes (floor.go).
+	Floor *Floor `json:"floor,omitempty"`
+
 	// Safety is set by the waves and storm scenarios.
 	Safety *Safety `json:"safety,omitempty"`
 

@@ -107,7 +107,10 @@ func (r *runner) fanOut(ctx context.Context, p fanOutPoint) Result {
 				}
 			}
 		}
-		return s.endMeasure(ctx, sets, max(gap, time.Second))
+		if err := s.endMeasure(ctx, sets, max(gap, time.Second)); err != nil || !p.Defaults {
+			return err
+		}
+		return s.measureFloor(ctx, ns, keys, p.ChangeSets, defaultSettleWindow)
 	})
 }
 

@@ -54,15 +54,44 @@ func (a *API) Kill(ctx context.Context, c Component) error {
 // same ports, certificates and data directory) and returns once the API
 // server serves again: its /readyz, which checks etcd too, answers ok.
 // Stop ends the restarted process.
+//
+// The port c listened on is in the ephemeral range (the test picked a free
+// one), so while c is down a client that keeps reconnecting to it can be
+// handed that very port as its source and connect to itself (TCP's
+// simultaneous open), holding the port for a moment: a restart that finds
+// its port in use is tried again, for up to restartRetry.
 func (a *API) Restart(ctx context.Context, c Component) error {
 	args, ok := a.killed[c]
 	if !ok {
 		return fmt.Errorf("restarting %s: it was not killed", c)
 	}
 	delete(a.killed, c)
+	deadline := time.Now().Add(restartRetry)
+	for {
+		p, err := a.start(c, args)
+		if err != nil {
+			return err
+		}
+		err = a.waitServing(ctx, p)
+		if err == nil || !strings.Contains(tail(p.log, 5), "address already in use") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// restartRetry is how long Restart tries again while c's port is in use.
+const restartRetry = 30 * time.Second
+
+// start starts c with args, its output appended to its log.
+func (a *API) start(c Component, args []string) (*proc, error) {
 	logFile, err := os.OpenFile(filepath.Join(a.dir, string(c)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -70,12 +99,12 @@ func (a *API) Restart(ctx context.Context, c Component) error {
 	err = cmd.Start()
 	_ = logFile.Close() // the child holds its own descriptor
 	if err != nil {
-		return fmt.Errorf("restarting %s: %w", c, err)
+		return nil, fmt.Errorf("restarting %s: %w", c, err)
 	}
 	p := &proc{name: string(c), log: logFile.Name(), cmd: cmd, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	a.restarted = append(a.restarted, p)
-	return a.waitServing(ctx, p)
+	return p, nil
 }
 
 // waitServing polls /readyz until it answers ok, failing early if p exits.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,6 +257,22 @@ func expectRevision(t *testing.T, cs kubernetes.Interface, r *ripple, ns string,
 		_, err := count(ctx)
 		return err
 	})
+}
+
+// deploymentsWith returns the Deployments of ds whose template passes check.
+func deploymentsWith(t *testing.T, cs kubernetes.Interface, ns string, ds map[string]types.UID, check templateCheck) []string {
+	t.Helper()
+	var pass []string
+	for _, name := range slices.Sorted(maps.Keys(ds)) {
+		d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if check(&d.Spec.Template) == nil {
+			pass = append(pass, name)
+		}
+	}
+	return pass
 }
 
 // deploymentsPass reports whether every Deployment's template passes checks.
@@ -570,20 +587,40 @@ func TestFaultConfigDeletedAndRecreated(t *testing.T) {
 	expectRollouts(t, cs, oneEach(before, envIs(configEnv, sum)))
 }
 
-// apiServerOutage is how long TestFaultAPIServerOutage keeps the API
-// server down, and outageCatchUp how long after the settle window a change
-// made as it returns may take to roll.
+// outageLength is how long TestFaultOutage keeps the API server, etcd or
+// the network to Ripple down, and outageCatchUp how long after the settle
+// window a change made as it returns may take to roll.
 const (
-	apiServerOutage = 15 * time.Second
-	outageCatchUp   = 2 * time.Second
+	outageLength  = 15 * time.Second
+	outageCatchUp = 2 * time.Second
 )
 
-// On a cluster of its own, the API server is killed and kept down 15 s; a
-// change made the moment it answers /readyz again rolls every Deployment
-// within the settle window (1 s) and 2 s more, measured from that moment:
-// Ripple's informers wait for the API server by probing /readyz, not on
-// client-go's watch back-off (up to 30 s, jittered: 22.8 s before).
-func TestFaultAPIServerOutage(t *testing.T) {
+// outage is one way TestFaultOutage takes the API server away from Ripple
+// and brings it back.
+type outage struct {
+	name string
+	// start prepares the outage: Ripple's kubeconfig, the function that
+	// begins it and the one that ends it, returning once Ripple could be
+	// served again.
+	start func(t *testing.T, fc *cluster.Cluster) (kubeconfig string, down, up func())
+	// partition cuts Ripple alone: the test still writes meanwhile.
+	partition bool
+}
+
+// On a cluster of its own, the API server is taken from Ripple for 15 s:
+// etcd killed under a running API server, the API server killed, or
+// Ripple alone cut from it by a network partition (its connections reset,
+// or silently held). A change made the moment the API server is back
+// (/readyz answers ok) rolls every Deployment within the settle window
+// (1 s) and 2 s more, measured from that moment, once (by the
+// Deployments' revisions and Ripple's log): Ripple's informers wait for
+// the API server by probing /readyz, not on client-go's watch back-off (up
+// to 30 s, jittered: 22.8 s after an API server outage before). A
+// partition is judged harder: the change is made in its middle, has not
+// rolled when it heals, and rolls within the same time of the heal. The
+// API server's outage comes last: it leaves the cluster's own controllers
+// backing off.
+func TestFaultOutage(t *testing.T) {
 	fc, err := cluster.Start(t.Context(), cluster.Options{Nodes: 1})
 	if err != nil {
 		t.Fatalf("starting the fault tier's cluster: %v", err)
@@ -593,37 +630,85 @@ func TestFaultAPIServerOutage(t *testing.T) {
 			t.Errorf("stopping the fault tier's cluster: %v", err)
 		}
 	})
+	for _, o := range []outage{
+		{"partition-reset", partitioned(resetPartition), true},
+		{"partition-silent", partitioned(silentPartition), true},
+		{"etcd", killed(cluster.Etcd), false},
+		{"kube-apiserver", killed(cluster.APIServer), false},
+	} {
+		t.Run(o.name, func(t *testing.T) { testOutage(t, fc, o) })
+	}
+}
+
+// killed is an outage of component c: killed with SIGKILL, restarted.
+func killed(c cluster.Component) func(*testing.T, *cluster.Cluster) (string, func(), func()) {
+	return func(t *testing.T, fc *cluster.Cluster) (string, func(), func()) {
+		down := func() {
+			if err := fc.Kill(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		up := func() { // Restart returns as /readyz answers ok
+			if err := fc.Restart(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return fc.Kubeconfig, down, up
+	}
+}
+
+// partitioned is a network partition of Ripple alone: Ripple reaches the
+// API server through a proxy the test cuts and heals.
+func partitioned(mode partitionMode) func(*testing.T, *cluster.Cluster) (string, func(), func()) {
+	return func(t *testing.T, fc *cluster.Cluster) (string, func(), func()) {
+		u, err := url.Parse(fc.Config.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := startPartitionProxy(t, u.Host, mode)
+		return kubeconfigThrough(t, fc.Kubeconfig, p.Addr()), p.Cut, p.Heal
+	}
+}
+
+func testOutage(t *testing.T, fc *cluster.Cluster, o outage) {
 	cs := kubernetes.NewForConfigOrDie(fc.Config)
 	ns := newNamespace(t, cs)
+	kubeconfig, down, up := o.start(t, fc)
 	r := newRipple(t, ns)
-	r.args[slices.Index(r.args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + fc.Kubeconfig
+	r.args[slices.Index(r.args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + kubeconfig
 	r.Start()
 	createConfigMap(t, cs, ns, configName, "v1")
 	createSecret(t, cs, ns)
 	ds := createDeployments(t, cs, ns, spec{configMaps: []string{configName}, secrets: []string{secretName}, annotations: auto()})
 	expectRevision(t, cs, r, ns, ds, 1)
 
-	if err := fc.Kill(t.Context(), cluster.APIServer); err != nil {
-		t.Fatal(err)
+	down()
+	var sum string
+	if o.partition {
+		time.Sleep(outageLength / 2)
+		sum = setConfigMapValue(t, cs, ns, configName, "during the partition")
+		time.Sleep(outageLength / 2)
+		if rolled := deploymentsWith(t, cs, ns, ds, envIs(configEnv, sum)); len(rolled) > 0 {
+			t.Fatalf("%v rolled to the change made during the partition before it healed: Ripple was not cut off", rolled)
+		}
 	}
-	time.Sleep(apiServerOutage)
-	if err := fc.Restart(t.Context(), cluster.APIServer); err != nil {
-		t.Fatal(err)
+	up()
+	back := time.Now()
+	if !o.partition {
+		sum = setConfigMapValue(t, cs, ns, configName, "after the outage")
 	}
-	ready := time.Now() // Restart returns as /readyz answers ok
-	sum := setConfigMapValue(t, cs, ns, configName, "after the outage")
 	checks := []templateCheck{envIs(configEnv, sum)}
-	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return deploymentsPass(ctx, cs, ns, ds, checks)
 	})
-	took := time.Since(ready)
+	took := time.Since(back)
 	if err != nil {
-		t.Fatalf("the change made as the API server returned never rolled: %v", err)
+		t.Fatalf("the change never rolled: %v", err)
 	}
-	t.Logf("API server down %s; /readyz ok -> change rolled to %d Deployments in %s (settle window 1s)",
-		apiServerOutage, len(ds), took.Round(10*time.Millisecond))
+	t.Logf("%s: down %s; back -> change rolled to %d Deployments in %s (settle window 1s)",
+		o.name, outageLength, len(ds), took.Round(10*time.Millisecond))
 	if limit := time.Second + outageCatchUp; took > limit {
-		t.Errorf("the change rolled %s after the API server returned, want within %s", took.Round(10*time.Millisecond), limit)
+		t.Errorf("the change rolled %s after the outage ended, want within %s", took.Round(10*time.Millisecond), limit)
 	}
 	expectRevision(t, cs, r, ns, ds, 2, checks...)
 }
