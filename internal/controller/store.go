@@ -24,6 +24,10 @@ type Store struct {
 
 	mu sync.Mutex
 	m  map[workload.Ref]plan.Memory
+	// templates are the memories that hold only the pod template seen
+	// (Memory.Template), kept apart: almost every workload Ripple
+	// reconciled has one, and a whole Memory costs about 0.5 KiB.
+	templates map[workload.Ref]plan.TemplateSeen
 	// waiting and following index the workloads in line for a rollout
 	// slot and those whose rollout is followed, for Admit.
 	waiting, following map[workload.Ref]struct{}
@@ -38,7 +42,15 @@ type Store struct {
 func (s *Store) Load(k workload.Ref) plan.Memory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[k]
+	return s.load(k)
+}
+
+// load returns the memory of k; the lock is held.
+func (s *Store) load(k workload.Ref) plan.Memory {
+	if m, ok := s.m[k]; ok {
+		return m
+	}
+	return plan.Memory{Template: s.templates[k]}
 }
 
 // Update applies the transition t to the memory of k and keeps the
@@ -46,7 +58,7 @@ func (s *Store) Load(k workload.Ref) plan.Memory {
 func (s *Store) Update(k workload.Ref, t func(plan.Memory) plan.Memory) plan.Memory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := t(s.m[k])
+	m := t(s.load(k))
 	s.set(k, m)
 	return m
 }
@@ -74,31 +86,39 @@ func (s *Store) Admit(k workload.Ref, now time.Time, decide func(plan.Memory, pl
 		if w == k {
 			continue
 		}
-		m := s.m[w].Expire(now)
+		m := s.load(w).Expire(now)
 		s.set(w, m)
 		if m.Turn.Waiting() {
 			line.Waiting = append(line.Waiting, plan.Waiter{Key: w, Turn: m.Turn})
 		}
 	}
-	s.set(k, decide(s.m[k], line))
+	s.set(k, decide(s.load(k), line))
 }
 
 // set keeps m as the memory of k, and the indexes and gauges with it.
 func (s *Store) set(k workload.Ref, m plan.Memory) {
-	old := s.m[k]
+	old := s.load(k)
 	switch {
 	case old.Storm.Held.IsZero() && !m.Storm.Held.IsZero():
 		s.Metrics.HoldBegan(k.Kind)
 	case !old.Storm.Held.IsZero() && m.Storm.Held.IsZero():
 		s.Metrics.HoldEnded()
 	}
-	if m.IsZero() {
-		delete(s.m, k)
-	} else {
+	rest := m
+	rest.Template = plan.TemplateSeen{}
+	delete(s.m, k)
+	delete(s.templates, k)
+	switch {
+	case !rest.IsZero():
 		if s.m == nil {
 			s.m = map[workload.Ref]plan.Memory{}
 		}
 		s.m[k] = m
+	case m.Template != plan.TemplateSeen{}:
+		if s.templates == nil {
+			s.templates = map[workload.Ref]plan.TemplateSeen{}
+		}
+		s.templates[k] = m.Template
 	}
 	if index(&s.waiting, k, m.Turn.Waiting()) {
 		s.Metrics.RolloutsWaiting(len(s.waiting))

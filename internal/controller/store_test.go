@@ -228,3 +228,32 @@ func TestLineOneSlotUnderConcurrency(t *testing.T) {
 		t.Errorf("%d admitted at once, want 1", n)
 	}
 }
+
+// A memory that holds only the pod template seen is kept apart, and loads
+// back whole; one that holds more is kept whole, and returns to the small
+// form when the rest is done.
+func TestStoreKeepsATemplateAlone(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{Metrics: m}
+	k := workload.RefFor("Deployment", types.NamespacedName{Namespace: "shop", Name: "web"})
+	seen := plan.TemplateSeen{Hash: "h1", Changed: time.Unix(100, 0), Version: "7"}
+	s.Update(k, func(plan.Memory) plan.Memory { return plan.Memory{Template: seen} })
+	if len(s.m) != 0 || s.templates[k] != seen || s.Load(k).Template != seen {
+		t.Fatalf("memories %v, templates %v: want the template alone", s.m, s.templates)
+	}
+	s.Update(k, func(m plan.Memory) plan.Memory { return m.Notice(time.Unix(200, 0)) })
+	if m := s.Load(k); len(s.templates) != 0 || m.Template != seen || m.Pending.First.IsZero() {
+		t.Fatalf("memory %+v, templates %v: want the whole memory", m, s.templates)
+	}
+	s.Update(k, func(m plan.Memory) plan.Memory { m.Pending = plan.Pending{}; return m })
+	if len(s.m) != 0 || s.templates[k] != seen {
+		t.Fatalf("memories %v, templates %v: want the template alone again", s.m, s.templates)
+	}
+	s.Update(k, func(plan.Memory) plan.Memory { return plan.Memory{} })
+	if len(s.m) != 0 || len(s.templates) != 0 {
+		t.Fatalf("memories %v, templates %v: want nothing kept", s.m, s.templates)
+	}
+}
