@@ -34,6 +34,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
@@ -261,7 +262,11 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err := health.register(mgr); err != nil {
 		return nil, err
 	}
-	return &rippleManager{Manager: mgr, bound: bound, priors: priors}, nil
+	rm := &rippleManager{Manager: mgr, bound: bound, priors: priors}
+	if cfg.WebhookURL == "" { // webhook mode writes no digest
+		rm.digestKey = &digestKeyLoad{namespace: cfg.Namespace, mode: digest.SHA1}
+	}
+	return rm, nil
 }
 
 // managerOptions are the manager's options under cfg, with the caches'

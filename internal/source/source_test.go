@@ -20,7 +20,7 @@ func secret(values map[string][]byte) *corev1.Secret {
 func TestTransformKeepsKeysNotData(t *testing.T) {
 	s := secret(map[string][]byte{"tls.crt": []byte("certificate-bytes"), "tls.key": {0xff, 0x00, 0x10}})
 	want, wantKeys := digest.Secret(s), digest.SecretKeys(s)
-	if _, err := Transform(s); err != nil {
+	if _, err := Transform(digest.Digester{}, s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Data != nil || Digest(s) != want || Keys(s) != wantKeys || s.Annotations["team"] != "a" {
@@ -32,7 +32,7 @@ func TestTransformKeepsKeysNotData(t *testing.T) {
 		}
 	}
 	// Once transformed, again is a no-op.
-	if _, _ = Transform(s); Keys(s) != wantKeys {
+	if _, _ = Transform(digest.Digester{}, s); Keys(s) != wantKeys {
 		t.Fatalf("keys %q after a second transform", Keys(s))
 	}
 }
@@ -40,7 +40,7 @@ func TestTransformKeepsKeysNotData(t *testing.T) {
 func TestTransformConfigMapBinaryData(t *testing.T) {
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {0, 1, 2}}}
 	wantKeys := digest.ConfigMapKeys(cm)
-	if _, err := Transform(cm); err != nil {
+	if _, err := Transform(digest.Digester{}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if cm.Data != nil || cm.BinaryData != nil || Keys(cm) != wantKeys || !strings.Contains(string(wantKeys), "b=") {
@@ -51,7 +51,7 @@ func TestTransformConfigMapBinaryData(t *testing.T) {
 // A keys annotation set by a user is replaced; no keys, no annotation.
 func TestTransformOwnsTheKeysAnnotation(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{keysAnnotation: "a=forged"}}, Data: map[string]string{}}
-	if _, err := Transform(cm); err != nil {
+	if _, err := Transform(digest.Digester{}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := cm.Annotations[keysAnnotation]; ok {
@@ -67,7 +67,7 @@ func TestTransformSizeIgnoresValueSize(t *testing.T) {
 			data[k] = bytes.Repeat([]byte{'x'}, size)
 		}
 		s := secret(data)
-		if _, err := Transform(s); err != nil {
+		if _, err := Transform(digest.Digester{}, s); err != nil {
 			t.Fatal(err)
 		}
 		n := 0
@@ -97,7 +97,7 @@ func TestTransformKeepsDataWritten(t *testing.T) {
 		}},
 		Data: map[string]string{"k": "v"},
 	}
-	out, err := Transform(cm)
+	out, err := Transform(digest.Digester{}, cm)
 	if err != nil {
 		t.Fatal(err)
 	}
