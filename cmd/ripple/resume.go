@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/plan"
 )
@@ -108,12 +107,13 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 		}
 		return err
 	}
-	var sum string
+	// The change is named by the digest the controller gives it.
+	d, sum := settings.Digester(ctx, c), ""
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		sum = digest.ConfigMap(o)
+		sum = d.ConfigMap(o).Digest
 	case *corev1.Secret:
-		sum = digest.Secret(o)
+		sum = d.Secret(o).Digest
 	}
 	short := plan.ShortDigest(sum)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{

@@ -34,7 +34,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/dependents"
-	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
@@ -264,7 +263,7 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	}
 	rm := &rippleManager{Manager: mgr, bound: bound, priors: priors}
 	if cfg.WebhookURL == "" { // webhook mode writes no digest
-		rm.digestKey = &digestKeyLoad{namespace: cfg.Namespace, mode: digest.SHA1}
+		rm.digestKey = &digestKeyLoad{namespace: cfg.Namespace, mode: cfg.Digest}
 	}
 	return rm, nil
 }

@@ -60,6 +60,8 @@ type ReloaderOptions struct {
 	// Canary and CanaryBake are the cluster-wide canary of config changes.
 	Canary     string `json:"canary"`
 	CanaryBake string `json:"canaryBake"`
+	// Digest is --digest: explain digests configs as the controller does.
+	Digest string `json:"digest"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -111,6 +113,7 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		Canary:                             o.Canary,
 		CanaryBake:                         o.CanaryBake.String(),
 		DryRun:                             o.DryRun,
+		Digest:                             o.Digest,
 		ShardCount:                         o.ShardCount,
 	}
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -53,13 +52,13 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
 			return out, err
 		}
-		sum = digest.Secret(&s)
+		sum = e.Digester.Secret(&s).Digest
 	default:
 		var cm corev1.ConfigMap
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
 			return out, err
 		}
-		sum = digest.ConfigMap(&cm)
+		sum = e.Digester.ConfigMap(&cm).Digest
 	}
 	out.Digest = plan.ShortDigest(sum)
 	if c, ok := e.canaries(ctx, ns, []plan.CanaryAsk{{Config: ref, Digest: sum}})[ref]; ok {

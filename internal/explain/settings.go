@@ -76,6 +76,7 @@ var metaFlags = []struct {
 	{"enableCsiIntegration", "enable-csi-integration", false},
 	{"resourcesToIgnore", "resources-to-ignore", false},
 	{"reloadStrategy", "reload-strategy", false},
+	{"digest", "digest", true},
 	{"autoReloadAll", "auto-reload-all", false},
 	{"reloadOnCreate", "reload-on-create", false},
 	{"reloadOnDelete", "reload-on-delete", false},
@@ -288,7 +289,7 @@ func lastWrite(obj client.Object) time.Time {
 // and keyed values are not recognised: a workload may then show a change
 // Ripple does not see; the settings shown say so.
 func (s *Settings) Digester(ctx context.Context, r client.Reader) digest.Digester {
-	d := digest.Digester{Mode: digest.SHA1}
+	d := digest.Digester{Mode: s.Config.Digest}
 	if s.Namespace == "" {
 		return d
 	}
