@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -63,6 +64,13 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 	out.Digest = plan.ShortDigest(sum)
 	if c, ok := e.canaries(ctx, ns, []plan.CanaryAsk{{Config: ref, Digest: sum}})[ref]; ok {
 		out.Canary = &c
+	}
+	if ref.Kind == refs.Secret && e.Digester.Mode == digest.HMACSHA256 {
+		// No output of Ripple holds a digest of a Secret (docs/security.md).
+		out.Digest = ""
+		if out.Canary != nil {
+			out.Canary.Digest = ""
+		}
 	}
 	list, err := e.All(ctx, kinds, ns)
 	if err != nil {
