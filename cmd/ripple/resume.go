@@ -16,6 +16,8 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 )
 
 // resumeFlags are the flags of `resume`.
@@ -126,6 +128,8 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 		}
 		return fmt.Errorf("writing %s on %s: %w", settings.Plan.Keys.CanaryResume, what, err)
 	}
-	fmt.Fprintf(stdout, "Resumed the change %s of %s: the workloads it holds roll it (ripple explain shows them)\n", short, what)
+	// A Secret's change is told without its digest, as in Events.
+	ref := refs.Ref{Kind: source.KindOf(obj), Name: cfgName}
+	fmt.Fprintf(stdout, "Resumed the change%s of %s: the workloads it holds roll it (ripple explain shows them)\n", plan.DigestOf(ref, sum), what)
 	return nil
 }
