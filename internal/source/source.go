@@ -32,7 +32,9 @@ const keysAnnotation = "internal.ripple.dev/keys"
 
 // othersAnnotation holds, on cached ConfigMaps and Secrets only, the
 // other forms of their digests (digest.Digests.Others): "digest|table"
-// items joined by " ", which neither a digest nor a table holds. Like
+// items joined by " ", which neither a digest nor a table holds; a table
+// equal to keysAnnotation's is left empty, as only a config without keys
+// has an empty one (and then every table is). Like
 // digestAnnotation it never reaches the API server; it is left out when
 // there are none.
 const othersAnnotation = "internal.ripple.dev/others"
@@ -86,7 +88,11 @@ func Others(obj client.Object) []digest.Form {
 	var out []digest.Form
 	for item := range strings.SplitSeq(v, " ") {
 		d, t, _ := strings.Cut(item, "|")
-		out = append(out, digest.Form{Digest: d, Keys: digest.KeyTable(t)})
+		f := digest.Form{Digest: d, Keys: digest.KeyTable(t)}
+		if t == "" {
+			f.Keys = Keys(obj)
+		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -130,15 +136,23 @@ func Transform(d digest.Digester, obj any) (any, error) {
 		ann[keysAnnotation] = string(sums.Keys)
 	}
 	if len(sums.Others) > 0 {
-		items := make([]string, len(sums.Others))
-		for i, f := range sums.Others {
-			items[i] = f.Digest + "|" + string(f.Keys)
-		}
-		ann[othersAnnotation] = strings.Join(items, " ")
+		ann[othersAnnotation] = others(sums)
 	}
 	o.SetAnnotations(ann)
 	o.SetManagedFields(nil)
 	return obj, nil
+}
+
+// others is the value of othersAnnotation for sums.
+func others(sums digest.Digests) string {
+	items := make([]string, len(sums.Others))
+	for i, f := range sums.Others {
+		if f.Keys == sums.Keys {
+			f.Keys = "" // the most common table once, in keysAnnotation
+		}
+		items[i] = f.Digest + "|" + string(f.Keys)
+	}
+	return strings.Join(items, " ")
 }
 
 func hasData(obj any) bool {

@@ -108,3 +108,28 @@ func TestTransformKeepsDataWritten(t *testing.T) {
 		t.Errorf("Written of an object without the annotation = %v, want zero", got)
 	}
 }
+
+// The cache keeps every form of a config's digests under a key ring, and
+// reads them back as the Digester made them; a config without keys too.
+func TestTransformKeepsTheOtherForms(t *testing.T) {
+	d := digest.Digester{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: []byte("current key"), Previous: []byte("previous key")}}
+	for _, data := range []map[string][]byte{{"pin": []byte("123456"), "user": []byte("bob")}, nil} {
+		s := secret(data)
+		want := d.Secret(s)
+		if _, err := Transform(d, s); err != nil {
+			t.Fatal(err)
+		}
+		got := Others(s)
+		if Digest(s) != want.Digest || Keys(s) != want.Keys || len(got) != len(want.Others) {
+			t.Fatalf("digest %q, keys %q, others %+v; want %+v", Digest(s), Keys(s), got, want)
+		}
+		for i := range got {
+			if got[i] != want.Others[i] {
+				t.Errorf("form %d: %+v, want %+v", i, got[i], want.Others[i])
+			}
+		}
+		if strings.Contains(s.Annotations[othersAnnotation], string(want.Keys)+" ") && want.Keys != "" {
+			t.Errorf("the keyed table is kept twice: %q", s.Annotations[othersAnnotation])
+		}
+	}
+}
