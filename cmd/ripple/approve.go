@@ -152,7 +152,7 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	annotations := bare.GetAnnotations()
 	delete(annotations, settings.Plan.Keys.Approval)
 	bare.SetAnnotations(annotations)
-	p, err := explain.Explainer{Reader: c, Settings: settings, Now: now}.Plan(ctx, kind, bare)
+	p, err := explain.Explainer{Reader: c, Settings: settings, Digester: settings.Digester(ctx, c), Now: now}.Plan(ctx, kind, bare)
 	if err != nil {
 		return err
 	}

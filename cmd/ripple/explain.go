@@ -230,7 +230,8 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func()
 		return usageError{err}
 	}
 	kinds := explain.Kinds(settings, c)
-	e := explain.Explainer{Reader: c, Settings: settings, Events: explain.ClusterEvents(c, eventCount), Now: now}
+	digester := settings.Digester(ctx, c)
+	e := explain.Explainer{Reader: c, Settings: settings, Digester: digester, Events: explain.ClusterEvents(c, eventCount), Now: now}
 	if f.opts.all {
 		if f.opts.allNamespaces {
 			ns = ""

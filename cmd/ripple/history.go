@@ -104,7 +104,7 @@ func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func()
 	if err != nil {
 		return err
 	}
-	h, err := history.Reader{Reader: c, Settings: settings.Plan, Now: now}.Read(ctx, kind.Kind, obj)
+	h, err := history.Reader{Reader: c, Settings: settings.Plan, Digester: settings.Digester(ctx, c), Now: now}.Read(ctx, kind.Kind, obj)
 	if err != nil {
 		return err
 	}

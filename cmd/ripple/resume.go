@@ -14,9 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 )
 
 // resumeFlags are the flags of `resume`.
@@ -108,12 +109,13 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 		}
 		return err
 	}
-	var sum string
+	// The change is named by the digest the controller gives it.
+	d, sum := settings.Digester(ctx, c), ""
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		sum = digest.ConfigMap(o)
+		sum = d.ConfigMap(o).Digest
 	case *corev1.Secret:
-		sum = digest.Secret(o)
+		sum = d.Secret(o).Digest
 	}
 	short := plan.ShortDigest(sum)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -126,6 +128,8 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 		}
 		return fmt.Errorf("writing %s on %s: %w", settings.Plan.Keys.CanaryResume, what, err)
 	}
-	fmt.Fprintf(stdout, "Resumed the change %s of %s: the workloads it holds roll it (ripple explain shows them)\n", short, what)
+	// A Secret's change is told without its digest, as in Events.
+	ref := refs.Ref{Kind: source.KindOf(obj), Name: cfgName}
+	fmt.Fprintf(stdout, "Resumed the change%s of %s: the workloads it holds roll it (ripple explain shows them)\n", plan.DigestOf(ref, sum), what)
 	return nil
 }

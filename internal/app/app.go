@@ -265,7 +265,11 @@ func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options))
 	if err := health.register(mgr); err != nil {
 		return nil, err
 	}
-	return &rippleManager{Manager: mgr, bound: bound, priors: priors}, nil
+	rm := &rippleManager{Manager: mgr, bound: bound, priors: priors}
+	if cfg.WebhookURL == "" { // webhook mode writes no digest
+		rm.digestKey = &digestKeyLoad{namespace: cfg.Namespace, mode: cfg.Digest}
+	}
+	return rm, nil
 }
 
 // managerOptions are the manager's options under cfg, with the caches'

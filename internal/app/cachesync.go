@@ -15,7 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // syncBound is the manager's cache, with a bound on the wait for it to
@@ -137,13 +140,32 @@ type rippleManager struct {
 	ctrl.Manager
 	bound  *syncBound // nil with a test's own cache
 	priors *source.Priors
+	// digestKey, when set, is where the caches' digest key is read (or
+	// created) before they start.
+	digestKey *digestKeyLoad
+}
+
+// digestKeyLoad is the digest key ring's Secret and the --digest mode.
+type digestKeyLoad struct {
+	namespace string
+	mode      digest.Mode
 }
 
 // Start runs the manager until ctx ends. controller-runtime's manager
 // does not stop while it waits for its caches: ending the wait lets it.
+// The digest key is loaded first, before the caches start and so before
+// any reconcile writes: every digest they keep is made with it. Every
+// replica loads it, leader or not, so that all use the one key.
 func (m *rippleManager) Start(ctx context.Context) error {
 	if m.bound != nil {
 		defer context.AfterFunc(ctx, m.bound.giveUp)()
+	}
+	if k := m.digestKey; k != nil {
+		ring, err := digestkey.Load(ctx, m.GetAPIReader(), m.GetClient(), k.namespace, workload.FieldManager)
+		if err != nil {
+			return err
+		}
+		m.priors.Digester = digest.Digester{Mode: k.mode, Ring: ring}
 	}
 	return m.Manager.Start(ctx)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ripple-dev/ripple/internal/digest"
 )
 
 // parse runs args through the real flag set, with env as the environment.
@@ -278,6 +280,22 @@ func TestGovernanceFlags(t *testing.T) {
 	} {
 		if _, err := parse(t, nil, flag); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", flag, err, want)
+		}
+	}
+}
+
+// --digest defaults to Reloader's sha1 and takes hmac-sha256; anything else
+// is an error naming the flag.
+func TestDigest(t *testing.T) {
+	if cfg, err := parse(t, nil); err != nil || cfg.Digest != digest.SHA1 {
+		t.Errorf("default: %q, error %v; want sha1", cfg.Digest, err)
+	}
+	if cfg, err := parse(t, nil, "--digest=hmac-sha256"); err != nil || cfg.Digest != digest.HMACSHA256 {
+		t.Errorf("--digest=hmac-sha256: %q, error %v", cfg.Digest, err)
+	}
+	for _, v := range []string{"", "md5", "HMAC-SHA256"} {
+		if _, err := parse(t, nil, "--digest="+v); err == nil || !strings.Contains(err.Error(), "--digest") {
+			t.Errorf("--digest=%s: error %v, want one naming it", v, err)
 		}
 	}
 }

@@ -68,6 +68,8 @@ type ReloaderOptions struct {
 	ApprovalsVerified bool   `json:"approvalsVerified"`
 	// RestartDeleteNamespaces allow the delete restart method.
 	RestartDeleteNamespaces []string `json:"restartDeleteNamespaces"`
+	// Digest is --digest: explain digests configs as the controller does.
+	Digest string `json:"digest"`
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
@@ -119,6 +121,7 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		Canary:                             o.Canary,
 		CanaryBake:                         o.CanaryBake.String(),
 		DryRun:                             o.DryRun,
+		Digest:                             o.Digest,
 		ShardCount:                         o.ShardCount,
 		TightenOnly:                        o.TightenOnly,
 		ApprovalMaxAge:                     o.ApprovalMaxAge.String(),

@@ -3,12 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -62,7 +64,10 @@ type ReloadFlags struct {
 
 // ReloadOptions say when and how a workload is reloaded.
 type ReloadOptions struct {
-	ReloadStrategy    string
+	ReloadStrategy string
+	// Digest is --digest: how the values written on pod templates are
+	// digested.
+	Digest            string
 	ResourcesToIgnore []string
 	ReloadFlags
 	// The values given to Reloader's string-valued booleans, for looseBool.
@@ -103,6 +108,8 @@ func (o *ReloadOptions) validWebhookURL(errs *problems) string {
 type Reload struct {
 	Keys     annotation.Keys
 	Strategy strategy.Strategy
+	// Digest is how configs' data are digested on pod templates.
+	Digest digest.Mode
 	// Kinds are the source kinds Ripple watches (ConfigMap, Secret, and
 	// SecretProviderClass with --enable-csi-integration).
 	Kinds []refs.Kind
@@ -116,7 +123,7 @@ type Reload struct {
 const DefaultMaxConcurrentRollouts = 100
 
 func defaultReloadOptions() ReloadOptions {
-	return ReloadOptions{ReloadStrategy: "env-vars", ReloadFlags: ReloadFlags{
+	return ReloadOptions{ReloadStrategy: "env-vars", Digest: string(digest.SHA1), ReloadFlags: ReloadFlags{
 		SettleWindow: time.Second, MaxConcurrentRollouts: DefaultMaxConcurrentRollouts, RolloutTimeout: 10 * time.Minute,
 		// Storm breaker defaults (docs/safety.md): no one editing by
 		// hand makes more than 10 changes a minute, a 300 ms storm trips it
@@ -139,6 +146,7 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.SyncAfterRestart, "sync-after-restart", o.SyncAfterRestart, "With --reload-on-create, also treat configs created while Ripple was not running as created. (Changes made while it was down are always applied on start.)")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, `Instead of reloading, POST every config data change in scope (and creations and deletions with --reload-on-create and --reload-on-delete) to this URL, as JSON: {"webhook":"update successful","event":...,"kind":...,"namespace":...,"name":...,"workloads":[...]}. Without this flag, $RIPPLE_WEBHOOK_URL: a URL that holds a token belongs in a Secret, not in the arguments.`)
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `How a reload is written on the pod template: "env-vars" (a STAKATER_<NAME>_<TYPE> env var holding the config's SHA1) or "annotations" (the reloader.stakater.com/last-reloaded-from annotation).`)
+	fs.StringVar(&o.Digest, "digest", o.Digest, `How the reload strategy's value (the STAKATER_* env var, the last-reloaded-from annotation's hash) digests a config's data: "sha1", Reloader's, which anyone who can read the workload can test guesses of a Secret's value against, or "hmac-sha256", keyed with the install's key in the Secret ripple-digest-key of Ripple's namespace. Switching rolls nothing. Per-key digests (reload-on-keys) are keyed in either mode.`)
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Reload every workload on changes of the configs it references, unless it sets an auto annotation itself.")
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Do not watch this kind of config: "configmaps" or "secrets" (not both).`)
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Decide every reload as usual but roll nothing: each rollout Ripple would start is a WouldReload Event on the workload and counts in ripple_would_reload_total. Only the baseline record (metadata, rolls nothing) is written, so the rollouts held back happen once when Ripple runs without --dry-run.")
@@ -238,6 +246,10 @@ func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 		errs.bad("reload-strategy", "%q is not a strategy; use env-vars or annotations", o.ReloadStrategy)
 	}
 	r.Strategy = st
+	r.Digest = digest.Mode(o.Digest)
+	if !slices.Contains(digest.Modes, r.Digest) {
+		errs.bad("digest", "%q is not a digest; use sha1 or hmac-sha256", o.Digest)
+	}
 	ignore := map[string]bool{}
 	for _, res := range o.ResourcesToIgnore {
 		res = strings.ToLower(strings.TrimSpace(res))

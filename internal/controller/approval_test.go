@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -56,7 +57,7 @@ func (w *world) dataWritten() time.Time {
 	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: "cfg"}, cm); err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := source.Transform(cm); err != nil {
+	if _, err := source.Transform(digest.Digester{}, cm); err != nil {
 		w.t.Fatal(err)
 	}
 	return source.Written(cm)

@@ -34,8 +34,13 @@ const secretProviderClassNameKey = "SecretProviderClassName"
 // "key=<standard base64>" for binaryData. A nil or empty ConfigMap hashes to
 // SHA1 of the empty string.
 func ConfigMap(cm *corev1.ConfigMap) string {
+	return configMapSum(cm, sha1.New()) //nolint:gosec // Reloader compatibility.
+}
+
+// configMapSum is ConfigMap's digest under hash h.
+func configMapSum(cm *corev1.ConfigMap, h hash.Hash) string {
 	if cm == nil {
-		return sum(nil)
+		return sum(nil, h)
 	}
 	entries := make([]entry, 0, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
@@ -44,21 +49,26 @@ func ConfigMap(cm *corev1.ConfigMap) string {
 	for k, v := range cm.BinaryData {
 		entries = append(entries, entry{key: k, raw: v, base64: true})
 	}
-	return sum(entries)
+	return sum(entries, h)
 }
 
 // Secret returns Reloader's digest of a Secret: "key=<raw bytes>" for data.
 // Type, labels and annotations do not count, and stringData never reaches a
 // stored Secret because the API server folds it into data.
 func Secret(s *corev1.Secret) string {
+	return secretSum(s, sha1.New()) //nolint:gosec // Reloader compatibility.
+}
+
+// secretSum is Secret's digest under hash h.
+func secretSum(s *corev1.Secret, h hash.Hash) string {
 	if s == nil {
-		return sum(nil)
+		return sum(nil, h)
 	}
 	entries := make([]entry, 0, len(s.Data))
 	for k, v := range s.Data {
 		entries = append(entries, entry{key: k, raw: v})
 	}
-	return sum(entries)
+	return sum(entries, h)
 }
 
 // SecretProviderClassObject is one entry of a SecretProviderClassPodStatus
@@ -78,7 +88,7 @@ func SecretProviderClassPodStatus(spcName string, objects []SecretProviderClassO
 		entries = append(entries, entry{key: o.ID, str: o.Version})
 	}
 	entries = append(entries, entry{key: secretProviderClassNameKey, str: spcName})
-	return sum(entries)
+	return sum(entries, sha1.New()) //nolint:gosec // Reloader compatibility.
 }
 
 // entry is one "key=value" item. The value is str, or raw when raw is set;
@@ -152,10 +162,11 @@ func compareEntries(a, b entry) int {
 	}
 }
 
-// sum sorts entries in place and returns the SHA1 hex of them joined by ";".
-func sum(entries []entry) string {
+// sum sorts entries in place and returns the hex of their hash under h,
+// joined by ";".
+func sum(entries []entry, h hash.Hash) string {
 	slices.SortFunc(entries, compareEntries)
-	w := &writer{h: sha1.New()} //nolint:gosec // Reloader compatibility.
+	w := &writer{h: h}
 	for i := range entries {
 		e := &entries[i]
 		if i > 0 {

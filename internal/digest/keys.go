@@ -2,7 +2,6 @@ package digest
 
 import (
 	"crypto/sha1" //nolint:gosec // the same hex form as Reloader's digests; not for security.
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"iter"
@@ -14,8 +13,9 @@ import (
 
 // KeyTable is a compact table of per-key digests of a ConfigMap or a
 // Secret: "key=digest" entries sorted as strings and joined by ",", where the
-// digest is the first 9 bytes of the value's SHA-256 in unpadded base64url
-// (12 characters). Keys cannot hold "=" or ",", and the digest alphabet
+// digest is the first 9 bytes of the value's HMAC-SHA256 under the
+// install's key (Digester), or of its SHA-256 in tables made before keys
+// existed, in unpadded base64url (12 characters). Keys cannot hold "=" or ",", and the digest alphabet
 // neither, so the table parses back unambiguously.
 //
 // It holds no data and its size follows the number of keys, never the size
@@ -24,42 +24,52 @@ import (
 // make an accidental collision between two values of one key negligible.
 type KeyTable string
 
-// keyDigestBytes is how much of a value's SHA-256 a table keeps.
+// keyDigestBytes is how much of a value's hash a table keeps.
 const keyDigestBytes = 9
 
 // keysDomain starts the input of a per-key digest, so that it can never be
 // taken for Reloader's digest of some data.
 const keysDomain = "ripple-keys/v1;"
 
-// ConfigMapKeys returns the key table of a ConfigMap. A key of binaryData
-// digests its bytes, so moving a value between data and binaryData is no
-// change: the pod sees the same bytes.
-func ConfigMapKeys(cm *corev1.ConfigMap) KeyTable {
+// ConfigMapKeys returns the unkeyed key table of a ConfigMap, the form
+// before keys existed; Digester.ConfigMap makes the keyed one.
+func ConfigMapKeys(cm *corev1.ConfigMap) KeyTable { return configMapKeys(cm, nil) }
+
+// SecretKeys returns the unkeyed key table of a Secret's data, the form
+// before keys existed; Digester.Secret makes the keyed one.
+func SecretKeys(s *corev1.Secret) KeyTable { return secretKeys(s, nil) }
+
+// configMapKeys is the key table of a ConfigMap under key (nil: unkeyed).
+// A key of binaryData digests its bytes, so moving a value between data
+// and binaryData is no change: the pod sees the same bytes.
+func configMapKeys(cm *corev1.ConfigMap, key []byte) KeyTable {
 	if cm == nil {
 		return ""
 	}
 	entries := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
-		h := sha256.New()
+		h := keyHash(key)
 		(&writer{h: h}).string(v)
 		entries = append(entries, k+"="+short(h.Sum(nil)))
 	}
 	for k, v := range cm.BinaryData {
-		sum := sha256.Sum256(v)
-		entries = append(entries, k+"="+short(sum[:]))
+		h := keyHash(key)
+		h.Write(v)
+		entries = append(entries, k+"="+short(h.Sum(nil)))
 	}
 	return join(entries)
 }
 
-// SecretKeys returns the key table of a Secret's data.
-func SecretKeys(s *corev1.Secret) KeyTable {
+// secretKeys is the key table of a Secret's data under key (nil: unkeyed).
+func secretKeys(s *corev1.Secret, key []byte) KeyTable {
 	if s == nil {
 		return ""
 	}
 	entries := make([]string, 0, len(s.Data))
 	for k, v := range s.Data {
-		sum := sha256.Sum256(v)
-		entries = append(entries, k+"="+short(sum[:]))
+		h := keyHash(key)
+		h.Write(v)
+		entries = append(entries, k+"="+short(h.Sum(nil)))
 	}
 	return join(entries)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -116,7 +117,7 @@ func sources(f Facts) []Source {
 		seen[sp.Ref] = true
 		s := Source{
 			Kind: string(sp.Ref.Kind), Name: sp.Ref.Name, Found: src.Found, Uses: usesOf(uses, sp.Ref),
-			Digest: short(cmpOr(sp.Digest, src.Digest)), Applied: short(sp.Applied), State: string(sp.State),
+			Digest: f.shown(sp.Ref, cmpOr(sp.Digest, src.Digest)), Applied: f.shown(sp.Ref, sp.Applied), State: string(sp.State),
 			Reload: sp.Decision.Reload, Reason: string(sp.Decision.Reason), Message: sp.Decision.Message, Keys: sp.Keys,
 			Hint: hint(f, src, sp.Decision),
 		}
@@ -142,6 +143,16 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// shown is the short digest explain shows of config ref's data: none of
+// a Secret's with --digest=hmac-sha256, under which no output of Ripple
+// holds a digest of a Secret (docs/security.md).
+func (f Facts) shown(ref refs.Ref, sum string) string {
+	if ref.Kind == refs.Secret && f.Settings.Config.Digest == digest.HMACSHA256 {
+		return ""
+	}
+	return short(sum)
 }
 
 func short(sum string) string {

@@ -53,17 +53,24 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
 			return out, err
 		}
-		sum = digest.Secret(&s)
+		sum = e.Digester.Secret(&s).Digest
 	default:
 		var cm corev1.ConfigMap
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
 			return out, err
 		}
-		sum = digest.ConfigMap(&cm)
+		sum = e.Digester.ConfigMap(&cm).Digest
 	}
 	out.Digest = plan.ShortDigest(sum)
 	if c, ok := e.canaries(ctx, ns, []plan.CanaryAsk{{Config: ref, Digest: sum}})[ref]; ok {
 		out.Canary = &c
+	}
+	if ref.Kind == refs.Secret && e.Digester.Mode == digest.HMACSHA256 {
+		// No output of Ripple holds a digest of a Secret (docs/security.md).
+		out.Digest = ""
+		if out.Canary != nil {
+			out.Canary.Digest = ""
+		}
 	}
 	list, err := e.All(ctx, kinds, ns)
 	if err != nil {

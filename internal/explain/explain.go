@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -25,6 +26,9 @@ import (
 type Explainer struct {
 	Reader   client.Reader
 	Settings Settings
+	// Digester digests the configs as the controller's caches do, with
+	// its key ring when it could be read (digestkey.Read).
+	Digester digest.Digester
 	// Events lists Ripple's last events on a workload; nil when there are
 	// none to read (offline).
 	Events func(ctx context.Context, kind string, obj client.Object) ([]Event, error)
@@ -148,7 +152,7 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 func (e Explainer) plan(ctx context.Context, f *Facts) error {
 	view := &cacheView{Reader: e.Reader, selector: e.Settings.Config.ResourceSelector,
 		written: map[refs.Ref]time.Time{}, unselected: map[refs.Ref]string{}}
-	g := gather.Gatherer{Reader: view, Settings: e.Settings.Plan}
+	g := gather.Gatherer{Reader: view, Settings: e.Settings.Plan, Digester: e.Digester}
 	in, err := g.Input(ctx, f.Kind.Kind, f.Object, f.Template)
 	if err != nil {
 		return fmt.Errorf("reading the sources of %s %s/%s: %w", f.Kind.Name(), f.Object.GetNamespace(), f.Object.GetName(), err)

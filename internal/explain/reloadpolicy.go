@@ -51,7 +51,7 @@ func reloadPolicy(f Facts) *ReloadPolicy {
 	if a := f.Plan.Awaiting; a != nil {
 		p := &Pending{Approve: plan.ApproveCommand(f.Input.Workload)}
 		for _, c := range a.Changes {
-			p.Configs = append(p.Configs, PendingConfig{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Digest: short(c.Hash)})
+			p.Configs = append(p.Configs, PendingConfig{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Digest: f.shown(c.Ref, c.Hash)})
 		}
 		if !a.Since.IsZero() {
 			since := a.Since

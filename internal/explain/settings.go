@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/plan"
 )
 
@@ -74,6 +76,7 @@ var metaFlags = []struct {
 	{"enableCsiIntegration", "enable-csi-integration", false},
 	{"resourcesToIgnore", "resources-to-ignore", false},
 	{"reloadStrategy", "reload-strategy", false},
+	{"digest", "digest", true},
 	{"autoReloadAll", "auto-reload-all", false},
 	{"reloadOnCreate", "reload-on-create", false},
 	{"reloadOnDelete", "reload-on-delete", false},
@@ -282,4 +285,24 @@ func lastWrite(obj client.Object) time.Time {
 		}
 	}
 	return t
+}
+
+// Digester is the Digester of the Ripple explained: its --digest mode and
+// the key ring in its namespace, read with the user's credentials (explain
+// never creates it). Without the key, per-key digests are compared unkeyed
+// and keyed values are not recognised: a workload may then show a change
+// Ripple does not see; the settings shown say so.
+func (s *Settings) Digester(ctx context.Context, r client.Reader) digest.Digester {
+	d := digest.Digester{Mode: s.Config.Digest}
+	if s.Namespace == "" {
+		return d
+	}
+	ring, err := digestkey.Read(ctx, r, s.Namespace)
+	if err != nil {
+		s.Shown = append(s.Shown, Setting{Flag: "digest key", From: "Secret " + s.Namespace + "/" + digestkey.Secret,
+			Value: "not read (" + err.Error() + "): per-key and keyed digests cannot be checked, and may show as changes"})
+		return d
+	}
+	d.Ring = ring
+	return d
 }

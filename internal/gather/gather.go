@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -36,6 +37,9 @@ type Gatherer struct {
 	// Priors are the ConfigMaps' and Secrets' data before their latest
 	// change since start; nil for none.
 	Priors *source.Priors
+	// Digester digests the sources read whole (the cache's are digested
+	// already).
+	Digester digest.Digester
 }
 
 // Input reads everything the plan of obj, of kind, looks at, but for the
@@ -168,12 +172,12 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	}
 	if err == nil {
 		// A no-op on a cached source, which is already digested.
-		_, _ = source.Transform(obj)
+		_, _ = source.Transform(g.Digester, obj)
 	}
 	if err == nil {
 		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
 		src.Written = source.Written(obj)
-		src.Digest, src.Keys = source.Digest(obj), source.Keys(obj)
+		src.Digest, src.Keys, src.Others = source.Digest(obj), source.Keys(obj), source.Others(obj)
 		if p, ok := g.Priors.Of(ns, ref); ok && p.UID == obj.GetUID() {
 			src.Before = &plan.Before{Digest: p.Digest, Keys: p.Keys, Seen: p.Seen}
 		}

@@ -143,7 +143,7 @@ func TestInputPriors(t *testing.T) {
 	d := web()
 	old, cur := cm("cfg", "v1"), cm("cfg", "v2")
 	for _, o := range []*corev1.ConfigMap{old, cur} {
-		if _, err := source.Transform(o); err != nil {
+		if _, err := source.Transform(digest.Digester{}, o); err != nil {
 			t.Fatal(err)
 		}
 	}

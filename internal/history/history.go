@@ -17,6 +17,7 @@ package history
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,6 +139,38 @@ type Config struct {
 	Slot string `json:"slot,omitempty"`
 	// full is the whole digest, compared with the data now.
 	full string
+}
+
+// hiddenDigest stands for a digest of a Secret in a history.
+const hiddenDigest = "hidden"
+
+// withoutSecretDigests hides every digest of a Secret in h: under
+// --digest=hmac-sha256 no output of Ripple holds one (docs/security.md).
+// A changed config stays told as changed.
+func (h *History) withoutSecretDigests() {
+	secret := string(refs.Secret)
+	for i := range h.Revisions {
+		for j := range h.Revisions[i].Configs {
+			if c := &h.Revisions[i].Configs[j]; c.Kind == secret && c.Digest != "" {
+				c.Digest = hiddenDigest
+			}
+		}
+	}
+	if h.Current == nil {
+		return
+	}
+	for i := range h.Current.Changed {
+		if c := &h.Current.Changed[i]; strings.HasPrefix(c.Config, secret+"/") {
+			c.BuiltFor, c.Now = hide(c.BuiltFor), hide(c.Now)
+		}
+	}
+}
+
+func hide(sum string) string {
+	if sum == "" {
+		return ""
+	}
+	return hiddenDigest
 }
 
 // Ref returns the config's ref; ok is false without a name.

@@ -273,3 +273,20 @@ func TestBuildNoRevisions(t *testing.T) {
 		t.Errorf("table: %v\n%s", err, b.String())
 	}
 }
+
+// Under --digest=hmac-sha256 a history hides the digests of Secrets, and
+// still tells a Secret changed; a ConfigMap's digests stay.
+func TestWithoutSecretDigests(t *testing.T) {
+	h := History{
+		Revisions: []Row{{Configs: []Config{{Kind: "Secret", Name: "db", Digest: "0123456789ab", From: fromEnv}, {Kind: "ConfigMap", Name: "app", Digest: "ba9876543210", From: fromEnv}}}},
+		Current:   &Current{Changed: []Changed{{Config: "Secret/db", BuiltFor: "0123456789ab", Now: "fedcba987654"}, {Config: "Secret/gone", BuiltFor: "0123456789ab", Deleted: true}}},
+	}
+	h.withoutSecretDigests()
+	cs, ch := h.Revisions[0].Configs, h.Current.Changed
+	if cs[0].Digest != hiddenDigest || cs[1].Digest != "ba9876543210" {
+		t.Errorf("configs %+v", cs)
+	}
+	if ch[0].BuiltFor != hiddenDigest || ch[0].Now != hiddenDigest || ch[1].BuiltFor != hiddenDigest || ch[1].Now != "" || !ch[1].Deleted {
+		t.Errorf("changed %+v", ch)
+	}
+}

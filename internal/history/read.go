@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -22,6 +23,9 @@ import (
 type Reader struct {
 	Reader   client.Reader
 	Settings plan.Settings
+	// Digester digests the configs as the controller does; with
+	// --digest=hmac-sha256 the history holds no digest of a Secret.
+	Digester digest.Digester
 	Now      func() time.Time
 }
 
@@ -41,7 +45,7 @@ func (r Reader) Read(ctx context.Context, kind workload.Kind, obj client.Object)
 		return History{}, err
 	}
 	if tpl != nil {
-		g := gather.Gatherer{Reader: r.Reader, Settings: r.Settings}
+		g := gather.Gatherer{Reader: r.Reader, Settings: r.Settings, Digester: r.Digester}
 		pin, err := g.Input(ctx, kind, obj, tpl)
 		if err != nil {
 			return History{}, fmt.Errorf("reading the configs of %s %s/%s: %w", kind.Name(), obj.GetNamespace(), obj.GetName(), err)
@@ -57,7 +61,11 @@ func (r Reader) Read(ctx context.Context, kind workload.Kind, obj client.Object)
 			in.Now[src.Ref] = Now{Found: src.Found, Digest: sum}
 		}
 	}
-	return Build(in), nil
+	h := Build(in)
+	if r.Digester.Mode == digest.HMACSHA256 {
+		h.withoutSecretDigests()
+	}
+	return h, nil
 }
 
 // revisions reads the revisions the cluster keeps of obj: the ReplicaSets

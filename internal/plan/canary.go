@@ -346,7 +346,7 @@ func (pl *planning) canary() bool {
 // or bake, or it halted. The held workloads send no alert: the config's
 // own RolloutHalted does, once.
 func canaryNotice(c Canary, told string) Notice {
-	what := fmt.Sprintf("%s %q %s", c.Config.Kind, c.Config.Name, ShortDigest(c.Digest))
+	what := fmt.Sprintf("%s %q%s", c.Config.Kind, c.Config.Name, DigestOf(c.Config, c.Digest))
 	var n Notice
 	if c.Phase == CanaryHalted {
 		n = notice(reason.RolloutHalted, []refs.Ref{c.Config}, "Reload halted: the change of %s failed on its canary: %s; no other workload rolls it. "+
@@ -366,8 +366,8 @@ func canaryNotice(c Canary, told string) Notice {
 // the controller plans again at once with them, so it is never emitted
 // (Told); explain shows it when it cannot read Ripple's record.
 func choosingNotice(config refs.Ref, digest string) Notice {
-	n := notice(reason.WaitingForCanary, []refs.Ref{config}, "Reload for %s %q %s waits for its canaries: Ripple chooses them when the change is first planned, and records them in its namespace",
-		config.Kind, config.Name, ShortDigest(digest))
+	n := notice(reason.WaitingForCanary, []refs.Ref{config}, "Reload for %s %q%s waits for its canaries: Ripple chooses them when the change is first planned, and records them in its namespace",
+		config.Kind, config.Name, DigestOf(config, digest))
 	n.Told = true
 	return n
 }
@@ -414,14 +414,14 @@ func CanaryOutcome(c Canary, waiting int) (Notice, bool) {
 	switch {
 	case c.Phase == CanaryHalted:
 		return notice(reason.RolloutHalted, []refs.Ref{c.Config},
-			"Change %s of %s halted by its canary: %s; %d other workloads hold it. Change the config again (the fix), or continue with `ripple resume %s/%s -n %s`",
-			ShortDigest(c.Digest), what, c.Why, waiting, strings.ToLower(string(c.Config.Kind)), c.Config.Name, c.Namespace), true
+			"Change%s of %s halted by its canary: %s; %d other workloads hold it. Change the config again (the fix), or continue with `ripple resume %s/%s -n %s`",
+			DigestOf(c.Config, c.Digest), what, c.Why, waiting, strings.ToLower(string(c.Config.Kind)), c.Config.Name, c.Namespace), true
 	case c.Phase == CanaryPassed && c.Resumed:
-		return notice(reason.CanaryPassed, []refs.Ref{c.Config}, "Change %s of %s continued after its halt (ripple resume): the other workloads roll it",
-			ShortDigest(c.Digest), what), true
+		return notice(reason.CanaryPassed, []refs.Ref{c.Config}, "Change%s of %s continued after its halt (ripple resume): the other workloads roll it",
+			DigestOf(c.Config, c.Digest), what), true
 	case c.Phase == CanaryPassed:
-		return notice(reason.CanaryPassed, []refs.Ref{c.Config}, "Change %s of %s passed its canary %s (healthy for %s): the other workloads roll it",
-			ShortDigest(c.Digest), what, memberNames(c.Members), c.Bake), true
+		return notice(reason.CanaryPassed, []refs.Ref{c.Config}, "Change%s of %s passed its canary %s (healthy for %s): the other workloads roll it",
+			DigestOf(c.Config, c.Digest), what, memberNames(c.Members), c.Bake), true
 	}
 	return Notice{}, false
 }

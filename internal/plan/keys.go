@@ -89,15 +89,33 @@ func appliedAliases(annotations map[string]string, keys annotation.Keys) map[str
 // last says so or, with none, last is the current data's other form:
 // Reloader's digest when keys are selected (opted in since), else the
 // per-key digest of the keys the pod template names (opted out since).
+// Each form of the data counts (Source.Others: the other --digest mode,
+// the previous key, the unkeyed tables from before keys existed), so that
+// switching modes, rotating the key or upgrading rolls nothing.
 func (wv view) equivalent(src Source, sel selection, last, sum string) bool {
+	forms := append([]Source{src}, otherForms(src)...)
 	if a, ok := wv.aliases[src.Ref.String()]; ok && a.Shown == last {
-		return a.Means == sum
-	}
-	if sel.counts != nil {
-		return last == src.Digest
+		return a.Means == sum || slices.ContainsFunc(forms, func(f Source) bool { return sel.sum(f) == a.Means })
 	}
 	inferred := keySelection(annotation.KeySpec{}, wv.uses, src.Ref)
-	return inferred.counts != nil && last == inferred.sum(src)
+	return slices.ContainsFunc(forms, func(f Source) bool {
+		switch {
+		case sel.sum(f) == last:
+			return true
+		case sel.counts != nil:
+			return last == f.Digest
+		}
+		return inferred.counts != nil && last == inferred.sum(f)
+	})
+}
+
+// otherForms are src with each of its other forms of digests.
+func otherForms(src Source) []Source {
+	out := make([]Source, len(src.Others))
+	for i, f := range src.Others {
+		out[i] = Source{Ref: src.Ref, Digest: f.Digest, Keys: f.Keys}
+	}
+	return out
 }
 
 // aliasWrite returns the aliases to store: one per source whose applied

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ type world struct {
 	t     *testing.T
 	in    Input
 	rolls int
+	// d digests app's data; the zero Digester makes unkeyed tables.
+	d    digest.Digester
+	data map[string]string
 }
 
 // newWorld is an auto workload whose one container uses ConfigMap "app" as
@@ -43,8 +47,16 @@ func newWorld(t *testing.T, use func(*corev1.PodSpec), data map[string]string, a
 
 // set replaces app's data.
 func (w *world) set(data map[string]string) {
-	cm := &corev1.ConfigMap{Data: data}
-	w.in.Sources = []Source{{Ref: cmApp, Found: true, Digest: digest.ConfigMap(cm), Keys: digest.ConfigMapKeys(cm), Created: started.Add(-2 * time.Hour)}}
+	w.data = data
+	sums := w.d.ConfigMap(&corev1.ConfigMap{Data: data})
+	w.in.Sources = []Source{{Ref: cmApp, Found: true, Digest: sums.Digest, Keys: sums.Keys, Others: sums.Others, Created: started.Add(-2 * time.Hour)}}
+}
+
+// digestWith digests app's data with d from now on, as a Ripple started
+// with another --digest or key ring does.
+func (w *world) digestWith(d digest.Digester) {
+	w.d = d
+	w.set(w.data)
 }
 
 // annotate sets (or with "" removes) a workload annotation.
@@ -235,6 +247,59 @@ func TestPerKeySwitching(t *testing.T) {
 		w.set(ab("1", "2")) // back: the template shows a=2's digest
 		w.expect(Changed, 3)
 	})
+}
+
+// Upgrading to keyed per-key digests, switching --digest and rotating the
+// key roll nothing: the value a workload shows in any earlier form of the
+// current data is no change, and a change of the data after each still
+// rolls.
+func TestDigestFormsRollNothing(t *testing.T) {
+	k1, k2, k3 := []byte("key one"), []byte("key two"), []byte("key three")
+	steps := []digest.Digester{
+		{Mode: digest.SHA1, Ring: digest.Ring{Current: k1}},                     // upgrade: keyed tables
+		{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: k1}},               // --digest=hmac-sha256
+		{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: k2, Previous: k1}}, // rotation
+		{Mode: digest.SHA1, Ring: digest.Ring{Current: k2, Previous: k1}},       // back to sha1
+		{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: k3, Previous: k2}}, // another rotation
+		{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: k3, Previous: k2}}, // a restart
+	}
+	for _, tc := range []struct {
+		name string
+		use  func(*corev1.PodSpec)
+		ann  []string
+	}{
+		{"per key", envKey("a"), []string{keys.ReloadOnKeys, "true"}},
+		{"whole", wholeEnv, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.use, ab("1", "1"), tc.ann...)
+			w.set(ab("2", "1"))
+			w.expect(Changed, 1) // unkeyed, as before keys existed
+			for i, d := range steps {
+				w.digestWith(d)
+				w.expect(Unchanged, 1+i)
+				w.set(ab(strconv.Itoa(i+3), "1"))
+				w.expect(Changed, 2+i)
+			}
+		})
+	}
+}
+
+// A key table under a key is not the unkeyed one, and the digest written
+// in hmac-sha256 mode is no SHA1 of the data.
+func TestKeyedFormsDiffer(t *testing.T) {
+	w := newWorld(t, envKey("a"), ab("1", "1"), keys.ReloadOnKeys, "true")
+	w.set(ab("2", "1"))
+	w.expect(Changed, 1)
+	unkeyed := w.shown()
+	w.digestWith(digest.Digester{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: []byte("k")}})
+	w.set(ab("3", "1"))
+	w.expect(Changed, 2)
+	w.digestWith(digest.Digester{})
+	w.set(ab("3", "1"))
+	if keyed := w.shown(); keyed == unkeyed || keyed == w.in.Sources[0].Keys.Of(func(k string) bool { return k == "a" }) {
+		t.Fatalf("the keyed per-key digest %q is an unkeyed one", keyed)
+	}
 }
 
 // Under the opt-in, a SecretProviderClass keeps its digest: it has no keys.

@@ -93,12 +93,13 @@ func ChangeNames(changes []strategy.Change) []string {
 
 // withDigests names the changed configs with their short digests, e.g.
 // `ConfigMap "app" 3f2a9c01b2d4`: the digest of the data (never the data)
-// tells which version an approval names.
+// tells which version an approval names. A Secret's is left out
+// (DigestOf).
 func withDigests(changes []strategy.Change) []string {
 	names := ChangeNames(changes)
 	for i, c := range changes {
 		if !c.Deleted {
-			names[i] += " " + ShortDigest(c.Hash)
+			names[i] += DigestOf(c.Ref, c.Hash)
 		}
 	}
 	return names
@@ -108,6 +109,17 @@ func withDigests(changes []strategy.Change) []string {
 // and history show it.
 func ShortDigest(sum string) string {
 	return sum[:min(len(sum), 12)]
+}
+
+// DigestOf is the short digest a notice shows of config ref's data, with
+// a space before it: none for a Secret, whose digest nobody needs and an
+// Event (readable by the built-in view role) must not offer as an oracle
+// of its value. Reloader's Events hold no digest at all.
+func DigestOf(ref refs.Ref, sum string) string {
+	if ref.Kind == refs.Secret || sum == "" {
+		return ""
+	}
+	return " " + ShortDigest(sum)
 }
 
 func changeRefs(changes []strategy.Change) []refs.Ref {
@@ -134,7 +146,7 @@ func withDigest(sources []SourcePlan, applied bool, suffix string) []string {
 		if applied {
 			d = sp.Applied
 		}
-		out[i] = fmt.Sprintf("%s %q %s%s", sp.Ref.Kind, sp.Ref.Name, ShortDigest(d), suffix)
+		out[i] = fmt.Sprintf("%s %q%s%s", sp.Ref.Kind, sp.Ref.Name, DigestOf(sp.Ref, d), suffix)
 	}
 	return out
 }
@@ -262,8 +274,9 @@ func supersededNotice(a *Approving) Notice {
 	var configs []refs.Ref
 	for i, s := range a.Stale {
 		kind, name, _ := strings.Cut(s.Config, "/")
-		stale[i] = fmt.Sprintf("%s %q %s", kind, name, ShortDigest(s.Digest))
-		configs = append(configs, refs.Ref{Kind: refs.Kind(kind), Name: name})
+		ref := refs.Ref{Kind: refs.Kind(kind), Name: name}
+		stale[i] = fmt.Sprintf("%s %q%s", kind, name, DigestOf(ref, s.Digest))
+		configs = append(configs, ref)
 	}
 	why := "the config changed again since, or its data was written again after the approval, or nothing of it is pending"
 	if a.Expired != "" {

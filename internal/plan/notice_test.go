@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
 )
 
 // noticesOf are p's notices as "Reason told|untold[ after write]".
@@ -184,5 +186,35 @@ func TestPauseNotice(t *testing.T) {
 				t.Errorf("%v until %s: %+v; want %v until %s, saying %q", ok, until, n, tc.ok, tc.until, tc.message)
 			}
 		})
+	}
+}
+
+// No notice shows a digest of a Secret's data (Events are readable with
+// the built-in view role); a ConfigMap's still names its version.
+func TestNoticesHoldNoSecretDigest(t *testing.T) {
+	const sum = "0123456789abcdef0123456789abcdef01234567"
+	secret, cm := refs.Ref{Kind: refs.Secret, Name: "db"}, refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	got := withDigests([]strategy.Change{{Ref: secret, Hash: sum}, {Ref: cm, Hash: sum}})
+	if got[0] != `Secret "db"` || got[1] != `ConfigMap "app" 0123456789ab` {
+		t.Errorf("withDigests: %q", got)
+	}
+	for _, phase := range []CanaryPhase{CanaryHalted, CanaryPassed} {
+		c := Canary{Namespace: "ns", Config: secret, Digest: sum, Phase: phase, Why: "stalled"}
+		for _, n := range []Notice{canaryNotice(c, ""), choosingNotice(secret, sum)} {
+			if strings.Contains(n.Message, sum[:8]) {
+				t.Errorf("%s: %q holds the Secret's digest", n.Reason, n.Message)
+			}
+		}
+		if n, ok := CanaryOutcome(c, 2); !ok || strings.Contains(n.Message, sum[:8]) {
+			t.Errorf("CanaryOutcome %s: %q (%v) holds the Secret's digest", phase, n.Message, ok)
+		}
+		c.Config = cm
+		if n, _ := CanaryOutcome(c, 2); !strings.Contains(n.Message, "Change 0123456789ab of ConfigMap") {
+			t.Errorf("CanaryOutcome %s of a ConfigMap: %q, want its digest", phase, n.Message)
+		}
+	}
+	n := supersededNotice(&Approving{Stale: []Approved{{Config: "Secret/db", Digest: sum}}})
+	if strings.Contains(n.Message, sum[:8]) {
+		t.Errorf("ApprovalSuperseded: %q holds the Secret's digest", n.Message)
 	}
 }

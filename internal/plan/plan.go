@@ -144,7 +144,11 @@ type Source struct {
 	// Digest is the Reloader digest of its data.
 	Digest string
 	// Keys are the per-key digests of a ConfigMap's or Secret's data.
-	Keys    digest.KeyTable
+	Keys digest.KeyTable
+	// Others are the other forms of Digest and Keys for the same data
+	// (the other --digest mode, the previous key, unkeyed): an applied
+	// value in one of them is no change (keys.go).
+	Others  []digest.Form
 	Created time.Time
 	// Written is when its data was last written (source.Written); zero
 	// when unknown.

@@ -92,7 +92,7 @@ func All() []Info {
 		{Reason: ReloadSkipped, Event: true, Log: "reload skipped", NotRolled: true,
 			When: "A reload was decided but not written; the message says why, e.g. the pod template was changed after the config (helm upgrade), so its new pods read the new data (docs/rollbacks.md)."},
 		{Reason: ReloadPending, Event: true, Log: "reload pending approval", Alert: Warning, NotRolled: true,
-			When: "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and their digests."},
+			When: "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and the digests of ConfigMaps (never a Secret's)."},
 		{Reason: ApprovalSuperseded, Event: true, Warning: true, Log: "approval not applied: superseded",
 			When: "An approval named a digest that is no longer the pending one (the config changed again since, its data was written again after the approval, or nothing was pending), or it expired (--approval-max-age, no time, a time in the future): not applied, removed."},
 		{Reason: InvalidAnnotation, Event: true, Warning: true, Log: "invalid annotation", Debug: true, When: "An annotation value was invalid; the message names it."},

@@ -40,6 +40,8 @@ type Prior struct {
 type Priors struct {
 	// Clock tells when a change is seen.
 	Clock clock.PassiveClock
+	// Digester digests the data; set before the caches start.
+	Digester digest.Digester
 
 	mu   sync.Mutex
 	seen map[priorKey]Prior
@@ -74,7 +76,7 @@ func (p *Priors) Track(kind refs.Kind, store Stored) {
 // (the informer calls its transform before it stores the result).
 func (p *Priors) Transform(kind refs.Kind) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
-		out, err := Transform(obj)
+		out, err := Transform(p.Digester, obj)
 		if err != nil {
 			return out, err
 		}

@@ -10,13 +10,14 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 func cachedConfigMap(t *testing.T, version, value string) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: version}, Data: map[string]string{"k": value}}
-	if _, err := Transform(cm); err != nil {
+	if _, err := Transform(digest.Digester{}, cm); err != nil {
 		t.Fatal(err)
 	}
 	return cm

@@ -31,6 +31,15 @@ const digestAnnotation = "internal.ripple.dev/sha1"
 // never reaches the API server; it is left out when there are no keys.
 const keysAnnotation = "internal.ripple.dev/keys"
 
+// othersAnnotation holds, on cached ConfigMaps and Secrets only, the
+// other forms of their digests (digest.Digests.Others): "digest|table"
+// items joined by " ", which neither a digest nor a table holds; a table
+// equal to keysAnnotation's is left empty, as only a config without keys
+// has an empty one (and then every table is). Like
+// digestAnnotation it never reaches the API server; it is left out when
+// there are none.
+const othersAnnotation = "internal.ripple.dev/others"
+
 // writtenAnnotation holds, on cached ConfigMaps and Secrets only, when
 // their data was last written: the latest time of a managedFields entry
 // that owns data (RFC 3339, to the second). Like digestAnnotation it never
@@ -84,9 +93,28 @@ func Keys(obj client.Object) digest.KeyTable {
 	return digest.KeyTable(obj.GetAnnotations()[keysAnnotation])
 }
 
+// Others returns the other forms of the digests of a cached ConfigMap or
+// Secret: those a workload may show for the same data.
+func Others(obj client.Object) []digest.Form {
+	v := obj.GetAnnotations()[othersAnnotation]
+	if v == "" {
+		return nil
+	}
+	var out []digest.Form
+	for item := range strings.SplitSeq(v, " ") {
+		d, t, _ := strings.Cut(item, "|")
+		f := digest.Form{Digest: d, Keys: digest.KeyTable(t)}
+		if t == "" {
+			f.Keys = Keys(obj)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // Transform is the cache transform for ConfigMaps and Secrets: it records
-// the digest of the data and the per-key digests, and drops the data.
-func Transform(obj any) (any, error) {
+// the digests of the data under d, and drops the data.
+func Transform(d digest.Digester, obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok { // e.g. a tombstone: nothing to strip
 		return obj, nil
@@ -94,40 +122,52 @@ func Transform(obj any) (any, error) {
 	if transformed(o) {
 		return obj, nil
 	}
-	var (
-		sum  string
-		keys digest.KeyTable
-	)
+	var sums digest.Digests
 	written := dataWritten(o)
 	switch c := obj.(type) {
 	case *corev1.ConfigMap:
-		sum, keys = digest.ConfigMap(c), digest.ConfigMapKeys(c)
+		sums = d.ConfigMap(c)
 		c.Data, c.BinaryData = nil, nil
 	case *corev1.Secret:
-		sum, keys = digest.Secret(c), digest.SecretKeys(c)
+		sums = d.Secret(c)
 		c.Data, c.StringData = nil, nil
 	default:
 		return obj, nil
 	}
-	ann := make(map[string]string, len(o.GetAnnotations())+2)
+	ann := make(map[string]string, len(o.GetAnnotations())+3)
 	for k, v := range o.GetAnnotations() {
 		// The last-applied annotation of kubectl holds a full copy of the
 		// data; it is not needed and would undo the point of the transform.
-		// A keys annotation set by a user is not ours: it is recomputed.
-		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation && k != writtenAnnotation {
+		// Our annotations set by a user are not ours: they are recomputed.
+		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation && k != writtenAnnotation && k != othersAnnotation {
 			ann[k] = v
 		}
 	}
-	ann[digestAnnotation], ann[transformedAnnotation] = sum, transformMark
+	ann[digestAnnotation], ann[transformedAnnotation] = sums.Digest, transformMark
 	if !written.IsZero() {
 		ann[writtenAnnotation] = written.UTC().Format(time.RFC3339)
 	}
-	if keys != "" {
-		ann[keysAnnotation] = string(keys)
+	if sums.Keys != "" {
+		ann[keysAnnotation] = string(sums.Keys)
+	}
+	if len(sums.Others) > 0 {
+		ann[othersAnnotation] = others(sums)
 	}
 	o.SetAnnotations(ann)
 	o.SetManagedFields(nil)
 	return obj, nil
+}
+
+// others is the value of othersAnnotation for sums.
+func others(sums digest.Digests) string {
+	items := make([]string, len(sums.Others))
+	for i, f := range sums.Others {
+		if f.Keys == sums.Keys {
+			f.Keys = "" // the most common table once, in keysAnnotation
+		}
+		items[i] = f.Digest + "|" + string(f.Keys)
+	}
+	return strings.Join(items, " ")
 }
 
 // Object returns an empty object of a source kind. A SecretProviderClass

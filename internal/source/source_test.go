@@ -23,7 +23,7 @@ func secret(values map[string][]byte) *corev1.Secret {
 func TestTransformKeepsKeysNotData(t *testing.T) {
 	s := secret(map[string][]byte{"tls.crt": []byte("certificate-bytes"), "tls.key": {0xff, 0x00, 0x10}})
 	want, wantKeys := digest.Secret(s), digest.SecretKeys(s)
-	if _, err := Transform(s); err != nil {
+	if _, err := Transform(digest.Digester{}, s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Data != nil || Digest(s) != want || Keys(s) != wantKeys || s.Annotations["team"] != "a" {
@@ -35,7 +35,7 @@ func TestTransformKeepsKeysNotData(t *testing.T) {
 		}
 	}
 	// Once transformed, again is a no-op.
-	if _, _ = Transform(s); Keys(s) != wantKeys {
+	if _, _ = Transform(digest.Digester{}, s); Keys(s) != wantKeys {
 		t.Fatalf("keys %q after a second transform", Keys(s))
 	}
 }
@@ -43,7 +43,7 @@ func TestTransformKeepsKeysNotData(t *testing.T) {
 func TestTransformConfigMapBinaryData(t *testing.T) {
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {0, 1, 2}}}
 	wantKeys := digest.ConfigMapKeys(cm)
-	if _, err := Transform(cm); err != nil {
+	if _, err := Transform(digest.Digester{}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if cm.Data != nil || cm.BinaryData != nil || Keys(cm) != wantKeys || !strings.Contains(string(wantKeys), "b=") {
@@ -54,7 +54,7 @@ func TestTransformConfigMapBinaryData(t *testing.T) {
 // A keys annotation set by a user is replaced; no keys, no annotation.
 func TestTransformOwnsTheKeysAnnotation(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{keysAnnotation: "a=forged"}}, Data: map[string]string{}}
-	if _, err := Transform(cm); err != nil {
+	if _, err := Transform(digest.Digester{}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := cm.Annotations[keysAnnotation]; ok {
@@ -82,14 +82,14 @@ func TestTransformRecomputesAForgedDigest(t *testing.T) {
 			case *corev1.Secret:
 				want = digest.Secret(c)
 			}
-			if _, err := Transform(obj); err != nil {
+			if _, err := Transform(digest.Digester{}, obj); err != nil {
 				t.Fatal(err)
 			}
 			cached := obj.(client.Object)
 			if Digest(cached) != want || !Written(cached).IsZero() {
 				t.Fatalf("digest %q written %v, want %q (no data) and no write time", Digest(cached), Written(cached), want)
 			}
-			if _, _ = Transform(obj); Digest(cached) != want {
+			if _, _ = Transform(digest.Digester{}, obj); Digest(cached) != want {
 				t.Fatalf("digest %q after a second transform, want %q", Digest(cached), want)
 			}
 		})
@@ -104,7 +104,7 @@ func TestTransformSizeIgnoresValueSize(t *testing.T) {
 			data[k] = bytes.Repeat([]byte{'x'}, size)
 		}
 		s := secret(data)
-		if _, err := Transform(s); err != nil {
+		if _, err := Transform(digest.Digester{}, s); err != nil {
 			t.Fatal(err)
 		}
 		n := 0
@@ -134,7 +134,7 @@ func TestTransformKeepsDataWritten(t *testing.T) {
 		}},
 		Data: map[string]string{"k": "v"},
 	}
-	out, err := Transform(cm)
+	out, err := Transform(digest.Digester{}, cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +143,30 @@ func TestTransformKeepsDataWritten(t *testing.T) {
 	}
 	if got := Written(&corev1.ConfigMap{}); !got.IsZero() {
 		t.Errorf("Written of an object without the annotation = %v, want zero", got)
+	}
+}
+
+// The cache keeps every form of a config's digests under a key ring, and
+// reads them back as the Digester made them; a config without keys too.
+func TestTransformKeepsTheOtherForms(t *testing.T) {
+	d := digest.Digester{Mode: digest.HMACSHA256, Ring: digest.Ring{Current: []byte("current key"), Previous: []byte("previous key")}}
+	for _, data := range []map[string][]byte{{"pin": []byte("123456"), "user": []byte("bob")}, nil} {
+		s := secret(data)
+		want := d.Secret(s)
+		if _, err := Transform(d, s); err != nil {
+			t.Fatal(err)
+		}
+		got := Others(s)
+		if Digest(s) != want.Digest || Keys(s) != want.Keys || len(got) != len(want.Others) {
+			t.Fatalf("digest %q, keys %q, others %+v; want %+v", Digest(s), Keys(s), got, want)
+		}
+		for i := range got {
+			if got[i] != want.Others[i] {
+				t.Errorf("form %d: %+v, want %+v", i, got[i], want.Others[i])
+			}
+		}
+		if strings.Contains(s.Annotations[othersAnnotation], string(want.Keys)+" ") && want.Keys != "" {
+			t.Errorf("the keyed table is kept twice: %q", s.Annotations[othersAnnotation])
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -103,7 +104,7 @@ func notifier(t *testing.T, scope dependents.Scope, settings plan.Settings) (*No
 func configMap(data string, created time.Time) *corev1.ConfigMap {
 	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cfg", CreationTimestamp: metav1.NewTime(created)},
 		Data: map[string]string{"k": data}}
-	_, _ = source.Transform(c) // as the cache holds it
+	_, _ = source.Transform(digest.Digester{}, c) // as the cache holds it
 	return c
 }
 

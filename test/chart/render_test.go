@@ -17,6 +17,7 @@ import (
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -148,6 +149,11 @@ func valueSets() []valueSet {
 			_, c := rippleDeployment(t, objs)
 			if cfg.DryRun || slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--dry-run") }) {
 				t.Errorf("dry run %v, args %q: want the default, not passed", cfg.DryRun, c.Args)
+			}
+		}},
+		{name: "keyed digests", values: map[string]any{"ripple": map[string]any{"digest": "hmac-sha256"}}, check: func(t *testing.T, _ []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			if cfg.Digest != digest.HMACSHA256 {
+				t.Errorf("digest %q: not passed on", cfg.Digest)
 			}
 		}},
 		{name: "change policies", values: map[string]any{"ripple": map[string]any{"reloadWindow": "Mon-Fri 02:00-04:00 Europe/Berlin", "reloadPolicy": "notify", "namespaceDefaults": true}}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -91,7 +92,7 @@ func TestPerKeyReloadRollsOnTheKeysUsed(t *testing.T) {
 	optedRolls, plainRolls = e.templateChanges(t, opted), e.templateChanges(t, plain)
 	data["a"] = "2"
 	e.updateConfigMap(t, app, data)
-	perKey := digest.ConfigMapKeys(&corev1.ConfigMap{Data: data}).Of(func(k string) bool { return k == "a" })
+	perKey := e.keyedConfigMap(t, data).Keys.Of(func(k string) bool { return k == "a" })
 	e.waitApplied(t, kit.Deployment, opted, app, perKey)
 	e.waitApplied(t, kit.Deployment, plain, app, digest.ConfigMap(&corev1.ConfigMap{Data: data}))
 	if o, p := optedRolls(), plainRolls(); o != 1 || p != 1 {
@@ -131,7 +132,7 @@ func TestPerKeyOptInSwitchRollsNothing(t *testing.T) {
 	rolls = e.templateChanges(t, w)
 	data["a"] = "2"
 	e.updateConfigMap(t, app, data)
-	perKey := digest.ConfigMapKeys(&corev1.ConfigMap{Data: data}).Of(func(k string) bool { return k == "a" })
+	perKey := e.keyedConfigMap(t, data).Keys.Of(func(k string) bool { return k == "a" })
 	e.waitApplied(t, kit.Deployment, w, app, perKey)
 	if n := rolls(); n != 1 {
 		t.Fatalf("a change of a: %d rollouts, want 1", n)
@@ -151,6 +152,28 @@ func TestPerKeyOptInSwitchRollsNothing(t *testing.T) {
 	if n := rolls(); n != 1 {
 		t.Fatalf("a change of b after the opt-in is off: %d rollouts, want 1", n)
 	}
+}
+
+// digester is the Digester of e's Ripple: the key ring it keeps in its
+// namespace (default, out of a cluster), in mode.
+func (e *env) digester(t *testing.T, mode digest.Mode) digest.Digester {
+	t.Helper()
+	ns := e.environ["POD_NAMESPACE"]
+	if ns == "" {
+		ns = "default"
+	}
+	ring, err := digestkey.Read(t.Context(), e.c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digest.Digester{Mode: mode, Ring: ring}
+}
+
+// keyedConfigMap is what e's Ripple (in sha1 mode) writes for a ConfigMap
+// holding data: Reloader's digest, and the key table under its key.
+func (e *env) keyedConfigMap(t *testing.T, data map[string]string) digest.Digests {
+	t.Helper()
+	return e.digester(t, digest.SHA1).ConfigMap(&corev1.ConfigMap{Data: data})
 }
 
 // setAnnotation sets (or with "" removes) a workload metadata annotation.

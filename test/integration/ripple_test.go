@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ type env struct {
 	logs  *kit.LogBuffer
 	// globalMetrics registers Ripple's metrics where /metrics serves them.
 	globalMetrics bool
+	// registry, when set, receives Ripple's metrics instead, to be read
+	// without /metrics.
+	registry *prometheus.Registry
 	// environ is the environment Ripple reads (ALERT_*, ...).
 	environ map[string]string
 }
@@ -86,6 +90,9 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 	o := inproc.Options{REST: e.rc, Args: append(base, args...), Env: func(k string) string { return e.environ[k] }}
 	if e.globalMetrics { // the one test that scrapes /metrics
 		o.Registry = ctrlmetrics.Registry
+	}
+	if e.registry != nil {
+		o.Registry = e.registry
 	}
 	// Stop, in the cleanup, stops it; it outlives the test's context so
 	// that the cleanups registered before it still see it running.

@@ -428,6 +428,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- $rp := .Values.ripple -}}
 {{- if $rp.settleWindow -}}{{- $args = append $args (printf "--settle-window=%s" (toString $rp.settleWindow)) -}}{{- end -}}
 {{- if $rp.reloadWindow -}}{{- $args = append $args (printf "--reload-window=%s" (toString $rp.reloadWindow)) -}}{{- end -}}
+{{- if $rp.digest -}}{{- $args = append $args (printf "--digest=%s" (toString $rp.digest)) -}}{{- end -}}
 {{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
 {{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
 {{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
