@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -162,7 +163,13 @@ func (m *rippleManager) Start(ctx context.Context) error {
 	}
 	if k := m.digestKey; k != nil {
 		ring, err := digestkey.Load(ctx, m.GetAPIReader(), m.GetClient(), k.namespace, workload.FieldManager)
-		if err != nil {
+		switch {
+		case err != nil && k.mode != digest.HMACSHA256 && apierrors.IsForbidden(err):
+			// RBAC made for Reloader, or a plain install's own, may not let
+			// Ripple read or create the key: with Reloader's digests it still
+			// starts, its per-key digests unkeyed, as before keys existed.
+			m.GetLogger().Error(err, "per-key digests are not keyed: grant get and create on this Secret (the Helm chart does) to key them")
+		case err != nil:
 			return err
 		}
 		m.priors.Digester = digest.Digester{Mode: k.mode, Ring: ring}

@@ -56,9 +56,20 @@ func TestScopedModeWithNamespacedRolesOnly(t *testing.T) {
 	e.grant(t, e.ns, e.ns, "ripple")
 	e.grant(t, other, e.ns, "ripple")
 	e.rc = api.ServiceAccountConfig(e.ns, "ripple")
-	// As installed, Ripple's own namespace (its Job re-create records) is
-	// its ServiceAccount's, where its Role lets it keep them.
+	// As installed, Ripple's own namespace (its Job re-create records, its
+	// digest key) is its ServiceAccount's, where its Roles let it keep them:
+	// the chart's digest-key Role adds the create the others lack.
 	e.environ = map[string]string{"POD_NAMESPACE": e.ns}
+	digestKey := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ripple-digest-key"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}}
+	if _, err := e.cs.RbacV1().Roles(e.ns).Create(t.Context(), digestKey, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.RbacV1().RoleBindings(e.ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ripple-digest-key"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ripple-digest-key"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: e.ns, Name: "ripple"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// Role bindings reach the authorizer asynchronously.
 	waitAuthorized(t, e, other)
 	e.run(t, "--namespaces="+e.ns+","+other)
@@ -378,4 +389,26 @@ func TestMissedDeleteRollsOnlyItsDependents(t *testing.T) {
 		return ok && got == digest.DeleteMarker
 	})
 	e.expectNoRollout(t, bystander, deploy, before)
+}
+
+// RBAC made without the digest key's rights (Reloader's, or a plain
+// install's own): with Reloader's digests Ripple still starts and
+// reloads, and says in its log that its per-key digests are not keyed.
+func TestStartsWithoutTheDigestKeyRights(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.grant(t, e.ns, e.ns, "ripple")
+	e.rc = api.ServiceAccountConfig(e.ns, "ripple")
+	e.environ = map[string]string{"POD_NAMESPACE": e.ns}
+	waitAuthorized(t, e, e.ns)
+	e.run(t, "--namespaces="+e.ns)
+
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r)
+	w := e.newWorkload(t, kit.Deployment, "app", ann(autoKey, "true"), envFrom(r.Kind, r.Name))
+	e.waitFor(t, w, "the baseline record", hasBaseline)
+	e.waitApplied(t, kit.Deployment, w, r, e.setConfig(t, r, "v2"))
+	if log := e.logs.String(); !strings.Contains(log, "per-key digests are not keyed") || !strings.Contains(log, "ripple-digest-key") {
+		t.Fatalf("ripple's log does not say its per-key digests are not keyed, naming the Secret:\n%s", log)
+	}
 }
