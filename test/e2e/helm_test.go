@@ -101,16 +101,7 @@ func TestTemplateFirstThenConfigRollsTwice(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
-	startRipple(t, ns)
-	createConfigMap(t, cs, ns, configName, "v1")
-	w := workload{kind: kit.Deployment, ns: ns, name: "web"}
-	w.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
-	before := waitRolledOut(t, cs, w)
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitBaseline(t, cs, w, digest.ConfigMap(cm))
+	w, before := webWithBaseline(t, cs, ns, auto())
 
 	kubectl(t, "set", "image", "deployment/web", "web=registry.invalid/web:2", "-n", ns)
 	// The Deployment controller must have started the image's rollout
@@ -118,7 +109,7 @@ func TestTemplateFirstThenConfigRollsTwice(t *testing.T) {
 	// image change (a loaded cluster) starts one ReplicaSet for both
 	// template changes, and two rollouts cannot be counted by ReplicaSets.
 	began := time.Now()
-	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && d.Status.ObservedGeneration >= d.Generation, nil
 	})
@@ -127,7 +118,7 @@ func TestTemplateFirstThenConfigRollsTwice(t *testing.T) {
 	}
 	time.Sleep(max(0, 5*time.Second-time.Since(began)))
 	kubectl(t, "patch", "configmap", configName, "-n", ns, "--type=merge", "-p", `{"data":{"VALUE":"v2"}}`)
-	cm, err = cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,18 +143,9 @@ func TestSlowHelmUpgradeRollsOnce(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
-	startRipple(t, ns)
-	createConfigMap(t, cs, ns, configName, "v1")
-	w := workload{kind: kit.Deployment, ns: ns, name: "web"}
 	ann := auto()
 	ann["meta.helm.sh/release-name"], ann["meta.helm.sh/release-namespace"] = "web", ns
-	w.create(t, cs, spec{configMaps: []string{configName}, annotations: ann})
-	before := waitRolledOut(t, cs, w)
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitBaseline(t, cs, w, digest.ConfigMap(cm))
+	w, before := webWithBaseline(t, cs, ns, ann)
 
 	record := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v2", Namespace: ns,
 		Labels: map[string]string{"owner": "helm", "name": "web", "version": "2", "status": "pending-upgrade"}}, Type: "helm.sh/release.v1"}
@@ -181,6 +163,24 @@ func TestSlowHelmUpgradeRollsOnce(t *testing.T) {
 		t.Errorf("ReloadSkipped event %q does not name the template change", ev)
 	}
 	expectQuiet(t, cs, w, after[w], settleMargin)
+}
+
+// webWithBaseline starts Ripple in ns with its defaults, creates the
+// ConfigMap and the Deployment "web" with annotations that reads it, and
+// waits for its rollout and Ripple's baseline.
+func webWithBaseline(t *testing.T, cs kubernetes.Interface, ns string, annotations map[string]string) (workload, map[workload]snapshot) {
+	t.Helper()
+	startRipple(t, ns)
+	createConfigMap(t, cs, ns, configName, "v1")
+	w := workload{kind: kit.Deployment, ns: ns, name: "web"}
+	w.create(t, cs, spec{configMaps: []string{configName}, annotations: annotations})
+	before := waitRolledOut(t, cs, w)
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), configName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBaseline(t, cs, w, digest.ConfigMap(cm))
+	return w, before
 }
 
 // trackWorkload starts counting the template changes of the workload of
