@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -160,6 +163,9 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
+	if err := keyedUnread(what, p, waiting, settings); err != nil {
+		return err
+	}
 	changes := waiting.Changes
 	a := plan.ApprovalOf(waiting, whoAmI(ctx, c), now(), f.now)
 	if err := writeApproval(ctx, c, obj, settings.Plan.Keys.Approval, a); err != nil {
@@ -195,6 +201,31 @@ func approvable(what string, p plan.Plan, key string) (plan.Awaiting, error) {
 		return plan.Awaiting{}, fmt.Errorf("%s: the changes in %s are still settling (%s): approve once they wait for approval (ripple explain shows it)", what, strings.Join(names(p.Changes), ", "), p.Wait.Round(time.Second))
 	}
 	return plan.Awaiting{}, fmt.Errorf("%s: nothing waits for an approval", what)
+}
+
+// keyedUnread refuses an approval of digests made with Ripple's digest
+// key when the user cannot read it: the approval would name digests
+// Ripple never writes, and be refused as superseded.
+func keyedUnread(what string, p plan.Plan, w plan.Awaiting, s explain.Settings) error {
+	if s.KeyUnread == nil {
+		return nil
+	}
+	var keyed []strategy.Change
+	for _, c := range w.Changes {
+		i := slices.IndexFunc(p.Sources, func(sp plan.SourcePlan) bool { return sp.Ref == c.Ref })
+		if s.Config.Digest == digest.HMACSHA256 || (i >= 0 && p.Sources[i].Keys != nil) {
+			keyed = append(keyed, c)
+		}
+	}
+	if len(keyed) == 0 {
+		return nil
+	}
+	why := "per-key reload"
+	if s.Config.Digest == digest.HMACSHA256 {
+		why = "--digest=" + string(digest.HMACSHA256)
+	}
+	return fmt.Errorf("%s: the digests of %s are keyed (%s) with Ripple's digest key, which your credentials cannot read (needs get on secrets named %s in namespace %s; docs/change-policies.md, who may approve): %w",
+		what, strings.Join(names(keyed), ", "), why, digestkey.Secret, s.Namespace, s.KeyUnread)
 }
 
 func names(changes []strategy.Change) []string {

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -104,6 +107,42 @@ func TestApprovable(t *testing.T) {
 				t.Errorf("got %v, %v; want the waiting change", got, err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// An approval of keyed digests needs the digest key: without it approve
+// refuses, naming the Secret; without a key anywhere, or for Reloader's
+// unkeyed digests, it goes on.
+func TestKeyedUnread(t *testing.T) {
+	app := strategy.Change{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "app"}, Hash: "abc"}
+	w := plan.Awaiting{Changes: []strategy.Change{app}}
+	whole := plan.Plan{Sources: []plan.SourcePlan{{Ref: app.Ref}}}
+	perKey := plan.Plan{Sources: []plan.SourcePlan{{Ref: app.Ref, Keys: []string{"k"}}}}
+	forbidden := errors.New(`secrets "ripple-digest-key" is forbidden`)
+	tests := map[string]struct {
+		p      plan.Plan
+		mode   digest.Mode
+		unread error
+		want   string
+	}{
+		"key read":                {perKey, digest.HMACSHA256, nil, ""},
+		"unkeyed digest":          {whole, digest.SHA1, forbidden, ""},
+		"per-key, key unread":     {perKey, digest.SHA1, forbidden, `ConfigMap "app" are keyed (per-key reload)`},
+		"hmac-sha256, key unread": {whole, digest.HMACSHA256, forbidden, "keyed (--digest=hmac-sha256)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := explain.Settings{Namespace: "ripple", KeyUnread: tc.unread}
+			s.Config.Digest = tc.mode
+			err := keyedUnread("Deployment shop/web", tc.p, w, s)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), "get on secrets named ripple-digest-key in namespace ripple")):
+				t.Errorf("error %v, want %q and the Secret named", err, tc.want)
 			}
 		})
 	}

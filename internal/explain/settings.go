@@ -41,6 +41,10 @@ type Settings struct {
 	// Namespace is Ripple's, where it keeps its canary records; empty
 	// when no meta-info was found.
 	Namespace string
+	// KeyUnread is why Digester could not read Ripple's digest key, which
+	// exists (the user may not read it); nil when it read it, or when
+	// there is none, so that Ripple's digests are unkeyed too.
+	KeyUnread error
 }
 
 // MetaInfo is what a reloader-meta-info ConfigMap says of its Ripple.
@@ -299,6 +303,9 @@ func (s *Settings) Digester(ctx context.Context, r client.Reader) digest.Digeste
 	}
 	ring, err := digestkey.Read(ctx, r, s.Namespace)
 	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			s.KeyUnread = err
+		}
 		s.Shown = append(s.Shown, Setting{Flag: "digest key", From: "Secret " + s.Namespace + "/" + digestkey.Secret,
 			Value: "not read (" + err.Error() + "): per-key and keyed digests cannot be checked, and may show as changes"})
 		return d

@@ -41,8 +41,12 @@ const (
 	maxNote = 1100
 )
 
-// A user with the built-in `edit` role in one namespace tries each attack
-// of issue 33 at once, before Ripple starts; Ripple runs cluster-wide.
+// A user with the built-in `edit` role in its namespace tries each attack
+// of issue 33 at once, before Ripple starts; Ripple runs cluster-wide with
+// a shared cluster's settings. The same user also edits a second
+// namespace whose Namespace object says "manual" (tighten-only's test),
+// and a user with the built-in `view` role in the other namespace tries
+// to recover a Secret's PIN from what Ripple wrote there.
 // The re-create record that Ripple's own namespace admin forges is
 // test/integration's TestForgedJobRecordCreatesNothing.
 func TestHostileTenant(t *testing.T) {
@@ -50,13 +54,17 @@ func TestHostileTenant(t *testing.T) {
 	home := kit.NewNamespace(t, admin, "ripple-", nil)
 	tenant := kit.NewNamespace(t, admin, "tenant-", nil)
 	victim := kit.NewNamespace(t, admin, "victim-", nil)
-	mallory := editor(t, admin, tenant)
+	gated := governed(t, admin)
+	mallory := editor(t, admin, tenant, gated)
+	view := viewer(t, admin, victim)
 
 	refused(t, mallory, home, victim)
 	plantPatterns(t, mallory, tenant)
 	plantFlood(t, mallory, tenant)
 	plantBatch(t, mallory, tenant)
 	victimWorkload(t, admin, victim)
+	plantPIN(t, admin, victim)
+	plantLoosened(t, mallory, gated)
 
 	r := startRipple(t, home)
 	t.Logf("Ripple's caches synced %s after its start, with the hostile objects present", r.started.Round(time.Millisecond))
@@ -76,6 +84,9 @@ func TestHostileTenant(t *testing.T) {
 		t.Errorf("all %d flood workloads had their Warnings before the other namespace's Event: the tier did not flood the queue", warned)
 	}
 	checkMemory(t, r, "after the reload")
+
+	checkOracle(t, admin, view, victim, home)
+	checkLoosened(t, mallory, admin, gated)
 
 	checkPendingJobs(t, admin, tenant)
 	checkWarnings(t, admin, tenant)

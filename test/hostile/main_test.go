@@ -1,7 +1,8 @@
 // Package hostile is the hostile-tenant tier: on a local cluster of its
 // own (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and a
-// kwok node), a user with the built-in `edit` role in one namespace tries
-// every attack of issue 33 on Ripple at once, and the tier checks that
+// kwok node), a user with the built-in `edit` role in its own namespaces
+// tries every attack of issue 33 on Ripple at once (a viewer of another
+// namespace, the secret oracle), and the tier checks that
 // nothing happens outside that namespace, that no Job comes of a forged
 // record or annotation, and that Ripple still starts, reloads another
 // namespace's workload within its settle window plus 2 s, records that

@@ -45,7 +45,9 @@ func startRipple(t *testing.T, home string) *ripple {
 	}
 	r := &ripple{out: &kit.LogBuffer{}, metrics: freeAddr(t)}
 	cmd := exec.Command(bin, "--kubeconfig="+kc.Kubeconfig, "--metrics-bind-address="+r.metrics,
-		"--health-probe-bind-address=0", "--cache-sync-timeout="+cacheSyncTimeout.String())
+		"--health-probe-bind-address=0", "--cache-sync-timeout="+cacheSyncTimeout.String(),
+		// A shared cluster's settings (docs/security.md).
+		"--digest=hmac-sha256", "--tighten-only", "--namespace-defaults")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+home)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	began := time.Now()

@@ -47,34 +47,63 @@ func clientset(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 }
 
 // editor returns a client of a ServiceAccount of ns bound to the built-in
-// `edit` ClusterRole in ns only: a tenant, as a platform team makes one.
-func editor(t *testing.T, admin kubernetes.Interface, ns string) kubernetes.Interface {
+// `edit` ClusterRole in ns and in also only: a tenant, as a platform team
+// makes one.
+func editor(t *testing.T, admin kubernetes.Interface, ns string, also ...string) kubernetes.Interface {
+	t.Helper()
+	mallory := serviceAccount(t, admin, ns, "mallory")
+	for _, in := range append([]string{ns}, also...) {
+		bind(t, admin, mallory, ns, "mallory", "edit", authorizationv1.ResourceAttributes{
+			Namespace: in, Verb: "patch", Group: "batch", Resource: "cronjobs"})
+	}
+	return mallory
+}
+
+// viewer returns a client of a ServiceAccount of ns bound to the built-in
+// `view` ClusterRole in ns: who may read its workloads and Events, not its
+// Secrets.
+func viewer(t *testing.T, admin kubernetes.Interface, ns string) kubernetes.Interface {
+	t.Helper()
+	v := serviceAccount(t, admin, ns, "viewer")
+	bind(t, admin, v, ns, "viewer", "view", authorizationv1.ResourceAttributes{
+		Namespace: ns, Verb: "list", Group: "apps", Resource: "deployments"})
+	return v
+}
+
+// serviceAccount creates the ServiceAccount name in ns and returns a client
+// of it.
+func serviceAccount(t *testing.T, admin kubernetes.Interface, ns, name string) kubernetes.Interface {
+	t.Helper()
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return clientset(t, kc.ServiceAccountConfig(ns, name))
+}
+
+// bind binds the ServiceAccount sa of ns, whose client is c, to the
+// ClusterRole role in allowed's namespace, and waits until c is allowed
+// what allowed names.
+func bind(t *testing.T, admin, c kubernetes.Interface, ns, sa, role string, allowed authorizationv1.ResourceAttributes) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mallory"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "mallory-edit"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "mallory", Namespace: ns}},
+		ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
 	}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.RbacV1().RoleBindings(allowed.Namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mallory := clientset(t, kc.ServiceAccountConfig(ns, "mallory"))
 	// The authorizer sees the binding through an informer: wait for it.
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		r, err := mallory.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: "patch", Group: "batch", Resource: "cronjobs"}},
+		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &allowed},
 		}, metav1.CreateOptions{})
 		return err == nil && r.Status.Allowed, nil
 	})
 	if err != nil {
-		t.Fatalf("the tenant's edit role does not apply: %v", err)
+		t.Fatalf("the %s role of %s/%s does not apply in %s: %v", role, ns, sa, allowed.Namespace, err)
 	}
-	return mallory
 }
 
 // podTemplate is a template of one container; its pods never run a

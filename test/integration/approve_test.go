@@ -125,3 +125,79 @@ func (e *env) approve(t *testing.T, kubeconfig string, args ...string) (string, 
 	}
 	return out.String(), 0
 }
+
+// A per-key workload's digests are keyed with Ripple's digest key, in its
+// own namespace. An approver with the documented Roles but not the key is
+// told so by `ripple approve`, which writes nothing, rather than writing
+// an approval of digests Ripple never writes; with `get` on the key
+// Secret, the approval rolls the workload once.
+func TestApproveKeyedNeedsTheDigestKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	home := kit.NewNamespace(t, e.cs, "it-home-", nil)
+	e.environ = map[string]string{"POD_NAMESPACE": home, "RELOADER_NAMESPACE": home}
+	e.newConfig(t, appConfig)
+	w := e.newWorkload(t, kit.Deployment, "w", ann(autoKey, "true", reloadOnKeysKey, "true", "ripple.dev/reload-policy", "manual"),
+		valueFrom(appConfig.Kind, appConfig.Name))
+	e.run(t)
+	e.waitFor(t, w, "the baseline", hasBaseline)
+	e.setConfig(t, appConfig, "v2")
+	e.waitEvent(t, "w", corev1.EventTypeNormal, "ReloadPending")
+	sum := e.keyedConfigMap(t, map[string]string{"k": "v2"}).Keys.Of(func(k string) bool { return k == "k" })
+
+	e.grantApprover(t, "approver", approverRules)
+	grantIn(t, e, home, "approver", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		ResourceNames: []string{"reloader-meta-info"}, Verbs: []string{"get"}})
+	kubeconfig := serviceAccountKubeconfig(t, e.ns, "approver")
+	var out string
+	var code int
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		out, code = e.approve(t, kubeconfig, "--ripple-namespace="+home, "deploy/w")
+		return strings.Contains(out, "digest key"), nil
+	}); err != nil {
+		t.Fatalf("approve without the digest key: exit %d, want it named:\n%s", code, out)
+	}
+	for _, want := range []string{`ConfigMap "app"`, "per-key reload", "get on secrets named ripple-digest-key in namespace " + home} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("approve without the digest key: exit %d, want 1 and %q:\n%s", code, want, out)
+		}
+	}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := w.GetAnnotations()["ripple.dev/approval"]; ok {
+		t.Errorf("approve refused, yet wrote the approval %s", v)
+	}
+
+	grantIn(t, e, home, "approver-key", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+		ResourceNames: []string{"ripple-digest-key"}, Verbs: []string{"get"}})
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		out, code = e.approve(t, kubeconfig, "--ripple-namespace="+home, "deploy/w")
+		return code == 0, nil
+	}); err != nil {
+		t.Fatalf("approve with get on the digest key: exit %d:\n%s", code, out)
+	}
+	e.waitApplied(t, kit.Deployment, w, appConfig, sum)
+	e.waitEvent(t, "w", corev1.EventTypeNormal, "Reloaded")
+	if superseded, _ := kit.EventNotes(t.Context(), e.cs, e.ns, kit.EventMatch{Name: "w", Reason: "ApprovalSuperseded"}); len(superseded) > 0 {
+		t.Errorf("an approval was refused: %q", superseded)
+	}
+}
+
+// grantIn gives the approver ServiceAccount of e's namespace the rule in
+// namespace ns, by a Role and a RoleBinding named name.
+func grantIn(t *testing.T, e *env, ns, name string, rule rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := e.cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: e.ns, Name: "approver"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
