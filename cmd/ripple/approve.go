@@ -53,7 +53,9 @@ their current digests, as Ripple plans them now. It writes the approval on
 the workload's metadata (the ripple.dev/approval annotation) with your own
 credentials, so the API server's audit log says who approved what; Ripple
 then rolls exactly that change set, once. A config that changes again
-before Ripple acts needs a new approval. Needs patch on the workload.
+before Ripple acts needs a new approval. Needs patch on the workload; with
+per-key reload or --digest=hmac-sha256, also get on Ripple's digest key
+(Secret ripple-digest-key in its namespace).
 
 Usage:
   %[1]s approve <kind>/<name> [<kind>/<name> ...] [-n namespace] [--now] [flags]
