@@ -93,7 +93,7 @@ test-e2e: tools build ## End-to-end tests on the full local cluster (controller-
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
 .PHONY: test-hostile
-test-hostile: tools build ## The hostile-tenant tier: a user with edit rights in one namespace attacks Ripple on a local cluster of its own (about a minute).
+test-hostile: tools build ## The hostile-tenant tier: a tenant with edit rights in its namespaces attacks Ripple on a local cluster of its own (about a minute).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 10m ./test/hostile/...
 
 .PHONY: test-chart
