@@ -90,9 +90,8 @@ func checkLoosened(t *testing.T, mallory, admin kubernetes.Interface, ns string)
 		t.Fatal(err)
 	}
 	for _, name := range loosened {
-		var pending []string
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-			pending, err = kit.EventNotes(ctx, admin, ns, kit.EventMatch{Name: name, Reason: "ReloadPending"})
+			pending, err := kit.EventNotes(ctx, admin, ns, kit.EventMatch{Name: name, Reason: "ReloadPending"})
 			return len(pending) > 0, err
 		})
 		if err != nil {
