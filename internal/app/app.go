@@ -226,6 +226,12 @@ func restConfig(cfg config.Config) (*rest.Config, error) {
 // through opts.
 func NewManager(rc *rest.Config, cfg config.Config, opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
 	rc = rest.CopyConfig(rc)
+	// Built-in types travel as protobuf, as the control plane's own
+	// controllers use them: less to encode and decode per write and per
+	// watch event (a fan-out of 300: 9 % sooner, docs/performance.md).
+	// Custom resources and the metadata-only caches negotiate JSON.
+	rc.ContentType = runtime.ContentTypeProtobuf
+	rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	// One token bucket for the whole process: each client made from the
 	// config (one per kind in controller-runtime) would have its own.
 	rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
