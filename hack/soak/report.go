@@ -44,7 +44,7 @@ func report(w *strings.Builder, o options, r *results) {
 		kinds[f.Kind]++
 	}
 	fmt.Fprintf(w, "# Soak: %s\n\n", verdict(r.passed()))
-	fmt.Fprintf(w, "%s to %s UTC, %s of faults (`go run ./hack/soak --duration %s --seed %d`), on a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one kwok node) on %d cores **shared with other agents' builds and tests** (load average %s at the start, %s at the end): the latencies are this machine's, not Ripple's alone.\n\n",
+	fmt.Fprintf(w, "%s to %s UTC, %s of faults (`go run ./hack/soak --duration %s --seed %d`), on a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one kwok node) on %d cores (load average %s at the start, %s at the end; anything else running on the machine counts in it): the latencies are this machine's, not Ripple's alone.\n\n",
 		r.Start.UTC().Format("2006-01-02 15:04"), r.End.UTC().Format("15:04"), o.duration, o.duration, o.seed, runtime.NumCPU(), r.Load[0], r.Load[1])
 	fmt.Fprintf(w, "%d Deployments (no replicas) over %d ConfigMaps in %d namespaces, each read by %d. Ripple with `%s` and otherwise its default flags (settle window 1 s).\n\n",
 		o.workloads, o.configs, o.namespaces, o.workloads/o.configs, o.rippleFlags)
