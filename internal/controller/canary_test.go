@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -39,10 +40,28 @@ func canaryWorld(t *testing.T) (*world, *[]notify.Alert) {
 // restartCanaries gives the world a new Canaries, as a restart of Ripple
 // does: it knows only what its records say.
 func (w *world) restartCanaries() {
-	w.deps.Canaries = &Canaries{deps: w.deps, Reader: w.c, Namespace: rippleNS}
+	fl := &fleet{Deps: w.deps}
+	w.deps.Canaries = &canary.Canaries{Fleet: fl, Client: w.c, Reader: w.c, Namespace: rippleNS,
+		Settings: w.deps.Settings, Clock: w.clk, Metrics: w.deps.Metrics}
 	r := w.recs["Deployment"]
 	_ = r.start(w.t.Context(), w.queue)
-	w.deps.Canaries.register(r)
+	fl.add(r)
+}
+
+// canaryPhase is the phase of the change of ConfigMap cfg as its record
+// in Ripple's namespace says.
+func (w *world) canaryPhase() plan.CanaryPhase {
+	w.t.Helper()
+	config := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	record := &corev1.ConfigMap{}
+	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: rippleNS, Name: plan.CanaryRecordName(ns, config)}, record); err != nil {
+		w.t.Fatalf("the canary record: %v", err)
+	}
+	c, err := plan.ParseCanaryRecord(record.Data[plan.CanaryRecordKey], ns, config)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c.Phase
 }
 
 // queued reports whether the Deployment name was queued.
@@ -69,10 +88,8 @@ func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 	if ev := w.wantEvent(w.drain(), string(reason.WaitingForCanary)); !strings.Contains(ev, `waits for its canary Deployment "a": rolling since`) {
 		t.Errorf("WaitingForCanary %q does not name the canary", ev)
 	}
-	record := &corev1.ConfigMap{}
-	name := plan.CanaryRecordName(ns, refs.Ref{Kind: refs.ConfigMap, Name: "cfg"})
-	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: rippleNS, Name: name}, record); err != nil {
-		t.Fatalf("the canary record: %v", err)
+	if got := w.canaryPhase(); got != plan.CanaryRolling {
+		t.Fatalf("the canary record's phase %s, want Rolling", got)
 	}
 	w.reconcile("Deployment", "b")
 	if got := w.drain(); len(got) != 0 {
@@ -82,23 +99,23 @@ func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 	if w.applied("a") != sum {
 		t.Fatal("the canary a did not roll")
 	}
-	w.deps.Canaries.check(t.Context())
-	if c := w.deps.Canaries.changes[configKey{ns, refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}}].c; c.Phase != plan.CanaryRolling {
-		t.Fatalf("a in progress: phase %s, want Rolling", c.Phase)
+	w.deps.Canaries.Check(t.Context())
+	if got := w.canaryPhase(); got != plan.CanaryRolling {
+		t.Fatalf("a in progress: phase %s, want Rolling", got)
 	}
 	w.complete("a")
-	w.deps.Canaries.check(t.Context())
+	w.deps.Canaries.Check(t.Context())
 
 	w.restartCanaries()
 	w.queue.added = nil
 	w.clk.Step(5 * time.Second)
 	w.reconcile("Deployment", "c")
-	w.deps.Canaries.check(t.Context())
+	w.deps.Canaries.Check(t.Context())
 	if w.applied("c") != "" || w.queued("c") {
 		t.Fatal("c rolled or was queued in the bake, after a restart")
 	}
 	w.clk.Step(5 * time.Second)
-	w.deps.Canaries.check(t.Context())
+	w.deps.Canaries.Check(t.Context())
 	if ev := w.wantEvent(w.drain(), string(reason.CanaryPassed)); !strings.Contains(ev, `passed its canary Deployment "a" (healthy for 10s)`) {
 		t.Errorf("CanaryPassed %q", ev)
 	}
@@ -135,7 +152,7 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 	if err := w.c.Status().Update(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	w.deps.Canaries.check(t.Context())
+	w.deps.Canaries.Check(t.Context())
 	if ev := w.wantEvent(w.drain(), string(reason.RolloutHalted)); !strings.Contains(ev, `halted by its canary: Deployment "a" stalled: progress deadline exceeded`) ||
 		!strings.Contains(ev, "1 other workloads hold it") {
 		t.Errorf("RolloutHalted on the config: %q", ev)
@@ -169,7 +186,7 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 	if err := w.c.Update(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
-	w.deps.Canaries.check(t.Context())
+	w.deps.Canaries.Check(t.Context())
 	if ev := w.wantEvent(w.drain(), string(reason.CanaryPassed)); !strings.Contains(ev, "continued after its halt") {
 		t.Errorf("CanaryPassed after the resume: %q", ev)
 	}

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
@@ -64,8 +65,8 @@ type Deps struct {
 	// Pods reads the pods of a workload whose reload restarts them, around
 	// the cache: Ripple watches no pods (docs/restart-methods.md).
 	Pods client.Reader
-	// Canaries keeps the canaried changes (canary.go).
-	Canaries *Canaries
+	// Canaries keeps the canaried changes.
+	Canaries *canary.Canaries
 }
 
 // Reconciler reconciles one workload kind.
@@ -120,8 +121,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case out == outOfScope:
 		return r.resume(ctx, obj, tpl)
 	}
-	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
-	in, err := g.Input(ctx, r.Kind, obj, tpl)
+	in, err := r.input(ctx, obj, tpl)
 	if err != nil {
 		return ctrl.Result{}, outcome{}, err
 	}
@@ -136,6 +136,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, out, err
 }
 
+// input gathers the plan's input of obj, whose pod template is tpl, with
+// what Ripple remembers of it.
+func (r *Reconciler) input(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (plan.Input, error) {
+	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
+	in, err := g.Input(ctx, r.Kind, obj, tpl)
+	in.Memory, in.Now = r.Memory.Load(workload.RefTo(r.Kind, obj)), r.Clock.Now()
+	return in, err
+}
+
 // pendingRelease names obj's pending Helm release (gather.PendingRelease),
 // read from the Secrets cache; none when Secrets are not watched, so that
 // no informer is started for them.
@@ -146,11 +155,10 @@ func (r *Reconciler) pendingRelease(ctx context.Context, obj client.Object) stri
 	return gather.PendingRelease(ctx, r.Client, obj)
 }
 
-// converge plans the workload, as gathered in in, from what Ripple
-// remembers of it, keeps what the plan remembers, and writes the plan once
+// converge plans the workload as gathered in in (with what Ripple
+// remembers of it), keeps what the plan remembers, and writes the plan once
 // a rollout slot is free for a reload.
 func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, in plan.Input) (ctrl.Result, outcome, error) {
-	in.Memory, in.Now = r.Memory.Load(key), r.Clock.Now()
 	p := plan.For(in)
 	if len(p.CanaryAsks) > 0 {
 		var err error
@@ -164,7 +172,7 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 			p = plan.For(in) // the change set waits for the Helm release
 		}
 	}
-	r.Canaries.applied(ctx, key, in, p, false)
+	r.Canaries.Applied(ctx, key, in, p, false)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
 	if p.Wait > 0 {
@@ -183,7 +191,7 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 	}
 	res, err := r.write(ctx, key, obj, p)
 	if err == nil && p.Reloads() && res.Skipped == "" {
-		r.Canaries.applied(ctx, key, in, p, true)
+		r.Canaries.Applied(ctx, key, in, p, true)
 	}
 	return r.report(ctx, obj, p, res, err)
 }

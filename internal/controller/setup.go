@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/eventrec"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -63,16 +65,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		d.Priors = &rsource.Priors{}
 	}
 	d.Pods = mgr.GetAPIReader()
-	d.Canaries = &Canaries{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}
-	d.Canaries.deps = &d
+	fl := &fleet{Deps: &d}
+	d.Canaries = &canary.Canaries{Fleet: fl, Client: d.Client, Reader: mgr.GetAPIReader(), Namespace: o.Namespace,
+		Settings: d.Settings, Clock: d.Clock, Metrics: m}
 	var err error
-	if d.Recorder, err = newRecorder(ctx, mgr, m.EventDropped); err != nil {
+	if d.Recorder, err = eventrec.New(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetLogger().WithName("events"), m.EventDropped); err != nil {
 		return err
 	}
 	if o.CSI {
 		d.Rotations = &rsource.Rotations{}
 	}
-	s := &setup{mgr: mgr, o: o, deps: &d, counter: m.NewCacheCounter(mgr.GetCache())}
+	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	for _, k := range watched {
 		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
 			return err
@@ -110,6 +113,7 @@ type setup struct {
 	mgr     ctrl.Manager
 	o       Options
 	deps    *Deps
+	fleet   *fleet
 	counter *metrics.CacheCounter
 
 	mu          sync.Mutex
@@ -161,7 +165,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reconcilers = append(s.reconcilers, r)
-	s.deps.Canaries.register(r)
+	s.fleet.add(r)
 	s.controllers = append(s.controllers, c)
 	if s.deps.Rotations.Served() {
 		return s.watchCSI(r, c)

@@ -1,4 +1,9 @@
-package controller
+// Package eventrec records Ripple's Events as Reloader writes them: core/v1
+// Events with Reloader's source components, through a client of their own
+// with a budget of its own, paced and queued fairly per namespace so that
+// neither a fan-out of thousands of reloads nor a tenant's flood of
+// invalid annotations loses or delays the Events of others.
+package eventrec
 
 import (
 	"context"
@@ -17,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ripple-dev/ripple/internal/fairqueue"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -51,19 +55,19 @@ const (
 	eventSlotWait = time.Second
 )
 
-// newRecorder returns the recorder of Ripple's Events: core/v1 Events, as
+// New returns the recorder of Ripple's Events: core/v1 Events, as
 // Reloader writes them, with Reloader's source component (see
-// eventComponent), through a client of their own, paced by a
-// pacedRecorder, stopped with ctx. onDrop counts each Event dropped.
-func newRecorder(ctx context.Context, mgr ctrl.Manager, onDrop func()) (events.EventRecorder, error) {
-	rc := rest.CopyConfig(mgr.GetConfig())
+// eventComponent), through a client of their own made from cfg, paced by
+// a pacedRecorder, stopped with ctx. onDrop counts each Event dropped.
+func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger, onDrop func()) (events.EventRecorder, error) {
+	rc := rest.CopyConfig(cfg)
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // the pacedRecorder paces them
 	cs, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
 	limiter := flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
-	return startRecorder(ctx, cs.Events(""), mgr.GetScheme(), limiter, mgr.GetLogger().WithName("events"), onDrop), nil
+	return startRecorder(ctx, cs.Events(""), scheme, limiter, log, onDrop), nil
 }
 
 // startRecorder starts the broadcaster writing to sink and returns its

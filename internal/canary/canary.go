@@ -1,4 +1,10 @@
-package controller
+// Package canary drives the canaried config changes (plan.Canary): the
+// planner decides what a change's canaries are and when it passes or
+// halts; this package keeps each change, in memory and in a record in
+// Ripple's namespace, reads the canaries' rollouts, and tells the config's
+// Events. It sees the workloads through a Fleet, which the controller
+// implements.
+package canary
 
 import (
 	"context"
@@ -13,10 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
@@ -24,6 +31,21 @@ import (
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
+
+// Fleet is the workloads of every kind as the canaries see them.
+type Fleet interface {
+	// Candidates are the workloads in ns that a change of config would
+	// roll now (plan.CanaryCandidate).
+	Candidates(ctx context.Context, ns string, config refs.Ref) ([]plan.CanaryCandidate, error)
+	// Status is how the rollout of workload k stands; gone is set when it
+	// no longer exists.
+	Status(ctx context.Context, k workload.Ref) (st rollout.Status, gone bool, err error)
+	// Tell tells notice n about obj, a config of kind (an Event, an
+	// alert).
+	Tell(ctx context.Context, kind refs.Kind, obj client.Object, n plan.Notice)
+	// Enqueue queues workload k for a reconcile.
+	Enqueue(k workload.Ref)
+}
 
 // canaryPoll is how often the canaries of the changes in progress are
 // read: a halt is told within it of the canary's status showing it.
@@ -41,16 +63,20 @@ const canaryPoll = time.Second
 // a kill -9 finds the choice of canaries, a bake or a halt where it was.
 // Ripple's rights on configs stay read-only.
 type Canaries struct {
-	deps *Deps
+	Fleet Fleet
+	// Client reads configs from the cache and writes the records.
+	Client client.Client
 	// Reader reads records from the API server (the cache holds configs
 	// without their data).
 	Reader client.Reader
 	// Namespace is Ripple's, where the records are.
 	Namespace string
+	Settings  plan.Settings
+	Clock     clock.PassiveClock
+	Metrics   *metrics.Metrics
 
-	mu          sync.Mutex
-	changes     map[configKey]*canaryEntry
-	reconcilers map[string]*Reconciler
+	mu      sync.Mutex
+	changes map[configKey]*canaryEntry
 }
 
 type configKey struct {
@@ -66,16 +92,6 @@ type canaryEntry struct {
 	version string
 	dirty   bool
 	waiting map[workload.Ref]struct{}
-}
-
-// register lets the canaries plan and queue the workloads of r's kind.
-func (cs *Canaries) register(r *Reconciler) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.reconcilers == nil {
-		cs.reconcilers = map[string]*Reconciler{}
-	}
-	cs.reconcilers[r.Kind.Name()] = r
 }
 
 // For returns the canaried changes asks name, as the workload k that
@@ -96,11 +112,11 @@ func (cs *Canaries) For(ctx context.Context, k workload.Ref, asks []plan.CanaryA
 			return nil, err
 		}
 		if e == nil || e.c.Digest != a.Digest {
-			cands, err := cs.candidates(ctx, k.Namespace, a.Config)
+			cands, err := cs.Fleet.Candidates(ctx, k.Namespace, a.Config)
 			if err != nil {
 				return nil, err
 			}
-			next := &canaryEntry{c: plan.StartCanary(k.Namespace, a, cands, cs.deps.Clock.Now()), waiting: map[workload.Ref]struct{}{}}
+			next := &canaryEntry{c: plan.StartCanary(k.Namespace, a, cands, cs.Clock.Now()), waiting: map[workload.Ref]struct{}{}}
 			if e != nil {
 				next.version = e.version
 			}
@@ -142,33 +158,10 @@ func (cs *Canaries) load(ctx context.Context, key configKey) (*canaryEntry, erro
 	return e, nil
 }
 
-// candidates are the workloads in ns that a change of config would roll
-// now, of every kind: those the plan changes (not under the notify
-// policy, which rolls nothing).
-func (cs *Canaries) candidates(ctx context.Context, ns string, config refs.Ref) ([]plan.CanaryCandidate, error) {
-	var out []plan.CanaryCandidate
-	for _, r := range cs.reconcilers {
-		objs, err := r.Finder.Of(ctx, r.Kind, ns, config)
-		if err != nil {
-			return nil, err
-		}
-		for _, obj := range objs {
-			p, in, err := r.planOf(ctx, obj)
-			if err != nil || in == nil {
-				continue // gone, or no template yet: not a candidate
-			}
-			if p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config }) {
-				out = append(out, plan.CanaryCandidate{Ref: workload.RefTo(r.Kind, obj), First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys)})
-			}
-		}
-	}
-	return out, nil
-}
-
-// applied records that canary k rolled the changes of p (after its
+// Applied records that canary k rolled the changes of p (after its
 // write), or shows them applied (its plan finds them unchanged, at the
 // data of the change: a restart came between its write and the record).
-func (cs *Canaries) applied(ctx context.Context, k workload.Ref, in plan.Input, p plan.Plan, wrote bool) {
+func (cs *Canaries) Applied(ctx context.Context, k workload.Ref, in plan.Input, p plan.Plan, wrote bool) {
 	if cs == nil {
 		return
 	}
@@ -177,7 +170,7 @@ func (cs *Canaries) applied(ctx context.Context, k workload.Ref, in plan.Input, 
 	if len(cs.changes) == 0 {
 		return
 	}
-	now := cs.deps.Clock.Now()
+	now := cs.Clock.Now()
 	for i, sp := range p.Sources {
 		key := configKey{k.Namespace, sp.Ref}
 		e, ok := cs.changes[key]
@@ -205,17 +198,17 @@ func (cs *Canaries) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			cs.check(ctx)
+			cs.Check(ctx)
 		}
 	}
 }
 
-// check moves every change in progress on: its canaries read, a halted
+// Check moves every change in progress on: its canaries read, a halted
 // one's resume annotation read, a record not written yet written again.
-func (cs *Canaries) check(ctx context.Context) {
+func (cs *Canaries) Check(ctx context.Context) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	now := cs.deps.Clock.Now()
+	now := cs.Clock.Now()
 	for key, e := range cs.changes {
 		if e.dirty {
 			cs.save(ctx, key, e)
@@ -224,9 +217,9 @@ func (cs *Canaries) check(ctx context.Context) {
 		var changed bool
 		switch e.c.Phase {
 		case plan.CanaryRolling, plan.CanaryBaking:
-			next, changed = e.c.Check(cs.health(ctx, e.c), cs.deps.Settings.Rollouts.Timeout, now)
+			next, changed = e.c.Check(cs.health(ctx, e.c), cs.Settings.Rollouts.Timeout, now)
 		case plan.CanaryHalted:
-			if cfg := cs.config(ctx, key); cfg != nil && e.c.Resumes(cfg.GetAnnotations()[cs.deps.Settings.Keys.CanaryResume]) {
+			if cfg := cs.config(ctx, key); cfg != nil && e.c.Resumes(cfg.GetAnnotations()[cs.Settings.Keys.CanaryResume]) {
 				next, changed = e.c.Resume(now)
 			}
 		}
@@ -244,17 +237,13 @@ func (cs *Canaries) check(ctx context.Context) {
 func (cs *Canaries) health(ctx context.Context, c plan.Canary) map[workload.Ref]rollout.Status {
 	out := map[workload.Ref]rollout.Status{}
 	for _, m := range c.Members {
-		r, ok := cs.reconcilers[m.Ref.Kind]
-		if !ok {
-			continue
-		}
-		obj := r.Kind.New()
-		err := cs.deps.Client.Get(ctx, types.NamespacedName{Namespace: m.Ref.Namespace, Name: m.Ref.Name}, obj)
-		switch {
-		case apierrors.IsNotFound(err):
+		switch st, gone, err := cs.Fleet.Status(ctx, m.Ref); {
+		case err != nil:
+			ctrl.LoggerFrom(ctx).V(1).Info("reading a canary's rollout", "kind", m.Ref.Kind, "workload", klog.KRef(m.Ref.Namespace, m.Ref.Name), "error", err.Error())
+		case gone:
 			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: "the workload was deleted"}
-		case err == nil && !m.Applied.IsZero():
-			out[m.Ref], _ = cs.deps.restartStatus(ctx, r.Kind, obj)
+		case !m.Applied.IsZero():
+			out[m.Ref] = st
 		}
 	}
 	return out
@@ -263,7 +252,7 @@ func (cs *Canaries) health(ctx context.Context, c plan.Canary) map[workload.Ref]
 // config is the config of key from the cache; nil when gone.
 func (cs *Canaries) config(ctx context.Context, key configKey) client.Object {
 	obj := rsource.Object(key.ref.Kind)
-	if obj == nil || cs.deps.Client.Get(ctx, types.NamespacedName{Namespace: key.ns, Name: key.ref.Name}, obj) != nil {
+	if obj == nil || cs.Client.Get(ctx, types.NamespacedName{Namespace: key.ns, Name: key.ref.Name}, obj) != nil {
 		return nil
 	}
 	return obj
@@ -284,15 +273,13 @@ func (cs *Canaries) tell(ctx context.Context, key configKey, e *canaryEntry) {
 		return
 	}
 	if e.c.Phase == plan.CanaryHalted {
-		cs.deps.Metrics.Halted(string(key.ref.Kind))
+		cs.Metrics.Halted(string(key.ref.Kind))
 	}
 	if cfg := cs.config(ctx, key); cfg != nil {
-		cs.deps.emit(ctx, string(key.ref.Kind), cfg, []plan.Notice{n})
+		cs.Fleet.Tell(ctx, key.ref.Kind, cfg, n)
 	}
 	for k := range e.waiting {
-		if r, ok := cs.reconcilers[k.Kind]; ok {
-			r.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
-		}
+		cs.Fleet.Enqueue(k)
 	}
 }
 
@@ -309,13 +296,13 @@ func (cs *Canaries) save(ctx context.Context, key configKey, e *canaryEntry) {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: cs.Namespace, Name: plan.CanaryRecordName(key.ns, key.ref), ResourceVersion: e.version,
-		Labels:      map[string]string{cs.deps.Settings.Keys.CanaryRecord: "true"},
-		Annotations: map[string]string{cs.deps.Settings.Keys.CanaryRecord: key.ns + "/" + key.ref.String()},
+		Labels:      map[string]string{cs.Settings.Keys.CanaryRecord: "true"},
+		Annotations: map[string]string{cs.Settings.Keys.CanaryRecord: key.ns + "/" + key.ref.String()},
 	}, Data: map[string]string{plan.CanaryRecordKey: string(data)}}
 	if e.version == "" {
-		err = cs.deps.Client.Create(ctx, cm)
+		err = cs.Client.Create(ctx, cm)
 	} else {
-		err = cs.deps.Client.Update(ctx, cm)
+		err = cs.Client.Update(ctx, cm)
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
 		var cur corev1.ConfigMap
@@ -328,20 +315,4 @@ func (cs *Canaries) save(ctx context.Context, key configKey, e *canaryEntry) {
 		return
 	}
 	e.version, e.dirty = cm.ResourceVersion, false
-}
-
-// planOf plans obj as a reconcile would, without acting: nil input when
-// it has no pod template.
-func (r *Reconciler) planOf(ctx context.Context, obj client.Object) (plan.Plan, *plan.Input, error) {
-	tpl, err := workload.Template(ctx, r.Client, r.Kind, obj)
-	if err != nil || tpl == nil {
-		return plan.Plan{}, nil, err
-	}
-	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
-	in, err := g.Input(ctx, r.Kind, obj, tpl)
-	if err != nil {
-		return plan.Plan{}, nil, err
-	}
-	in.Memory, in.Now = r.Memory.Load(workload.RefTo(r.Kind, obj)), r.Clock.Now()
-	return plan.For(in), &in, nil
 }
