@@ -19,6 +19,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
@@ -208,7 +209,7 @@ func approvable(what string, p plan.Plan, key string) (plan.Awaiting, error) {
 // keyedUnread refuses an approval of digests made with Ripple's digest
 // key when the user cannot read it: the approval would name digests
 // Ripple never writes, and be refused as superseded.
-func keyedUnread(what string, p plan.Plan, w plan.Awaiting, s explain.Settings) error {
+func keyedUnread(what string, p plan.Plan, w plan.Awaiting, s metainfo.Settings) error {
 	if s.KeyUnread == nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -134,7 +134,7 @@ func TestKeyedUnread(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := explain.Settings{Namespace: "ripple", KeyUnread: tc.unread}
+			s := metainfo.Settings{Namespace: "ripple", KeyUnread: tc.unread}
 			s.Config.Digest = tc.mode
 			err := keyedUnread("Deployment shop/web", tc.p, w, s)
 			switch {

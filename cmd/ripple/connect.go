@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 )
 
 // clusterFlags are the flag groups explain, history and approve share: kubectl's
@@ -22,33 +23,33 @@ type clusterFlags struct {
 	connection, rippleFlags *pflag.FlagSet
 	loading                 *clientcmd.ClientConfigLoadingRules
 	overrides               clientcmd.ConfigOverrides
-	ripple                  *explain.Flags
+	ripple                  *metainfo.Flags
 }
 
 // readWorkload connects as userAgent and reads the settings of the Ripple
 // to explain (its meta-info in rippleNamespace, or the only one found) and
 // the workload of kind (as Kind.Name() names it) called name, in the
 // context's namespace.
-func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace, kind, name string) (client.Client, explain.Settings, explain.Kind, client.Object, error) {
+func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace, kind, name string) (client.Client, metainfo.Settings, explain.Kind, client.Object, error) {
 	cl, ns, err := c.connect(userAgent)
 	if err != nil {
-		return nil, explain.Settings{}, explain.Kind{}, nil, err
+		return nil, metainfo.Settings{}, explain.Kind{}, nil, err
 	}
-	meta, err := explain.ReadMetaInfo(ctx, cl, rippleNamespace)
+	meta, err := metainfo.Read(ctx, cl, rippleNamespace)
 	if err != nil {
-		return nil, explain.Settings{}, explain.Kind{}, nil, err
+		return nil, metainfo.Settings{}, explain.Kind{}, nil, err
 	}
 	settings, err := c.ripple.Resolve(meta)
 	if err != nil {
-		return nil, explain.Settings{}, explain.Kind{}, nil, usageError{err}
+		return nil, metainfo.Settings{}, explain.Kind{}, nil, usageError{err}
 	}
 	k, _ := explain.Find(explain.Kinds(settings, cl), kind)
 	obj := k.New()
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, explain.Settings{}, explain.Kind{}, nil, fmt.Errorf("%s %s/%s not found", k.Name(), ns, name)
+			return nil, metainfo.Settings{}, explain.Kind{}, nil, fmt.Errorf("%s %s/%s not found", k.Name(), ns, name)
 		}
-		return nil, explain.Settings{}, explain.Kind{}, nil, err
+		return nil, metainfo.Settings{}, explain.Kind{}, nil, err
 	}
 	return cl, settings, k, obj, nil
 }
@@ -61,7 +62,7 @@ func (c *clusterFlags) bind() {
 	c.connection.StringVar(&c.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file; default: $KUBECONFIG, then $HOME/.kube/config.")
 	clientcmd.BindOverrideFlags(&c.overrides, c.connection, clientcmd.RecommendedConfigOverrideFlags(""))
 	c.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
-	c.ripple = explain.BindFlags(c.rippleFlags)
+	c.ripple = metainfo.BindFlags(c.rippleFlags)
 	// Bound with its group, it changes no decision.
 	_ = c.rippleFlags.MarkHidden("cronjob-reload")
 }

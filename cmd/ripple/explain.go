@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -221,7 +222,7 @@ func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func()
 	if err != nil {
 		return err
 	}
-	meta, err := explain.ReadMetaInfo(ctx, c, f.opts.rippleNamespace)
+	meta, err := metainfo.Read(ctx, c, f.opts.rippleNamespace)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/lint"
 	"github.com/ripple-dev/ripple/internal/manifest"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 )
 
 // offlineFrom is where the settings come from with -f.
@@ -30,7 +31,7 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 	if err != nil {
 		return err
 	}
-	settings, err := f.ripple.Resolve(explain.MetaInfo{})
+	settings, err := f.ripple.Resolve(metainfo.Info{})
 	if err != nil {
 		return usageError{err}
 	}

@@ -9,14 +9,14 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 )
 
 // validate checks the Ripple settings given as flags before any
 // connection, so that a bad one is named as the error, not hidden behind
 // the cluster's; the meta-info's values are checked once read.
 func (c *clusterFlags) validate() error {
-	if _, err := c.ripple.Resolve(explain.MetaInfo{}); err != nil {
+	if _, err := c.ripple.Resolve(metainfo.Info{}); err != nil {
 		return usageError{err}
 	}
 	return nil

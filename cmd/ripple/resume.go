@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -94,7 +94,7 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	meta, err := explain.ReadMetaInfo(ctx, c, f.rippleNamespace)
+	meta, err := metainfo.Read(ctx, c, f.rippleNamespace)
 	if err != nil {
 		return err
 	}

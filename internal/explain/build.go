@@ -14,6 +14,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -38,7 +39,7 @@ type Facts struct {
 	Unselected map[refs.Ref]string
 	// OutOfScope says why the namespace is out of scope; empty when in.
 	OutOfScope string
-	Settings   Settings
+	Settings   metainfo.Settings
 	Events     []Event
 	Now        time.Time
 }
@@ -173,28 +174,28 @@ func usesOf(uses []refs.Use, ref refs.Ref) []Use {
 }
 
 // notWatched is a source of a kind the Ripple explained does not watch.
-func notWatched(s Settings, ref refs.Ref, uses []Use) Source {
+func notWatched(s metainfo.Settings, ref refs.Ref, uses []Use) Source {
 	src := Source{Kind: string(ref.Kind), Name: ref.Name, Uses: uses, State: "NotWatched", Reason: "NotWatched"}
 	switch {
 	case ref.Kind == refs.SecretProviderClass && !s.Config.CSI:
-		src.Message = fmt.Sprintf("SecretProviderClasses reload workloads only with --enable-csi-integration; %s", s.setting("enable-csi-integration"))
+		src.Message = fmt.Sprintf("SecretProviderClasses reload workloads only with --enable-csi-integration; %s", s.Flag("enable-csi-integration"))
 	case ref.Kind == refs.SecretProviderClass:
 		src.Reason = "Unknown"
 		src.Message = "explain cannot tell a SecretProviderClass rotation: the controller sees it in SecretProviderClassPodStatus changes and keeps it in memory"
 	default:
-		src.Message = fmt.Sprintf("%ss are not watched: %s", ref.Kind, s.setting("resources-to-ignore"))
+		src.Message = fmt.Sprintf("%ss are not watched: %s", ref.Kind, s.Flag("resources-to-ignore"))
 	}
 	return src
 }
 
 // unselected turns the decision of a source outside
 // --resource-label-selector, with labels l, into the reason it is not seen.
-func unselected(s *Source, l string, settings Settings) {
+func unselected(s *Source, l string, settings metainfo.Settings) {
 	if s.Reload {
 		s.Hint = "with its labels selected, the decision would be: " + s.Message
 	}
 	s.Found, s.Reload, s.Reason = true, false, "NotSelected"
-	s.Message = fmt.Sprintf("%s %q (labels %s) is not selected by %s: Ripple does not watch it", s.Kind, s.Name, l, settings.setting("resource-label-selector"))
+	s.Message = fmt.Sprintf("%s %q (labels %s) is not selected by %s: Ripple does not watch it", s.Kind, s.Name, l, settings.Flag("resource-label-selector"))
 }
 
 // hint names the likely mistake behind a NotOptedIn decision: search
@@ -307,7 +308,7 @@ func verdict(f Facts, r Report) (State, string, string) {
 	}
 	if changes := strings.Join(plan.ChangeNames(f.Plan.Changes), ", "); changes != "" {
 		if f.Settings.Plan.DryRun {
-			return WouldReload, "DryRun", fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.setting("dry-run"))
+			return WouldReload, "DryRun", fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.Flag("dry-run"))
 		}
 		return WouldReload, "Changed", fmt.Sprintf("reloads now for changes in %s, not yet applied on the workload", changes)
 	}

@@ -16,8 +16,10 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -25,7 +27,7 @@ import (
 // or another reader such as manifest files.
 type Explainer struct {
 	Reader   client.Reader
-	Settings Settings
+	Settings metainfo.Settings
 	// Digester digests the configs as the controller's caches do, with
 	// its key ring when it could be read (digestkey.Read).
 	Digester digest.Digester
@@ -206,7 +208,7 @@ func (v *cacheView) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	if !ok {
 		return nil
 	}
-	v.written[ref] = lastWrite(obj)
+	v.written[ref] = source.LastWrite(obj)
 	if v.selector != nil && !v.selector.Matches(labels.Set(obj.GetLabels())) {
 		v.unselected[ref] = showLabels(obj.GetLabels())
 		return apierrors.NewNotFound(corev1.Resource(strings.ToLower(string(ref.Kind))+"s"), key.Name)
@@ -242,9 +244,9 @@ func (e Explainer) outOfScope(ctx context.Context, ns string) (string, error) {
 	scope := s.Config.Scope
 	switch {
 	case len(scope.Namespaces) > 0 && !slices.Contains(scope.Namespaces, ns):
-		return fmt.Sprintf("namespace %q is not watched: %s", ns, s.setting("namespaces")), nil
+		return fmt.Sprintf("namespace %q is not watched: %s", ns, s.Flag("namespaces")), nil
 	case slices.Contains(scope.NamespacesToIgnore, ns):
-		return fmt.Sprintf("namespace %q is ignored: %s", ns, s.setting("namespaces-to-ignore")), nil
+		return fmt.Sprintf("namespace %q is ignored: %s", ns, s.Flag("namespaces-to-ignore")), nil
 	case scope.NamespaceSelector == nil || len(scope.Namespaces) > 0:
 		return "", nil
 	}
@@ -261,7 +263,7 @@ func (e Explainer) outOfScope(ctx context.Context, ns string) (string, error) {
 	if scope.NamespaceSelector.Matches(labels.Set(n.Labels)) {
 		return "", nil
 	}
-	return fmt.Sprintf("namespace %q (labels %s) is not selected by %s", ns, showLabels(n.Labels), s.setting("namespace-selector")), nil
+	return fmt.Sprintf("namespace %q (labels %s) is not selected by %s", ns, showLabels(n.Labels), s.Flag("namespace-selector")), nil
 }
 
 func showLabels(l map[string]string) string {

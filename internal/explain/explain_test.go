@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -34,39 +35,8 @@ func TestParseKindAcceptsKubectlNames(t *testing.T) {
 	}
 }
 
-// A flag given to explain beats the meta-info ConfigMap, which beats the
-// default; each setting says where it came from.
-func TestResolveOrder(t *testing.T) {
-	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
-	f := BindFlags(fs)
-	if err := fs.Parse([]string{"--settle-window=5s"}); err != nil {
-		t.Fatal(err)
-	}
-	meta := MetaInfo{Origin: "ConfigMap ops/reloader-meta-info", Options: map[string]any{
-		"settleWindow": "1m0s", "dryRun": true, "namespaceSelectors": []any{"team=a"}, "reloaderAutoAnnotation": "example.com/auto",
-	}}
-	s, err := f.Resolve(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Plan.SettleWindow != 5*time.Second || !s.Plan.DryRun || s.Plan.Keys.Auto != "example.com/auto" || s.Config.NamespaceSelector.String() != "team=a" {
-		t.Errorf("settings %+v", s.Plan)
-	}
-	for flag, want := range map[string]string{
-		"settle-window": "--settle-window=5s (given as a flag)", "dry-run": "--dry-run=true (from ConfigMap ops/reloader-meta-info)",
-		"reload-strategy": "--reload-strategy=env-vars (the default)", "auto-annotation": "--auto-annotation=example.com/auto (from ConfigMap ops/reloader-meta-info)",
-	} {
-		if got := s.setting(flag); got != want {
-			t.Errorf("setting %s = %q, want %q", flag, got, want)
-		}
-	}
-	if s.From != meta.Origin {
-		t.Errorf("From = %q", s.From)
-	}
-}
-
 // facts plans a Deployment using ConfigMap "app" as the controller would.
-func facts(t *testing.T, meta map[string]string, applied, now string, written time.Time, settings Settings) Facts {
+func facts(t *testing.T, meta map[string]string, applied, now string, written time.Time, settings metainfo.Settings) Facts {
 	t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: meta}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{
@@ -87,9 +57,9 @@ func facts(t *testing.T, meta map[string]string, applied, now string, written ti
 		Written: map[refs.Ref]time.Time{ref: written}, Settings: settings, Now: in.Now}
 }
 
-func defaults(t *testing.T) Settings {
+func defaults(t *testing.T) metainfo.Settings {
 	t.Helper()
-	s, err := BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(MetaInfo{Searched: "the cluster"})
+	s, err := metainfo.BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(metainfo.Info{Searched: "the cluster"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +215,7 @@ func TestBuildRolloutSlotFromEvents(t *testing.T) {
 func TestShardNamed(t *testing.T) {
 	written := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, count := range []int{1, 3} {
-		s, err := BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(MetaInfo{
+		s, err := metainfo.BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(metainfo.Info{
 			Origin: "ConfigMap ops/reloader-meta-info", Options: map[string]any{"shardCount": float64(count)}, // as JSON decodes it
 		})
 		if err != nil {
@@ -256,7 +226,7 @@ func TestShardNamed(t *testing.T) {
 		if err := printReport(&out, r); err != nil {
 			t.Fatal(err)
 		}
-		shown := slices.ContainsFunc(r.Settings, func(st Setting) bool { return st.Flag == "--shard-count" })
+		shown := slices.ContainsFunc(r.Settings, func(st metainfo.Setting) bool { return st.Flag == "--shard-count" })
 		if count == 1 {
 			if r.Shard != nil || shown || strings.Contains(out.String(), "Shard:") {
 				t.Errorf("one shard: shard %+v, --shard-count shown %v, output:\n%s", r.Shard, shown, out.String())

@@ -17,6 +17,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/manifest"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 )
 
 const offlineManifests = `---
@@ -63,11 +64,11 @@ func offline(t *testing.T, findings []Finding, args ...string) Explainer {
 		t.Fatal(err)
 	}
 	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
-	f := BindFlags(fs)
+	f := metainfo.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.Resolve(MetaInfo{})
+	s, err := f.Resolve(metainfo.Info{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestFindQualifiedDeclaredKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := Kinds(Settings{Config: config.Config{DeclaredKinds: kinds}}, nil)
+	all := Kinds(metainfo.Settings{Config: config.Config{DeclaredKinds: kinds}}, nil)
 	for name, want := range map[string]string{
 		"StatefulSet.apps.kruise.io": "StatefulSet.apps.kruise.io", "statefulsets.apps.kruise.io": "StatefulSet.apps.kruise.io",
 		"daemonset.apps.kruise.io": "DaemonSet.apps.kruise.io", "StatefulSet": "StatefulSet", "cloneset": "CloneSet",
@@ -188,7 +189,7 @@ func TestExplainNamesTheDeclaredKindsPermission(t *testing.T) {
 			return apierrors.NewForbidden(schema.GroupResource{Group: "external-secrets.io", Resource: "externalsecrets"}, "", nil)
 		},
 	}
-	e := Explainer{Reader: fake.NewClientBuilder().WithInterceptorFuncs(forbid).Build(), Settings: Settings{Config: config.Config{DeclaredKinds: kinds}}}
+	e := Explainer{Reader: fake.NewClientBuilder().WithInterceptorFuncs(forbid).Build(), Settings: metainfo.Settings{Config: config.Config{DeclaredKinds: kinds}}}
 	all := Kinds(e.Settings, e.Reader)
 	k, ok := Find(all, "externalsecret")
 	if !ok {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -34,7 +35,7 @@ var groups = map[string]string{
 // reloads it, and its metadata records. Under the evict and delete restart
 // methods a reload writes no pod-template field and no pause: only the
 // records and the restart time (workload/restart.go).
-func Writes(r Report, s Settings) []string {
+func Writes(r Report, s metainfo.Settings) []string {
 	keys := s.Plan.Keys
 	records := "annotations " + keys.Applied + ", " + keys.AppliedAlias
 	if r.Restart != nil {
@@ -62,7 +63,7 @@ func Writes(r Report, s Settings) []string {
 // PrintGitOps writes the settings tool needs for the workloads of reports
 // (those that reload on something), ready to paste, with what Ripple
 // writes on each as comments.
-func PrintGitOps(w io.Writer, tool string, reports []Report, s Settings) error {
+func PrintGitOps(w io.Writer, tool string, reports []Report, s metainfo.Settings) error {
 	var b strings.Builder
 	var ws []workload.Ref
 	fmt.Fprintf(&b, "# %s settings for the workloads Ripple reloads (ripple explain --gitops %s).\n", toolName(tool), tool)

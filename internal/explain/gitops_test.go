@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -20,7 +21,7 @@ import (
 // entry by the manager "ripple" per workload that reloads, none for one
 // that reloads on nothing; an unknown tool is an error naming the flag.
 func TestPrintGitOps(t *testing.T) {
-	s := Settings{Plan: plan.Settings{Strategy: strategy.EnvVars{}}}
+	s := metainfo.Settings{Plan: plan.Settings{Strategy: strategy.EnvVars{}}}
 	reports := []Report{
 		{Workload: workload.Ref{Kind: "StatefulSet", Namespace: "edge", Name: "proxy"}, Sources: []Source{{Kind: "ConfigMap", Name: "proxy", Reload: true}}},
 		{Workload: workload.Ref{Kind: "Deployment", Namespace: "shop", Name: "idle"}, Sources: []Source{{Kind: "ConfigMap", Name: "x"}}},

@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -23,11 +24,11 @@ type Kind struct {
 // Kinds returns every workload kind Ripple can reload, configured as s
 // says, the declared kinds (--workload-kinds, --workload-kinds-preset)
 // last. r reads a Rollout's workloadRef Deployment.
-func Kinds(s Settings, r client.Reader) []Kind {
+func Kinds(s metainfo.Settings, r client.Reader) []Kind {
 	cfg := s.Config
 	off := func(disabled bool, flag string) string {
 		if disabled {
-			return s.setting(flag)
+			return s.Flag(flag)
 		}
 		return ""
 	}

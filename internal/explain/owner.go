@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ripple-dev/ripple/internal/reason"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/reason"
 )
 
 // reasonReverted is the Warning of a reload another manager undid.

@@ -159,7 +159,7 @@ func settleWait(f Facts) (Wait, bool) {
 	until := f.Now.Add(f.Plan.Wait)
 	w := Wait{For: waitSettle, Setting: key, Until: &until, Message: n.Message}
 	if _, ok := f.Object.GetAnnotations()[key]; !ok {
-		w.Setting = f.Settings.setting(flag)
+		w.Setting = f.Settings.Flag(flag)
 	}
 	return w, true
 }

@@ -2,20 +2,15 @@ package explain
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/config"
+	"github.com/ripple-dev/ripple/internal/metainfo"
 )
 
 // A manual workload's change waits for an approval: the report says so,
@@ -62,7 +57,7 @@ func TestBuildReloadPolicy(t *testing.T) {
 
 // published is what a controller started with args publishes in its
 // reloader-meta-info, as explain reads it back.
-func published(t *testing.T, args ...string) MetaInfo {
+func published(t *testing.T, args ...string) metainfo.Info {
 	t.Helper()
 	o := config.NewOptions()
 	o.ReadEnv(func(k string) string { return map[string]string{"RELOADER_NAMESPACE": "ripple"}[k] })
@@ -79,7 +74,7 @@ func published(t *testing.T, args ...string) MetaInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := MetaInfo{Origin: "ConfigMap ripple/reloader-meta-info"}
+	meta := metainfo.Info{Origin: "ConfigMap ripple/reloader-meta-info"}
 	if err := json.Unmarshal(b, &meta.Options); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +87,7 @@ func published(t *testing.T, args ...string) MetaInfo {
 // controller makes it wait, and --pending lists it.
 func TestPublishedReloadPolicyAndRestartMethod(t *testing.T) {
 	fs := pflag.NewFlagSet("explain", pflag.ContinueOnError)
-	s, err := BindFlags(fs).Resolve(published(t, "--reload-policy=manual", "--restart-method=evict"))
+	s, err := metainfo.BindFlags(fs).Resolve(published(t, "--reload-policy=manual", "--restart-method=evict"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +98,7 @@ func TestPublishedReloadPolicyAndRestartMethod(t *testing.T) {
 		"reload-policy":  "--reload-policy=manual (from ConfigMap ripple/reloader-meta-info)",
 		"restart-method": "--restart-method=evict (from ConfigMap ripple/reloader-meta-info)",
 	} {
-		if got := s.setting(flag); got != want {
+		if got := s.Flag(flag); got != want {
 			t.Errorf("setting %s = %q, want %q", flag, got, want)
 		}
 	}
@@ -116,28 +111,5 @@ func TestPublishedReloadPolicyAndRestartMethod(t *testing.T) {
 	}
 	if l := (List{Items: []Report{r}}).Awaiting(); len(l.Items) != 1 {
 		t.Errorf("--pending lists %d workloads, want the waiting one", len(l.Items))
-	}
-}
-
-// Credentials that may not read Ripple's settings get an error naming the
-// permission or the flag that avoids it, never Ripple's defaults: with
-// them explain and approve would decide otherwise than the controller.
-func TestReadMetaInfoForbidden(t *testing.T) {
-	forbidden := interceptor.Funcs{
-		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
-			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "reloader-meta-info", nil)
-		},
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", nil)
-		},
-	}
-	c := fake.NewClientBuilder().WithInterceptorFuncs(forbidden).Build()
-	for ns, want := range map[string]string{
-		"ripple": "cannot read Ripple's settings, ConfigMap ripple/reloader-meta-info (needs get on configmaps in namespace ripple)",
-		"":       "without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace",
-	} {
-		if _, err := ReadMetaInfo(t.Context(), c, ns); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ReadMetaInfo(%q): %v, want %q", ns, err, want)
-		}
 	}
 }

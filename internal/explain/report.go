@@ -13,6 +13,7 @@ package explain
 import (
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -58,8 +59,8 @@ type Report struct {
 	Shard *Shard `json:"shard,omitempty"`
 	// Settings are the settings of Ripple that matter, with their origin;
 	// SettingsFrom says where those not given as flags were read.
-	Settings     []Setting `json:"settings"`
-	SettingsFrom string    `json:"settingsFrom"`
+	Settings     []metainfo.Setting `json:"settings"`
+	SettingsFrom string             `json:"settingsFrom"`
 	// Events are Ripple's last events on the workload, newest first.
 	Events []Event `json:"events,omitempty"`
 	// Findings are problems found in the objects themselves (lint), for
@@ -187,15 +188,6 @@ type Wait struct {
 	// Setting is the annotation key or flag that sets it.
 	Setting string `json:"setting"`
 	Message string `json:"message"`
-}
-
-// Setting is one setting of the Ripple explained.
-type Setting struct {
-	Flag  string `json:"flag"`
-	Value string `json:"value"`
-	// From is "flag", "default", or the reloader-meta-info ConfigMap as
-	// "ConfigMap <namespace>/<name>".
-	From string `json:"from"`
 }
 
 // Event is one of Ripple's events on the workload.

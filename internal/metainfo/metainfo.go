@@ -1,6 +1,9 @@
-// Package metainfo publishes Reloader's reloader-meta-info ConfigMap, in
-// which Reloader describes itself (build and options) for tools that read
-// it.
+// Package metainfo is Reloader's reloader-meta-info ConfigMap, in which
+// Reloader describes itself (build and options) for tools that read it.
+// Ripple's leader publishes its options there (Add), and Ripple's own
+// commands (explain, approve, history, resume) read them back (Read) and
+// resolve the settings they decide with: each flag given on their command
+// line, else the published value, else the default (Flags.Resolve).
 package metainfo
 
 import (

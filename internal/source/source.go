@@ -67,6 +67,18 @@ func Written(obj client.Object) time.Time {
 	return t
 }
 
+// LastWrite is when obj, read whole from the API server, was last
+// written: its latest managedFields time, else its creation.
+func LastWrite(obj client.Object) time.Time {
+	t := obj.GetCreationTimestamp().Time
+	for _, f := range obj.GetManagedFields() {
+		if f.Time != nil && f.Time.After(t) {
+			t = f.Time.Time
+		}
+	}
+	return t
+}
+
 // dataWritten is the latest time of a managedFields entry of o that owns
 // some of its data; zero when none says.
 func dataWritten(o client.Object) time.Time {

@@ -1,4 +1,4 @@
-package explain
+package metainfo
 
 import (
 	"context"
@@ -18,14 +18,17 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/plan"
+	rsource "github.com/ripple-dev/ripple/internal/source"
 )
 
-// The reloader-meta-info ConfigMap in which a Ripple (or Reloader)
-// publishes its options.
-const (
-	metaInfoName  = "reloader-meta-info"
-	metaInfoLabel = "reloader.stakater.com/meta-info"
-)
+// Setting is one setting of the Ripple explained.
+type Setting struct {
+	Flag  string `json:"flag"`
+	Value string `json:"value"`
+	// From is "flag", "default", or the reloader-meta-info ConfigMap as
+	// "ConfigMap <namespace>/<name>".
+	From string `json:"from"`
+}
 
 // Settings are the settings of the Ripple explained.
 type Settings struct {
@@ -47,8 +50,8 @@ type Settings struct {
 	KeyUnread error
 }
 
-// MetaInfo is what a reloader-meta-info ConfigMap says of its Ripple.
-type MetaInfo struct {
+// Info is what a reloader-meta-info ConfigMap says of its Ripple.
+type Info struct {
 	// Origin names the ConfigMap, "ConfigMap <ns>/<name>"; empty when none
 	// was found.
 	Origin string
@@ -133,7 +136,7 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 
 // Resolve returns the settings: each flag given on the command line, else
 // its value in meta, else its default. Errors name the flag at fault.
-func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
+func (f *Flags) Resolve(meta Info) (Settings, error) {
 	origin := map[string]string{}
 	for _, m := range metaFlags {
 		switch v, ok := metaValue(meta.Options, m.key); {
@@ -170,7 +173,7 @@ func (f *Flags) Resolve(meta MetaInfo) (Settings, error) {
 
 // webhook says where webhook mode was set, if it was. The meta-info
 // shows the URL only as set or not: it may hold a token.
-func webhook(fs *pflag.FlagSet, meta MetaInfo) string {
+func webhook(fs *pflag.FlagSet, meta Info) string {
 	if fs.Changed("webhook-url") {
 		return "--webhook-url given as a flag"
 	}
@@ -208,9 +211,9 @@ func flagValue(f *pflag.Flag) string {
 	return f.Value.String()
 }
 
-// setting shows the setting of flag (without its dashes) for a message:
+// Flag shows the setting of flag (without its dashes) for a message:
 // `--flag=value (from X)`.
-func (s Settings) setting(flag string) string {
+func (s Settings) Flag(flag string) string {
 	for _, sh := range s.Shown {
 		if sh.Flag == "--"+flag {
 			return fmt.Sprintf("%s=%s (%s)", sh.Flag, sh.Value, from(sh.From))
@@ -229,31 +232,31 @@ func from(origin string) string {
 	return "from " + origin
 }
 
-// ReadMetaInfo reads the reloader-meta-info ConfigMap: in namespace ns
+// Read reads the reloader-meta-info ConfigMap: in namespace ns
 // when it is set, else the only one labelled as such in the cluster. None
 // found is no error: the defaults then apply.
-func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, error) {
+func Read(ctx context.Context, r client.Reader, ns string) (Info, error) {
 	cm := &corev1.ConfigMap{}
 	if ns != "" {
 		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: metaInfoName}, cm)
 		switch {
 		case apierrors.IsNotFound(err):
 			// Its records are still where the user says Ripple runs.
-			return MetaInfo{Searched: "namespace " + ns, Namespace: ns}, nil
+			return Info{Searched: "namespace " + ns, Namespace: ns}, nil
 		case apierrors.IsForbidden(err):
-			return MetaInfo{}, fmt.Errorf("cannot read Ripple's settings, ConfigMap %s/%s (needs get on configmaps in namespace %s): %w", ns, metaInfoName, ns, err)
+			return Info{}, fmt.Errorf("cannot read Ripple's settings, ConfigMap %s/%s (needs get on configmaps in namespace %s): %w", ns, metaInfoName, ns, err)
 		case err != nil:
-			return MetaInfo{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, metaInfoName, err)
+			return Info{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, metaInfoName, err)
 		}
-		return parseMetaInfo(cm)
+		return parse(cm)
 	}
 	list := &corev1.ConfigMapList{}
 	err := r.List(ctx, list, client.HasLabels{metaInfoLabel})
 	switch {
 	case apierrors.IsForbidden(err):
-		return MetaInfo{}, fmt.Errorf("cannot find Ripple's settings, the %s ConfigMap, without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace", metaInfoName)
+		return Info{}, fmt.Errorf("cannot find Ripple's settings, the %s ConfigMap, without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace", metaInfoName)
 	case err != nil:
-		return MetaInfo{}, fmt.Errorf("finding the %s ConfigMap by its label %s (name its namespace with --ripple-namespace): %w", metaInfoName, metaInfoLabel, err)
+		return Info{}, fmt.Errorf("finding the %s ConfigMap by its label %s (name its namespace with --ripple-namespace): %w", metaInfoName, metaInfoLabel, err)
 	}
 	var found []string
 	for i := range list.Items {
@@ -264,31 +267,19 @@ func ReadMetaInfo(ctx context.Context, r client.Reader, ns string) (MetaInfo, er
 	}
 	switch len(found) {
 	case 0:
-		return MetaInfo{Searched: "the cluster"}, nil
+		return Info{Searched: "the cluster"}, nil
 	case 1:
-		return parseMetaInfo(cm)
+		return parse(cm)
 	}
-	return MetaInfo{}, fmt.Errorf("%s ConfigMaps in namespaces %s: choose one with --ripple-namespace", metaInfoName, strings.Join(found, ", "))
+	return Info{}, fmt.Errorf("%s ConfigMaps in namespaces %s: choose one with --ripple-namespace", metaInfoName, strings.Join(found, ", "))
 }
 
-func parseMetaInfo(cm *corev1.ConfigMap) (MetaInfo, error) {
-	m := MetaInfo{Origin: fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name), Published: lastWrite(cm), Namespace: cm.Namespace}
+func parse(cm *corev1.ConfigMap) (Info, error) {
+	m := Info{Origin: fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name), Published: rsource.LastWrite(cm), Namespace: cm.Namespace}
 	if err := json.Unmarshal([]byte(cm.Data["reloaderOptions"]), &m.Options); err != nil {
-		return MetaInfo{}, fmt.Errorf("%s: reloaderOptions: %w", m.Origin, err)
+		return Info{}, fmt.Errorf("%s: reloaderOptions: %w", m.Origin, err)
 	}
 	return m, nil
-}
-
-// lastWrite is when obj was last written: its latest managedFields time,
-// else its creation.
-func lastWrite(obj client.Object) time.Time {
-	t := obj.GetCreationTimestamp().Time
-	for _, f := range obj.GetManagedFields() {
-		if f.Time != nil && f.Time.After(t) {
-			t = f.Time.Time
-		}
-	}
-	return t
 }
 
 // Digester is the Digester of the Ripple explained: its --digest mode and
