@@ -52,11 +52,15 @@ type chaos struct {
 	mu         sync.Mutex
 	changes    []change
 	lastChange map[configRef]time.Time
-	undos      map[string][]undo // by workload
-	faults     []fault
-	writes     struct{ meta, template, failed int }
-	edits      map[string][]time.Time // the writer's template edits by workload
-	errs       []string
+	// order is the configs in the order they change, each in turn (a
+	// shuffle of the world's, by the seed); next is the next one's index.
+	order  []configRef
+	next   int
+	undos  map[string][]undo // by workload
+	faults []fault
+	writes struct{ meta, template, failed int }
+	edits  map[string][]time.Time // the writer's template edits by workload
+	errs   []string
 }
 
 func (c *chaos) intn(n int) int {
@@ -95,24 +99,34 @@ func every(ctx context.Context, first, interval time.Duration, fn func(context.C
 	}
 }
 
-// changeOne writes a new value to a config not changed for minGap (so
-// every change is a change set of its own, which Ripple must apply to each
-// reader once), retrying through an outage.
+// changeOne writes a new value to the next config in turn (order), one
+// not changed for minGap (so every change is a change set of its own,
+// which Ripple must apply to each reader once), retrying through an
+// outage. In turn, every config changes within len(configs) changes: each
+// run of Ripple has had a rollout of every workload after that long
+// (results.warmedUp).
 func (c *chaos) changeOne(ctx context.Context) {
 	now := time.Now()
 	c.mu.Lock()
-	var eligible []configRef
-	for _, cfg := range c.w.configs {
-		if now.Sub(c.lastChange[cfg]) >= c.minGap {
-			eligible = append(eligible, cfg)
+	if c.order == nil {
+		c.order = slices.Clone(c.w.configs)
+		c.rngMu.Lock()
+		c.rng.Shuffle(len(c.order), func(i, j int) { c.order[i], c.order[j] = c.order[j], c.order[i] })
+		c.rngMu.Unlock()
+	}
+	var cfg configRef
+	found := false
+	for i := range c.order {
+		if cand := c.order[(c.next+i)%len(c.order)]; now.Sub(c.lastChange[cand]) >= c.minGap {
+			cfg, found, c.next = cand, true, (c.next+i+1)%len(c.order)
+			break
 		}
 	}
 	n := len(c.changes) + 1
 	c.mu.Unlock()
-	if len(eligible) == 0 {
+	if !found {
 		return
 	}
-	cfg := eligible[c.intn(len(eligible))]
 	var sum string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		cm, err := c.cs.CoreV1().ConfigMaps(cfg.Namespace).Update(ctx, configMap(cfg, "change-"+strconv.Itoa(n)), metav1.UpdateOptions{})

@@ -112,21 +112,28 @@ func latencyTable(w *strings.Builder, r *results) {
 
 // memoryTable writes the growth of Ripple's memory and goroutines.
 func memoryTable(w *strings.Builder, r *results) {
-	fmt.Fprintf(w, "\n## Memory and goroutines\n\nRipple's /metrics every 5 s (%d samples), the first minute of each run left out; the slope within runs is pooled over the runs (a restart's drop is no trend), the slope across runs is that of each run's mean; ± is two standard errors. Flat: neither slope shown to exceed 10 %% of the mean per hour (its interval reaches below that).\n\n", len(r.Mem))
+	live := r.growthOf(func(s memSample) float64 { return s.Live })
+	fmt.Fprintf(w, "\n## Memory and goroutines\n\nRipple's /metrics every 5 s (%d samples; %d of them, in %d runs, past their run's warm-up). A run's warm-up is left out: what Ripple keeps per workload (its memory of each, client-go's Event correlation caches, the work queues' maps) fills with each workload's first rollout in the run and is bounded by the workloads, so it lasts until every config has changed in the run (they change in turn) and %s more for their rollouts, and at least its first %s. The slope within runs is pooled over the runs (a restart's drop is no trend), the slope across runs is that of each run's mean; ± is two standard errors. Flat: neither slope shown to exceed 10 %% of the mean per hour (its interval reaches below that). The verdict judges the live heap and the goroutines, where anything Ripple kept would show; the resident memory follows the heap's goal (twice the live heap at GOGC=100) and when the Go runtime returns freed pages, and is shown, not judged.\n\n",
+		len(r.Mem), live.Samples, live.Runs, rolloutMargin, warmUp)
 	fmt.Fprintf(w, "| value | mean | slope within runs | slope across runs | |\n|---|---|---|---|---|\n")
 	for _, row := range []struct {
-		name  string
-		value func(memSample) float64
-		unit  float64
-		fmt   string
+		name   string
+		value  func(memSample) float64
+		unit   float64
+		fmt    string
+		judged bool
 	}{
-		{"live heap (go_gc_heap_live_bytes)", func(s memSample) float64 { return s.Live }, 1 << 20, "%.1f MiB"},
-		{"resident memory", func(s memSample) float64 { return s.RSS }, 1 << 20, "%.1f MiB"},
-		{"goroutines", func(s memSample) float64 { return s.Goroutine }, 1, "%.0f"},
+		{"live heap (go_gc_heap_live_bytes)", func(s memSample) float64 { return s.Live }, 1 << 20, "%.1f MiB", true},
+		{"resident memory", func(s memSample) float64 { return s.RSS }, 1 << 20, "%.1f MiB", false},
+		{"goroutines", func(s memSample) float64 { return s.Goroutine }, 1, "%.0f", true},
 	} {
 		g := r.growthOf(row.value)
+		v := "not judged"
+		if row.judged {
+			v = verdict(g.Flat())
+		}
 		fmt.Fprintf(w, "| %s | "+row.fmt+" | "+row.fmt+" ± "+row.fmt+"/h | "+row.fmt+" ± "+row.fmt+"/h | %s |\n", row.name, g.Mean/row.unit,
-			g.WithinPerHour/row.unit, 2*g.WithinSE/row.unit, g.AcrossPerHour/row.unit, 2*g.AcrossSE/row.unit, verdict(g.Flat()))
+			g.WithinPerHour/row.unit, 2*g.WithinSE/row.unit, g.AcrossPerHour/row.unit, 2*g.AcrossSE/row.unit, v)
 	}
 }
 

@@ -16,6 +16,7 @@ func TestReport(t *testing.T) {
 	start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	r := &results{Start: start, End: start.Add(10 * time.Minute), CaughtUp: true,
 		Faults:  []fault{{Kind: "kill", At: start.Add(2 * time.Minute), Back: start.Add(2*time.Minute + time.Second)}},
+		Changes: []change{{Config: configRef{Namespace: "ns", Name: "c"}, At: start.Add(10 * time.Second)}, {Config: configRef{Namespace: "ns", Name: "c"}, At: start.Add(3 * time.Minute)}},
 		Latency: []changeLatency{{At: time.Minute, Max: 1200 * time.Millisecond, Complete: true}, {At: 2 * time.Minute, Max: 3 * time.Second, NearFault: true, Complete: true}, {At: 3 * time.Minute}},
 	}
 	for i := range 20 {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -142,14 +143,20 @@ func (r *results) nearFault(t time.Time) bool {
 // growth is a value's slope within Ripple's runs and across them, per
 // hour, with their standard errors.
 type growth struct {
+	// Runs and Samples are those past their warm-up.
+	Runs, Samples                                          int
 	Mean, WithinPerHour, WithinSE, AcrossPerHour, AcrossSE float64
 }
 
 // Flat is growth not shown to exceed 10 % of the mean per hour, within
 // runs and across: each slope's 95 % interval (two standard errors)
 // reaches below that. A slope without a standard error (too few runs or
-// samples to tell) shows nothing either way.
+// samples to tell) shows nothing either way; no run past its warm-up is
+// not flat: nothing was measured.
 func (g growth) Flat() bool {
+	if g.Runs == 0 {
+		return false
+	}
 	limit := 0.10 * g.Mean
 	shown := func(slope, se float64) bool {
 		return !math.IsNaN(slope) && !math.IsNaN(se) && math.Abs(slope)-2*se > limit
@@ -157,15 +164,62 @@ func (g growth) Flat() bool {
 	return !shown(g.WithinPerHour, g.WithinSE) && !shown(g.AcrossPerHour, g.AcrossSE)
 }
 
-// warmUp is left out of each run's samples: the first list and sync.
-const warmUp = time.Minute
+// A run's warm-up is left out of its samples: what Ripple keeps per
+// workload (its memory of each, client-go's Event correlation caches, the
+// work queues' maps) fills with each workload's first rollout in the run,
+// and then levels off, bounded by the workloads. It lasts until every
+// config has changed since the run began (the configs change in turn) and
+// rolloutMargin more for their rollouts, and at least warmUp (the first
+// list and sync). A run that ends first has no samples past its warm-up.
+const (
+	warmUp        = time.Minute
+	rolloutMargin = 15 * time.Second
+)
 
-// growthOf measures the growth of one value of the samples.
+// warmedUp is when each run's warm-up ended, by run; a run missing from it
+// never warmed up.
+func (r *results) warmedUp() map[int]time.Time {
+	all := map[configRef]bool{}
+	for _, ch := range r.Changes {
+		all[ch.Config] = true
+	}
+	changes := slices.Clone(r.Changes)
+	slices.SortFunc(changes, func(a, b change) int { return a.At.Compare(b.At) })
+	out := map[int]time.Time{}
+	for _, s := range r.Mem {
+		if _, ok := out[s.Run]; ok {
+			continue
+		}
+		start := r.runStart(s.Run)
+		seen := map[configRef]bool{}
+		for _, ch := range changes {
+			if ch.At.Before(start) {
+				continue
+			}
+			if seen[ch.Config] = true; len(seen) == len(all) {
+				out[s.Run] = maxTime(ch.At.Add(rolloutMargin), start.Add(warmUp))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// growthOf measures the growth of one value of the samples past their
+// run's warm-up.
 func (r *results) growthOf(value func(memSample) float64) growth {
+	warm := r.warmedUp()
 	var ps []point
 	sum := 0.0
 	for _, s := range r.Mem {
-		if s.At.Before(r.runStart(s.Run).Add(warmUp)) {
+		if w, ok := warm[s.Run]; !ok || s.At.Before(w) {
 			continue
 		}
 		ps = append(ps, point{X: s.At.Sub(r.Start).Seconds(), Y: value(s), Run: s.Run})
@@ -175,8 +229,9 @@ func (r *results) growthOf(value func(memSample) float64) growth {
 		return growth{Mean: math.NaN(), WithinPerHour: math.NaN(), AcrossPerHour: math.NaN()}
 	}
 	within, withinSE := slope(ps)
-	across, acrossSE := slope(runMeans(ps)) // one run: NaN
-	return growth{Mean: sum / float64(len(ps)), WithinPerHour: within * 3600, WithinSE: withinSE * 3600,
+	means := runMeans(ps)
+	across, acrossSE := slope(means) // one run: NaN
+	return growth{Runs: len(means), Samples: len(ps), Mean: sum / float64(len(ps)), WithinPerHour: within * 3600, WithinSE: withinSE * 3600,
 		AcrossPerHour: across * 3600, AcrossSE: acrossSE * 3600}
 }
 
