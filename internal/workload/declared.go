@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,10 +80,22 @@ func (k declaredTemplate) KeepsTemplate(client.Object) bool { return false }
 // controller rolls out a new template.
 func (k declaredTemplate) RollsWithTemplate() bool { return true }
 
-// PodTemplate converts the template at the kind's path; the result does
-// not point into obj.
+// PodTemplate converts the template at the kind's path, or as the cache
+// keeps it (TrimDeclared); the result does not point into obj.
 func (k declaredTemplate) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	return k.podTemplateAt(obj, k.path, k.spec.Template)
+	u, err := k.object(obj)
+	if err != nil {
+		return nil, err
+	}
+	cached, ok := u.Object[cachedTemplate].(string)
+	if !ok {
+		return k.podTemplateAt(obj, k.path, k.spec.Template)
+	}
+	tpl := &corev1.PodTemplateSpec{}
+	if err := json.Unmarshal([]byte(cached), tpl); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %s is not a pod template: %w", k.gvk.Kind, u.GetNamespace(), u.GetName(), k.spec.Template, err)
+	}
+	return tpl, nil
 }
 
 func (k declaredTemplate) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
@@ -213,27 +226,48 @@ func patchAt(ctx context.Context, c client.Client, obj client.Object, body map[s
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager))
 }
 
+// cachedTemplate is where the cache keeps a declared kind's pod
+// template: its JSON, one string, rather than the nested maps of an
+// unstructured object, which cost the cache several times as much
+// (docs/performance.md, "Declared kinds"). No object has a field of that
+// name, and a cached object is never sent back: declared kinds are
+// written by merge patches of their own (patchAt).
+const cachedTemplate = "ripple.dev/podTemplate"
+
 // TrimDeclared returns a cache transform that keeps of a declared kind's
-// object only what Ripple reads (its metadata and declared.Kind.Reads), so
-// that the cache holds about what it holds of a Deployment; objects of
-// other kinds pass unchanged.
+// object only what Ripple reads (its metadata and declared.Kind.Reads),
+// its pod template as JSON (cachedTemplate), so that the cache holds
+// about what it holds of a Deployment; objects of other kinds pass
+// unchanged.
 func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
-	keep := map[schema.GroupVersionKind][][]string{}
+	keep := map[schema.GroupVersionKind]declared.Kind{}
 	for _, k := range kinds {
-		keep[k.GVK()] = k.Reads()
+		keep[k.GVK()] = k
 	}
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil
 		}
-		paths, ok := keep[u.GroupVersionKind()]
+		k, ok := keep[u.GroupVersionKind()]
 		if !ok {
 			return obj, nil
 		}
 		out := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
-		for _, p := range paths {
-			if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...); found {
+		if v, ok := u.Object[cachedTemplate]; ok {
+			out[cachedTemplate] = v // trimmed before: client-go may transform an object twice
+		}
+		for _, p := range k.Reads() {
+			v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...)
+			switch {
+			case !found:
+			case k.Template != "" && slices.Equal(p, declared.Path(k.Template)):
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s/%s: %s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), k.Template, err)
+				}
+				out[cachedTemplate] = string(b)
+			default:
 				setAt(out, p, v)
 			}
 		}

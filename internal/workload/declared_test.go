@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/declared"
 	rstatus "github.com/ripple-dev/ripple/internal/rollout"
@@ -83,6 +86,48 @@ func TestDeclaredTemplateKind(t *testing.T) {
 	}
 }
 
+// A write from the object as the cache keeps it (the template as JSON)
+// writes the same patch as from the whole object: the template's other
+// fields stay, and the cache's own key is never sent.
+func TestDeclaredWriteFromTheCache(t *testing.T) {
+	kind := NewDeclared(widget)
+	tpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1", Args: []string{"--serve"}}}}}
+	obj := declaredObj(t, widget, "w", map[string]any{"spec": map[string]any{"pod": map[string]any{"template": templateAt(t, tpl)}}})
+	var sent []string
+	c := fake.NewClientBuilder().WithObjects(obj).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			b, err := p.Data(o)
+			sent = append(sent, string(b))
+			if err != nil {
+				return err
+			}
+			return c.Patch(ctx, o, p, opts...)
+		}}).Build()
+	whole := kind.New()
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), whole); err != nil {
+		t.Fatal(err)
+	}
+	cached, err := TrimDeclared([]declared.Kind{widget})(whole.DeepCopyObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := tpl.DeepCopy()
+	next.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_APP_CONFIGMAP", Value: "abc"}}
+	if _, err := kind.Write(t.Context(), c, cached.(client.Object), Update{Template: next}); err != nil {
+		t.Fatal(err)
+	}
+	after := kind.New()
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), after); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := kind.PodTemplate(after); got == nil || !equality.Semantic.DeepEqual(*got, *next) {
+		t.Fatalf("written template %+v, want %+v", got, next)
+	}
+	if len(sent) != 1 || strings.Contains(sent[0], cachedTemplate) || !strings.Contains(sent[0], `"--serve"`) {
+		t.Fatalf("patches sent %q, want one with the whole containers list and no %s", sent, cachedTemplate)
+	}
+}
+
 func TestDeclaredTemplateKindWithoutTemplate(t *testing.T) {
 	kind := NewDeclared(widget)
 	obj := declaredObj(t, widget, "w", map[string]any{"spec": map[string]any{}})
@@ -153,8 +198,8 @@ func TestDeclaredRolloutStatus(t *testing.T) {
 }
 
 // The cache keeps of a declared kind's object its metadata and what its
-// declaration reads (template, paused, ready), nothing else; objects of
-// other kinds pass as they are.
+// declaration reads (template, as JSON; paused; ready), nothing else;
+// objects of other kinds pass as they are.
 func TestTrimDeclared(t *testing.T) {
 	tpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
 	obj := declaredObj(t, widget, "w", map[string]any{
@@ -170,11 +215,15 @@ func TestTrimDeclared(t *testing.T) {
 	}
 	u, _ := got.(*unstructured.Unstructured)
 	want := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": obj.Object["metadata"],
-		"spec":   map[string]any{"pod": map[string]any{"template": templateAt(t, tpl)}, "rollout": map[string]any{"paused": true}},
-		"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+		cachedTemplate: `{"metadata":{},"spec":{"containers":[{"image":"app:1","name":"app","resources":{}}]}}`,
+		"spec":         map[string]any{"rollout": map[string]any{"paused": true}},
+		"status":       map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 	}
 	if !equality.Semantic.DeepEqual(u.Object, want) {
 		t.Fatalf("trimmed\n%v\nwant\n%v", u.Object, want)
+	}
+	if again, err := trim(u.DeepCopy()); err != nil || !equality.Semantic.DeepEqual(again.(*unstructured.Unstructured).Object, want) {
+		t.Fatalf("trimmed twice (client-go may transform an object again): %v (%v), want it unchanged", again, err)
 	}
 	kind := NewDeclared(widget)
 	if p, err := kind.PodTemplate(u); err != nil || !equality.Semantic.DeepEqual(*p, tpl) || !kind.(Pauser).Paused(u) {
