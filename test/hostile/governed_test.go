@@ -73,13 +73,7 @@ func checkLoosened(t *testing.T, mallory, admin kubernetes.Interface, ns string)
 	ctx := t.Context()
 	// A change before Ripple's first sight of a workload is its baseline.
 	for _, name := range loosened {
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-			d, err := admin.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && d.Annotations["ripple.dev/applied"] != "", err
-		})
-		if err != nil {
-			t.Fatalf("Ripple did not record its baseline of %s: %v", name, err)
-		}
+		waitBaseline(t, admin, ns, name)
 	}
 	cm, err := mallory.CoreV1().ConfigMaps(ns).Get(ctx, "gated", metav1.GetOptions{})
 	if err != nil {

@@ -68,7 +68,7 @@ func TestHostileTenant(t *testing.T) {
 
 	r := startRipple(t, home)
 	t.Logf("Ripple's caches synced %s after its start, with the hostile objects present", r.started.Round(time.Millisecond))
-	baseline := waitBaseline(t, admin, victim)
+	baseline := waitBaseline(t, admin, victim, "web")
 	checkMemory(t, r, "after its start")
 
 	changed := time.Now()
@@ -183,14 +183,14 @@ func victimWorkload(t *testing.T, admin kubernetes.Interface, ns string) {
 	create(t, "the victim's Deployment", admin.AppsV1().Deployments(ns).Create, deployment("web", 1, map[string]string{auto: "true"}, tpl))
 }
 
-// waitBaseline waits until Ripple has seen the victim's Deployment (its
+// waitBaseline waits until Ripple has seen Deployment ns/name (its
 // applied record): a change before that is its first sight, a baseline.
 // It returns the Deployment's generation then.
-func waitBaseline(t *testing.T, admin kubernetes.Interface, ns string) int64 {
+func waitBaseline(t *testing.T, admin kubernetes.Interface, ns, name string) int64 {
 	t.Helper()
 	var generation int64
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		d, err := admin.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		d, err := admin.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -198,7 +198,7 @@ func waitBaseline(t *testing.T, admin kubernetes.Interface, ns string) int64 {
 		return d.Annotations["ripple.dev/applied"] != "", nil
 	})
 	if err != nil {
-		t.Fatalf("Ripple did not record its baseline of the other namespace's workload within 10s of its start: %v", err)
+		t.Fatalf("Ripple did not record its baseline of Deployment %s/%s within 10s: %v", ns, name, err)
 	}
 	return generation
 }
