@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/ripple-dev/ripple/hack/cluster"
 )
@@ -23,27 +26,43 @@ import (
 var externalSecrets = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}
 
 // syncWatch records, from a watch, every write of one ExternalSecret
-// (the force-sync value it left) and the last resourceVersion delivered.
+// (the force-sync value it left) and the resourceVersions delivered.
 type syncWatch struct {
 	mu     sync.Mutex
 	writes []string
-	rv     string
+	rv     string // the last delivered
+	seen   map[string]bool
+	// err is why the watch ended, if it did.
+	err error
 }
 
 func watchSyncs(t *testing.T, dc dynamic.Interface, ns, name, from string) *syncWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	w, err := dc.Resource(externalSecrets).Namespace(ns).Watch(ctx, metav1.ListOptions{
-		FieldSelector: "metadata.name=" + name, ResourceVersion: from})
+	// A retry watcher: the API server ends a custom resource's watches
+	// when it rebuilds the resource's storage (a CRD's status settling
+	// after it was installed), and a plain watch would then miss writes.
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, from, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = "metadata.name=" + name
+			return dc.Resource(externalSecrets).Namespace(ns).Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	s := &syncWatch{rv: from}
+	s := &syncWatch{rv: from, seen: map[string]bool{from: true}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				s.mu.Lock()
+				s.err = apierrors.FromObject(ev.Object)
+				s.mu.Unlock()
+				continue
+			}
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok || ev.Type != watch.Modified {
 				continue
@@ -51,6 +70,7 @@ func watchSyncs(t *testing.T, dc dynamic.Interface, ns, name, from string) *sync
 			s.mu.Lock()
 			s.writes = append(s.writes, u.GetAnnotations()["force-sync"])
 			s.rv = u.GetResourceVersion()
+			s.seen[s.rv] = true
 			s.mu.Unlock()
 		}
 	}()
@@ -59,7 +79,8 @@ func watchSyncs(t *testing.T, dc dynamic.Interface, ns, name, from string) *sync
 }
 
 // settled waits until the watch has delivered the ExternalSecret as the
-// API server has it now, and returns its writes.
+// API server has it now (a later write may follow it), and returns its
+// writes.
 func (s *syncWatch) settled(t *testing.T, dc dynamic.Interface, ns, name string) []string {
 	t.Helper()
 	cur, err := dc.Resource(externalSecrets).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
@@ -69,10 +90,12 @@ func (s *syncWatch) settled(t *testing.T, dc dynamic.Interface, ns, name string)
 	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.rv == cur.GetResourceVersion(), nil
+		return s.seen[cur.GetResourceVersion()], nil
 	})
 	if err != nil {
-		t.Fatalf("the watch never delivered %s at resourceVersion %s: %v", name, cur.GetResourceVersion(), err)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t.Fatalf("the watch never delivered %s at resourceVersion %s (last %s; the watch's error: %v): %v", name, cur.GetResourceVersion(), s.rv, s.err, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
