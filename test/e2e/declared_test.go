@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/ripple-dev/ripple/hack/cluster"
+	"github.com/ripple-dev/ripple/hack/kit"
 )
 
 // externalSecrets is the resource of the external-secrets preset's kind,
@@ -26,22 +28,19 @@ import (
 var externalSecrets = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}
 
 // syncWatch records, from a watch, every write of one ExternalSecret
-// (the force-sync value it left) and the resourceVersions delivered.
+// (the force-sync value it left), and how far the watch has delivered.
 type syncWatch struct {
-	mu     sync.Mutex
-	writes []string
-	rv     string // the last delivered
-	seen   map[string]bool
-	// err is why the watch ended, if it did.
-	err error
+	mu       sync.Mutex
+	writes   []string
+	progress *kit.WatchProgress
 }
 
 func watchSyncs(t *testing.T, dc dynamic.Interface, ns, name, from string) *syncWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	// A retry watcher: the API server ends a custom resource's watches
-	// when it rebuilds the resource's storage (a CRD's status settling
-	// after it was installed), and a plain watch would then miss writes.
+	// A retry watcher: a watch the API server ends is resumed from the
+	// last resourceVersion delivered; a plain one would leave the writes
+	// after its end unseen.
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, from, &toolscache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = "metadata.name=" + name
@@ -52,50 +51,44 @@ func watchSyncs(t *testing.T, dc dynamic.Interface, ns, name, from string) *sync
 		cancel()
 		t.Fatal(err)
 	}
-	s := &syncWatch{rv: from, seen: map[string]bool{from: true}}
+	s := &syncWatch{progress: kit.NewWatchProgress(from)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Error {
-				s.mu.Lock()
-				s.err = apierrors.FromObject(ev.Object)
-				s.mu.Unlock()
+				s.progress.Fail(apierrors.FromObject(ev.Object))
 				continue
 			}
 			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || ev.Type != watch.Modified {
+			if !ok {
 				continue
 			}
-			s.mu.Lock()
-			s.writes = append(s.writes, u.GetAnnotations()["force-sync"])
-			s.rv = u.GetResourceVersion()
-			s.seen[s.rv] = true
-			s.mu.Unlock()
+			if ev.Type == watch.Modified {
+				s.mu.Lock()
+				s.writes = append(s.writes, u.GetAnnotations()["force-sync"])
+				s.mu.Unlock()
+			}
+			s.progress.Saw(u.GetResourceVersion())
 		}
+		s.progress.Fail(errors.New("the watch of the ExternalSecret ended"))
 	}()
 	t.Cleanup(func() { cancel(); w.Stop(); <-done })
 	return s
 }
 
 // settled waits until the watch has delivered the ExternalSecret as the
-// API server has it now (a later write may follow it), and returns its
-// writes.
+// API server has it now, or a later write, and returns its writes.
 func (s *syncWatch) settled(t *testing.T, dc dynamic.Interface, ns, name string) []string {
 	t.Helper()
 	cur, err := dc.Resource(externalSecrets).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.seen[cur.GetResourceVersion()], nil
-	})
-	if err != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		t.Fatalf("the watch never delivered %s at resourceVersion %s (last %s; the watch's error: %v): %v", name, cur.GetResourceVersion(), s.rv, s.err, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := s.progress.Reached(ctx, cur.GetResourceVersion()); err != nil {
+		t.Fatalf("watching %s: %v", name, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
