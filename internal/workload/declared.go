@@ -240,9 +240,15 @@ const cachedTemplate = "ripple.dev/podTemplate"
 // about what it holds of a Deployment; objects of other kinds pass
 // unchanged.
 func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
-	keep := map[schema.GroupVersionKind]declared.Kind{}
+	// The paths are worked out once per kind, not per event.
+	type trim struct {
+		name     string   // the template's field path, for errors
+		template []string // nil when the kind has no pod template
+		reads    [][]string
+	}
+	keep := map[schema.GroupVersionKind]trim{}
 	for _, k := range kinds {
-		keep[k.GVK()] = k
+		keep[k.GVK()] = trim{name: k.Template, template: declared.Path(k.Template), reads: k.Reads()}
 	}
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -257,14 +263,14 @@ func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
 		if v, ok := u.Object[cachedTemplate]; ok {
 			out[cachedTemplate] = v // trimmed before: client-go may transform an object twice
 		}
-		for _, p := range k.Reads() {
+		for _, p := range k.reads {
 			v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...)
 			switch {
 			case !found:
-			case k.Template != "" && slices.Equal(p, declared.Path(k.Template)):
+			case k.template != nil && slices.Equal(p, k.template):
 				b, err := json.Marshal(v)
 				if err != nil {
-					return nil, fmt.Errorf("%s %s/%s: %s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), k.Template, err)
+					return nil, fmt.Errorf("%s %s/%s: %s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), k.name, err)
 				}
 				out[cachedTemplate] = string(b)
 			default:
