@@ -13,6 +13,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/ripple-dev/ripple/hack/cluster"
@@ -30,8 +33,28 @@ func Main(ctx context.Context, m *testing.M, start func(context.Context) (stop f
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	var once sync.Once
+	var stopErr error
+	stopOnce := func() error {
+		once.Do(func() { stopErr = stop() })
+		return stopErr
+	}
+	// An interrupted run (Ctrl-C, or a signal to the test binary alone)
+	// never returns from m.Run: stop the control plane here, or its
+	// kube-apiserver and etcd outlive the suite.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "%v: stopping the control plane\n", s)
+		if err := stopOnce(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+		os.Exit(1)
+	}()
 	code := m.Run()
-	if err := stop(); err != nil {
+	if err := stopOnce(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		code = 1
 	}

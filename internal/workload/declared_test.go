@@ -69,13 +69,7 @@ func TestDeclaredTemplateKind(t *testing.T) {
 	if _, err := kind.Write(t.Context(), c, cur, Update{Template: next, Paused: &paused, Annotations: map[string]*string{"ripple.dev/applied": &rec}}); err != nil {
 		t.Fatal(err)
 	}
-	after := kind.New()
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), after); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := kind.PodTemplate(after); got == nil || !equality.Semantic.DeepEqual(*got, *next) {
-		t.Fatalf("written template %+v, want %+v", got, next)
-	}
+	after := readTemplate(t, kind, c, obj, next)
 	u, _ := after.(*unstructured.Unstructured)
 	if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 2 || !kind.(Pauser).Paused(after) || after.GetAnnotations()["ripple.dev/applied"] != rec {
 		t.Fatalf("after the write: replicas %d (want 2 kept), paused %v, annotations %v", r, kind.(Pauser).Paused(after), after.GetAnnotations())
@@ -116,16 +110,24 @@ func TestDeclaredWriteFromTheCache(t *testing.T) {
 	if _, err := kind.Write(t.Context(), c, cached.(client.Object), Update{Template: next}); err != nil {
 		t.Fatal(err)
 	}
+	readTemplate(t, kind, c, obj, next)
+	if len(sent) != 1 || strings.Contains(sent[0], cachedTemplate) || !strings.Contains(sent[0], `"--serve"`) {
+		t.Fatalf("patches sent %q, want one with the whole containers list and no %s", sent, cachedTemplate)
+	}
+}
+
+// readTemplate reads obj back through c and fails unless its pod template
+// is want.
+func readTemplate(t *testing.T, kind Kind, c client.Client, obj client.Object, want *corev1.PodTemplateSpec) client.Object {
+	t.Helper()
 	after := kind.New()
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), after); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := kind.PodTemplate(after); got == nil || !equality.Semantic.DeepEqual(*got, *next) {
-		t.Fatalf("written template %+v, want %+v", got, next)
+	if got, _ := kind.PodTemplate(after); got == nil || !equality.Semantic.DeepEqual(*got, *want) {
+		t.Fatalf("written template %+v, want %+v", got, want)
 	}
-	if len(sent) != 1 || strings.Contains(sent[0], cachedTemplate) || !strings.Contains(sent[0], `"--serve"`) {
-		t.Fatalf("patches sent %q, want one with the whole containers list and no %s", sent, cachedTemplate)
-	}
+	return after
 }
 
 func TestDeclaredTemplateKindWithoutTemplate(t *testing.T) {
