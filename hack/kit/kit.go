@@ -33,12 +33,7 @@ func Main(ctx context.Context, m *testing.M, start func(context.Context) (stop f
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	var once sync.Once
-	var stopErr error
-	stopOnce := func() error {
-		once.Do(func() { stopErr = stop() })
-		return stopErr
-	}
+	stopOnce := sync.OnceValue(stop)
 	// An interrupted run (Ctrl-C, or a signal to the test binary alone)
 	// never returns from m.Run: stop the control plane here, or its
 	// kube-apiserver and etcd outlive the suite.
