@@ -412,9 +412,12 @@ type writer struct {
 	quit chan struct{} // closed to stop it between two writes
 	// held stops its writes of the pod template (holdTemplate).
 	held atomic.Bool
-	once sync.Once
-	done chan writerResult
-	last writerResult
+	// writing is held through each write, from the read of held on, so
+	// that holdTemplate can wait out a template write in flight.
+	writing sync.Mutex
+	once    sync.Once
+	done    chan writerResult
+	last    writerResult
 }
 
 // writerResult is what the writer wrote last: the number of its last
@@ -440,6 +443,7 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 		var res writerResult
 		defer func() { w.done <- res }()
 		for i := 1; ; i++ {
+			w.writing.Lock()
 			tenth, held := i%10 == 0, w.held.Load()
 			replicas := int32(1 + (i/10)%2)
 			err := retry.RetryOnConflict(writerRetry, func() error {
@@ -460,6 +464,7 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 				}
 				return err
 			})
+			w.writing.Unlock()
 			if err != nil {
 				t.Errorf("writer: %v", err)
 				return
@@ -483,8 +488,15 @@ func startWriter(t *testing.T, cs kubernetes.Interface, ns, name string) *writer
 }
 
 // holdTemplate makes the writer leave the pod template alone from its
-// next write on (it still annotates and scales the Deployment).
-func (w *writer) holdTemplate() { w.held.Store(true) }
+// next write on (it still annotates and scales the Deployment), and waits
+// for its current write to end: a template write that lands after the
+// test's config change counts as the change's rollout (plan/template.go),
+// and Ripple then rightly writes nothing.
+func (w *writer) holdTemplate() {
+	w.held.Store(true)
+	w.writing.Lock()
+	defer w.writing.Unlock()
+}
 
 // stop ends the writer after its current write and returns what it wrote
 // last; it may be called twice.
