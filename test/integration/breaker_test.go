@@ -21,7 +21,12 @@ const minRolloutIntervalKey = "ripple.dev/min-rollout-interval"
 // hold the test up); an invalid annotation is a Warning event naming it.
 func TestMinRolloutInterval(t *testing.T) {
 	t.Parallel()
-	const interval = 4 * time.Second
+	// The interval must outlast the test's own steps between the first
+	// rollout and its last change (seeing the rollout, two config writes
+	// and a pause): on a loaded machine they took 4 s, and the change in
+	// between then rolled on its own, as it should once the interval is
+	// over. 10 s keeps the last rollout within waitFor's 15 s.
+	const interval = 10 * time.Second
 	e := startRipple(t, "--min-rollout-interval=1h")
 	e.newConfig(t, cm1)
 	d := e.newWorkload(t, kit.Deployment, "web", ann(autoKey, "true", minRolloutIntervalKey, interval.String()), envFrom(cm1.Kind, cm1.Name))
