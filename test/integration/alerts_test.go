@@ -27,7 +27,9 @@ func TestAlertsPerSink(t *testing.T) {
 			srv := kit.NewAlertSink(t, 0)
 			e := newEnv(t)
 			e.environ = map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": sink, "ALERT_WEBHOOK_URL": srv.URL + "/alert"}
-			e.run(t, "--settle-window=500ms")
+			// The window must hold the test's two config writes, which
+			// take their time on a loaded machine: one change set, one alert.
+			e.run(t, "--settle-window=2s")
 			deploy := kit.Deployment
 			cm, sec := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}, refs.Ref{Kind: refs.Secret, Name: "creds"}
 			e.newConfig(t, cm)
@@ -65,7 +67,10 @@ func TestHungAlertSinkDelaysNothing(t *testing.T) {
 		e.waitApplied(t, deploy, w, r, e.setConfig(t, r, v))
 		d := time.Since(began)
 		t.Logf("reload %d with the sink hung: %s", i+2, d)
-		if d > 3*time.Second {
+		// Half the 10 s a delivery may take (notify's default timeout),
+		// so a reload that waited for one shows, and clear of a loaded
+		// machine's own delays.
+		if d > 5*time.Second {
 			t.Fatalf("reload %d took %s while the alert sink hung", i+2, d)
 		}
 	}
