@@ -16,6 +16,10 @@ RACE       ?= -race
 # directive); the binary is cached next to the Kubernetes tools, keyed by it.
 GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/lint/go.mod)
 GOLANGCI_LINT         := $(abspath $(shell go env GOCACHE)/../ripple-k8s/golangci-lint-$(GOLANGCI_LINT_VERSION))/golangci-lint
+# controller-gen writes the ConfigRollout API's deep copies and CRD; pinned
+# in hack/tools/controllergen/go.mod and cached like golangci-lint.
+CONTROLLER_GEN_VERSION := $(shell awk '$$1 == "sigs.k8s.io/controller-tools" { print $$2 }' hack/tools/controllergen/go.mod)
+CONTROLLER_GEN         := $(abspath $(shell go env GOCACHE)/../ripple-k8s/controller-gen-$(CONTROLLER_GEN_VERSION))/controller-gen
 
 .PHONY: help
 help: ## List the targets.
@@ -34,10 +38,30 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## gofmt check, go vet and golangci-lint (make test and CI run this).
+vet: ## gofmt check, go vet, golangci-lint and a check that the generated API files are current (make test and CI run this).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
 	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory generate-check
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate the ConfigRollout API's deep copies (api/) and its CRD (deploy/helm/ripple/files/crds) with controller-gen.
+	$(CONTROLLER_GEN) object paths=./api/... crd output:crd:dir=deploy/helm/ripple/files/crds
+
+# generate-check regenerates into a scratch copy of the files and compares,
+# so that a stale file fails without touching the tree.
+.PHONY: generate-check
+generate-check: $(CONTROLLER_GEN)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$$tmp/crds && \
+	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$$tmp/api && \
+	diff -r deploy/helm/ripple/files/crds $$tmp/crds && diff api/v1alpha1/zz_generated.deepcopy.go $$tmp/api/zz_generated.deepcopy.go || \
+	{ echo "the generated API files are stale: run 'make generate'"; exit 1; }
+
+$(CONTROLLER_GEN):
+	@echo "building controller-gen $(CONTROLLER_GEN_VERSION) into $(@D) (once; about a minute)"
+	@mkdir -p $(@D)
+	cd hack/tools/controllergen && CGO_ENABLED=0 go build -trimpath -o $@.$$$$.tmp sigs.k8s.io/controller-tools/cmd/controller-gen && mv $@.$$$$.tmp $@ || { rm -f $@.$$$$.tmp; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint with .golangci.yml (LINT_ARGS=--fix to apply fixes).

@@ -40,6 +40,9 @@ const (
 	WidgetCRD = "widget.yaml"
 )
 
+// ConfigRolloutCRD is Ripple's own CRD, as the Helm chart ships it.
+const ConfigRolloutCRD = "ripple.dev_configrollouts.yaml"
+
 // crdTimeout bounds the wait for a CRD to be served, or to be gone.
 const crdTimeout = 30 * time.Second
 
@@ -53,7 +56,8 @@ func CRDFile(name string) (string, error) {
 	// This source file's directory: the repository is checked out wherever
 	// the tests run.
 	if _, self, _, ok := runtime.Caller(0); ok {
-		dirs = append(dirs, filepath.Join(filepath.Dir(self), "crds"))
+		dirs = append(dirs, filepath.Join(filepath.Dir(self), "crds"),
+			filepath.Join(filepath.Dir(self), "..", "..", "deploy", "helm", "ripple", "files", "crds"))
 	}
 	for _, dir := range dirs {
 		p := filepath.Join(dir, name)

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -45,6 +46,7 @@ func newLeaseLock(rc *rest.Config, cfg config.Config) (resourcelock.Interface, e
 	// the leader lost its Lease and exited. The elector makes one request
 	// per retry period; it needs no client-side limit.
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	rc.ContentType = runtime.ContentTypeProtobuf // a built-in type (NewManager)
 	watcher, err := coordinationv1client.NewForConfig(rc)
 	if err != nil {
 		return nil, err

@@ -316,3 +316,18 @@ func (cs *Canaries) save(ctx context.Context, key configKey, e *canaryEntry) {
 	}
 	e.version, e.dirty = cm.ResourceVersion, false
 }
+
+// Of is the canaried change of config in ns kept for the data digest, if
+// any: the change controller shows it on the change's ConfigRollout.
+func (cs *Canaries) Of(ns string, config refs.Ref, digest string) (plan.Canary, bool) {
+	if cs == nil {
+		return plan.Canary{}, false
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	e, ok := cs.changes[configKey{ns, config}]
+	if !ok || e.c.Digest != digest || e.c.Phase == "" {
+		return plan.Canary{}, false
+	}
+	return e.c, true
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -60,6 +61,10 @@ type ReloadFlags struct {
 	// TightenOnly lets a workload's own policy and window only tighten
 	// its Namespace's.
 	TightenOnly bool
+	// ConfigRollouts turns on the change controller (docs/config-rollouts.md);
+	// ConfigRolloutHistory and ConfigRolloutsPerNamespace bound what it keeps.
+	ConfigRollouts                                   bool
+	ConfigRolloutHistory, ConfigRolloutsPerNamespace int
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -131,6 +136,7 @@ func defaultReloadOptions() ReloadOptions {
 		// 6s between changes of a config flapping at just the trip rate.
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
 		CanaryBake: plan.DefaultCanaryBake, ApprovalMaxAge: DefaultApprovalMaxAge,
+		ConfigRollouts: true, ConfigRolloutHistory: change.DefaultHistory, ConfigRolloutsPerNamespace: change.DefaultPerNamespace,
 	}}
 }
 
@@ -155,6 +161,7 @@ func (o *ReloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "A rollout that Ripple started and that is not complete after this long is reported stalled (Warning Event RolloutStalled, ripple_rollouts_stalled_total) and frees its slot; a progress deadline exceeded reports it earlier. 0 never times out (a rollout then frees its slot only by completing or stalling by its own status).")
 	fs.DurationVar(&o.SettleWindow, "settle-window", o.SettleWindow, "Changes to one workload's configs that arrive within this window of each other become one rollout; 0 acts at once. A workload can override it with the <annotation-prefix>/settle-window annotation.")
 	o.bindBreakerFlags(fs)
+	o.bindChangeFlags(fs)
 	o.bindPolicyFlags(fs)
 }
 
@@ -206,6 +213,28 @@ func (o ReloadFlags) canary() (plan.CanarySpec, error) {
 	}
 	c.Bake = o.CanaryBake
 	return c, nil
+}
+
+// Bounds of the ConfigRollouts kept.
+const (
+	maxConfigRolloutHistory       = 100
+	maxConfigRolloutsPerNamespace = 10000
+)
+
+// bindChangeFlags registers the change controller's flags.
+func (o *ReloadOptions) bindChangeFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.ConfigRollouts, "config-rollouts", o.ConfigRollouts, "Keep a ConfigRollout (ripple.dev/v1alpha1) per change of a config that has consumers, in the config's namespace: where each consumer stands, and a Propagated condition to wait on (docs/config-rollouts.md). It starts once the API server serves the CRD; without it Ripple logs so once and reloads as before. It changes nothing of what rolls or when. Helm: ripple.configRollouts.enabled.")
+	fs.IntVar(&o.ConfigRolloutHistory, "config-rollout-history", o.ConfigRolloutHistory, fmt.Sprintf("How many ConfigRollouts of one config are kept, the newest (1 to %d).", maxConfigRolloutHistory))
+	fs.IntVar(&o.ConfigRolloutsPerNamespace, "config-rollouts-per-namespace", o.ConfigRolloutsPerNamespace, fmt.Sprintf("How many ConfigRollouts one namespace keeps at most: past it, the oldest are deleted, those done first (1 to %d).", maxConfigRolloutsPerNamespace))
+}
+
+func (o *ReloadOptions) validateChanges(errs *problems) {
+	if o.ConfigRolloutHistory < 1 || o.ConfigRolloutHistory > maxConfigRolloutHistory {
+		errs.bad("config-rollout-history", "%d is not between 1 and %d", o.ConfigRolloutHistory, maxConfigRolloutHistory)
+	}
+	if o.ConfigRolloutsPerNamespace < 1 || o.ConfigRolloutsPerNamespace > maxConfigRolloutsPerNamespace {
+		errs.bad("config-rollouts-per-namespace", "%d is not between 1 and %d", o.ConfigRolloutsPerNamespace, maxConfigRolloutsPerNamespace)
+	}
 }
 
 // bindBreakerFlags registers the storm breaker's flags.
@@ -280,6 +309,7 @@ func (o *ReloadOptions) validate(errs *problems, keys annotation.Keys) Reload {
 		errs.bad("settle-window", "%s is negative; use 0 to act at once or a positive duration such as 1s", o.SettleWindow)
 	}
 	o.validateBreaker(errs)
+	o.validateChanges(errs)
 	o.validatePolicy(errs)
 	return r
 }

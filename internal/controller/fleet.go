@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
@@ -45,34 +48,37 @@ func (f *fleet) of(kind string) (*Reconciler, bool) {
 // config would roll now: those the plan changes, not under the notify
 // policy, which rolls nothing.
 func (f *fleet) Candidates(ctx context.Context, ns string, config refs.Ref) ([]plan.CanaryCandidate, error) {
-	f.mu.Lock()
-	rs := make([]*Reconciler, 0, len(f.byKind))
-	for _, r := range f.byKind {
-		rs = append(rs, r)
-	}
-	f.mu.Unlock()
 	var out []plan.CanaryCandidate
-	for _, r := range rs {
+	err := f.each(ctx, ns, config, func(r *Reconciler, obj client.Object, _ *corev1.PodTemplateSpec, in plan.Input) {
+		p := plan.For(in)
+		if p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config }) {
+			out = append(out, plan.CanaryCandidate{Ref: workload.RefTo(r.Kind, obj), First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys)})
+		}
+	})
+	return out, err
+}
+
+// each calls visit with every workload in ns of every kind that may use
+// config, gathered as its reconcile gathers it; a workload gone, being
+// deleted or without a template yet is left out, and one whose input
+// cannot be gathered too.
+func (f *fleet) each(ctx context.Context, ns string, config refs.Ref, visit func(*Reconciler, client.Object, *corev1.PodTemplateSpec, plan.Input)) error {
+	for _, r := range f.all() {
 		objs, err := r.Finder.Of(ctx, r.Kind, ns, config)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, obj := range objs {
 			tpl, err := workload.Template(ctx, r.Client, r.Kind, obj)
-			if err != nil || tpl == nil {
-				continue // gone, or no template yet: not a candidate
-			}
-			in, err := r.input(ctx, obj, tpl)
-			if err != nil {
+			if err != nil || tpl == nil || obj.GetDeletionTimestamp() != nil {
 				continue
 			}
-			p := plan.For(in)
-			if p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config }) {
-				out = append(out, plan.CanaryCandidate{Ref: workload.RefTo(r.Kind, obj), First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys)})
+			if in, err := r.input(ctx, obj, tpl); err == nil {
+				visit(r, obj, tpl, in)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Status is how the rollout of k stands (restartStatus).
@@ -99,4 +105,47 @@ func (f *fleet) Enqueue(k workload.Ref) {
 	if r, ok := f.of(k.Kind); ok {
 		r.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
 	}
+}
+
+// Consumers are the workloads in ns of every kind that may read config,
+// each as its plan sees the config now (change.Fleet).
+func (f *fleet) Consumers(ctx context.Context, ns string, config refs.Ref) ([]change.Consumer, error) {
+	var out []change.Consumer
+	err := f.each(ctx, ns, config, func(r *Reconciler, obj client.Object, tpl *corev1.PodTemplateSpec, in plan.Input) {
+		out = append(out, r.consumer(ctx, obj, tpl, in, config))
+	})
+	return out, err
+}
+
+// consumer is obj as a consumer of config: its plan's view of it, and its
+// rollout.
+func (r *Reconciler) consumer(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec, in plan.Input, config refs.Ref) change.Consumer {
+	p := plan.For(in)
+	c := change.Consumer{Ref: workload.RefTo(r.Kind, obj), RollsNothing: in.DryRun || p.Policy == plan.Notify, Since: obj.GetCreationTimestamp().Time}
+	if i := slices.IndexFunc(p.Sources, func(s plan.SourcePlan) bool { return s.Ref == config }); i >= 0 {
+		c.Source, c.Found = p.Sources[i], true
+	}
+	if n, ok := p.Verdict(); ok {
+		c.Verdict = n.Reason
+	}
+	if t, err := time.Parse(time.RFC3339, tpl.Annotations[restartedAt]); err == nil && t.After(c.Since) {
+		c.Since = t // kubectl rollout restart: its pods read the data then
+	}
+	c.Rollout, _ = r.restartStatus(ctx, r.Kind, obj)
+	return c
+}
+
+// restartedAt is the pod template annotation `kubectl rollout restart`
+// sets.
+const restartedAt = "kubectl.kubernetes.io/restartedAt"
+
+// all is the reconcilers of every kind set up.
+func (f *fleet) all() []*Reconciler {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs := make([]*Reconciler, 0, len(f.byKind))
+	for _, r := range f.byKind {
+		rs = append(rs, r)
+	}
+	return rs
 }

@@ -67,6 +67,8 @@ type Deps struct {
 	Pods client.Reader
 	// Canaries keeps the canaried changes.
 	Canaries *canary.Canaries
+	// changes is the change controller; nil when it is off.
+	changes *changes
 }
 
 // Reconciler reconciles one workload kind.
@@ -173,6 +175,7 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 		}
 	}
 	r.Canaries.Applied(ctx, key, in, p, false)
+	r.changes.touch(key.Namespace, p)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
 	if p.Wait > 0 {

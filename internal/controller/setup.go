@@ -51,6 +51,9 @@ type Options struct {
 	Workers int
 	// Namespace is Ripple's own, where it keeps its canary records.
 	Namespace string
+	// Changes is the change controller's: on, it starts once the API
+	// server serves ConfigRollouts.
+	Changes ChangeOptions
 }
 
 // Setup registers the indexes and the controller of every workload kind,
@@ -75,6 +78,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.CSI {
 		d.Rotations = &rsource.Rotations{}
 	}
+	d.changes = o.Changes.new()
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	for _, k := range watched {
 		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
@@ -98,6 +102,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.CSI {
 		apis = append(apis, optional.API{GVK: rsource.SecretProviderClassPodStatusGVK, Flag: "--enable-csi-integration", Enable: s.enableCSI})
 	}
+	apis = append(apis, s.changesAPI()...)
 	if len(apis) == 0 {
 		return nil
 	}
@@ -167,6 +172,11 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	s.reconcilers = append(s.reconcilers, r)
 	s.fleet.add(r)
 	s.controllers = append(s.controllers, c)
+	if ch := s.deps.changes; ch != nil && ch.ctrl != nil {
+		if err := ch.watchKind(s.mgr.GetCache(), kind); err != nil {
+			return err
+		}
+	}
 	if s.deps.Rotations.Served() {
 		return s.watchCSI(r, c)
 	}

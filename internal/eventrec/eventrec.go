@@ -62,6 +62,7 @@ const (
 func New(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger, onDrop func()) (events.EventRecorder, error) {
 	rc := rest.CopyConfig(cfg)
 	rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter() // the pacedRecorder paces them
+	rc.ContentType = runtime.ContentTypeProtobuf            // a built-in type, as the control plane sends it
 	cs, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)

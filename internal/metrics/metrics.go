@@ -54,6 +54,7 @@ type Metrics struct {
 	wouldReload         *prometheus.CounterVec
 	safety
 	approval
+	changes
 }
 
 // safety are the metrics of the safety settings: rollout verification and
@@ -136,6 +137,7 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		wouldReload:     counterVec("ripple_would_reload_total", "Rollouts --dry-run or the notify reload policy decided but did not write, by workload kind.", "kind"),
 		safety:          newSafety(),
 		approval:        newApproval(),
+		changes:         newChanges(),
 	}
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
@@ -143,6 +145,7 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
 	collectors = append(collectors, m.safetyCollectors()...)
 	collectors = append(collectors, m.pending)
+	collectors = append(collectors, m.changeCollectors()...)
 	if byNamespace {
 		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
 			"Reloads of workloads, by success and namespace.", "success", "namespace")

@@ -46,6 +46,16 @@ const othersAnnotation = "internal.ripple.dev/others"
 // reaches the API server.
 const writtenAnnotation = "internal.ripple.dev/written"
 
+// writerAnnotation holds, on cached ConfigMaps and Secrets only, the
+// field manager of the managedFields entry that last wrote their data
+// (at most maxWriter bytes). Like digestAnnotation it never reaches the
+// API server.
+const writerAnnotation = "internal.ripple.dev/writer"
+
+// maxWriter bounds the writer kept: a manager's name is the client's to
+// choose.
+const maxWriter = 128
+
 // transformedAnnotation marks, on cached sources only, an object this
 // process transformed. Its value is transformMark, a nonce of the process
 // that no object from the API server can carry: a digest annotation a
@@ -67,6 +77,11 @@ func Written(obj client.Object) time.Time {
 	return t
 }
 
+// Writer returns the field manager that last wrote a cached ConfigMap's
+// or Secret's data, as its managedFields said (a hint: a client may write
+// them); empty when unknown.
+func Writer(obj client.Object) string { return obj.GetAnnotations()[writerAnnotation] }
+
 // LastWrite is when obj, read whole from the API server, was last
 // written: its latest managedFields time, else its creation.
 func LastWrite(obj client.Object) time.Time {
@@ -80,9 +95,10 @@ func LastWrite(obj client.Object) time.Time {
 }
 
 // dataWritten is the latest time of a managedFields entry of o that owns
-// some of its data; zero when none says.
-func dataWritten(o client.Object) time.Time {
+// some of its data, and that entry's manager; zero when none says.
+func dataWritten(o client.Object) (time.Time, string) {
 	var latest time.Time
+	var manager string
 	for _, e := range o.GetManagedFields() {
 		if e.Time == nil || e.FieldsV1 == nil || e.Subresource != "" {
 			continue
@@ -90,11 +106,11 @@ func dataWritten(o client.Object) time.Time {
 		raw := string(e.FieldsV1.Raw)
 		if strings.Contains(raw, `"f:data"`) || strings.Contains(raw, `"f:binaryData"`) || strings.Contains(raw, `"f:stringData"`) {
 			if e.Time.After(latest) {
-				latest = e.Time.Time
+				latest, manager = e.Time.Time, e.Manager
 			}
 		}
 	}
-	return latest
+	return latest, manager[:min(len(manager), maxWriter)]
 }
 
 // Digest returns the digest of a cached source.
@@ -135,7 +151,7 @@ func Transform(d digest.Digester, obj any) (any, error) {
 		return obj, nil
 	}
 	var sums digest.Digests
-	written := dataWritten(o)
+	written, writer := dataWritten(o)
 	switch c := obj.(type) {
 	case *corev1.ConfigMap:
 		sums = d.ConfigMap(c)
@@ -151,13 +167,14 @@ func Transform(d digest.Digester, obj any) (any, error) {
 		// The last-applied annotation of kubectl holds a full copy of the
 		// data; it is not needed and would undo the point of the transform.
 		// Our annotations set by a user are not ours: they are recomputed.
-		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation && k != writtenAnnotation && k != othersAnnotation {
+		if k != corev1.LastAppliedConfigAnnotation && k != keysAnnotation && k != writtenAnnotation && k != writerAnnotation && k != othersAnnotation {
 			ann[k] = v
 		}
 	}
 	ann[digestAnnotation], ann[transformedAnnotation] = sums.Digest, transformMark
 	if !written.IsZero() {
 		ann[writtenAnnotation] = written.UTC().Format(time.RFC3339)
+		ann[writerAnnotation] = writer
 	}
 	if sums.Keys != "" {
 		ann[keysAnnotation] = string(sums.Keys)

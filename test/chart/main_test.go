@@ -78,15 +78,16 @@ func start(context.Context) (stop func() error, err error) {
 	}, nil
 }
 
-// optionalKindCRDs are the CRD files of the optional kinds: the real Argo
+// optionalKindCRDs are the CRD files of the optional kinds and Ripple's own
+// ConfigRollout (from the chart): the real Argo
 // Rollouts and Secrets Store CSI CRDs, which hack/build-tools.sh puts in the
 // tools directory, and the DeploymentConfig stand-in under hack/cluster/crds.
 func optionalKindCRDs() ([]string, error) {
 	var files []string
-	for _, name := range []string{cluster.RolloutCRD, cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD, cluster.DeploymentConfigCRD} {
+	for _, name := range []string{cluster.RolloutCRD, cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD, cluster.DeploymentConfigCRD, cluster.ConfigRolloutCRD} {
 		f, err := cluster.CRDFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("the optional kinds' CRDs: %w", err)
+			return nil, fmt.Errorf("the optional kinds' CRDs and Ripple's own: %w", err)
 		}
 		files = append(files, f)
 	}

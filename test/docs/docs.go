@@ -68,7 +68,10 @@ func (f Finding) String() string {
 }
 
 var (
-	flagRE       = regexp.MustCompile(`(?:^|[^A-Za-z0-9_=-])--([A-Za-z][A-Za-z0-9-]*)`)
+	flagRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_=-])--([A-Za-z][A-Za-z0-9-]*)`)
+	// apiVersionRE is an API group and version, such as ripple.dev/v1alpha1:
+	// no key.
+	apiVersionRE = regexp.MustCompile(`/v[0-9]+((alpha|beta)[0-9]+)?$`)
 	keyRE        = regexp.MustCompile(`(?:^|[^A-Za-z0-9.-])((?:[A-Za-z0-9-]+\.)*(?:reloader\.stakater\.com|ripple\.dev)/[A-Za-z0-9._*<>{}-]*)`)
 	metricRE     = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])((?:reloader|ripple)_[A-Za-z0-9_*]+)`)
 	spanRE       = regexp.MustCompile("`([^`]+)`")
@@ -274,7 +277,7 @@ func (c *checker) flags(line int, text string) {
 func (c *checker) names(line int, text string) {
 	for _, m := range keyRE.FindAllStringSubmatch(text, -1) {
 		key := strings.TrimRight(m[1], ".-") // sentence end; kubectl's "key-" removes it
-		if strings.ContainsAny(key, "*<>{}") {
+		if strings.ContainsAny(key, "*<>{}") || apiVersionRE.MatchString(key) {
 			continue
 		}
 		c.check(line, Annotation, key, key)

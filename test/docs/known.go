@@ -185,7 +185,7 @@ func explainWordsOf(root string) (map[string]bool, error) {
 func goFiles(root string, visit func(*ast.File), dirs ...string) error {
 	fset := token.NewFileSet()
 	if len(dirs) == 0 {
-		dirs = []string{"internal", "cmd"}
+		dirs = []string{"internal", "cmd", "api"}
 	}
 	for _, top := range dirs {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {

@@ -48,7 +48,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	r := newRipple(t, ns)
 	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns} // its records and settings, for explain
 	r.Start()
-	waitFleetBaseline(t, cs, ns, canaryFleet)
+	waitFleetBaseline(t, cs, ns, "", canaryFleet)
 
 	quota := blockNewPods(t, cs, ns, canaryFleet)
 	cm = updateConfig(t, cs, cm, "v2")
@@ -65,7 +65,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	r.Kill() // during the halt: the restart must find it
 	r.Start()
 	time.Sleep(time.Until(changed.Add(2 * time.Minute)))
-	rolled := fleetWith(t, cs, ns, bad)
+	rolled := fleetWith(t, cs, ns, canaryEnv, bad)
 	if len(rolled) != 1 || rolled[0] != "d00" {
 		t.Fatalf("2 minutes after the bad change, the Deployments written with it are %v, want only the canary d00", rolled)
 	}
@@ -107,7 +107,7 @@ func TestCanaryResume(t *testing.T) {
 	r := newRipple(t, ns)
 	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns}
 	r.Start()
-	waitFleetBaseline(t, cs, ns, fleet)
+	waitFleetBaseline(t, cs, ns, "", fleet)
 	quota := blockNewPods(t, cs, ns, fleet)
 	cm = updateConfig(t, cs, cm, "v2")
 	halted := digest.ConfigMap(cm)
@@ -162,7 +162,7 @@ func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, canaryFleet, "10s")
 	r := startRipple(t, ns)
-	waitFleetBaseline(t, cs, ns, canaryFleet)
+	waitFleetBaseline(t, cs, ns, "", canaryFleet)
 
 	cm = updateConfig(t, cs, cm, "v2")
 	changed := time.Now()
@@ -227,12 +227,12 @@ func updateConfig(t *testing.T, cs kubernetes.Interface, cm *corev1.ConfigMap, v
 	return cm
 }
 
-// waitFleetBaseline waits until every Deployment is available with its
-// baseline recorded.
-func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns string, n int) {
+// waitFleetBaseline waits until the n Deployments that selector selects
+// (all with "") are available with their baseline recorded.
+func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns, selector string, n int) {
 	t.Helper()
 	waitFor(t, "every Deployment available, with its baseline", func(ctx context.Context) (bool, error) {
-		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		ds, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err
 		}
@@ -245,8 +245,8 @@ func waitFleetBaseline(t *testing.T, cs kubernetes.Interface, ns string, n int) 
 	})
 }
 
-// fleetWith names the Deployments whose template carries hash.
-func fleetWith(t *testing.T, cs kubernetes.Interface, ns, hash string) []string {
+// fleetWith names the Deployments whose template carries hash in env.
+func fleetWith(t *testing.T, cs kubernetes.Interface, ns, env, hash string) []string {
 	t.Helper()
 	ds, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -254,7 +254,7 @@ func fleetWith(t *testing.T, cs kubernetes.Interface, ns, hash string) []string 
 	}
 	var out []string
 	for _, d := range ds.Items {
-		if v, _ := envValue(&d.Spec.Template, canaryEnv); v == hash {
+		if v, _ := envValue(&d.Spec.Template, env); v == hash {
 			out = append(out, d.Name)
 		}
 	}

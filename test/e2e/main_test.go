@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 		if kc, err = cluster.Start(ctx, cluster.Options{Nodes: 3}); err != nil {
 			return nil, fmt.Errorf("starting the local cluster: %w", err)
 		}
+		// Ripple's own CRD, as the chart installs it by default.
+		if err := kc.InstallCRDs(ctx, cluster.ConfigRolloutCRD); err != nil {
+			_ = kc.Stop()
+			return nil, err
+		}
 		return kc.Stop, nil
 	}))
 }

@@ -65,12 +65,15 @@ func TestHostileTenant(t *testing.T) {
 	victimWorkload(t, admin, victim)
 	plantPIN(t, admin, victim)
 	plantLoosened(t, mallory, gated)
+	plantChurn(t, mallory, tenant)
+	viewConfigRollouts(t, admin)
 
 	r := startRipple(t, home)
 	t.Logf("Ripple's caches synced %s after its start, with the hostile objects present", r.started.Round(time.Millisecond))
 	baseline := waitBaseline(t, admin, victim, "web")
 	checkMemory(t, r, "after its start")
 
+	storm := startChurn(t, mallory, admin, tenant)
 	changed := time.Now()
 	setData(t, admin, victim, "v2")
 	reloaded := waitReloaded(t, admin, victim, changed)
@@ -84,8 +87,10 @@ func TestHostileTenant(t *testing.T) {
 		t.Errorf("all %d flood workloads had their Warnings before the other namespace's Event: the tier did not flood the queue", warned)
 	}
 	checkMemory(t, r, "after the reload")
+	storm.check(t, admin, tenant)
+	checkMemory(t, r, "after the tenant's change storm")
 
-	checkOracle(t, admin, view, victim, home)
+	checkOracle(t, admin, view, victim, home, tenant)
 	checkLoosened(t, mallory, admin, gated)
 
 	checkPendingJobs(t, admin, tenant)

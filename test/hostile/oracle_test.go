@@ -55,13 +55,14 @@ func plantPIN(t *testing.T, admin kubernetes.Interface, ns string) {
 }
 
 // checkOracle changes the PIN, waits for both readers to roll, and then,
-// as the viewer, reads the namespace's Deployments, ReplicaSets and Events
+// as the viewer, reads the namespace's Deployments, ReplicaSets, Events and
+// ConfigRollouts (and is refused the tenant's)
 // and tries every 6-digit PIN against each hex string of 12 digits or more
 // in them, as Reloader's SHA1 of the Secret's data, as the per-key digest
 // of the form before keys existed, and as the plain SHA1 and SHA-256 of
 // the value: none may match. The values read are checked to be the keyed
 // digests of the new PIN, and the search to find an unkeyed one.
-func checkOracle(t *testing.T, admin, view kubernetes.Interface, ns, home string) {
+func checkOracle(t *testing.T, admin, view kubernetes.Interface, ns, home, tenant string) {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := view.CoreV1().Secrets(ns).Get(ctx, pinSecret, metav1.GetOptions{}); err == nil {
@@ -111,6 +112,7 @@ func checkOracle(t *testing.T, admin, view kubernetes.Interface, ns, home string
 		}
 		shown = append(shown, b...)
 	}
+	shown = append(shown, checkChangesSeen(t, view, ns, tenant)...)
 	tokens := hexRun.FindAllString(string(shown), -1)
 	// The control: Reloader's unkeyed digest of the new PIN, as the viewer
 	// would read it from a Ripple that did not key its values.

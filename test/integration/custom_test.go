@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -386,20 +385,7 @@ func TestRolloutWorkloadRefBeforeItsDeployment(t *testing.T) {
 // CRDs are installed, and keeps running when they are removed.
 func TestOptionalKindsFollowDiscovery(t *testing.T) {
 	t.Parallel()
-	own, err := cluster.StartAPI(cluster.APIOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := own.Stop(); err != nil {
-			t.Errorf("stopping the test's own API server: %v", err)
-		}
-	})
-	cs := kubernetes.NewForConfigOrDie(own.Config)
-	e := &env{ns: kit.NewNamespace(t, cs, "it-", nil), cs: cs, rc: own.Config}
-	if e.c, err = client.New(own.Config, client.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	own, e := ownAPI(t)
 	e.run(t, "--is-Argo-Rollouts", "--is-openshift", "--enable-csi-integration")
 
 	for _, kind := range []string{"Rollout", "DeploymentConfig", "SecretProviderClassPodStatus"} {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -179,20 +178,7 @@ func (e *env) events(ctx context.Context, name, reason string) []string {
 // again.
 func TestDeclaredExternalSecretRefreshesOnce(t *testing.T) {
 	t.Parallel()
-	own, err := cluster.StartAPI(cluster.APIOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := own.Stop(); err != nil {
-			t.Errorf("stopping the test's own API server: %v", err)
-		}
-	})
-	cs := kubernetes.NewForConfigOrDie(own.Config)
-	e := &env{ns: kit.NewNamespace(t, cs, "it-", nil), cs: cs, rc: own.Config}
-	if e.c, err = client.New(own.Config, client.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	own, e := ownAPI(t)
 	stop := e.run(t, "--workload-kinds-preset=external-secrets")
 	e.waitLog(t, 5*time.Second, "enabled, but the API server does not serve it", `"kind": "ExternalSecret"`)
 	if err := own.InstallCRDs(t.Context(), cluster.ExternalSecretCRD); err != nil {

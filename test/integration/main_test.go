@@ -24,12 +24,12 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, fmt.Errorf("starting the API server: %w", err)
 		}
-		// The optional kinds' APIs, and every preset's kinds and the
-		// made-up Widget, are served to every test; a test that needs them
+		// The optional kinds' APIs, every preset's kinds and the made-up
+		// Widget, and Ripple's own ConfigRollouts, are served to every test; a test that needs them
 		// absent, or installs and removes them, starts an API of its own.
 		if err := api.InstallCRDs(ctx, cluster.RolloutCRD, cluster.DeploymentConfigCRD,
 			cluster.SecretProviderClassCRD, cluster.SecretProviderClassPodStatusCRD, cluster.CloneSetCRD, cluster.WidgetCRD,
-			cluster.AdvancedStatefulSetCRD, cluster.AdvancedDaemonSetCRD, cluster.KnativeServiceCRD, cluster.ScaledJobCRD, cluster.ExternalSecretCRD); err != nil {
+			cluster.AdvancedStatefulSetCRD, cluster.AdvancedDaemonSetCRD, cluster.KnativeServiceCRD, cluster.ScaledJobCRD, cluster.ExternalSecretCRD, cluster.ConfigRolloutCRD); err != nil {
 			_ = api.Stop()
 			return nil, err
 		}

@@ -335,6 +335,16 @@ kinds) and the optional kinds change them. */}}
   resources: ["deploymentconfigs"]
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
+{{- if (.Values.ripple.configRollouts | default dict).enabled }}
+# ConfigRollouts: one per change of a config, in the config's namespace,
+# made, kept and collected by the change controller (docs/config-rollouts.md).
+- apiGroups: ["ripple.dev"]
+  resources: ["configrollouts"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["ripple.dev"]
+  resources: ["configrollouts/status"]
+  verbs: ["update"]
+{{- end }}
 {{- range include "ripple.workloadKindResources" . | fromJsonArray }}
 # Declared kind {{ .kind }} (ripple.workloadKinds): its reload is a patch.
 - apiGroups: [{{ .group | quote }}]
@@ -432,6 +442,10 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
 {{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
 {{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
+{{- $cro := $rp.configRollouts | default dict -}}
+{{- if not $cro.enabled -}}{{- $args = append $args "--config-rollouts=false" -}}{{- end -}}
+{{- if $cro.history -}}{{- $args = append $args (printf "--config-rollout-history=%s" (toString $cro.history)) -}}{{- end -}}
+{{- if $cro.perNamespace -}}{{- $args = append $args (printf "--config-rollouts-per-namespace=%s" (toString $cro.perNamespace)) -}}{{- end -}}
 {{- if and $rp.namespaceDefaults (eq $mode "global") -}}{{- $args = append $args "--namespace-defaults=true" -}}{{- end -}}
 {{- if $rp.minRolloutInterval -}}{{- $args = append $args (printf "--min-rollout-interval=%s" (toString $rp.minRolloutInterval)) -}}{{- end -}}
 {{- $fb := $rp.flapBreaker | default dict -}}

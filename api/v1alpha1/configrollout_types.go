@@ -1,0 +1,184 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The labels of every ConfigRollout: which config changed, so that
+// `kubectl wait configrollout -l ripple.dev/config-name=db` finds its
+// changes.
+const (
+	LabelConfigKind = "ripple.dev/config-kind"
+	LabelConfigName = "ripple.dev/config-name"
+)
+
+// The conditions of a ConfigRollout.
+const (
+	// Propagated is True once every consumer Ripple manages runs pods made
+	// from the change's data: its own rollout is complete.
+	Propagated = "Propagated"
+	// Halted is True while a canary holds the change back.
+	Halted = "Halted"
+	// CanaryPassed is True once the change's canaries baked healthy (or an
+	// operator resumed it).
+	CanaryPassed = "CanaryPassed"
+)
+
+// Phase is where a change stands, in one word.
+type Phase string
+
+// The phases of a change.
+const (
+	// PhaseRolling: some managed consumers have not completed their rollout.
+	PhaseRolling Phase = "Rolling"
+	// PhaseWaiting: every consumer left waits (a window, an approval, a
+	// canary's bake).
+	PhaseWaiting Phase = "Waiting"
+	// PhaseHalted: the change's canary failed; nothing else rolls it.
+	PhaseHalted Phase = "Halted"
+	// PhasePropagated: every managed consumer runs the new data.
+	PhasePropagated Phase = "Propagated"
+	// PhaseSuperseded: the config changed again before this change
+	// propagated; the newer ConfigRollout carries on.
+	PhaseSuperseded Phase = "Superseded"
+)
+
+// ConsumerState is where one consumer of a change stands.
+type ConsumerState string
+
+// The states of a consumer.
+const (
+	// Managed consumers (Ripple rolls them).
+	ConsumerComplete ConsumerState = "Complete"
+	ConsumerRolling  ConsumerState = "Rolling"
+	ConsumerStalled  ConsumerState = "Stalled"
+	ConsumerPending  ConsumerState = "Pending"
+	ConsumerWaiting  ConsumerState = "Waiting"
+	ConsumerHalted   ConsumerState = "Halted"
+	// Consumers Ripple does not roll.
+	ConsumerStale      ConsumerState = "Stale"
+	ConsumerNotifyOnly ConsumerState = "NotifyOnly"
+	ConsumerExcluded   ConsumerState = "Excluded"
+)
+
+// ConfigRollout is one change of a ConfigMap's or Secret's data and its
+// journey across the workloads that read it. Ripple makes one per change
+// of a config that has consumers, in the config's namespace, owned by the
+// config; a pipeline waits on its Propagated condition.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cro,categories=ripple
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.config.name`
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.config.kind`,priority=1
+// +kubebuilder:printcolumn:name="Consumers",type=integer,JSONPath=`.status.counts.consumers`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.counts.complete`
+// +kubebuilder:printcolumn:name="Stale",type=integer,JSONPath=`.status.counts.stale`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ConfigRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ConfigRolloutSpec   `json:"spec"`
+	Status ConfigRolloutStatus `json:"status,omitempty"`
+}
+
+// ConfigRolloutSpec names the change: the config and its data's revision.
+// Ripple sets it when it makes the object; it never changes.
+type ConfigRolloutSpec struct {
+	Config ConfigReference `json:"config"`
+	// Revision names the config's data: a digest keyed with the install's
+	// key and bound to the config, so that it tells nothing of the data to
+	// whoever reads it.
+	// +kubebuilder:validation:MaxLength=64
+	Revision string `json:"revision"`
+}
+
+// ConfigReference is the config that changed.
+type ConfigReference struct {
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid,omitempty"`
+}
+
+// ConfigRolloutStatus is the change's journey.
+type ConfigRolloutStatus struct {
+	// SeenAt is when Ripple saw the change.
+	SeenAt metav1.Time `json:"seenAt,omitzero"`
+	// Writer is the field manager that last wrote the config's data (as
+	// its managedFields tell: a hint, which a client may set).
+	// +kubebuilder:validation:MaxLength=128
+	Writer string `json:"writer,omitempty"`
+	Phase  Phase  `json:"phase,omitempty"`
+	// PropagatedAt is when every managed consumer was first seen running
+	// the change.
+	PropagatedAt *metav1.Time `json:"propagatedAt,omitempty"`
+	Counts       Counts       `json:"counts,omitzero"`
+	// Consumers are the consumers by state, those not complete first; at
+	// most 50 (Counts has them all).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Consumers []Consumer `json:"consumers,omitempty"`
+	// Canary is the change's canary, when it is canaried.
+	Canary *CanaryStatus `json:"canary,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Counts are how many consumers are in each state.
+type Counts struct {
+	// Consumers is every workload that reads the config.
+	Consumers int32 `json:"consumers"`
+	// Managed are those Ripple rolls.
+	Managed  int32 `json:"managed"`
+	Complete int32 `json:"complete"`
+	Rolling  int32 `json:"rolling,omitempty"`
+	Stalled  int32 `json:"stalled,omitempty"`
+	Pending  int32 `json:"pending,omitempty"`
+	Waiting  int32 `json:"waiting,omitempty"`
+	Halted   int32 `json:"halted,omitempty"`
+	// Stale are consumers that keep the old data until someone restarts
+	// them: those not opted in, and those under the notify policy.
+	Stale      int32 `json:"stale"`
+	NotifyOnly int32 `json:"notifyOnly,omitempty"`
+	Excluded   int32 `json:"excluded,omitempty"`
+}
+
+// Consumer is one workload that reads the config.
+type Consumer struct {
+	Kind  string        `json:"kind"`
+	Name  string        `json:"name"`
+	State ConsumerState `json:"state"`
+	// Reason is the Event reason that explains the state, if any
+	// (ReloadDeferred, ReloadPending, WaitingForCanary, ...).
+	Reason string `json:"reason,omitempty"`
+}
+
+// CanaryStatus is a canaried change's canary.
+type CanaryStatus struct {
+	// Phase is Rolling, Baking, Passed or Halted.
+	Phase string `json:"phase"`
+	// +listType=atomic
+	Members []string `json:"members,omitempty"`
+	// Why is why it halted.
+	// +kubebuilder:validation:MaxLength=1024
+	Why string `json:"why,omitempty"`
+}
+
+// ConfigRolloutList is a list of ConfigRollouts.
+//
+// +kubebuilder:object:root=true
+type ConfigRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ConfigRollout `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ConfigRollout{}, &ConfigRolloutList{})
+}

@@ -1,0 +1,252 @@
+package change
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Consumer is what the keeper knows of one workload that may read a
+// changed config: its plan's view of the config and its rollout.
+type Consumer struct {
+	Ref workload.Ref
+	// Source is the workload's plan of the config; Found is false when
+	// the plan does not name it (the workload reads it no more).
+	Source plan.SourcePlan
+	Found  bool
+	// RollsNothing is set under the notify policy or --dry-run.
+	RollsNothing bool
+	// Verdict is why the plan does not roll the workload now, if it says.
+	Verdict reason.Reason
+	Rollout rollout.Status
+	// Since is when the workload's pods last started together without
+	// Ripple: its creation, or a `kubectl rollout restart`. A consumer
+	// Ripple does not roll whose pods started after the change runs it.
+	Since time.Time
+}
+
+// waitReasons are the verdicts of a managed consumer held on purpose.
+var waitReasons = []reason.Reason{reason.ReloadDeferred, reason.ReloadPending, reason.WaitingForCanary, reason.ReloadHeld, reason.RolloutQueued}
+
+// State is where consumer c stands in the change of its config seen at
+// seen; false when it is no consumer (it does not read the config).
+func State(c Consumer, seen time.Time) (v1alpha1.ConsumerState, string, bool) {
+	if !c.Found {
+		return "", "", false
+	}
+	if !c.Source.Decision.Reload || c.RollsNothing {
+		return unmanaged(c, seen)
+	}
+	switch c.Source.State {
+	case plan.Unchanged, plan.Baseline, plan.TemplateApplied:
+		switch c.Rollout.State {
+		case rollout.Complete:
+			return v1alpha1.ConsumerComplete, "", true
+		case rollout.Stalled:
+			return v1alpha1.ConsumerStalled, string(reason.RolloutStalled), true
+		}
+		return v1alpha1.ConsumerRolling, "", true
+	case plan.RolledBack:
+		return v1alpha1.ConsumerExcluded, string(reason.RolledBack), true
+	}
+	switch {
+	case c.Verdict == reason.RolloutHalted:
+		return v1alpha1.ConsumerHalted, string(c.Verdict), true
+	case slices.Contains(waitReasons, c.Verdict):
+		return v1alpha1.ConsumerWaiting, string(c.Verdict), true
+	}
+	return v1alpha1.ConsumerPending, string(c.Verdict), true
+}
+
+// unmanaged is State of a consumer Ripple does not roll: one that does
+// not reload on the config, or rolls nothing.
+func unmanaged(c Consumer, seen time.Time) (v1alpha1.ConsumerState, string, bool) {
+	d := c.Source.Decision
+	switch {
+	case !d.Reload && d.Reason == decide.NotReferenced:
+		return "", "", false
+	case !d.Reload && (d.Reason == decide.Ignored || d.Reason == decide.Excluded):
+		return v1alpha1.ConsumerExcluded, string(d.Reason), true
+	case !c.Since.Before(seen):
+		return "", "", false // started after the change: it runs the new data
+	case !d.Reload:
+		return v1alpha1.ConsumerStale, string(d.Reason), true
+	}
+	return v1alpha1.ConsumerNotifyOnly, string(reason.WouldReload), true
+}
+
+// MaxListed is how many consumers a ConfigRollout lists; its counts have
+// them all.
+const MaxListed = 50
+
+// Status is the status of the change of cr's config whose consumers are
+// cs, read at now, after the status it had (old): a change Propagated
+// once stays so, and one Superseded (superseded: a newer change of the
+// config exists) stays so unless it propagated first.
+func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, canary *plan.Canary, superseded bool, now time.Time) v1alpha1.ConfigRolloutStatus {
+	st := old
+	st.Counts, st.Consumers = v1alpha1.Counts{}, nil
+	seen := old.SeenAt.Time
+	for _, c := range cs {
+		s, why, ok := State(c, seen)
+		if !ok {
+			continue
+		}
+		if s == v1alpha1.ConsumerWaiting && why == string(reason.WaitingForCanary) && canary != nil && canary.Phase == plan.CanaryHalted {
+			s, why = v1alpha1.ConsumerHalted, string(reason.RolloutHalted)
+		}
+		count(&st.Counts, s)
+		st.Consumers = append(st.Consumers, v1alpha1.Consumer{Kind: c.Ref.Kind, Name: c.Ref.Name, State: s, Reason: why})
+	}
+	slices.SortFunc(st.Consumers, func(a, b v1alpha1.Consumer) int {
+		return cmp.Or(cmp.Compare(rank(a.State), rank(b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
+	})
+	if len(st.Consumers) > MaxListed {
+		st.Consumers = st.Consumers[:MaxListed]
+	}
+	st.Canary = canaryStatus(canary)
+	st.Phase = phase(old, st.Counts, canary, superseded)
+	if st.Phase == v1alpha1.PhasePropagated && st.PropagatedAt == nil {
+		st.PropagatedAt = &metav1.Time{Time: now}
+	}
+	st.Conditions = slices.Clone(old.Conditions)
+	setConditions(&st, canary, now)
+	return st
+}
+
+// phase is the phase of a change whose status was old, with consumers
+// counted in c: Propagated once every managed consumer completed (and for
+// good), else Superseded for good once the config changed again.
+func phase(old v1alpha1.ConfigRolloutStatus, c v1alpha1.Counts, canary *plan.Canary, superseded bool) v1alpha1.Phase {
+	superseded = superseded || old.Phase == v1alpha1.PhaseSuperseded
+	switch {
+	case old.PropagatedAt != nil, !superseded && c.Complete == c.Managed:
+		return v1alpha1.PhasePropagated
+	case superseded:
+		return v1alpha1.PhaseSuperseded
+	case c.Halted > 0, canary != nil && canary.Phase == plan.CanaryHalted:
+		return v1alpha1.PhaseHalted
+	case c.Waiting+c.Complete == c.Managed:
+		return v1alpha1.PhaseWaiting
+	}
+	return v1alpha1.PhaseRolling
+}
+
+// Supersede is st once the config changed again: a change in flight is
+// Superseded, its consumers as they last stood.
+func Supersede(st v1alpha1.ConfigRolloutStatus, now time.Time) v1alpha1.ConfigRolloutStatus {
+	if Done(st) {
+		return st
+	}
+	st.Phase = v1alpha1.PhaseSuperseded
+	st.Conditions = slices.Clone(st.Conditions)
+	setConditions(&st, nil, now)
+	return st
+}
+
+// Done reports whether a change stands where nothing will move it on.
+func Done(st v1alpha1.ConfigRolloutStatus) bool {
+	return st.Phase == v1alpha1.PhasePropagated || st.Phase == v1alpha1.PhaseSuperseded
+}
+
+func count(c *v1alpha1.Counts, s v1alpha1.ConsumerState) {
+	c.Consumers++
+	switch s {
+	case v1alpha1.ConsumerStale:
+		c.Stale++
+		return
+	case v1alpha1.ConsumerNotifyOnly:
+		c.NotifyOnly++
+		c.Stale++
+		return
+	case v1alpha1.ConsumerExcluded:
+		c.Excluded++
+		return
+	}
+	c.Managed++
+	switch s {
+	case v1alpha1.ConsumerComplete:
+		c.Complete++
+	case v1alpha1.ConsumerRolling:
+		c.Rolling++
+	case v1alpha1.ConsumerStalled:
+		c.Stalled++
+	case v1alpha1.ConsumerWaiting:
+		c.Waiting++
+	case v1alpha1.ConsumerHalted:
+		c.Halted++
+	default:
+		c.Pending++
+	}
+}
+
+// rank orders the listed consumers: those a person looks at first.
+func rank(s v1alpha1.ConsumerState) int {
+	return slices.Index([]v1alpha1.ConsumerState{
+		v1alpha1.ConsumerHalted, v1alpha1.ConsumerStalled, v1alpha1.ConsumerRolling, v1alpha1.ConsumerPending,
+		v1alpha1.ConsumerWaiting, v1alpha1.ConsumerStale, v1alpha1.ConsumerNotifyOnly, v1alpha1.ConsumerExcluded, v1alpha1.ConsumerComplete,
+	}, s)
+}
+
+func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
+	if c == nil {
+		return nil
+	}
+	out := &v1alpha1.CanaryStatus{Phase: string(c.Phase), Why: c.Why}
+	for _, m := range c.Members {
+		out.Members = append(out.Members, m.Ref.Kind+"/"+m.Ref.Name)
+	}
+	return out
+}
+
+// setConditions sets st's conditions from its phase and canary at now.
+// Their times move only when their status does (apimeta.SetStatusCondition).
+func setConditions(st *v1alpha1.ConfigRolloutStatus, canary *plan.Canary, now time.Time) {
+	at := metav1.NewTime(now)
+	set := func(c metav1.Condition) {
+		c.LastTransitionTime = at
+		apimeta.SetStatusCondition(&st.Conditions, c)
+	}
+	c := st.Counts
+	prop := metav1.Condition{Type: v1alpha1.Propagated, Status: metav1.ConditionFalse, Reason: string(st.Phase),
+		Message: fmt.Sprintf("%d of %d managed consumers run the change", c.Complete, c.Managed)}
+	switch st.Phase {
+	case v1alpha1.PhasePropagated:
+		prop.Status, prop.Reason = metav1.ConditionTrue, "AllConsumersUpdated"
+		prop.Message = fmt.Sprintf("every managed consumer (%d) runs the change", c.Managed)
+	case v1alpha1.PhaseSuperseded:
+		prop.Message = "the config changed again before this change propagated; see the newer ConfigRollout"
+	}
+	if c.Stale > 0 {
+		prop.Message += fmt.Sprintf("; %d stale consumers keep the old data until they are restarted", c.Stale)
+	}
+	set(prop)
+	halted := metav1.Condition{Type: v1alpha1.Halted, Status: metav1.ConditionFalse, Reason: "NotHalted", Message: "no canary holds the change"}
+	if st.Phase == v1alpha1.PhaseHalted {
+		halted.Status, halted.Reason, halted.Message = metav1.ConditionTrue, string(reason.RolloutHalted), "the change is halted"
+		if canary != nil && canary.Why != "" {
+			halted.Message = "the change failed on its canary: " + canary.Why
+		}
+	}
+	set(halted)
+	if canary == nil {
+		apimeta.RemoveStatusCondition(&st.Conditions, v1alpha1.CanaryPassed)
+		return
+	}
+	passed := metav1.Condition{Type: v1alpha1.CanaryPassed, Status: metav1.ConditionFalse, Reason: string(canary.Phase), Message: plan.CanaryStage(*canary)}
+	if canary.Phase == plan.CanaryPassed {
+		passed.Status, passed.Reason = metav1.ConditionTrue, string(reason.CanaryPassed)
+	}
+	set(passed)
+}

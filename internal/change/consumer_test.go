@@ -1,0 +1,203 @@
+package change
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/decide"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+var (
+	t0     = time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	config = refs.Ref{Kind: refs.ConfigMap, Name: "db"}
+)
+
+// managed is a consumer Ripple rolls, its source in state s, its rollout
+// in st.
+func managed(name string, s plan.State, st rollout.State) Consumer {
+	return Consumer{
+		Ref: workload.Ref{Kind: "Deployment", Namespace: "shop", Name: name}, Found: true,
+		Source:  plan.SourcePlan{Ref: config, State: s, Decision: decide.Decision{Reload: true, Reason: decide.AutoMatch}},
+		Rollout: rollout.Status{State: st}, Since: t0.Add(-time.Hour),
+	}
+}
+
+func TestState(t *testing.T) {
+	notOptedIn := managed("legacy", plan.NotReloading, rollout.Complete)
+	notOptedIn.Source.Decision = decide.Decision{Reason: decide.NotOptedIn}
+	startedAfter := notOptedIn
+	startedAfter.Since = t0.Add(time.Minute)
+	excluded := notOptedIn
+	excluded.Source.Decision.Reason = decide.Excluded
+	notReferenced := notOptedIn
+	notReferenced.Source.Decision.Reason = decide.NotReferenced
+	notify := managed("notify", plan.Changed, rollout.Complete)
+	notify.RollsNothing = true
+	deferred := managed("night", plan.Changed, rollout.Complete)
+	deferred.Verdict = reason.ReloadDeferred
+	halted := managed("held", plan.Changed, rollout.Complete)
+	halted.Verdict = reason.RolloutHalted
+	for _, tc := range []struct {
+		name string
+		c    Consumer
+		want v1alpha1.ConsumerState
+		why  string
+		ok   bool
+	}{
+		{"applied and complete", managed("a", plan.Unchanged, rollout.Complete), v1alpha1.ConsumerComplete, "", true},
+		{"applied, rolling", managed("a", plan.Unchanged, rollout.Progressing), v1alpha1.ConsumerRolling, "", true},
+		{"applied, stalled", managed("a", plan.Unchanged, rollout.Stalled), v1alpha1.ConsumerStalled, "RolloutStalled", true},
+		{"not applied yet: its old rollout's completion counts for nothing", managed("a", plan.Changed, rollout.Complete), v1alpha1.ConsumerPending, "", true},
+		{"a baseline runs the data", managed("a", plan.Baseline, rollout.Complete), v1alpha1.ConsumerComplete, "", true},
+		{"deferred", deferred, v1alpha1.ConsumerWaiting, "ReloadDeferred", true},
+		{"halted", halted, v1alpha1.ConsumerHalted, "RolloutHalted", true},
+		{"not opted in", notOptedIn, v1alpha1.ConsumerStale, "NotOptedIn", true},
+		{"not opted in, started after the change", startedAfter, "", "", false},
+		{"excluded", excluded, v1alpha1.ConsumerExcluded, "Excluded", true},
+		{"not referenced: no consumer", notReferenced, "", "", false},
+		{"notify", notify, v1alpha1.ConsumerNotifyOnly, "WouldReload", true},
+		{"not in the plan", Consumer{}, "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, why, ok := State(tc.c, t0)
+			if s != tc.want || why != tc.why || ok != tc.ok {
+				t.Errorf("State = %q, %q, %v; want %q, %q, %v", s, why, ok, tc.want, tc.why, tc.ok)
+			}
+		})
+	}
+}
+
+func TestStatusCountsAndConditions(t *testing.T) {
+	legacy := managed("legacy", plan.NotReloading, rollout.Complete)
+	legacy.Source.Decision = decide.Decision{Reason: decide.NotOptedIn}
+	cs := []Consumer{managed("a", plan.Unchanged, rollout.Complete), managed("b", plan.Changed, rollout.Complete), legacy}
+	st := Status(v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}, cs, nil, false, t0.Add(time.Second))
+	want := v1alpha1.Counts{Consumers: 3, Managed: 2, Complete: 1, Pending: 1, Stale: 1}
+	if st.Counts != want {
+		t.Errorf("counts %+v, want %+v", st.Counts, want)
+	}
+	if st.Phase != v1alpha1.PhaseRolling || apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || st.PropagatedAt != nil {
+		t.Errorf("phase %s, Propagated %v: want Rolling, not propagated", st.Phase, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated))
+	}
+	if st.Consumers[0].Name != "b" || st.Consumers[len(st.Consumers)-1].Name != "a" {
+		t.Errorf("consumers %+v: want the pending one first, the complete one last", st.Consumers)
+	}
+	cs[1] = managed("b", plan.Unchanged, rollout.Complete)
+	done := Status(st, cs, nil, false, t0.Add(2*time.Second))
+	c := apimeta.FindStatusCondition(done.Conditions, v1alpha1.Propagated)
+	if done.Phase != v1alpha1.PhasePropagated || c == nil || c.Status != "True" || done.PropagatedAt == nil || !done.PropagatedAt.Time.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("after the last rollout: phase %s, condition %+v, at %v; want Propagated at t0+2s", done.Phase, c, done.PropagatedAt)
+	}
+	if c.Message != "every managed consumer (2) runs the change; 1 stale consumers keep the old data until they are restarted" {
+		t.Errorf("message %q", c.Message)
+	}
+	// Propagated stays: a consumer's later rollout does not undo it.
+	cs[0] = managed("a", plan.Unchanged, rollout.Progressing)
+	if again := Status(done, cs, nil, false, t0.Add(3*time.Second)); again.Phase != v1alpha1.PhasePropagated || !again.PropagatedAt.Equal(done.PropagatedAt) {
+		t.Errorf("a propagated change became %s (%v)", again.Phase, again.PropagatedAt)
+	}
+}
+
+func TestStatusListIsBounded(t *testing.T) {
+	var cs []Consumer
+	for i := range 3 * MaxListed {
+		cs = append(cs, managed(string(rune('a'+i%26))+string(rune('a'+i/26)), plan.Changed, rollout.Complete))
+	}
+	st := Status(v1alpha1.ConfigRolloutStatus{}, cs, nil, false, t0)
+	if len(st.Consumers) != MaxListed || int(st.Counts.Consumers) != len(cs) {
+		t.Errorf("%d listed, %d counted; want %d listed, %d counted", len(st.Consumers), st.Counts.Consumers, MaxListed, len(cs))
+	}
+}
+
+func TestHaltedCanary(t *testing.T) {
+	held := managed("b", plan.Changed, rollout.Complete)
+	held.Verdict = reason.WaitingForCanary
+	c := plan.Canary{Config: config, Phase: plan.CanaryHalted, Why: `Deployment "a" stalled`,
+		Members: []plan.CanaryMember{{Ref: workload.Ref{Kind: "Deployment", Namespace: "shop", Name: "a"}}}}
+	st := Status(v1alpha1.ConfigRolloutStatus{}, []Consumer{managed("a", plan.Unchanged, rollout.Stalled), held}, &c, false, t0)
+	if st.Phase != v1alpha1.PhaseHalted || !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Halted) ||
+		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || st.Counts.Halted != 1 {
+		t.Fatalf("phase %s, counts %+v, conditions %+v: want Halted, one held, not Propagated", st.Phase, st.Counts, st.Conditions)
+	}
+	if cp := apimeta.FindStatusCondition(st.Conditions, v1alpha1.CanaryPassed); cp == nil || cp.Status != "False" {
+		t.Errorf("CanaryPassed %+v, want False", cp)
+	}
+	if st.Canary == nil || st.Canary.Members[0] != "Deployment/a" {
+		t.Errorf("canary %+v", st.Canary)
+	}
+}
+
+func TestSupersede(t *testing.T) {
+	st := Status(v1alpha1.ConfigRolloutStatus{}, []Consumer{managed("a", plan.Changed, rollout.Complete)}, nil, false, t0)
+	sup := Supersede(st, t0)
+	if sup.Phase != v1alpha1.PhaseSuperseded || apimeta.IsStatusConditionTrue(sup.Conditions, v1alpha1.Propagated) || !Done(sup) {
+		t.Errorf("superseded: phase %s, conditions %+v", sup.Phase, sup.Conditions)
+	}
+	// Later looks keep it superseded, even once every consumer completed
+	// (with the newer data).
+	if later := Status(sup, []Consumer{managed("a", plan.Unchanged, rollout.Complete)}, nil, false, t0); later.Phase != v1alpha1.PhaseSuperseded {
+		t.Errorf("a superseded change became %s", later.Phase)
+	}
+}
+
+// A change is Propagated only once every managed consumer applied it and
+// completed its rollout, whatever order they do so in, with the keeper
+// restarting (its status read back from the object alone) and canaries
+// halting and resuming between looks.
+func TestPropagatedNeverEarly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // a seeded sequence of test cases, to be repeatable.
+	for run := range 2000 {
+		n := 1 + rng.IntN(12)
+		cs := make([]Consumer, n)
+		for i := range cs {
+			cs[i] = managed(string(rune('a'+i)), plan.Changed, rollout.Complete)
+		}
+		st := v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}
+		var canary *plan.Canary
+		now := t0
+		for step := 0; step < 60 && st.PropagatedAt == nil; step++ {
+			now = now.Add(time.Second)
+			i := rng.IntN(n)
+			switch rng.IntN(6) {
+			case 0, 1: // the workload's reconcile wrote the change: rolling
+				cs[i].Source.State, cs[i].Rollout.State = plan.Unchanged, rollout.Progressing
+			case 2: // a rollout moves on, or stalls
+				if cs[i].Source.State == plan.Unchanged {
+					cs[i].Rollout.State = []rollout.State{rollout.Complete, rollout.Progressing, rollout.Stalled}[rng.IntN(3)]
+				}
+			case 3: // a canary halts or resumes the change
+				if canary == nil || canary.Phase == plan.CanaryPassed {
+					canary = &plan.Canary{Config: config, Phase: plan.CanaryHalted}
+				} else {
+					canary.Phase = plan.CanaryPassed
+				}
+				cs[i].Verdict = reason.WaitingForCanary
+			case 4: // the keeper restarts: only the object's status is left
+				st = v1alpha1.ConfigRolloutStatus{SeenAt: st.SeenAt, Phase: st.Phase, PropagatedAt: st.PropagatedAt, Conditions: st.Conditions}
+			}
+			st = Status(st, cs, canary, false, now)
+			all := true
+			for _, c := range cs {
+				all = all && c.Source.State == plan.Unchanged && c.Rollout.State == rollout.Complete
+			}
+			if st.PropagatedAt != nil && !all {
+				t.Fatalf("run %d, step %d: Propagated with consumers %+v", run, step, cs)
+			}
+			if all && st.PropagatedAt == nil {
+				t.Fatalf("run %d, step %d: every consumer complete, not Propagated (phase %s)", run, step, st.Phase)
+			}
+			if got := apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated); got != (st.PropagatedAt != nil) {
+				t.Fatalf("run %d: condition %v, PropagatedAt %v", run, got, st.PropagatedAt)
+			}
+		}
+	}
+}

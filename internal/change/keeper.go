@@ -1,0 +1,485 @@
+// Package change gives every change of a config a home: a ConfigRollout
+// (api/v1alpha1) in the config's namespace, made and kept by the change
+// controller, the Keeper. A change is one new version of a ConfigMap's or
+// Secret's data that has consumers; its status tells where each consumer
+// stands (package-level State) and whether every consumer Ripple manages
+// runs it (the Propagated condition a pipeline waits on).
+//
+// The Keeper reads the workloads through a Fleet, which the controller
+// implements with the same gather and planner a workload's reconcile uses:
+// it decides nothing the workloads' reconciles do not, and writes only
+// its own objects. It works in its own queue, one config at a time, and
+// takes no lock a workload's reconcile takes.
+package change
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
+)
+
+// Key names a config: the Keeper's unit of work.
+type Key struct {
+	Namespace string
+	Config    refs.Ref
+}
+
+func (k Key) String() string { return k.Namespace + "/" + k.Config.String() }
+
+// Fleet is the workloads of every kind as the Keeper sees them.
+type Fleet interface {
+	// Consumers are the workloads in ns that may read config, each as its
+	// plan sees the config now.
+	Consumers(ctx context.Context, ns string, config refs.Ref) ([]Consumer, error)
+}
+
+// Canaries tells the canaried change of a config's data, if any.
+type Canaries interface {
+	Of(ns string, config refs.Ref, digest string) (plan.Canary, bool)
+}
+
+// ConfigIndex is the cache's field index of ConfigRollouts by their
+// config (IndexValue).
+const ConfigIndex = "spec.config"
+
+// IndexValue is the ConfigIndex value of cr.
+func IndexValue(cr *v1alpha1.ConfigRollout) string {
+	return cr.Spec.Config.Kind + "/" + cr.Spec.Config.Name
+}
+
+// Defaults of the bounds.
+const (
+	// DefaultHistory is how many ConfigRollouts of one config are kept.
+	DefaultHistory = 3
+	// DefaultPerNamespace is how many ConfigRollouts one namespace keeps.
+	DefaultPerNamespace = 100
+	// statusInterval spaces the status writes of one change: a fan-out to
+	// 300 workloads is a few writes, not 300. The write that ends a change
+	// is not held back.
+	statusInterval = time.Second
+	// poll is how often a change in flight is looked at without an event:
+	// the consumers that name the config without reading it send none.
+	poll = 5 * time.Second
+)
+
+// Keeper is the change controller: it makes a ConfigRollout when a config
+// with consumers changes, keeps its status, supersedes and collects the
+// older ones of the config, and bounds them per namespace.
+type Keeper struct {
+	// Client reads configs and ConfigRollouts from the cache and writes
+	// ConfigRollouts; Reader reads them from the API server, where the
+	// cache may lag.
+	Client   client.Client
+	Reader   client.Reader
+	Fleet    Fleet
+	Canaries Canaries // nil: no canary is shown
+	// InScope tells whether a namespace is this Ripple's.
+	InScope func(ctx context.Context, ns string) (bool, error)
+	// Ring is the install's digest key ring, set before the caches start.
+	Ring    func() digest.Ring
+	Clock   clock.PassiveClock
+	Metrics *metrics.Metrics
+	// History and PerNamespace bound the ConfigRollouts kept (Default*
+	// when 0).
+	History, PerNamespace int
+
+	nsLocks [64]sync.Mutex
+
+	mu        sync.Mutex
+	noticed   map[Key]struct{}  // data changes seen by the handler, not yet looked at
+	active    map[Key]struct{}  // configs whose latest change is in flight
+	lastWrite map[Key]time.Time // the last status write of a change in flight
+	stale     map[Key]staleCount
+}
+
+type staleCount struct {
+	kind refs.Kind
+	n    int32
+}
+
+// Notice notes that key's data changed: its next reconcile makes a
+// ConfigRollout even if no consumer has started rolling yet.
+func (k *Keeper) Notice(key Key) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.noticed == nil {
+		k.noticed = map[Key]struct{}{}
+	}
+	k.noticed[key] = struct{}{}
+}
+
+// Active reports whether the latest change of key is in flight: a
+// consumer's rollout moves it on.
+func (k *Keeper) Active(key Key) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.active[key]
+	return ok
+}
+
+// Reconcile brings the ConfigRollouts of the config key names up to date.
+func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("config", klog.KRef(key.Namespace, key.Config.Name), "kind", key.Config.Kind))
+	cfg, err := k.config(ctx, key)
+	if cfg == nil || err != nil {
+		k.forget(key)
+		return ctrl.Result{}, err
+	}
+	revs := Revisions(k.Ring(), key.Namespace, key.Config, source.Digest(cfg))
+	if len(revs) == 0 {
+		k.forget(key)
+		return ctrl.Result{}, nil
+	}
+	owned, err := k.list(ctx, key)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	consumers, err := k.Fleet.Consumers(ctx, key.Namespace, key.Config)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	noticed := k.takeNotice(key)
+	if len(owned) > 0 && slices.Contains(revs, owned[0].Spec.Revision) {
+		return k.update(ctx, key, cfg, &owned[0], consumers, false)
+	}
+	if !noticed && !inFlight(consumers) {
+		k.forget(key)
+		return ctrl.Result{}, nil // no change: the data is the one every consumer runs
+	}
+	cr, err := k.createWithin(ctx, key, cfg, revs[0])
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := k.retire(ctx, owned); err != nil {
+		return ctrl.Result{}, err
+	}
+	return k.update(ctx, key, cfg, cr, consumers, true)
+}
+
+// inFlight reports whether a consumer Ripple rolls has not completed the
+// config's current data: a change seen by a workload's reconcile only (a
+// change made while Ripple was down).
+func inFlight(cs []Consumer) bool {
+	return slices.ContainsFunc(cs, func(c Consumer) bool {
+		s, _, ok := State(c, time.Time{})
+		return ok && s != v1alpha1.ConsumerComplete && s != v1alpha1.ConsumerStale && s != v1alpha1.ConsumerNotifyOnly && s != v1alpha1.ConsumerExcluded
+	})
+}
+
+// config is the config key names, from the cache; nil when it is gone or
+// out of scope.
+func (k *Keeper) config(ctx context.Context, key Key) (client.Object, error) {
+	if in, err := k.InScope(ctx, key.Namespace); err != nil || !in {
+		return nil, err
+	}
+	obj := source.Object(key.Config.Kind)
+	if obj == nil {
+		return nil, nil
+	}
+	err := k.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Config.Name}, obj)
+	if err != nil || obj.GetDeletionTimestamp() != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return obj, nil
+}
+
+// list is the ConfigRollouts of key, newest first.
+func (k *Keeper) list(ctx context.Context, key Key) ([]v1alpha1.ConfigRollout, error) {
+	var l v1alpha1.ConfigRolloutList
+	if err := k.Client.List(ctx, &l, client.InNamespace(key.Namespace),
+		client.MatchingFields{ConfigIndex: string(key.Config.Kind) + "/" + key.Config.Name}); err != nil {
+		return nil, fmt.Errorf("listing the ConfigRollouts of %s: %w", key, err)
+	}
+	newestFirst(l.Items)
+	return l.Items, nil
+}
+
+func newestFirst(items []v1alpha1.ConfigRollout) {
+	slices.SortFunc(items, func(a, b v1alpha1.ConfigRollout) int {
+		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), cmp.Compare(b.Name, a.Name))
+	})
+}
+
+// create makes the ConfigRollout of cfg's data at revision, owned by cfg
+// (deleted with it).
+func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revision string) (*v1alpha1.ConfigRollout, error) {
+	labels := map[string]string{v1alpha1.LabelConfigKind: kindLabel(key.Config.Kind)}
+	if len(validation.IsValidLabelValue(key.Config.Name)) == 0 {
+		labels[v1alpha1.LabelConfigName] = key.Config.Name
+	}
+	cr := &v1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: Name(key.Config, cfg.GetUID(), revision, cfg.GetResourceVersion()), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: string(key.Config.Kind), Name: cfg.GetName(), UID: cfg.GetUID()}},
+		},
+		Spec: v1alpha1.ConfigRolloutSpec{
+			Config:   v1alpha1.ConfigReference{Kind: string(key.Config.Kind), Name: key.Config.Name, UID: cfg.GetUID()},
+			Revision: revision,
+		},
+	}
+	err := k.Client.Create(ctx, cr)
+	if apierrors.IsAlreadyExists(err) {
+		// Made by an earlier reconcile that the cache has not shown yet.
+		err = k.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr)
+		return cr, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the ConfigRollout of %s: %w", key, err)
+	}
+	k.Metrics.ChangeWrite("create")
+	ctrl.LoggerFrom(ctx).Info("change seen", "configRollout", klog.KObj(cr))
+	cr.Status.SeenAt = metav1.Time{Time: k.Clock.Now()}
+	return cr, nil
+}
+
+func kindLabel(kind refs.Kind) string {
+	if kind == refs.Secret {
+		return "secret"
+	}
+	return "configmap"
+}
+
+// retire supersedes the older changes of a config that are still in flight and
+// deletes those past the config's history.
+func (k *Keeper) retire(ctx context.Context, older []v1alpha1.ConfigRollout) error {
+	history := cmp.Or(k.History, DefaultHistory)
+	for i := range older {
+		cr := &older[i]
+		if i >= history-1 {
+			if err := k.delete(ctx, cr); err != nil {
+				return err
+			}
+			continue
+		}
+		if !Done(cr.Status) {
+			cr.Status = Supersede(cr.Status, k.Clock.Now())
+			if err := k.writeStatus(ctx, cr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// createWithin makes the ConfigRollout of key's change (create) within
+// its namespace's bound: the oldest of the namespace are deleted first,
+// those done first, so that no tenant's changes grow Ripple's cache or the
+// API server's storage without limit. The namespace's changes are made
+// one at a time (a lock of its shard), so that two workers never both
+// take the last place.
+func (k *Keeper) createWithin(ctx context.Context, key Key, cfg client.Object, revision string) (*v1alpha1.ConfigRollout, error) {
+	mu := &k.nsLocks[fnv32(key.Namespace)%uint32(len(k.nsLocks))]
+	mu.Lock()
+	defer mu.Unlock()
+	if err := k.makeRoom(ctx, key.Namespace); err != nil {
+		return nil, err
+	}
+	return k.create(ctx, key, cfg, revision)
+}
+
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}
+
+// nearBound is how close to the namespace's bound the cache's count is
+// checked against the API server's: the cache may not show the changes
+// made a moment ago.
+const nearBound = 10
+
+// makeRoom deletes the oldest ConfigRollouts of ns, those done first, so
+// that one more stays within the namespace's bound.
+func (k *Keeper) makeRoom(ctx context.Context, ns string) error {
+	bound := cmp.Or(k.PerNamespace, DefaultPerNamespace)
+	var l v1alpha1.ConfigRolloutList
+	if err := k.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if len(l.Items)+1+nearBound > bound {
+		if err := k.Reader.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("listing the ConfigRollouts of namespace %s: %w", ns, err)
+		}
+	}
+	items := l.Items
+	over := len(items) + 1 - bound
+	if over <= 0 {
+		return nil
+	}
+	newestFirst(items)
+	slices.Reverse(items)
+	slices.SortStableFunc(items, func(a, b v1alpha1.ConfigRollout) int {
+		// Done first, each group oldest first.
+		return cmp.Compare(boolRank(!Done(a.Status)), boolRank(!Done(b.Status)))
+	})
+	for i := range items[:over] {
+		if err := k.delete(ctx, &items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (k *Keeper) delete(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
+	err := k.Client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting ConfigRollout %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	if err == nil {
+		k.Metrics.ChangeWrite("delete")
+	}
+	return nil
+}
+
+// update writes cr's status from consumers, at most once per
+// statusInterval unless the change is done or fresh (just made), and
+// looks again while it is in flight.
+func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1alpha1.ConfigRollout, consumers []Consumer, fresh bool) (ctrl.Result, error) {
+	now := k.Clock.Now()
+	stored := cr.Status
+	if cr.Status.SeenAt.IsZero() {
+		cr.Status.SeenAt = cr.CreationTimestamp // made, then its first status write lost
+	}
+	if cr.Status.Writer == "" {
+		cr.Status.Writer = source.Writer(cfg) // the revision is the same: so is the write
+	}
+	var canary *plan.Canary
+	if k.Canaries != nil {
+		if c, ok := k.Canaries.Of(key.Namespace, key.Config, source.Digest(cfg)); ok {
+			canary = &c
+		}
+	}
+	st := Status(cr.Status, consumers, canary, false, now)
+	k.track(key, st)
+	if equality.Semantic.DeepEqual(st, stored) {
+		return k.next(st), nil
+	}
+	if wait := k.sinceWrite(key, now); wait > 0 && !Done(st) && !fresh {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	cr.Status = st
+	if err := k.writeStatus(ctx, cr); err != nil {
+		return ctrl.Result{}, err
+	}
+	k.wrote(key, now)
+	if st.PropagatedAt != nil && stored.PropagatedAt == nil {
+		k.Metrics.Propagated(string(key.Config.Kind), st.PropagatedAt.Sub(st.SeenAt.Time))
+		ctrl.LoggerFrom(ctx).Info("change propagated", "configRollout", klog.KObj(cr), "consumers", st.Counts.Managed, "stale", st.Counts.Stale)
+	}
+	return k.next(st), nil
+}
+
+func (k *Keeper) next(st v1alpha1.ConfigRolloutStatus) ctrl.Result {
+	if Done(st) {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: poll}
+}
+
+// sinceWrite is how long the next status write of key's change must
+// wait.
+func (k *Keeper) sinceWrite(key Key, now time.Time) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	last, ok := k.lastWrite[key]
+	if !ok {
+		return 0
+	}
+	return max(0, statusInterval-now.Sub(last))
+}
+
+func (k *Keeper) wrote(key Key, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lastWrite == nil {
+		k.lastWrite = map[Key]time.Time{}
+	}
+	k.lastWrite[key] = now
+}
+
+func (k *Keeper) writeStatus(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
+	if err := k.Client.Status().Update(ctx, cr); err != nil {
+		return fmt.Errorf("writing the status of ConfigRollout %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	k.Metrics.ChangeWrite("status")
+	return nil
+}
+
+// track keeps whether key's latest change is in flight, and its stale
+// consumers for the gauge.
+func (k *Keeper) track(key Key, st v1alpha1.ConfigRolloutStatus) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.active == nil {
+		k.active, k.stale = map[Key]struct{}{}, map[Key]staleCount{}
+	}
+	if Done(st) {
+		delete(k.active, key)
+		delete(k.lastWrite, key)
+	} else {
+		k.active[key] = struct{}{}
+	}
+	k.stale[key] = staleCount{kind: key.Config.Kind, n: st.Counts.Stale}
+	k.staleGauge(key.Config.Kind)
+}
+
+func (k *Keeper) takeNotice(key Key) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.noticed[key]
+	delete(k.noticed, key)
+	return ok
+}
+
+// forget drops what the Keeper keeps of key: its config is gone, out of
+// scope or unchanged.
+func (k *Keeper) forget(key Key) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.noticed, key)
+	delete(k.active, key)
+	if _, ok := k.stale[key]; ok {
+		delete(k.stale, key)
+		k.staleGauge(key.Config.Kind)
+	}
+	delete(k.lastWrite, key)
+}
+
+// staleGauge sets the gauge of kind; k.mu is held.
+func (k *Keeper) staleGauge(kind refs.Kind) {
+	var n int
+	for _, s := range k.stale {
+		if s.kind == kind {
+			n += int(s.n)
+		}
+	}
+	k.Metrics.StaleConsumers(string(kind), n)
+}

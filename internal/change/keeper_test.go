@@ -1,0 +1,298 @@
+package change
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/metrics"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/source"
+)
+
+type fleet []Consumer
+
+func (f *fleet) Consumers(context.Context, string, refs.Ref) ([]Consumer, error) { return *f, nil }
+
+type world struct {
+	t      *testing.T
+	c      client.Client
+	k      *Keeper
+	clk    *clocktesting.FakeClock
+	fleet  *fleet
+	writes map[string]int
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, clk: clocktesting.NewFakeClock(t0), fleet: &fleet{}, writes: map[string]int{}}
+	w.c = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.ConfigRollout{}).
+		WithIndex(&v1alpha1.ConfigRollout{}, ConfigIndex, func(o client.Object) []string { return []string{IndexValue(o.(*v1alpha1.ConfigRollout))} }).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if _, ok := obj.(*v1alpha1.ConfigRollout); ok {
+					w.writes["create"]++
+					// The fake client sets no creation time; the keeper orders by it.
+					obj.SetCreationTimestamp(metav1.Time{Time: w.clk.Now()})
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				w.writes["status"]++
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	m, err := metrics.New(prometheus.NewRegistry(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.k = &Keeper{
+		Client: w.c, Reader: w.c, Fleet: w.fleet, Clock: w.clk, Metrics: m,
+		InScope: func(context.Context, string) (bool, error) { return true, nil },
+		Ring:    func() digest.Ring { return digest.Ring{Current: []byte("key")} },
+	}
+	return w
+}
+
+// setData writes the ConfigMap db with data v, as the cache keeps it.
+func (w *world) setData(v string) {
+	w.t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db", UID: "uid-db"}, Data: map[string]string{"v": v}}
+	obj, err := source.Transform(digest.Digester{}, cm)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cm = obj.(*corev1.ConfigMap)
+	var cur corev1.ConfigMap
+	if w.c.Get(w.t.Context(), client.ObjectKeyFromObject(cm), &cur) == nil {
+		cm.ResourceVersion = cur.ResourceVersion
+		err = w.c.Update(w.t.Context(), cm)
+	} else {
+		err = w.c.Create(w.t.Context(), cm)
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) reconcile() time.Duration {
+	w.t.Helper()
+	res, err := w.k.Reconcile(w.t.Context(), Key{Namespace: "shop", Config: config})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return res.RequeueAfter
+}
+
+func (w *world) rollouts() []v1alpha1.ConfigRollout {
+	w.t.Helper()
+	var l v1alpha1.ConfigRolloutList
+	if err := w.c.List(w.t.Context(), &l, client.InNamespace("shop")); err != nil {
+		w.t.Fatal(err)
+	}
+	newestFirst(l.Items)
+	return l.Items
+}
+
+func TestNoChangeNoObject(t *testing.T) {
+	w := newWorld(t)
+	w.setData("v1")
+	*w.fleet = fleet{managed("a", plan.Unchanged, rollout.Complete)}
+	if w.reconcile(); len(w.rollouts()) != 0 {
+		t.Errorf("a config every consumer runs made %d ConfigRollouts, want none", len(w.rollouts()))
+	}
+}
+
+func TestChangeIsTrackedToPropagated(t *testing.T) {
+	w := newWorld(t)
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete), managed("b", plan.Changed, rollout.Complete)}
+	w.k.Notice(Key{Namespace: "shop", Config: config})
+	if again := w.reconcile(); again != poll {
+		t.Errorf("a change in flight is looked at again after %s, want %s", again, poll)
+	}
+	got := w.rollouts()
+	if len(got) != 1 {
+		t.Fatalf("%d ConfigRollouts, want 1", len(got))
+	}
+	cr := got[0]
+	if cr.Labels[v1alpha1.LabelConfigName] != "db" || cr.Labels[v1alpha1.LabelConfigKind] != "configmap" ||
+		len(cr.OwnerReferences) != 1 || cr.OwnerReferences[0].UID != "uid-db" || cr.Spec.Revision == "" {
+		t.Errorf("ConfigRollout %+v: want labelled, owned by the ConfigMap, with a revision", cr.ObjectMeta)
+	}
+	if cr.Status.Phase != v1alpha1.PhaseRolling || cr.Status.Counts.Pending != 2 || !cr.Status.SeenAt.Time.Equal(t0) {
+		t.Errorf("status %+v", cr.Status)
+	}
+	if w.k.Active(Key{Namespace: "shop", Config: config}) != true {
+		t.Error("the change is not active")
+	}
+
+	// One consumer rolls within the second: its status waits.
+	(*w.fleet)[0] = managed("a", plan.Unchanged, rollout.Progressing)
+	if again := w.reconcile(); again != time.Second || w.writes["status"] != 1 {
+		t.Errorf("a second look within %s wrote %d statuses, again in %s; want 1 write, again in 1s", statusInterval, w.writes["status"], again)
+	}
+	w.clk.Step(time.Second)
+	w.reconcile()
+	if st := w.rollouts()[0].Status; st.Counts.Rolling != 1 || w.writes["status"] != 2 {
+		t.Errorf("after a second: counts %+v, %d writes", st.Counts, w.writes["status"])
+	}
+	// The last completes at once after a write: the done status is not held back.
+	*w.fleet = fleet{managed("a", plan.Unchanged, rollout.Complete), managed("b", plan.Unchanged, rollout.Complete)}
+	w.clk.Step(100 * time.Millisecond)
+	if again := w.reconcile(); again != 0 {
+		t.Errorf("a propagated change is looked at again after %s", again)
+	}
+	st := w.rollouts()[0].Status
+	if !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || !st.PropagatedAt.Time.Equal(t0.Add(time.Second)) /* the API keeps seconds */ {
+		t.Errorf("status %+v: want Propagated at once", st)
+	}
+	if w.k.Active(Key{Namespace: "shop", Config: config}) {
+		t.Error("a propagated change is still active")
+	}
+	if w.writes["create"] != 1 || w.writes["status"] != 3 {
+		t.Errorf("writes %v, want 1 create and 3 status writes", w.writes)
+	}
+}
+
+func TestChangeSeenByAWorkloadOnly(t *testing.T) {
+	w := newWorld(t)
+	w.setData("v2")
+	// Nothing noticed (a change made while Ripple was down), but a
+	// consumer has not applied the data.
+	*w.fleet = fleet{managed("a", plan.Unchanged, rollout.Progressing)}
+	if w.reconcile(); len(w.rollouts()) != 1 {
+		t.Fatalf("%d ConfigRollouts, want 1", len(w.rollouts()))
+	}
+	// A second look makes no other.
+	w.reconcile()
+	if len(w.rollouts()) != 1 || w.writes["create"] != 1 {
+		t.Errorf("%d ConfigRollouts after %d creates, want 1", len(w.rollouts()), w.writes["create"])
+	}
+}
+
+func TestNewChangeSupersedesAndHistoryIsBounded(t *testing.T) {
+	w := newWorld(t)
+	w.k.History = 2
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	for i := range 4 {
+		w.clk.Step(time.Second)
+		w.setData(fmt.Sprint("v", i))
+		w.k.Notice(Key{Namespace: "shop", Config: config})
+		w.reconcile()
+	}
+	got := w.rollouts()
+	if len(got) != 2 {
+		t.Fatalf("%d ConfigRollouts kept, want 2", len(got))
+	}
+	if got[0].Status.Phase != v1alpha1.PhaseRolling || got[1].Status.Phase != v1alpha1.PhaseSuperseded {
+		t.Errorf("phases %s, %s; want Rolling, Superseded", got[0].Status.Phase, got[1].Status.Phase)
+	}
+	// Data that comes back is a new change.
+	w.clk.Step(time.Second)
+	w.setData("v2")
+	w.k.Notice(Key{Namespace: "shop", Config: config})
+	w.reconcile()
+	if now := w.rollouts(); now[0].Name == got[0].Name || now[0].Name == got[1].Name {
+		t.Errorf("the data coming back reused %s", now[0].Name)
+	}
+}
+
+func TestNamespaceBound(t *testing.T) {
+	w := newWorld(t)
+	w.k.PerNamespace = 3
+	for i := range 5 {
+		name := fmt.Sprint("other-", i)
+		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: name}, Revision: "r"}}
+		w.clk.Step(time.Second)
+		if err := w.c.Create(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // the oldest is in flight, the next done: the done one goes first
+			continue
+		}
+		cr.Status.Phase = v1alpha1.PhasePropagated
+		if err := w.c.Status().Update(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.clk.Step(time.Second)
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	w.k.Notice(Key{Namespace: "shop", Config: config})
+	w.reconcile()
+	var names []string
+	for _, cr := range w.rollouts() {
+		names = append(names, cr.Name)
+	}
+	if len(names) != 3 || names[1] != "other-4" || names[2] != "other-0" {
+		t.Errorf("kept %v; want the new change, other-4 (the newest done) and other-0 (in flight)", names)
+	}
+}
+
+func TestSecretWithoutKeyHasNoObject(t *testing.T) {
+	w := newWorld(t)
+	w.k.Ring = func() digest.Ring { return digest.Ring{} }
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}}
+	if err := w.c.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	key := Key{Namespace: "shop", Config: refs.Ref{Kind: refs.Secret, Name: "db"}}
+	w.k.Notice(key)
+	if _, err := w.k.Reconcile(w.t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.rollouts()); n != 0 {
+		t.Errorf("a Secret's change without a digest key made %d ConfigRollouts: its revision would be an unkeyed digest", n)
+	}
+}
+
+func TestRevisions(t *testing.T) {
+	ring := digest.Ring{Current: []byte("new"), Previous: []byte("old")}
+	a := Revisions(ring, "shop", config, "sum")
+	if len(a) != 2 || a[0] == a[1] || len(a[0]) != revisionLen {
+		t.Fatalf("revisions %v", a)
+	}
+	if b := Revisions(ring, "dev", config, "sum"); b[0] == a[0] {
+		t.Error("equal data in two namespaces has one revision")
+	}
+	if b := Revisions(digest.Ring{Current: []byte("old")}, "shop", config, "sum"); b[0] != a[1] {
+		t.Error("the previous key's revision is not recognised")
+	}
+	if r := Revisions(digest.Ring{}, "shop", refs.Ref{Kind: refs.Secret, Name: "db"}, "sum"); r != nil {
+		t.Errorf("a Secret without a key has revisions %v", r)
+	}
+	long := refs.Ref{Kind: refs.ConfigMap, Name: string(make([]byte, 0)) + fmt.Sprintf("%0253d", 0)}
+	if n := Name(long, types.UID("u"), "r", "1"); len(n) > 253 {
+		t.Errorf("name of %d characters", len(n))
+	}
+}
+
+func metaTime(t time.Time) metav1.Time { return metav1.Time{Time: t} }

@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	rsource "github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// ChangeOptions turn the change controller on and bound what it keeps.
+type ChangeOptions struct {
+	On                    bool
+	History, PerNamespace int
+}
+
+// new is the change controller as the workload controllers reach it; nil
+// when it is off.
+func (o ChangeOptions) new() *changes {
+	if !o.On {
+		return nil
+	}
+	return &changes{}
+}
+
+// changesAPI is the optional API that starts the change controller: the
+// ConfigRollout CRD served.
+func (s *setup) changesAPI() []optional.API {
+	if s.deps.changes == nil {
+		return nil
+	}
+	return []optional.API{{GVK: v1alpha1.GroupVersion.WithKind("ConfigRollout"), Flag: "--config-rollouts", Enable: s.enableChanges}}
+}
+
+// changeWorkers is how many configs the change controller looks at at
+// once: its work is reads from the cache and a few writes.
+const changeWorkers = 4
+
+type changeQueue = workqueue.TypedRateLimitingInterface[change.Key]
+
+// changes is the change controller (change.Keeper) as the workload
+// controllers reach it: its queue, once it started. Its keeper and
+// controller are set once (enableChanges), under setup.mu.
+type changes struct {
+	keeper *change.Keeper
+	ctrl   controller.TypedController[change.Key]
+	queue  atomic.Pointer[changeQueue]
+}
+
+func (c *changes) start(_ context.Context, q changeQueue) error {
+	c.queue.Store(&q)
+	return nil
+}
+
+// touch queues the configs of ns that the plan p of a workload rolls: a
+// change seen by a workload's reconcile only (made while Ripple was down)
+// gets its ConfigRollout too.
+func (c *changes) touch(ns string, p plan.Plan) {
+	if c == nil || !p.Reloads() {
+		return
+	}
+	q := c.queue.Load()
+	if q == nil {
+		return
+	}
+	for _, ch := range p.Changes {
+		if ch.Ref.Kind == refs.ConfigMap || ch.Ref.Kind == refs.Secret {
+			(*q).Add(change.Key{Namespace: ns, Config: ch.Ref})
+		}
+	}
+}
+
+// enableChanges starts the change controller, once the API server serves
+// ConfigRollouts: its index, its watches of the configs, of its own
+// objects and of every workload kind set up.
+func (s *setup) enableChanges(ctx context.Context) error {
+	d := s.deps
+	if err := s.canListChanges(ctx); err != nil {
+		return err
+	}
+	k := &change.Keeper{
+		Client: d.Client, Reader: s.mgr.GetAPIReader(), Fleet: s.fleet, Canaries: d.Canaries, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: d.Metrics,
+		Ring:    func() digest.Ring { return d.Priors.Digester.Ring },
+		History: s.o.Changes.History, PerNamespace: s.o.Changes.PerNamespace,
+	}
+	err := s.mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ConfigRollout{}, change.ConfigIndex, func(o client.Object) []string {
+		if cr, ok := o.(*v1alpha1.ConfigRollout); ok {
+			return []string{change.IndexValue(cr)}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("indexing ConfigRollouts: %w", err)
+	}
+	ch := d.changes
+	ch.keeper = k
+	c, err := controller.NewTyped("configrollout", s.mgr, controller.TypedOptions[change.Key]{
+		Reconciler: k, MaxConcurrentReconciles: changeWorkers,
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the change controller: %w", err)
+	}
+	ch.ctrl = c
+	cache := s.mgr.GetCache()
+	watches := []source.TypedSource[change.Key]{
+		source.TypedFunc[change.Key](ch.start),
+		source.TypedKind(cache, client.Object(&v1alpha1.ConfigRollout{}), ch.ownHandler()),
+	}
+	for _, sk := range rsource.Watched(d.Settings.SourceKinds) {
+		watches = append(watches, source.TypedKind(cache, rsource.Object(sk), ch.configHandler(sk)))
+	}
+	for _, w := range watches {
+		if err := c.Watch(w); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.reconcilers {
+		if err := ch.watchKind(cache, r.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// canListChanges asks the API server for a ConfigRollout, as the cache
+// will: without the right, the discoverer says so and tries again later,
+// rather than a cache that never syncs stopping Ripple.
+func (s *setup) canListChanges(ctx context.Context) error {
+	var opts []client.ListOption
+	if len(s.o.Namespaces) > 0 {
+		opts = append(opts, client.InNamespace(s.o.Namespaces[0]))
+	}
+	err := s.mgr.GetAPIReader().List(ctx, &v1alpha1.ConfigRolloutList{}, append(opts, client.Limit(1))...)
+	if err != nil {
+		return fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false): %w", err)
+	}
+	return nil
+}
+
+// watchKind watches the workloads of kind: a rollout of a consumer of a
+// change in flight moves the change on. Other workloads' updates cost a
+// look at their pod template's references.
+func (c *changes) watchKind(ca cache.Cache, kind workload.Kind) error {
+	return c.ctrl.Watch(source.TypedKind(ca, kind.New(), handler.TypedFuncs[client.Object, change.Key]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
+			tpl, err := workload.Template(ctx, ca, kind, e.ObjectNew)
+			if err != nil || tpl == nil {
+				return
+			}
+			for _, ref := range refs.All(&tpl.Spec) {
+				if key := (change.Key{Namespace: e.ObjectNew.GetNamespace(), Config: ref}); c.keeper.Active(key) {
+					q.Add(key)
+				}
+			}
+		},
+	}))
+}
+
+// configHandler queues the config of an event: a data change is noticed
+// (its ConfigRollout is made), a new config and a deleted one looked at.
+// The initial list is no change.
+func (c *changes) configHandler(kind refs.Kind) handler.TypedEventHandler[client.Object, change.Key] {
+	key := func(o client.Object) change.Key {
+		return change.Key{Namespace: o.GetNamespace(), Config: refs.Ref{Kind: kind, Name: o.GetName()}}
+	}
+	return handler.TypedFuncs[client.Object, change.Key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q changeQueue) {
+			if !e.IsInInitialList {
+				q.Add(key(e.Object))
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
+			if rsource.Digest(e.ObjectOld) != rsource.Digest(e.ObjectNew) {
+				c.keeper.Notice(key(e.ObjectNew))
+				q.Add(key(e.ObjectNew))
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q changeQueue) { q.Add(key(e.Object)) },
+	}
+}
+
+// ownHandler queues the config of a ConfigRollout in flight when it is
+// first seen: after a restart, the changes in flight go on.
+func (c *changes) ownHandler() handler.TypedEventHandler[client.Object, change.Key] {
+	return handler.TypedFuncs[client.Object, change.Key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q changeQueue) {
+			cr, ok := e.Object.(*v1alpha1.ConfigRollout)
+			if ok && !change.Done(cr.Status) {
+				q.Add(change.Key{Namespace: cr.Namespace, Config: refs.Ref{Kind: refs.Kind(cr.Spec.Config.Kind), Name: cr.Spec.Config.Name}})
+			}
+		},
+	}
+}

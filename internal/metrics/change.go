@@ -1,0 +1,44 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// changes are the metrics of the change controller (ConfigRollouts).
+type changes struct {
+	propagation *prometheus.HistogramVec
+	stale       *prometheus.GaugeVec
+	writes      *prometheus.CounterVec
+}
+
+func newChanges() changes {
+	return changes{
+		propagation: histogramVec("ripple_change_propagation_seconds",
+			"Time from a config change being seen to every consumer Ripple manages running it (its ConfigRollout's Propagated condition), by config kind.",
+			[]float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600}, "kind"),
+		stale: gaugeVec("ripple_stale_consumers",
+			"Workloads that read a config but keep its old data until someone restarts them (not opted in, or under the notify policy), in the latest change of each config, by config kind.", "kind"),
+		writes: counterVec("ripple_config_rollout_writes_total",
+			"Writes of ConfigRollouts by the change controller, by operation (create, status, delete).", "op"),
+	}
+}
+
+func (c changes) changeCollectors() []prometheus.Collector {
+	return []prometheus.Collector{c.propagation, c.stale, c.writes}
+}
+
+// Propagated records a change of a config of kind that propagated d after
+// it was seen.
+func (m *Metrics) Propagated(kind string, d time.Duration) {
+	m.propagation.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+// StaleConsumers sets how many stale consumers the latest changes of
+// configs of kind have.
+func (m *Metrics) StaleConsumers(kind string, n int) { m.stale.WithLabelValues(kind).Set(float64(n)) }
+
+// ChangeWrite counts one write of a ConfigRollout (op: create, status,
+// delete).
+func (m *Metrics) ChangeWrite(op string) { m.writes.WithLabelValues(op).Inc() }
