@@ -93,7 +93,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	cm = updateConfig(t, cs, cm, "v3")
 	fixed := digest.ConfigMap(cm)
 	waitFleetRolled(t, cs, ns, fixed, canaryFleet, 3*time.Minute)
-	checkFleetRevisions(t, cs, ns, map[string]string{"d00": "3"}, "2")
+	checkFleetRevisions(t, cs, ns, map[string]string{"d00": "3"})
 }
 
 // A halted change continued by `ripple resume`, as an operator would: the
@@ -121,7 +121,7 @@ func TestCanaryResume(t *testing.T) {
 	}
 	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
 	waitFleetRolled(t, cs, ns, halted, fleet, 2*time.Minute)
-	checkFleetRevisions(t, cs, ns, nil, "2")
+	checkFleetRevisions(t, cs, ns, nil)
 }
 
 // countReason counts the workloads of a config's change in explain whose
@@ -173,7 +173,7 @@ func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 	passed := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
 	waitFleetRolled(t, cs, ns, good, canaryFleet, 3*time.Minute)
 	all := time.Since(changed)
-	checkFleetRevisions(t, cs, ns, nil, "2")
+	checkFleetRevisions(t, cs, ns, nil)
 
 	first := firstRest(t, cs, ns)
 	if bakeEnd := eventTime(complete).Add(10 * time.Second); first.Before(bakeEnd) {
@@ -287,8 +287,8 @@ func waitFleetRolled(t *testing.T, cs kubernetes.Interface, ns, hash string, n i
 }
 
 // checkFleetRevisions checks each Deployment's revision: want[name], else
-// rest.
-func checkFleetRevisions(t *testing.T, cs kubernetes.Interface, ns string, want map[string]string, rest string) {
+// 2 (rolled once).
+func checkFleetRevisions(t *testing.T, cs kubernetes.Interface, ns string, want map[string]string) {
 	t.Helper()
 	ds, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -297,7 +297,7 @@ func checkFleetRevisions(t *testing.T, cs kubernetes.Interface, ns string, want 
 	for _, d := range ds.Items {
 		w, ok := want[d.Name]
 		if !ok {
-			w = rest
+			w = "2"
 		}
 		if rev := d.Annotations["deployment.kubernetes.io/revision"]; rev != w {
 			t.Errorf("Deployment %s is at revision %s, want %s", d.Name, rev, w)

@@ -105,7 +105,7 @@ func testPropagated(t *testing.T, kill bool) {
 		// kubectl wait returned (checked above to be no earlier than it).
 		t.Logf("kubectl wait returned %s after the test saw the last of %d rollouts complete", late.Round(time.Millisecond), propagationFleet)
 	}
-	checkFleetRevisions(t, cs, ns, map[string]string{"legacy": "1"}, "2")
+	checkFleetRevisions(t, cs, ns, map[string]string{"legacy": "1"})
 
 	cr := getConfigRollout(t, ns, name)
 	if cr.Status.Counts.Managed != propagationFleet || cr.Status.Counts.Complete != propagationFleet || cr.Status.Counts.Stale != 1 ||
