@@ -20,6 +20,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
+COPY api/ api/
 COPY cmd/ cmd/
 COPY internal/ internal/
 # Set by buildx for each target platform.

@@ -82,6 +82,7 @@ type ConfigRollout struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   ConfigRolloutSpec   `json:"spec"`
+	// +optional
 	Status ConfigRolloutStatus `json:"status,omitempty"`
 }
 
@@ -101,32 +102,41 @@ type ConfigReference struct {
 	// +kubebuilder:validation:Enum=ConfigMap;Secret
 	Kind string `json:"kind"`
 	// +kubebuilder:validation:MaxLength=253
-	Name string    `json:"name"`
-	UID  types.UID `json:"uid,omitempty"`
+	Name string `json:"name"`
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // ConfigRolloutStatus is the change's journey.
 type ConfigRolloutStatus struct {
 	// SeenAt is when Ripple saw the change.
+	// +optional
 	SeenAt metav1.Time `json:"seenAt,omitzero"`
 	// Writer is the field manager that last wrote the config's data (as
 	// its managedFields tell: a hint, which a client may set).
 	// +kubebuilder:validation:MaxLength=128
+	// +optional
 	Writer string `json:"writer,omitempty"`
-	Phase  Phase  `json:"phase,omitempty"`
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
 	// PropagatedAt is when every managed consumer was first seen running
 	// the change.
+	// +optional
 	PropagatedAt *metav1.Time `json:"propagatedAt,omitempty"`
-	Counts       Counts       `json:"counts,omitzero"`
+	// +optional
+	Counts Counts `json:"counts,omitzero"`
 	// Consumers are the consumers by state, those not complete first; at
 	// most 50 (Counts has them all).
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
+	// +optional
 	Consumers []Consumer `json:"consumers,omitempty"`
 	// Canary is the change's canary, when it is canaried.
+	// +optional
 	Canary *CanaryStatus `json:"canary,omitempty"`
 	// +listType=map
 	// +listMapKey=type
+	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -137,16 +147,23 @@ type Counts struct {
 	// Managed are those Ripple rolls.
 	Managed  int32 `json:"managed"`
 	Complete int32 `json:"complete"`
-	Rolling  int32 `json:"rolling,omitempty"`
-	Stalled  int32 `json:"stalled,omitempty"`
-	Pending  int32 `json:"pending,omitempty"`
-	Waiting  int32 `json:"waiting,omitempty"`
-	Halted   int32 `json:"halted,omitempty"`
+	// +optional
+	Rolling int32 `json:"rolling,omitempty"`
+	// +optional
+	Stalled int32 `json:"stalled,omitempty"`
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// +optional
+	Waiting int32 `json:"waiting,omitempty"`
+	// +optional
+	Halted int32 `json:"halted,omitempty"`
 	// Stale are consumers that keep the old data until someone restarts
 	// them: those not opted in, and those under the notify policy.
-	Stale      int32 `json:"stale"`
+	Stale int32 `json:"stale"`
+	// +optional
 	NotifyOnly int32 `json:"notifyOnly,omitempty"`
-	Excluded   int32 `json:"excluded,omitempty"`
+	// +optional
+	Excluded int32 `json:"excluded,omitempty"`
 }
 
 // Consumer is one workload that reads the config.
@@ -156,6 +173,7 @@ type Consumer struct {
 	State ConsumerState `json:"state"`
 	// Reason is the Event reason that explains the state, if any
 	// (ReloadDeferred, ReloadPending, WaitingForCanary, ...).
+	// +optional
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -164,9 +182,11 @@ type CanaryStatus struct {
 	// Phase is Rolling, Baking, Passed or Halted.
 	Phase string `json:"phase"`
 	// +listType=atomic
+	// +optional
 	Members []string `json:"members,omitempty"`
 	// Why is why it halted.
 	// +kubebuilder:validation:MaxLength=1024
+	// +optional
 	Why string `json:"why,omitempty"`
 }
 

@@ -9,10 +9,13 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 )
@@ -91,7 +94,14 @@ func (c *clusterFlags) connect(userAgent string) (client.Client, string, error) 
 		return nil, "", c.connectionError(err)
 	}
 	rc.UserAgent = userAgent
-	cl, err := client.New(rc, client.Options{})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	cl, err := client.New(rc, client.Options{Scheme: scheme})
 	return cl, ns, err
 }
 

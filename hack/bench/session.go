@@ -138,6 +138,7 @@ func (s *session) startControlPlane(ctx context.Context, full bool) (*rest.Confi
 		s.onCleanup(func() error { return s.deleteNamespaces(ctx, cfg) })
 		return cfg, nil
 	}
+	var api *cluster.API
 	if full {
 		s.res.ControlPlane = "cluster"
 		c, err := cluster.Start(ctx, cluster.Options{Nodes: 3})
@@ -145,15 +146,22 @@ func (s *session) startControlPlane(ctx context.Context, full bool) (*rest.Confi
 			return nil, err
 		}
 		s.onCleanup(c.Stop)
-		return c.Config, nil
+		api = c.API
+	} else {
+		s.res.ControlPlane = "api"
+		a, err := cluster.StartAPI(cluster.APIOptions{})
+		if err != nil {
+			return nil, err
+		}
+		s.onCleanup(a.Stop)
+		api = a
 	}
-	s.res.ControlPlane = "api"
-	a, err := cluster.StartAPI(cluster.APIOptions{})
-	if err != nil {
+	// Ripple's own CRD, as the chart installs it: the change controller's
+	// writes count with the rest (docs/config-rollouts.md).
+	if err := api.InstallCRDs(ctx, cluster.ConfigRolloutCRD); err != nil {
 		return nil, err
 	}
-	s.onCleanup(a.Stop)
-	return a.Config, nil
+	return api.Config, nil
 }
 
 // deleteNamespaces removes what the scenario created on an external

@@ -96,6 +96,10 @@ type Keeper struct {
 	Canaries Canaries // nil: no canary is shown
 	// InScope tells whether a namespace is this Ripple's.
 	InScope func(ctx context.Context, ns string) (bool, error)
+	// Kinds are the config kinds Ripple watches: another's ConfigRollouts
+	// (a Ripple that watches other kinds, in the same cluster) are not
+	// this one's to keep.
+	Kinds []refs.Kind
 	// Ring is the install's digest key ring, set before the caches start.
 	Ring    func() digest.Ring
 	Clock   clock.PassiveClock
@@ -163,9 +167,9 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 	if len(owned) > 0 && slices.Contains(revs, owned[0].Spec.Revision) {
 		return k.update(ctx, key, cfg, &owned[0], consumers, false)
 	}
-	if !noticed && !inFlight(consumers) {
+	if !hasConsumers(consumers) || (!noticed && !inFlight(consumers)) {
 		k.forget(key)
-		return ctrl.Result{}, nil // no change: the data is the one every consumer runs
+		return ctrl.Result{}, nil // no consumer, or no change: the data is the one every consumer runs
 	}
 	cr, err := k.createWithin(ctx, key, cfg, revs[0])
 	if err != nil {
@@ -175,6 +179,14 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	return k.update(ctx, key, cfg, cr, consumers, true)
+}
+
+// hasConsumers reports whether a workload reads the config.
+func hasConsumers(cs []Consumer) bool {
+	return slices.ContainsFunc(cs, func(c Consumer) bool {
+		_, _, ok := State(c, time.Time{})
+		return ok
+	})
 }
 
 // inFlight reports whether a consumer Ripple rolls has not completed the
@@ -187,9 +199,12 @@ func inFlight(cs []Consumer) bool {
 	})
 }
 
-// config is the config key names, from the cache; nil when it is gone or
-// out of scope.
+// config is the config key names, from the cache; nil when it is gone,
+// out of scope, or of a kind this Ripple does not watch.
 func (k *Keeper) config(ctx context.Context, key Key) (client.Object, error) {
+	if !slices.Contains(k.Kinds, key.Config.Kind) {
+		return nil, nil
+	}
 	if in, err := k.InScope(ctx, key.Namespace); err != nil || !in {
 		return nil, err
 	}

@@ -74,6 +74,7 @@ func newWorld(t *testing.T) *world {
 	w.k = &Keeper{
 		Client: w.c, Reader: w.c, Fleet: w.fleet, Clock: w.clk, Metrics: m,
 		InScope: func(context.Context, string) (bool, error) { return true, nil },
+		Kinds:   []refs.Kind{refs.ConfigMap, refs.Secret},
 		Ring:    func() digest.Ring { return digest.Ring{Current: []byte("key")} },
 	}
 	return w
@@ -296,3 +297,17 @@ func TestRevisions(t *testing.T) {
 }
 
 func metaTime(t time.Time) metav1.Time { return metav1.Time{Time: t} }
+
+// A ConfigRollout of a kind this Ripple does not watch (another Ripple's,
+// or its own from before --resources-to-ignore) is not looked at: reading
+// its config would start a cache it may not list.
+func TestUnwatchedKindIsLeftAlone(t *testing.T) {
+	w := newWorld(t)
+	w.k.Kinds = []refs.Kind{refs.Secret}
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	w.k.Notice(Key{Namespace: "shop", Config: config})
+	if w.reconcile(); len(w.rollouts()) != 0 {
+		t.Errorf("a ConfigMap's change made %d ConfigRollouts with ConfigMaps not watched", len(w.rollouts()))
+	}
+}

@@ -96,6 +96,7 @@ func (s *setup) enableChanges(ctx context.Context) error {
 	k := &change.Keeper{
 		Client: d.Client, Reader: s.mgr.GetAPIReader(), Fleet: s.fleet, Canaries: d.Canaries, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: d.Metrics,
 		Ring:    func() digest.Ring { return d.Priors.Digester.Ring },
+		Kinds:   rsource.Watched(d.Settings.SourceKinds),
 		History: s.o.Changes.History, PerNamespace: s.o.Changes.PerNamespace,
 	}
 	err := s.mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ConfigRollout{}, change.ConfigIndex, func(o client.Object) []string {

@@ -9,7 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -28,8 +30,21 @@ type Change struct {
 	// when the change is not canaried, not planned yet, or its record
 	// cannot be read.
 	Canary *plan.Canary `json:"canary,omitempty"`
+	// Rollout is the newest ConfigRollout of the config, as its status
+	// tells the change; nil when there is none, or it cannot be read
+	// (no CRD, no right to list them).
+	Rollout *ChangeRollout `json:"configRollout,omitempty"`
 	// Workloads are those that use the config, with their state.
 	Workloads []ChangeWorkload `json:"workloads"`
+}
+
+// ChangeRollout is a ConfigRollout as explain shows it.
+type ChangeRollout struct {
+	Name         string          `json:"name"`
+	Phase        v1alpha1.Phase  `json:"phase"`
+	SeenAt       time.Time       `json:"seenAt,omitzero"`
+	PropagatedAt *time.Time      `json:"propagatedAt,omitempty"`
+	Counts       v1alpha1.Counts `json:"counts"`
 }
 
 // ChangeWorkload is one workload that uses the config.
@@ -72,6 +87,7 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 			out.Canary.Digest = ""
 		}
 	}
+	out.Rollout = e.rollout(ctx, ns, ref)
 	list, err := e.All(ctx, kinds, ns)
 	if err != nil {
 		return out, err
@@ -87,6 +103,30 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		}
 	}
 	return out, nil
+}
+
+// rollout is the newest ConfigRollout of config ref in ns, read with the
+// user's rights in ns; nil when there is none or it cannot be read.
+func (e Explainer) rollout(ctx context.Context, ns string, ref refs.Ref) *ChangeRollout {
+	var l v1alpha1.ConfigRolloutList
+	if err := e.Reader.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return nil // no CRD, or no right to list them: the rest still explains
+	}
+	var newest *v1alpha1.ConfigRollout
+	for i, cr := range l.Items {
+		if cr.Spec.Config.Kind == string(ref.Kind) && cr.Spec.Config.Name == ref.Name &&
+			(newest == nil || newest.CreationTimestamp.Before(&cr.CreationTimestamp)) {
+			newest = &l.Items[i]
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	r := &ChangeRollout{Name: newest.Name, Phase: newest.Status.Phase, SeenAt: newest.Status.SeenAt.Time, Counts: newest.Status.Counts}
+	if at := newest.Status.PropagatedAt; at != nil {
+		r.PropagatedAt = &at.Time
+	}
+	return r
 }
 
 // PrintChange writes the explanation of a config's change in format.
@@ -108,6 +148,10 @@ func PrintChange(w io.Writer, format string, c Change) error {
 		}
 	} else {
 		fmt.Fprintf(&b, "Canary:\tnone recorded for this data\n")
+	}
+	if r := c.Rollout; r != nil {
+		fmt.Fprintf(&b, "Change:\t%s: %s, %d of %d managed consumers updated, %d stale (seen %s)\n", r.Name, dash(string(r.Phase)),
+			r.Counts.Complete, r.Counts.Managed, r.Counts.Stale, r.SeenAt.UTC().Format(time.RFC3339))
 	}
 	counts := map[State]int{}
 	for _, wl := range c.Workloads {

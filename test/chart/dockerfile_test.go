@@ -47,6 +47,7 @@ func TestDockerfile(t *testing.T) {
 		"EXPOSE 9090",
 		`ENTRYPOINT ["/ripple"]`,
 		"COPY go.mod go.sum ./",
+		"COPY api/ api/",
 		"COPY cmd/ cmd/",
 		"COPY internal/ internal/",
 	} {
@@ -66,7 +67,7 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"*", "!go.mod", "!go.sum", "!cmd/", "!internal/"} {
+	for _, want := range []string{"*", "!go.mod", "!go.sum", "!api/", "!cmd/", "!internal/"} {
 		if !strings.Contains("\n"+string(ignore)+"\n", "\n"+want+"\n") {
 			t.Errorf(".dockerignore lacks the line %q", want)
 		}
@@ -83,8 +84,9 @@ func TestDockerfile(t *testing.T) {
 			continue // a dependency from the module cache
 		}
 		rel, _ := filepath.Rel(root, parts[1])
-		if !strings.HasPrefix(rel, "cmd"+string(filepath.Separator)) && !strings.HasPrefix(rel, "internal"+string(filepath.Separator)) {
-			t.Errorf("the binary needs %s, outside cmd/ and internal/: the image build would miss it", parts[0])
+		top, _, _ := strings.Cut(rel, string(filepath.Separator))
+		if top != "api" && top != "cmd" && top != "internal" {
+			t.Errorf("the binary needs %s, outside api/, cmd/ and internal/: the image build would miss it", parts[0])
 		}
 		for _, f := range strings.Split(parts[2], ",") {
 			if strings.HasSuffix(f, "_test.go") || strings.Contains(f, "testdata") {

@@ -118,8 +118,8 @@ func TestReloaderChartValuesFiles(t *testing.T) {
 				if !strings.Contains(args, "--reload-on-create=true") || strings.Contains(args, "--resources-to-ignore") {
 					t.Errorf(`reloadOnCreate "true" / ignoreSecrets "false": args %s`, args)
 				}
-				if len(find(objs, "ClusterRole")) != 1 {
-					t.Errorf(`watchGlobally "true", rbac.enabled "true": want one ClusterRole`)
+				if len(roles(find(objs, "ClusterRole"))) != 1 {
+					t.Errorf(`watchGlobally "true", rbac.enabled "true": want one ClusterRole of Ripple's`)
 				}
 				if !strings.HasPrefix(c.Image, "ghcr.io/ripple-dev/ripple:") {
 					t.Errorf("reloader.deployment.image names Reloader's image: want Ripple's, got %s", c.Image)

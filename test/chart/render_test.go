@@ -49,7 +49,7 @@ func valueSets() []valueSet {
 	return []valueSet{
 		{name: "chart defaults", golden: "default", check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
 			// The Role: the Job re-create records in the release namespace.
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "ServiceAccount")
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "ServiceAccount")
 			if len(cfg.Namespaces) != 0 || cfg.LeaderElection {
 				t.Errorf("namespaces %v, leader election %v: want global mode without HA", cfg.Namespaces, cfg.LeaderElection)
 			}
@@ -58,7 +58,7 @@ func valueSets() []valueSet {
 			}
 		}},
 		{name: "Reloader's default values", reloader: true, golden: "reloader-defaults", check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "ServiceAccount")
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "ServiceAccount")
 			_, c := rippleDeployment(t, objs)
 			if !strings.HasPrefix(c.Image, "ghcr.io/ripple-dev/ripple:") {
 				t.Errorf("image %q: Reloader's image must be replaced by Ripple's", c.Image)
@@ -275,7 +275,7 @@ func valueSets() []valueSet {
 			}
 		}},
 		{name: "production", golden: "production", values: productionValues(), check: func(t *testing.T, objs []*unstructured.Unstructured, opts *config.Options, cfg config.Config) {
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "PodMonitor",
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "PodMonitor",
 				"PrometheusRule", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount", "ServiceMonitor", "VerticalPodAutoscaler")
 			if cfg.SettleWindow.String() != "5s" || cfg.KubeAPIQPS != 50 || cfg.KubeAPIBurst != 100 || cfg.PprofAddr != ":6061" || !opts.CSIIntegration || !cfg.MetricsByNamespace {
 				t.Errorf("config %+v", cfg)

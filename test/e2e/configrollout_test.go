@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/rollout"
 )
 
@@ -117,6 +119,12 @@ func testPropagated(t *testing.T, kill bool) {
 	}
 	if got := kit.Scrape(t, addr)[`ripple_stale_consumers{kind="ConfigMap"}`]; got != 1 {
 		t.Errorf(`ripple_stale_consumers{kind="ConfigMap"} = %v, want 1`, got)
+	}
+	out, err = runCommand(t, ns, "explain", "configmap/"+propagationConfig, "-o", "json")
+	var ch explain.Change
+	if err != nil || json.Unmarshal([]byte(out), &ch) != nil || ch.Rollout == nil || ch.Rollout.Name != name ||
+		ch.Rollout.Phase != v1alpha1.PhasePropagated || ch.Rollout.Counts.Stale != 1 {
+		t.Errorf("ripple explain of the config (%v):\n%s\nwant its ConfigRollout %s, Propagated, 1 stale", err, out, name)
 	}
 	if !kill {
 		m := kit.Scrape(t, addr)
