@@ -81,7 +81,7 @@ type ConfigRollout struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ConfigRolloutSpec   `json:"spec"`
+	Spec ConfigRolloutSpec `json:"spec"`
 	// +optional
 	Status ConfigRolloutStatus `json:"status,omitempty"`
 }
