@@ -78,6 +78,11 @@ const (
 	// 300 workloads is a few writes, not 300. The write that ends a change
 	// is not held back.
 	statusInterval = time.Second
+	// lookInterval spaces the looks at one config: every rollout of its
+	// consumers is an event, and a look plans every consumer, so a
+	// fan-out's events cost a look or two a second, not one each. The
+	// last consumer's completion is seen within it.
+	lookInterval = 500 * time.Millisecond
 	// poll is how often a change in flight is looked at without an event:
 	// the consumers that name the config without reading it send none.
 	poll = 5 * time.Second
@@ -114,6 +119,7 @@ type Keeper struct {
 	noticed   map[Key]struct{}  // data changes seen by the handler, not yet looked at
 	active    map[Key]struct{}  // configs whose latest change is in flight
 	lastWrite map[Key]time.Time // the last status write of a change in flight
+	lastLook  map[Key]time.Time // the last look at a config in flight
 	stale     map[Key]staleCount
 }
 
@@ -142,8 +148,12 @@ func (k *Keeper) Active(key Key) bool {
 	return ok
 }
 
-// Reconcile brings the ConfigRollouts of the config key names up to date.
+// Reconcile brings the ConfigRollouts of the config key names up to date,
+// at most once per lookInterval.
 func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
+	if wait := k.untilLook(key); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("config", klog.KRef(key.Namespace, key.Config.Name), "kind", key.Config.Kind))
 	cfg, err := k.config(ctx, key)
 	if cfg == nil || err != nil {
@@ -155,7 +165,7 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 		k.forget(key)
 		return ctrl.Result{}, nil
 	}
-	owned, err := k.list(ctx, key)
+	owned, err := k.list(ctx, key, cfg)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -219,15 +229,18 @@ func (k *Keeper) config(ctx context.Context, key Key) (client.Object, error) {
 	return obj, nil
 }
 
-// list is the ConfigRollouts of key, newest first.
-func (k *Keeper) list(ctx context.Context, key Key) ([]v1alpha1.ConfigRollout, error) {
+// list is the ConfigRollouts of key's config cfg, newest first: those
+// of this config, not of an earlier one of its name (a UID of its own),
+// which the garbage collector deletes with it.
+func (k *Keeper) list(ctx context.Context, key Key, cfg client.Object) ([]v1alpha1.ConfigRollout, error) {
 	var l v1alpha1.ConfigRolloutList
 	if err := k.Client.List(ctx, &l, client.InNamespace(key.Namespace),
 		client.MatchingFields{ConfigIndex: string(key.Config.Kind) + "/" + key.Config.Name}); err != nil {
 		return nil, fmt.Errorf("listing the ConfigRollouts of %s: %w", key, err)
 	}
-	newestFirst(l.Items)
-	return l.Items, nil
+	items := slices.DeleteFunc(l.Items, func(cr v1alpha1.ConfigRollout) bool { return cr.Spec.Config.UID != cfg.GetUID() })
+	newestFirst(items)
+	return items, nil
 }
 
 func newestFirst(items []v1alpha1.ConfigRollout) {
@@ -256,7 +269,7 @@ func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revisio
 	err := k.Client.Create(ctx, cr)
 	if apierrors.IsAlreadyExists(err) {
 		// Made by an earlier reconcile that the cache has not shown yet.
-		err = k.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr)
+		err = k.Reader.Get(ctx, client.ObjectKeyFromObject(cr), cr)
 		return cr, err
 	}
 	if err != nil {
@@ -419,6 +432,22 @@ func (k *Keeper) next(st v1alpha1.ConfigRolloutStatus) ctrl.Result {
 	return ctrl.Result{RequeueAfter: poll}
 }
 
+// untilLook is how long the next look at key must wait; none, and the
+// look is taken, when lookInterval has passed since the last.
+func (k *Keeper) untilLook(key Key) time.Duration {
+	now := k.Clock.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if last, ok := k.lastLook[key]; ok && now.Sub(last) < lookInterval {
+		return lookInterval - now.Sub(last)
+	}
+	if k.lastLook == nil {
+		k.lastLook = map[Key]time.Time{}
+	}
+	k.lastLook[key] = now
+	return 0
+}
+
 // sinceWrite is how long the next status write of key's change must
 // wait.
 func (k *Keeper) sinceWrite(key Key, now time.Time) time.Duration {
@@ -459,6 +488,7 @@ func (k *Keeper) track(key Key, st v1alpha1.ConfigRolloutStatus) {
 	if Done(st) {
 		delete(k.active, key)
 		delete(k.lastWrite, key)
+		delete(k.lastLook, key)
 	} else {
 		k.active[key] = struct{}{}
 	}
@@ -486,6 +516,7 @@ func (k *Keeper) forget(key Key) {
 		k.staleGauge(key.Config.Kind)
 	}
 	delete(k.lastWrite, key)
+	delete(k.lastLook, key)
 }
 
 // staleGauge sets the gauge of kind; k.mu is held.

@@ -153,24 +153,30 @@ func TestChangeIsTrackedToPropagated(t *testing.T) {
 		t.Error("the change is not active")
 	}
 
-	// One consumer rolls within the second: its status waits.
+	// Looks at a config come at most every lookInterval.
 	(*w.fleet)[0] = managed("a", plan.Unchanged, rollout.Progressing)
-	if again := w.reconcile(); again != time.Second || w.writes["status"] != 1 {
-		t.Errorf("a second look within %s wrote %d statuses, again in %s; want 1 write, again in 1s", statusInterval, w.writes["status"], again)
+	if again := w.reconcile(); again != lookInterval || w.writes["status"] != 1 {
+		t.Errorf("a look at once wrote %d statuses, again in %s; want none more, again in %s", w.writes["status"], again, lookInterval)
 	}
-	w.clk.Step(time.Second)
+	// One consumer rolls within the second: its status waits.
+	w.clk.Step(lookInterval)
+	if again := w.reconcile(); again != statusInterval-lookInterval || w.writes["status"] != 1 {
+		t.Errorf("a look within %s wrote %d statuses, again in %s; want 1 write, again in %s", statusInterval, w.writes["status"], again, statusInterval-lookInterval)
+	}
+	w.clk.Step(statusInterval - lookInterval)
 	w.reconcile()
 	if st := w.rollouts()[0].Status; st.Counts.Rolling != 1 || w.writes["status"] != 2 {
 		t.Errorf("after a second: counts %+v, %d writes", st.Counts, w.writes["status"])
 	}
-	// The last completes at once after a write: the done status is not held back.
+	// The last completes at the next look after a write: the done status
+	// is not held back.
 	*w.fleet = fleet{managed("a", plan.Unchanged, rollout.Complete), managed("b", plan.Unchanged, rollout.Complete)}
-	w.clk.Step(100 * time.Millisecond)
+	w.clk.Step(lookInterval)
 	if again := w.reconcile(); again != 0 {
 		t.Errorf("a propagated change is looked at again after %s", again)
 	}
 	st := w.rollouts()[0].Status
-	if !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || !st.PropagatedAt.Time.Equal(t0.Add(time.Second)) /* the API keeps seconds */ {
+	if !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || !st.PropagatedAt.Time.Equal(t0.Add(time.Second)) /* the API keeps seconds: 1.5 s */ {
 		t.Errorf("status %+v: want Propagated at once", st)
 	}
 	if w.k.Active(Key{Namespace: "shop", Config: config}) {
@@ -191,6 +197,7 @@ func TestChangeSeenByAWorkloadOnly(t *testing.T) {
 		t.Fatalf("%d ConfigRollouts, want 1", len(w.rollouts()))
 	}
 	// A second look makes no other.
+	w.clk.Step(lookInterval)
 	w.reconcile()
 	if len(w.rollouts()) != 1 || w.writes["create"] != 1 {
 		t.Errorf("%d ConfigRollouts after %d creates, want 1", len(w.rollouts()), w.writes["create"])
@@ -309,5 +316,32 @@ func TestUnwatchedKindIsLeftAlone(t *testing.T) {
 	w.k.Notice(Key{Namespace: "shop", Config: config})
 	if w.reconcile(); len(w.rollouts()) != 0 {
 		t.Errorf("a ConfigMap's change made %d ConfigRollouts with ConfigMaps not watched", len(w.rollouts()))
+	}
+}
+
+// A ConfigRollout of an earlier config of the same name (deleted and
+// made again: another UID) is not this config's, even for the same data:
+// the change gets one of its own.
+func TestEarlierConfigOfTheName(t *testing.T) {
+	w := newWorld(t)
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	w.k.Notice(Key{Namespace: "shop", Config: config})
+	w.reconcile()
+	var cm corev1.ConfigMap
+	if err := w.c.Get(t.Context(), client.ObjectKey{Namespace: "shop", Name: "db"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Delete(t.Context(), &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.UID, cm.ResourceVersion = "uid-db-again", ""
+	if err := w.c.Create(t.Context(), &cm); err != nil {
+		t.Fatal(err)
+	}
+	w.clk.Step(time.Second)
+	w.reconcile()
+	if got := w.rollouts(); len(got) != 2 || got[0].Spec.Config.UID != "uid-db-again" {
+		t.Errorf("%d ConfigRollouts, the newest of UID %q; want a new one of the config made again", len(got), got[0].Spec.Config.UID)
 	}
 }
