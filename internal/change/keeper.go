@@ -74,15 +74,14 @@ const (
 	DefaultHistory = 3
 	// DefaultPerNamespace is how many ConfigRollouts one namespace keeps.
 	DefaultPerNamespace = 100
-	// statusInterval spaces the status writes of one change: a fan-out to
-	// 300 workloads is a few writes, not 300. The write that ends a change
-	// is not held back.
-	statusInterval = time.Second
-	// lookInterval spaces the looks at one config: every rollout of its
-	// consumers is an event, and a look plans every consumer, so a
-	// fan-out's events cost a look or two a second, not one each. The
-	// last consumer's completion is seen within it.
-	lookInterval = 500 * time.Millisecond
+	// lookInterval spaces the looks at one config, and so the status
+	// writes of its change (one at most per look): every rollout of its
+	// consumers is an event, and a look plans every consumer (as a
+	// workload's reconcile plans it), so a fan-out's events cost about one
+	// look and one write a second, not one each. The last consumer's
+	// completion is seen within it, and the look itself fits in the rest
+	// of the second.
+	lookInterval = 800 * time.Millisecond
 	// poll is how often a change in flight is looked at without an event:
 	// the consumers that name the config without reading it send none.
 	poll = 5 * time.Second
@@ -115,12 +114,11 @@ type Keeper struct {
 
 	nsLocks [64]sync.Mutex
 
-	mu        sync.Mutex
-	noticed   map[Key]struct{}  // data changes seen by the handler, not yet looked at
-	active    map[Key]struct{}  // configs whose latest change is in flight
-	lastWrite map[Key]time.Time // the last status write of a change in flight
-	lastLook  map[Key]time.Time // the last look at a config in flight
-	stale     map[Key]staleCount
+	mu       sync.Mutex
+	noticed  map[Key]struct{}  // data changes seen by the handler, not yet looked at
+	active   map[Key]struct{}  // configs whose latest change is in flight
+	lastLook map[Key]time.Time // the last look at a config in flight
+	stale    map[Key]staleCount
 }
 
 type staleCount struct {
@@ -175,7 +173,7 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 	}
 	noticed := k.takeNotice(key)
 	if len(owned) > 0 && slices.Contains(revs, owned[0].Spec.Revision) {
-		return k.update(ctx, key, cfg, &owned[0], consumers, false)
+		return k.update(ctx, key, cfg, &owned[0], consumers)
 	}
 	if !hasConsumers(consumers) || (!noticed && !inFlight(consumers)) {
 		k.forget(key)
@@ -188,7 +186,7 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 	if err := k.retire(ctx, owned); err != nil {
 		return ctrl.Result{}, err
 	}
-	return k.update(ctx, key, cfg, cr, consumers, true)
+	return k.update(ctx, key, cfg, cr, consumers)
 }
 
 // hasConsumers reports whether a workload reads the config.
@@ -387,10 +385,9 @@ func (k *Keeper) delete(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
 	return nil
 }
 
-// update writes cr's status from consumers, at most once per
-// statusInterval unless the change is done or fresh (just made), and
-// looks again while it is in flight.
-func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1alpha1.ConfigRollout, consumers []Consumer, fresh bool) (ctrl.Result, error) {
+// update writes cr's status from consumers when it changed, and looks
+// again while the change is in flight.
+func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1alpha1.ConfigRollout, consumers []Consumer) (ctrl.Result, error) {
 	now := k.Clock.Now()
 	stored := cr.Status
 	if cr.Status.SeenAt.IsZero() {
@@ -410,14 +407,10 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 	if equality.Semantic.DeepEqual(st, stored) {
 		return k.next(st), nil
 	}
-	if wait := k.sinceWrite(key, now); wait > 0 && !Done(st) && !fresh {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
 	cr.Status = st
 	if err := k.writeStatus(ctx, cr); err != nil {
 		return ctrl.Result{}, err
 	}
-	k.wrote(key, now)
 	if st.PropagatedAt != nil && stored.PropagatedAt == nil {
 		k.Metrics.Propagated(string(key.Config.Kind), st.PropagatedAt.Sub(st.SeenAt.Time))
 		ctrl.LoggerFrom(ctx).Info("change propagated", "configRollout", klog.KObj(cr), "consumers", st.Counts.Managed, "stale", st.Counts.Stale)
@@ -448,27 +441,6 @@ func (k *Keeper) untilLook(key Key) time.Duration {
 	return 0
 }
 
-// sinceWrite is how long the next status write of key's change must
-// wait.
-func (k *Keeper) sinceWrite(key Key, now time.Time) time.Duration {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	last, ok := k.lastWrite[key]
-	if !ok {
-		return 0
-	}
-	return max(0, statusInterval-now.Sub(last))
-}
-
-func (k *Keeper) wrote(key Key, now time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.lastWrite == nil {
-		k.lastWrite = map[Key]time.Time{}
-	}
-	k.lastWrite[key] = now
-}
-
 func (k *Keeper) writeStatus(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
 	if err := k.Client.Status().Update(ctx, cr); err != nil {
 		return fmt.Errorf("writing the status of ConfigRollout %s/%s: %w", cr.Namespace, cr.Name, err)
@@ -487,7 +459,6 @@ func (k *Keeper) track(key Key, st v1alpha1.ConfigRolloutStatus) {
 	}
 	if Done(st) {
 		delete(k.active, key)
-		delete(k.lastWrite, key)
 		delete(k.lastLook, key)
 	} else {
 		k.active[key] = struct{}{}
@@ -515,7 +486,6 @@ func (k *Keeper) forget(key Key) {
 		delete(k.stale, key)
 		k.staleGauge(key.Config.Kind)
 	}
-	delete(k.lastWrite, key)
 	delete(k.lastLook, key)
 }
 

@@ -153,20 +153,16 @@ func TestChangeIsTrackedToPropagated(t *testing.T) {
 		t.Error("the change is not active")
 	}
 
-	// Looks at a config come at most every lookInterval.
+	// Looks at a config, and so its status writes, come at most every
+	// lookInterval.
 	(*w.fleet)[0] = managed("a", plan.Unchanged, rollout.Progressing)
 	if again := w.reconcile(); again != lookInterval || w.writes["status"] != 1 {
 		t.Errorf("a look at once wrote %d statuses, again in %s; want none more, again in %s", w.writes["status"], again, lookInterval)
 	}
-	// One consumer rolls within the second: its status waits.
 	w.clk.Step(lookInterval)
-	if again := w.reconcile(); again != statusInterval-lookInterval || w.writes["status"] != 1 {
-		t.Errorf("a look within %s wrote %d statuses, again in %s; want 1 write, again in %s", statusInterval, w.writes["status"], again, statusInterval-lookInterval)
-	}
-	w.clk.Step(statusInterval - lookInterval)
 	w.reconcile()
 	if st := w.rollouts()[0].Status; st.Counts.Rolling != 1 || w.writes["status"] != 2 {
-		t.Errorf("after a second: counts %+v, %d writes", st.Counts, w.writes["status"])
+		t.Errorf("after %s: counts %+v, %d writes", lookInterval, st.Counts, w.writes["status"])
 	}
 	// The last completes at the next look after a write: the done status
 	// is not held back.
@@ -176,7 +172,7 @@ func TestChangeIsTrackedToPropagated(t *testing.T) {
 		t.Errorf("a propagated change is looked at again after %s", again)
 	}
 	st := w.rollouts()[0].Status
-	if !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || !st.PropagatedAt.Time.Equal(t0.Add(time.Second)) /* the API keeps seconds: 1.5 s */ {
+	if !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || !st.PropagatedAt.Time.Equal(t0.Add(time.Second)) /* the API keeps seconds: 1.6 s */ {
 		t.Errorf("status %+v: want Propagated at once", st)
 	}
 	if w.k.Active(Key{Namespace: "shop", Config: config}) {
