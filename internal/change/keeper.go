@@ -37,6 +37,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Key names a config: the Keeper's unit of work.
@@ -119,6 +120,11 @@ type Keeper struct {
 	active   map[Key]struct{}  // configs whose latest change is in flight
 	lastLook map[Key]time.Time // the last look at a config in flight
 	stale    map[Key]staleCount
+	// left are the managed consumers of a change in flight that were not
+	// complete at its last look, and whether each was rolling; due marks
+	// a change whose last one completed since.
+	left map[Key]map[workload.Ref]bool
+	due  map[Key]bool
 }
 
 type staleCount struct {
@@ -403,7 +409,7 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 		}
 	}
 	st := Status(cr.Status, consumers, canary, false, now)
-	k.track(key, st)
+	k.track(key, st, leftOf(consumers, cr.Status.SeenAt.Time))
 	if equality.Semantic.DeepEqual(st, stored) {
 		return k.next(st), nil
 	}
@@ -425,13 +431,39 @@ func (k *Keeper) next(st v1alpha1.ConfigRolloutStatus) ctrl.Result {
 	return ctrl.Result{RequeueAfter: poll}
 }
 
+// Completed notes that consumer w of key's change completed its rollout,
+// and reports whether that may end the change: it was the last consumer
+// left at the last look, and rolling (it had applied the change). The
+// change is then looked at at once, not after lookInterval, so that
+// Propagated follows the last rollout without a wait.
+func (k *Keeper) Completed(key Key, w workload.Ref) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	left := k.left[key]
+	if !left[w] {
+		return false // not left, or not rolling: a look must see it apply
+	}
+	delete(left, w)
+	if len(left) > 0 {
+		return false
+	}
+	if k.due == nil {
+		k.due = map[Key]bool{}
+	}
+	k.due[key] = true
+	return true
+}
+
 // untilLook is how long the next look at key must wait; none, and the
-// look is taken, when lookInterval has passed since the last.
+// look is taken, when lookInterval has passed since the last or the last
+// consumer left completed.
 func (k *Keeper) untilLook(key Key) time.Duration {
 	now := k.Clock.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if last, ok := k.lastLook[key]; ok && now.Sub(last) < lookInterval {
+	due := k.due[key]
+	delete(k.due, key)
+	if last, ok := k.lastLook[key]; ok && now.Sub(last) < lookInterval && !due {
 		return lookInterval - now.Sub(last)
 	}
 	if k.lastLook == nil {
@@ -449,19 +481,35 @@ func (k *Keeper) writeStatus(ctx context.Context, cr *v1alpha1.ConfigRollout) er
 	return nil
 }
 
-// track keeps whether key's latest change is in flight, and its stale
-// consumers for the gauge.
-func (k *Keeper) track(key Key, st v1alpha1.ConfigRolloutStatus) {
+// leftOf are the managed consumers of a change seen at seen that have not
+// completed it, and whether each is rolling.
+func leftOf(cs []Consumer, seen time.Time) map[workload.Ref]bool {
+	left := map[workload.Ref]bool{}
+	for _, c := range cs {
+		switch s, _, ok := State(c, seen); {
+		case !ok, s == v1alpha1.ConsumerComplete, s == v1alpha1.ConsumerStale, s == v1alpha1.ConsumerNotifyOnly, s == v1alpha1.ConsumerExcluded:
+		default:
+			left[c.Ref] = s == v1alpha1.ConsumerRolling
+		}
+	}
+	return left
+}
+
+// track keeps whether key's latest change is in flight, the consumers it
+// waits for, and its stale consumers for the gauge.
+func (k *Keeper) track(key Key, st v1alpha1.ConfigRolloutStatus, left map[workload.Ref]bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.active == nil {
-		k.active, k.stale = map[Key]struct{}{}, map[Key]staleCount{}
+		k.active, k.stale, k.left = map[Key]struct{}{}, map[Key]staleCount{}, map[Key]map[workload.Ref]bool{}
 	}
 	if Done(st) {
 		delete(k.active, key)
 		delete(k.lastLook, key)
+		delete(k.left, key)
 	} else {
 		k.active[key] = struct{}{}
+		k.left[key] = left
 	}
 	k.stale[key] = staleCount{kind: key.Config.Kind, n: st.Counts.Stale}
 	k.staleGauge(key.Config.Kind)
@@ -482,6 +530,8 @@ func (k *Keeper) forget(key Key) {
 	defer k.mu.Unlock()
 	delete(k.noticed, key)
 	delete(k.active, key)
+	delete(k.left, key)
+	delete(k.due, key)
 	if _, ok := k.stale[key]; ok {
 		delete(k.stale, key)
 		k.staleGauge(key.Config.Kind)

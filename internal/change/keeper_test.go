@@ -341,3 +341,36 @@ func TestEarlierConfigOfTheName(t *testing.T) {
 		t.Errorf("%d ConfigRollouts, the newest of UID %q; want a new one of the config made again", len(got), got[0].Spec.Config.UID)
 	}
 }
+
+// The completion of the last consumer left, seen rolling at the last
+// look, is looked at at once; that of a consumer not seen to apply the
+// change (pending at the last look) waits for the next look.
+func TestLastCompletionIsLookedAtOnce(t *testing.T) {
+	w := newWorld(t)
+	w.setData("v2")
+	key := Key{Namespace: "shop", Config: config}
+	a, b := managed("a", plan.Unchanged, rollout.Progressing), managed("b", plan.Changed, rollout.Complete)
+	*w.fleet = fleet{a, b}
+	w.k.Notice(key)
+	w.reconcile()
+	if w.k.Completed(key, b.Ref) || w.k.Completed(key, a.Ref) {
+		t.Fatal("a completion ended the wait while a pending consumer was left")
+	}
+	if again := w.reconcile(); again != lookInterval {
+		t.Errorf("looked at again in %s, want %s", again, lookInterval)
+	}
+	w.clk.Step(lookInterval)
+	(*w.fleet)[1] = managed("b", plan.Unchanged, rollout.Progressing)
+	w.reconcile()
+	if w.k.Completed(key, a.Ref) {
+		t.Fatal("the first of two rolling consumers ended the wait")
+	}
+	if !w.k.Completed(key, b.Ref) {
+		t.Fatal("the last rolling consumer's completion did not end the wait")
+	}
+	*w.fleet = fleet{managed("a", plan.Unchanged, rollout.Complete), managed("b", plan.Unchanged, rollout.Complete)}
+	w.clk.Step(10 * time.Millisecond)
+	if again := w.reconcile(); again != 0 || w.rollouts()[0].Status.Phase != v1alpha1.PhasePropagated {
+		t.Errorf("after the last completion: again in %s, phase %s; want Propagated at once", again, w.rollouts()[0].Status.Phase)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -156,17 +157,28 @@ func (s *setup) canListChanges(ctx context.Context) error {
 }
 
 // watchKind watches the workloads of kind: a rollout of a consumer of a
-// change in flight moves the change on. Other workloads' updates cost a
-// look at their pod template's references.
+// change in flight moves the change on, and the completion of its last
+// one is looked at at once (change.Keeper.Completed). Other workloads'
+// updates cost a look at their pod template's references.
 func (c *changes) watchKind(ca cache.Cache, kind workload.Kind) error {
+	status := rollout.Of
+	if sr, ok := kind.(workload.StatusReader); ok {
+		status = sr.RolloutStatus
+	}
 	return c.ctrl.Watch(source.TypedKind(ca, kind.New(), handler.TypedFuncs[client.Object, change.Key]{
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
 			tpl, err := workload.Template(ctx, ca, kind, e.ObjectNew)
 			if err != nil || tpl == nil {
 				return
 			}
+			w := workload.RefTo(kind, e.ObjectNew)
+			complete := status(e.ObjectNew).State == rollout.Complete
 			for _, ref := range refs.All(&tpl.Spec) {
-				if key := (change.Key{Namespace: e.ObjectNew.GetNamespace(), Config: ref}); c.keeper.Active(key) {
+				key := change.Key{Namespace: e.ObjectNew.GetNamespace(), Config: ref}
+				if c.keeper.Active(key) {
+					if complete {
+						c.keeper.Completed(key, w)
+					}
 					q.Add(key)
 				}
 			}
