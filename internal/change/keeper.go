@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,8 +85,10 @@ const (
 	// of the second.
 	lookInterval = 800 * time.Millisecond
 	// poll is how often a change in flight is looked at without an event:
-	// the consumers that name the config without reading it send none.
-	poll = 5 * time.Second
+	// a consumer's write, rollout, approval or window opening is an event
+	// of the workload (a look at once, within lookInterval); only the
+	// consumers that name the config without reading it send none.
+	poll = 30 * time.Second
 )
 
 // Keeper is the change controller: it makes a ConfigRollout when a config
@@ -125,6 +128,9 @@ type Keeper struct {
 	// a change whose last one completed since.
 	left map[Key]map[workload.Ref]bool
 	due  map[Key]bool
+	// makes and looks are the namespaces' budgets of new ConfigRollouts
+	// and of looks.
+	makes, looks map[string]*rate.Limiter
 }
 
 type staleCount struct {
@@ -185,7 +191,19 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 		k.forget(key)
 		return ctrl.Result{}, nil // no consumer, or no change: the data is the one every consumer runs
 	}
-	cr, err := k.createWithin(ctx, key, cfg, revs[0])
+	return k.begin(ctx, key, cfg, revs[0], owned, consumers, noticed)
+}
+
+// begin makes the ConfigRollout of key's change of cfg to revision, within
+// the namespace's budget, and retires the config's older ones (owned).
+func (k *Keeper) begin(ctx context.Context, key Key, cfg client.Object, revision string, owned []v1alpha1.ConfigRollout, consumers []Consumer, noticed bool) (ctrl.Result, error) {
+	if wait := k.budget(key.Namespace); wait > 0 {
+		if noticed {
+			k.Notice(key) // kept for the look that makes it
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil // the namespace's changes come too fast: the data then gets the object
+	}
+	cr, err := k.createWithin(ctx, key, cfg, revision)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -312,6 +330,55 @@ func (k *Keeper) retire(ctx context.Context, older []v1alpha1.ConfigRollout) err
 		}
 	}
 	return nil
+}
+
+// Each namespace may have at most namespaceRate ConfigRollouts made a
+// second, in bursts of namespaceBurst: a tenant changing its configs
+// without pause costs a few API writes a second, and every other
+// namespace's changes get theirs at once. The changes it makes meanwhile
+// get none of their own: the change in flight when the budget allows is
+// the one made (those between were superseded anyway).
+const (
+	namespaceRate  = 2
+	namespaceBurst = 20
+)
+
+// Each namespace's configs are looked at at most lookRate times a second
+// together, in bursts of lookBurst (a look plans every consumer): a
+// tenant with many configs changing at once waits for its own looks, and
+// the change controller's workers stay free for other namespaces. The
+// completion of a change's last consumer is looked at regardless.
+const (
+	lookRate  = 20
+	lookBurst = 40
+)
+
+// budget is how long a new ConfigRollout in ns must wait; none, and one
+// is taken from the namespace's budget, when it may be made now.
+func (k *Keeper) budget(ns string) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.makes == nil {
+		k.makes = map[string]*rate.Limiter{}
+	}
+	return k.take(k.makes, ns, namespaceRate, namespaceBurst, k.Clock.Now())
+}
+
+// take takes one from ns's budget in limits (made at r a second, in
+// bursts of b, on first use), or says how long until one is there; k.mu
+// is held.
+func (k *Keeper) take(limits map[string]*rate.Limiter, ns string, r rate.Limit, b int, now time.Time) time.Duration {
+	l, ok := limits[ns]
+	if !ok {
+		l = rate.NewLimiter(r, b)
+		limits[ns] = l
+	}
+	res := l.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
+	}
+	return 0
 }
 
 // createWithin makes the ConfigRollout of key's change (create) within
@@ -465,6 +532,12 @@ func (k *Keeper) untilLook(key Key) time.Duration {
 	delete(k.due, key)
 	if last, ok := k.lastLook[key]; ok && now.Sub(last) < lookInterval && !due {
 		return lookInterval - now.Sub(last)
+	}
+	if k.looks == nil {
+		k.looks = map[string]*rate.Limiter{}
+	}
+	if wait := k.take(k.looks, key.Namespace, lookRate, lookBurst, now); wait > 0 && !due {
+		return wait
 	}
 	if k.lastLook == nil {
 		k.lastLook = map[Key]time.Time{}

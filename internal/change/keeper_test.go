@@ -374,3 +374,50 @@ func TestLastCompletionIsLookedAtOnce(t *testing.T) {
 		t.Errorf("after the last completion: again in %s, phase %s; want Propagated at once", again, w.rollouts()[0].Status.Phase)
 	}
 }
+
+// A namespace's new ConfigRollouts come at most namespaceRate a second
+// after a burst of namespaceBurst: past it the change waits, and the data
+// then gets the object.
+func TestNamespaceBudget(t *testing.T) {
+	w := newWorld(t)
+	for range namespaceBurst {
+		if d := w.k.budget("shop"); d != 0 {
+			t.Fatalf("within the burst: wait %s", d)
+		}
+	}
+	if d := w.k.budget("shop"); d <= 0 || d > time.Second/namespaceRate {
+		t.Errorf("past the burst: wait %s, want up to %s", d, time.Second/namespaceRate)
+	}
+	if d := w.k.budget("other"); d != 0 {
+		t.Errorf("another namespace waits %s for the first's changes", d)
+	}
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	w.k.Notice(Key{Namespace: "shop", Config: config})
+	if again := w.reconcile(); again <= 0 || len(w.rollouts()) != 0 {
+		t.Errorf("past the budget: %d ConfigRollouts, again in %s; want none yet", len(w.rollouts()), again)
+	}
+	w.clk.Step(time.Second)
+	w.reconcile()
+	if len(w.rollouts()) != 1 {
+		t.Errorf("a second later: %d ConfigRollouts, want 1", len(w.rollouts()))
+	}
+}
+
+// A namespace's configs are looked at at most lookRate times a second
+// together, after a burst: its 41st config waits, another namespace's
+// does not.
+func TestLookBudget(t *testing.T) {
+	w := newWorld(t)
+	for i := range lookBurst {
+		if d := w.k.untilLook(Key{Namespace: "shop", Config: refs.Ref{Kind: refs.ConfigMap, Name: fmt.Sprint("c", i)}}); d != 0 {
+			t.Fatalf("look %d within the burst waits %s", i, d)
+		}
+	}
+	if d := w.k.untilLook(Key{Namespace: "shop", Config: config}); d <= 0 || d > time.Second/lookRate {
+		t.Errorf("past the burst: wait %s, want up to %s", d, time.Second/lookRate)
+	}
+	if d := w.k.untilLook(Key{Namespace: "other", Config: config}); d != 0 {
+		t.Errorf("another namespace's look waits %s", d)
+	}
+}

@@ -68,6 +68,16 @@ func (c *changes) start(_ context.Context, q changeQueue) error {
 	return nil
 }
 
+// look queues key's config.
+func (c *changes) look(key change.Key) {
+	if c == nil {
+		return
+	}
+	if q := c.queue.Load(); q != nil {
+		(*q).Add(key)
+	}
+}
+
 // touch queues the configs of ns that the plan p of a workload rolls: a
 // change seen by a workload's reconcile only (made while Ripple was down)
 // gets its ConfigRollout too.
@@ -75,13 +85,9 @@ func (c *changes) touch(ns string, p plan.Plan) {
 	if c == nil || !p.Reloads() {
 		return
 	}
-	q := c.queue.Load()
-	if q == nil {
-		return
-	}
 	for _, ch := range p.Changes {
 		if ch.Ref.Kind == refs.ConfigMap || ch.Ref.Kind == refs.Secret {
-			(*q).Add(change.Key{Namespace: ns, Config: ch.Ref})
+			c.look(change.Key{Namespace: ns, Config: ch.Ref})
 		}
 	}
 }

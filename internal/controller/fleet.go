@@ -95,9 +95,11 @@ func (f *fleet) Status(ctx context.Context, k workload.Ref) (rollout.Status, boo
 	return st, false, nil
 }
 
-// Tell emits n about obj, a config of kind.
+// Tell emits n about obj, a config of kind: its canaried change passed or
+// halted, which its ConfigRollout shows at once.
 func (f *fleet) Tell(ctx context.Context, kind refs.Kind, obj client.Object, n plan.Notice) {
 	f.emit(ctx, string(kind), obj, []plan.Notice{n})
+	f.changes.look(change.Key{Namespace: obj.GetNamespace(), Config: refs.Ref{Kind: kind, Name: obj.GetName()}})
 }
 
 // Enqueue queues k in its kind's controller.

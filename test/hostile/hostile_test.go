@@ -73,7 +73,6 @@ func TestHostileTenant(t *testing.T) {
 	baseline := waitBaseline(t, admin, victim, "web")
 	checkMemory(t, r, "after its start")
 
-	storm := startChurn(t, mallory, admin, tenant)
 	changed := time.Now()
 	setData(t, admin, victim, "v2")
 	reloaded := waitReloaded(t, admin, victim, changed)
@@ -87,6 +86,7 @@ func TestHostileTenant(t *testing.T) {
 		t.Errorf("all %d flood workloads had their Warnings before the other namespace's Event: the tier did not flood the queue", warned)
 	}
 	checkMemory(t, r, "after the reload")
+	storm := startChurn(t, mallory, admin, tenant)
 	storm.check(t, admin, tenant)
 	checkMemory(t, r, "after the tenant's change storm")
 
