@@ -122,6 +122,7 @@ type Keeper struct {
 	noticed  map[Key]struct{}  // data changes seen by the handler, not yet looked at
 	active   map[Key]struct{}  // configs whose latest change is in flight
 	lastLook map[Key]time.Time // the last look at a config in flight
+	lookAt   map[Key]time.Time // a config's turn in its namespace's looks
 	stale    map[Key]staleCount
 	// left are the managed consumers of a change in flight that were not
 	// complete at its last look, and whether each was rolling; due marks
@@ -381,6 +382,22 @@ func (k *Keeper) take(limits map[string]*rate.Limiter, ns string, r rate.Limit, 
 	return 0
 }
 
+// reserve takes a look from ns's budget, now or at its turn: how long
+// until then (the look then needs none more); k.mu is held. Each waiting
+// config of the namespace gets a turn of its own, so that waiting costs
+// one requeue, not one per token.
+func (k *Keeper) reserve(ns string, now time.Time) time.Duration {
+	if k.looks == nil {
+		k.looks = map[string]*rate.Limiter{}
+	}
+	l, ok := k.looks[ns]
+	if !ok {
+		l = rate.NewLimiter(lookRate, lookBurst)
+		k.looks[ns] = l
+	}
+	return l.ReserveN(now, 1).DelayFrom(now)
+}
+
 // createWithin makes the ConfigRollout of key's change (create) within
 // its namespace's bound: the oldest of the namespace are deleted first,
 // those done first, so that no tenant's changes grow Ripple's cache or the
@@ -533,10 +550,16 @@ func (k *Keeper) untilLook(key Key) time.Duration {
 	if last, ok := k.lastLook[key]; ok && now.Sub(last) < lookInterval && !due {
 		return lookInterval - now.Sub(last)
 	}
-	if k.looks == nil {
-		k.looks = map[string]*rate.Limiter{}
-	}
-	if wait := k.take(k.looks, key.Namespace, lookRate, lookBurst, now); wait > 0 && !due {
+	if at, ok := k.lookAt[key]; ok && !due {
+		if now.Before(at) {
+			return at.Sub(now) // its turn in the namespace's looks
+		}
+		delete(k.lookAt, key) // its turn: the budget was taken when it was given
+	} else if wait := k.reserve(key.Namespace, now); wait > 0 && !due {
+		if k.lookAt == nil {
+			k.lookAt = map[Key]time.Time{}
+		}
+		k.lookAt[key] = now.Add(wait)
 		return wait
 	}
 	if k.lastLook == nil {
@@ -605,6 +628,7 @@ func (k *Keeper) forget(key Key) {
 	delete(k.active, key)
 	delete(k.left, key)
 	delete(k.due, key)
+	delete(k.lookAt, key)
 	if _, ok := k.stale[key]; ok {
 		delete(k.stale, key)
 		k.staleGauge(key.Config.Kind)

@@ -148,13 +148,19 @@ func listConfigRollouts(ctx context.Context, c kubernetes.Interface, ns string) 
 	return l, json.Unmarshal(raw, &l)
 }
 
+// changesDelay bounds how long the PIN's change waits for its
+// ConfigRollout after the tenant's storm: the change controller's work is
+// not yet fair per namespace (docs/security.md, "What is not defended"),
+// and the storm's looks and writes are still draining.
+const changesDelay = 2 * time.Minute
+
 // checkChangesSeen: the viewer of the other namespace sees its changes
 // (the PIN's among them), and is refused the tenant's.
 func checkChangesSeen(t *testing.T, view kubernetes.Interface, ns, tenant string) []byte {
 	t.Helper()
 	var l v1alpha1.ConfigRolloutList
-	seen := false
-	for deadline := time.Now().Add(10 * time.Second); !seen && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	seen, began := false, time.Now()
+	for deadline := began.Add(changesDelay); !seen && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var err error
 		if l, err = listConfigRollouts(t.Context(), view, ns); err != nil {
 			t.Fatalf("the viewer cannot list its namespace's ConfigRollouts: %v", err)
@@ -164,8 +170,9 @@ func checkChangesSeen(t *testing.T, view kubernetes.Interface, ns, tenant string
 		}
 	}
 	if !seen {
-		t.Errorf("the viewer sees no ConfigRollout of the PIN's change among %d", len(l.Items))
+		t.Errorf("the viewer sees no ConfigRollout of the PIN's change among %d after %s", len(l.Items), changesDelay)
 	}
+	t.Logf("the PIN's ConfigRollout was there %s after its readers rolled, the tenant's storm over", time.Since(began).Round(100*time.Millisecond))
 	if _, err := listConfigRollouts(t.Context(), view, tenant); !apierrors.IsForbidden(err) {
 		t.Errorf("the viewer of one namespace lists another's ConfigRollouts: %v, want forbidden", err)
 	}
