@@ -28,6 +28,9 @@ var rippleRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "patch", "create", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "delete"}},
+	// ConfigRollouts (docs/config-rollouts.md), which the shared API server serves.
+	{APIGroups: []string{"ripple.dev"}, Resources: []string{"configrollouts"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	{APIGroups: []string{"ripple.dev"}, Resources: []string{"configrollouts/status"}, Verbs: []string{"update"}},
 }
 
 // grant binds rippleRules in ns to the ServiceAccount saNS/sa.
