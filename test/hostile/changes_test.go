@@ -149,9 +149,9 @@ func listConfigRollouts(ctx context.Context, c kubernetes.Interface, ns string) 
 }
 
 // changesDelay bounds how long the PIN's change waits for its
-// ConfigRollout after the tenant's storm: the change controller's work is
-// not yet fair per namespace (docs/security.md, "What is not defended"),
-// and the storm's looks and writes are still draining.
+// ConfigRollout after the tenant's storm (in a namespace of its own, it
+// was 0.1 s): the change controller's work is not yet fair per namespace
+// (docs/security.md, "What is not defended").
 const changesDelay = 2 * time.Minute
 
 // checkChangesSeen: the viewer of the other namespace sees its changes
