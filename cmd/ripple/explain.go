@@ -144,7 +144,7 @@ func (f *explainFlags) parse(args []string) (help bool, err error) {
 		o.all = true
 	}
 	if o.allNamespaces && !o.all {
-		return false, usageError{errors.New("--all-namespaces: only with --all")}
+		return false, usageError{errors.New("--all-namespaces: only with --all or --pending")}
 	}
 	return false, o.target(f.all.Args(), f.all.Changed("workload-kinds") || f.all.Changed("workload-kinds-preset"))
 }
@@ -154,10 +154,7 @@ func (f *explainFlags) parse(args []string) (help bool, err error) {
 // them once they are known (findKind).
 func (o *explainOptions) target(args []string, declared bool) error {
 	if o.all {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("argument %q: --all explains every opted-in workload and takes no workload", args[0])}
-		}
-		return nil
+		return o.noWorkload(args)
 	}
 	var kind, name string
 	switch {
@@ -191,6 +188,18 @@ func (o *explainOptions) target(args []string, declared bool) error {
 		return usageError{fmt.Errorf("argument %q: %w", strings.Join(args, " "), err)}
 	}
 	o.kind, o.name = k, name
+	return nil
+}
+
+// noWorkload refuses a workload argument with --all or --pending, naming
+// the flag the user gave (--pending implies --all).
+func (o *explainOptions) noWorkload(args []string) error {
+	switch {
+	case len(args) > 0 && o.pending:
+		return usageError{fmt.Errorf("argument %q: --pending lists every workload that waits and takes no workload; for one workload's wait, explain it without --pending", args[0])}
+	case len(args) > 0:
+		return usageError{fmt.Errorf("argument %q: --all explains every opted-in workload and takes no workload", args[0])}
+	}
 	return nil
 }
 

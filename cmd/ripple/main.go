@@ -79,7 +79,7 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	if len(args) == 0 && plugin {
 		// kubectl runs a plugin without arguments for `kubectl ripple`:
 		// that is a question, not a request to start the controller.
-		commandsUsage(stdout, name)
+		commandsUsage(stdout, name, plugin)
 		return 0
 	}
 	if len(args) > 0 {
@@ -95,7 +95,7 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 		case "resume":
 			return runResume(ctx, name, args[1:], stdout, stderr)
 		case "help":
-			commandsUsage(stdout, name)
+			commandsUsage(stdout, name, plugin)
 			return 0
 		}
 		if !strings.HasPrefix(args[0], "-") {
@@ -105,7 +105,24 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			return 2
 		}
 	}
+	if plugin {
+		return pluginFlags(name, args, stdout, stderr)
+	}
 	return runController(ctx, name, args, stdout, stderr)
+}
+
+// pluginFlags answers flags given to the kubectl plugin without a
+// command. The plugin runs on the user's machine with the user's
+// credentials: a controller started there (`kubectl ripple --dry-run`)
+// would act beside the one in the cluster, so it never starts one.
+func pluginFlags(name string, args []string, stdout, stderr io.Writer) int {
+	if args[0] == "-h" || args[0] == "--help" {
+		commandsUsage(stdout, name, true)
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %s is not a command: the kubectl plugin never runs the controller, which runs in the cluster (the chart's Deployment); commands: %s (%s help says what each does), e.g. %s explain --all -A\n",
+		name, args[0], commandNames, name, name)
+	return 2
 }
 
 // commandNames are the commands, as errors list them.
@@ -135,13 +152,16 @@ func unexpectedArgument(args []string, arg string) string {
 }
 
 // commandsUsage lists the commands: `help`, and the head of the
-// controller's --help.
-func commandsUsage(w io.Writer, name string) {
+// controller's --help. The kubectl plugin lists no controller: it runs none.
+func commandsUsage(w io.Writer, name string, plugin bool) {
+	run := fmt.Sprintf("  %[1]s [flags]                    run the controller (%[1]s --help lists its flags)\n", name)
+	if plugin {
+		run = ""
+	}
 	fmt.Fprintf(w, `Ripple rolls workloads when the ConfigMaps and Secrets they use change.
 
 Usage:
-  %[1]s [flags]                    run the controller (%[1]s --help lists its flags)
-  %[1]s explain <kind>/<name>      say why a workload reloads or not
+%[2]s  %[1]s explain <kind>/<name>      say why a workload reloads or not
   %[1]s explain --all              the state of every opted-in workload
   %[1]s explain --pending          the workloads whose reload waits (approval, window)
   %[1]s explain -f <manifests>     the same from files, offline, with lint findings
@@ -152,7 +172,7 @@ Usage:
   %[1]s help                       print this list
 
 Run '%[1]s <command> --help' for a command's flags.
-`, name)
+`, name, run)
 }
 
 // runVersion prints the version.
@@ -183,7 +203,7 @@ func runController(ctx context.Context, name string, args []string, stdout, stde
 	fs := pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		commandsUsage(stdout, name)
+		commandsUsage(stdout, name, false)
 		fmt.Fprintf(stdout, "\nFlags of the controller (%s [flags]):\n%s", name, fs.FlagUsages())
 	}
 	opts.BindFlags(fs)

@@ -125,6 +125,37 @@ func TestKubectlPluginWithoutArgumentsPrintsUsage(t *testing.T) {
 				t.Errorf("%s: usage lacks %q:\n%s", prog, want, stdout.String())
 			}
 		}
+		if strings.Contains(stdout.String(), "run the controller") {
+			t.Errorf("%s: usage offers to run the controller, which the plugin never does:\n%s", prog, stdout.String())
+		}
+	}
+}
+
+// The kubectl plugin runs on the user's machine: given controller flags
+// (`kubectl ripple --dry-run`) it refuses, exit 2, naming the commands,
+// and starts no controller beside the one in the cluster; its --help is
+// the commands, without the controller's flags. The same flags still run
+// the controller as ripple (its --help lists them).
+func TestKubectlPluginNeverRunsTheController(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, args := range [][]string{{"--dry-run"}, {"--dry-run", "--help"}, {"--namespaces=shop"}, {"-n", "shop", "explain", "deploy/web"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), "kubectl-ripple", args, &stdout, &stderr)
+		want := "kubectl ripple: " + args[0] + " is not a command: the kubectl plugin never runs the controller"
+		if code != 2 || stdout.Len() > 0 || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "commands: explain, history, approve") {
+			t.Errorf("kubectl-ripple %v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, stdout.String(), stderr.String(), want)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), "kubectl-ripple", args, &stdout, &stderr)
+		if out := stdout.String(); code != 0 || !strings.Contains(out, "kubectl ripple explain <kind>/<name>") || strings.Contains(out, "--settle-window") || strings.Contains(out, "run the controller") {
+			t.Errorf("kubectl-ripple %v: exit %d, stdout:\n%s", args, code, out)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), "ripple", []string{"--dry-run", "--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "ripple [flags]                    run the controller") {
+		t.Errorf("ripple --dry-run --help: exit %d, stdout:\n%s", code, stdout.String())
 	}
 }
 
@@ -175,7 +206,8 @@ func TestExplainBadArgumentsExit2(t *testing.T) {
 		{[]string{"explain", "--all", "--namespaces=Team_A"}, `--namespaces: "Team_A" is not a namespace name`},
 		{[]string{"explain", "--all", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
 		{[]string{"explain", "-A", "deploy/web"}, "--all-namespaces: only with --all"},
-		{[]string{"explain", "--pending", "deploy/web"}, `argument "deploy/web": --all explains every opted-in workload`},
+		{[]string{"explain", "--pending", "deploy/web"}, `argument "deploy/web": --pending lists every workload that waits and takes no workload`},
+		{[]string{"explain", "deploy/web", "--pending", "-n", "shop"}, `argument "deploy/web": --pending lists every workload`},
 		{[]string{"explain", "deploy/web", "-o", "wide"}, `--output: "wide" is not a format; use table, json, yaml`},
 		{[]string{"explain", "deploy/web", "--settle-window=soon"}, `invalid argument "soon" for "--settle-window" flag`},
 		{[]string{"version", "now"}, `unexpected argument "now"`},
