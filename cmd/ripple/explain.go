@@ -42,8 +42,12 @@ type explainOptions struct {
 // findKind is the kind of kinds the arguments name, or a usage error.
 func (o *explainOptions) findKind(kinds []explain.Kind) (explain.Kind, error) {
 	k, ok := explain.Find(kinds, o.kind)
-	if !ok {
+	switch {
+	case !ok && o.unknownKind != nil:
 		return k, o.unknownKind
+	case !ok:
+		// Never a zero Kind to explain with: it has no type to read into.
+		return k, usageError{fmt.Errorf("no workload kind %q to explain", o.kind)}
 	}
 	return k, nil
 }
@@ -86,11 +90,13 @@ Usage:
   %[1]s explain --all [-n namespace | -A] [flags]
   %[1]s explain --pending [-n namespace | -A] [flags]
   %[1]s explain -f <file|dir|-> [<kind>/<name>] [flags]
-  %[1]s explain configmap/<name> | secret/<name> [-n namespace] [flags]
+  %[1]s explain configmap/<name> | secret/<name> [-n namespace] [-f <file|dir|->] [flags]
 
 A config (configmap/<name>, secret/<name>) shows where its current data
 stands across the workloads that use it: its canaried change (the
 canaries, rolling, baking until, halted and why) and each workload's state.
+With -f, its digest and the state of each workload in the files that uses
+it (no canary record or ConfigRollout exists offline).
 
 With -f (offline), the workloads and configs are read from manifest files
 (Helm or kustomize output, kubectl YAML or JSON) and no cluster is contacted,

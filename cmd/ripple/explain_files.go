@@ -54,6 +54,9 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 		}
 		return failOnErrors(findings)
 	}
+	if f.opts.config != nil {
+		return f.explainFileConfig(ctx, e, kinds, ns, stdout)
+	}
 	kind, err := f.opts.findKind(kinds)
 	if err != nil {
 		return err
@@ -72,6 +75,21 @@ func (f *explainFlags) explainFiles(ctx context.Context, stdin io.Reader, stdout
 		return err
 	}
 	return failOnErrors(r.Findings)
+}
+
+// explainFileConfig explains the config the argument names across the
+// workloads of the files that use it. Offline there is no canary record
+// and no ConfigRollout: what is left is its digest and their states.
+func (f *explainFlags) explainFileConfig(ctx context.Context, e explain.Explainer, kinds []explain.Kind, ns string, stdout io.Writer) error {
+	ref := *f.opts.config
+	c, err := e.Change(ctx, kinds, ns, ref)
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s/%s is not in the files", ref.Kind, ns, ref.Name)
+	}
+	if err != nil {
+		return err
+	}
+	return explain.PrintChange(stdout, f.opts.output, c)
 }
 
 // fromLint converts lint's findings to the report's.

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ripple-dev/ripple/internal/explain"
 )
 
 // update rewrites the golden files of `explain -f` instead of comparing
@@ -162,9 +166,58 @@ func TestExplainFilesReadsNoKubeconfig(t *testing.T) {
 
 func TestExplainHelpSaysOffline(t *testing.T) {
 	stdout, _, code := explainFiles(t, "", "--help")
-	for _, want := range []string{"explain -f <file|dir|->", "no cluster is contacted", "-f, --filename stringArray", "exit code is 1"} {
+	for _, want := range []string{"explain -f <file|dir|->", "no cluster is contacted", "-f, --filename stringArray", "exit code is 1", "secret/<name> [-n namespace] [-f <file|dir|->]", "With -f, its digest"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("--help (exit %d) does not say %q:\n%s", code, want, stdout)
 		}
+	}
+}
+
+// A config argument with -f explains the config across the workloads of
+// the files that use it, offline, in both of kubectl's forms and from
+// stdin; one that is not in the files is named.
+func TestExplainFilesConfig(t *testing.T) {
+	api, err := os.ReadFile("testdata/explain/clean/api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		stdin string
+		args  []string
+		// kind, name and users are what the report must say.
+		kind, name string
+		users      []string
+	}{
+		"configmap":        {"", []string{"-f", "testdata/explain/clean", "configmap/app-config", "-n", "shop"}, "ConfigMap", "app-config", []string{"web"}},
+		"secret, two args": {"", []string{"-f", "testdata/explain/clean", "secret", "db-creds", "-n", "shop"}, "Secret", "db-creds", []string{"web"}},
+		"cm from stdin":    {string(api), []string{"-f", "-", "cm/flags-blue", "-n", "shop"}, "ConfigMap", "flags-blue", []string{"api"}},
+		"search, no match": {"", []string{"-f", "testdata/explain/clean", "configmap/proxy-static", "-n", "edge"}, "ConfigMap", "proxy-static", []string{"proxy"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			stdout, stderr, code := explainFiles(t, tc.stdin, append(tc.args, "-o", "json")...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit code %d, stderr %q", code, stderr)
+			}
+			var got explain.Change
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("%v:\n%s", err, stdout)
+			}
+			var users []string
+			for _, w := range got.Workloads {
+				users = append(users, w.Name)
+			}
+			if got.Kind != tc.kind || got.Name != tc.name || got.Digest == "" || !slices.Equal(users, tc.users) {
+				t.Errorf("got %s %s/%s (digest %q) used by %v; want %s %s used by %v", got.Kind, got.Namespace, got.Name, got.Digest, users, tc.kind, tc.name, tc.users)
+			}
+			table, stderr, code := explainFiles(t, tc.stdin, tc.args...)
+			if code != 0 || stderr != "" || !strings.Contains(table, tc.kind+" "+got.Namespace+"/"+tc.name) {
+				t.Errorf("table: exit code %d, stderr %q, stdout:\n%s", code, stderr, table)
+			}
+		})
+	}
+	_, stderr, code := explainFiles(t, "", "-f", "testdata/explain/clean", "secret/nope", "-n", "shop")
+	if code != 1 || !strings.Contains(stderr, "Secret shop/nope is not in the files") {
+		t.Errorf("a config not in the files: exit code %d, stderr %q", code, stderr)
 	}
 }
