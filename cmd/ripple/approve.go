@@ -69,8 +69,11 @@ Flags:
 %[2]s
 Connection flags, as kubectl's (-n/--namespace is the workload's namespace):
 %[3]s
-Ripple's settings: read from its reloader-meta-info ConfigMap, else the
-defaults; a flag given here overrides them:
+Ripple's settings: read from its reloader-meta-info ConfigMap (published
+when Ripple runs with RELOADER_NAMESPACE set, as the chart sets it), else
+the defaults; without it, a workload without its own policy is approved
+only with the controller's --reload-policy given. A flag given here
+overrides them:
 %[4]s`, name, f.own.FlagUsages(), f.connection.FlagUsages(), f.rippleFlags.FlagUsages())
 }
 
@@ -144,10 +147,11 @@ func runApprove(ctx context.Context, name string, args []string, stdout, stderr 
 // approve plans the workload t as the controller would, and writes the
 // approval of what waits.
 func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, now func() time.Time) error {
-	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, t.kind, t.name)
+	w, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, t.kind, t.name)
 	if err != nil {
 		return err
 	}
+	c, settings, kind, obj := w.client, w.settings, w.kind, w.obj
 	what := fmt.Sprintf("%s %s/%s", kind.Name(), obj.GetNamespace(), t.name)
 	// Planned without an approval not yet acted on: this one replaces it
 	// and approves the whole change set.
@@ -162,7 +166,7 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
-	waiting, err := approvable(what, p, settings.Plan.Keys.ReloadPolicy)
+	waiting, err := approvable(what, p, settings.Plan.Keys.ReloadPolicy, unpublished(w))
 	if err != nil {
 		return err
 	}
@@ -192,10 +196,27 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	return nil
 }
 
+// unpublished is where approve looked for Ripple's published settings,
+// when it found none and its own default stands for the controller's
+// --reload-policy; "" when the settings were found or the flag given.
+func unpublished(w workloadRead) string {
+	if w.meta.Origin != "" || slices.ContainsFunc(w.settings.Shown, func(s metainfo.Setting) bool {
+		return s.Flag == "--reload-policy" && s.From != "default"
+	}) {
+		return ""
+	}
+	return w.meta.Searched
+}
+
 // approvable returns what of p waits for an approval, or why there is
-// nothing to approve.
-func approvable(what string, p plan.Plan, key string) (plan.Awaiting, error) {
+// nothing to approve. searched, when set, says where no published
+// settings were found: a policy from the flag is then approve's default,
+// not the controller's, and is not told as the controller's.
+func approvable(what string, p plan.Plan, key, searched string) (plan.Awaiting, error) {
 	switch {
+	case p.Policy != plan.Manual && p.PolicyFrom == plan.FromFlag && searched != "":
+		return plan.Awaiting{}, fmt.Errorf("%s sets no %s, so the controller's --reload-policy applies, and no published settings of Ripple were found (no reloader-meta-info ConfigMap in %s; Ripple publishes it when run with RELOADER_NAMESPACE set, as the chart does): "+
+			"name Ripple's namespace with --ripple-namespace, or give the controller's setting, e.g. --reload-policy=manual", what, key, searched)
 	case p.Policy != plan.Manual:
 		return plan.Awaiting{}, fmt.Errorf("%s has reload policy %q (from the %s), not manual: it waits for no approval; set %s: manual to gate its reloads", what, p.Policy, p.PolicyFrom, key)
 	case p.Awaiting != nil:

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -101,12 +103,67 @@ func TestApprovable(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := approvable("Deployment shop/web", tc.p, "ripple.dev/reload-policy")
+			got, err := approvable("Deployment shop/web", tc.p, "ripple.dev/reload-policy", "")
 			switch {
 			case tc.want == "" && (err != nil || len(got.Changes) != 1 || got.Changes[0] != c):
 				t.Errorf("got %v, %v; want the waiting change", got, err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Without published settings (Ripple run without RELOADER_NAMESPACE),
+// approve does not answer from its own default --reload-policy as if it
+// were the controller's: it says that none were found, where it looked and
+// how to point at them. A policy the flag gives, or the meta-info
+// publishes, or a workload's own, is told as before.
+func TestApproveWithoutPublishedSettings(t *testing.T) {
+	settings := func(t *testing.T, meta metainfo.Info, args ...string) workloadRead {
+		t.Helper()
+		fs := pflag.NewFlagSet("approve", pflag.ContinueOnError)
+		f := metainfo.BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Resolve(meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return workloadRead{settings: s, meta: meta}
+	}
+	published := metainfo.Info{Origin: "ConfigMap ripple/reloader-meta-info", Namespace: "ripple", Options: map[string]any{"reloadPolicy": "auto"}}
+	fromFlag := plan.Plan{Policy: plan.Auto, PolicyFrom: plan.FromFlag}
+	tests := map[string]struct {
+		w    workloadRead
+		p    plan.Plan
+		want []string
+		// none is set when the answer must say no settings were found.
+		none bool
+	}{
+		"none published": {settings(t, metainfo.Info{Searched: "the cluster"}), fromFlag, []string{
+			"Deployment shop/web sets no ripple.dev/reload-policy", "no published settings of Ripple were found (no reloader-meta-info ConfigMap in the cluster",
+			"RELOADER_NAMESPACE", "--ripple-namespace", "--reload-policy=manual",
+		}, true},
+		"none in the namespace named": {settings(t, metainfo.Info{Searched: "namespace ops", Namespace: "ops"}), fromFlag, []string{"no reloader-meta-info ConfigMap in namespace ops"}, true},
+		"published":                   {settings(t, published), fromFlag, []string{`reload policy "auto" (from the flag), not manual`}, false},
+		"flag given":                  {settings(t, metainfo.Info{Searched: "the cluster"}, "--reload-policy=auto"), fromFlag, []string{`reload policy "auto" (from the flag), not manual`}, false},
+		"the workload's own":          {settings(t, metainfo.Info{Searched: "the cluster"}), plan.Plan{Policy: plan.Notify, PolicyFrom: plan.FromWorkload}, []string{`reload policy "notify" (from the workload), not manual`}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := approvable("Deployment shop/web", tc.p, "ripple.dev/reload-policy", unpublished(tc.w))
+			if err == nil {
+				t.Fatal("approvable: no error, want one: nothing waits")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want %q", err, want)
+				}
+			}
+			if none := strings.Contains(err.Error(), "no published settings"); none != tc.none {
+				t.Errorf("error %v: says no settings were published: %t, want %t", err, none, tc.none)
 			}
 		})
 	}

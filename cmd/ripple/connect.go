@@ -33,28 +33,40 @@ type clusterFlags struct {
 // to explain (its meta-info in rippleNamespace, or the only one found) and
 // the workload of kind (as Kind.Name() names it) called name, in the
 // context's namespace.
-func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace, kind, name string) (client.Client, metainfo.Settings, explain.Kind, client.Object, error) {
+func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace, kind, name string) (workloadRead, error) {
 	cl, ns, err := c.connect(userAgent)
 	if err != nil {
-		return nil, metainfo.Settings{}, explain.Kind{}, nil, err
+		return workloadRead{}, err
 	}
 	meta, err := metainfo.Read(ctx, cl, rippleNamespace)
 	if err != nil {
-		return nil, metainfo.Settings{}, explain.Kind{}, nil, err
+		return workloadRead{}, err
 	}
 	settings, err := c.ripple.Resolve(meta)
 	if err != nil {
-		return nil, metainfo.Settings{}, explain.Kind{}, nil, usageError{err}
+		return workloadRead{}, usageError{err}
 	}
 	k, _ := explain.Find(explain.Kinds(settings, cl), kind)
 	obj := k.New()
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, metainfo.Settings{}, explain.Kind{}, nil, fmt.Errorf("%s %s/%s not found", k.Name(), ns, name)
+			return workloadRead{}, fmt.Errorf("%s %s/%s not found", k.Name(), ns, name)
 		}
-		return nil, metainfo.Settings{}, explain.Kind{}, nil, err
+		return workloadRead{}, err
 	}
-	return cl, settings, k, obj, nil
+	return workloadRead{client: cl, settings: settings, meta: meta, kind: k, obj: obj}, nil
+}
+
+// workloadRead is a workload as readWorkload read it, with the settings
+// of its Ripple.
+type workloadRead struct {
+	client   client.Client
+	settings metainfo.Settings
+	// meta is the reloader-meta-info read; its Origin is empty when none
+	// was found, and the settings are then the command's own.
+	meta metainfo.Info
+	kind explain.Kind
+	obj  client.Object
 }
 
 // bind registers the flags on c in place: they point into c, so c must

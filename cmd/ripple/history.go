@@ -100,11 +100,11 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 // history connects, reads Ripple's settings and the workload, and prints
 // its history.
 func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	c, settings, kind, obj, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, f.kind, f.name)
+	w, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, f.kind, f.name)
 	if err != nil {
 		return err
 	}
-	h, err := history.Reader{Reader: c, Settings: settings.Plan, Digester: settings.Digester(ctx, c), Now: now}.Read(ctx, kind.Kind, obj)
+	h, err := history.Reader{Reader: w.client, Settings: w.settings.Plan, Digester: w.settings.Digester(ctx, w.client), Now: now}.Read(ctx, w.kind.Kind, w.obj)
 	if err != nil {
 		return err
 	}
