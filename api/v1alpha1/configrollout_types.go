@@ -177,17 +177,42 @@ type Consumer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// CanaryStatus is a canaried change's canary.
+// CanaryStatus is a canaried change's canary: the change controller
+// chooses its workloads, follows them and writes it here, and every
+// workload's reconcile reads it from its cache. It is the canary's only
+// record: a restart or a failover finds a bake or a halt where it was.
 type CanaryStatus struct {
 	// Phase is Rolling, Baking, Passed or Halted.
+	// +kubebuilder:validation:Enum=Rolling;Baking;Passed;Halted
 	Phase string `json:"phase"`
-	// +listType=atomic
+	// Since is when the phase began.
 	// +optional
-	Members []string `json:"members,omitempty"`
+	Since metav1.Time `json:"since,omitzero"`
+	// Bake is how long the canaries must stay healthy once they completed.
+	// +optional
+	Bake metav1.Duration `json:"bake,omitzero"`
+	// Workloads are the canaries, in the config's namespace.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Workloads []CanaryWorkload `json:"workloads,omitempty"`
 	// Why is why it halted.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Why string `json:"why,omitempty"`
+	// Resumed is set on a halted change an operator continued.
+	// +optional
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// CanaryWorkload is one canary of a change.
+type CanaryWorkload struct {
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// AppliedAt is when Ripple saw it apply the change.
+	// +optional
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 }
 
 // ConfigRolloutList is a list of ConfigRollouts.

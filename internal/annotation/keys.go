@@ -80,8 +80,8 @@ type Keys struct {
 	// how long they must stay healthy before the rest roll. CanaryFirst
 	// marks a workload to be chosen first; CanaryResume is written on the
 	// config by `ripple resume`: the digest of a halted change to continue.
-	// CanaryRecord labels the ConfigMaps in which Ripple records a
-	// canaried change.
+	// CanaryRecord labelled the ConfigMaps in which Ripple before
+	// ConfigRollouts recorded a canaried change (carried over once).
 	Canary, CanaryBake, CanaryFirst, CanaryResume, CanaryRecord string
 }
 

@@ -30,6 +30,12 @@ type Consumer struct {
 	// Verdict is why the plan does not roll the workload now, if it says.
 	Verdict reason.Reason
 	Rollout rollout.Status
+	// Ask is set when the workload's plan asks for the canary of the
+	// config's change: it is canaried and has none yet.
+	Ask *plan.CanaryAsk
+	// Candidate is set when the plan would roll the change now (a canary
+	// may be chosen among them); First when the workload asks to be one.
+	Candidate, First bool
 	// Since is when the workload's pods last started together without
 	// Ripple: its creation, or a `kubectl rollout restart`. A consumer
 	// Ripple does not roll whose pods started after the change runs it.
@@ -197,17 +203,6 @@ func rank(s v1alpha1.ConsumerState) int {
 		v1alpha1.ConsumerHalted, v1alpha1.ConsumerStalled, v1alpha1.ConsumerRolling, v1alpha1.ConsumerPending,
 		v1alpha1.ConsumerWaiting, v1alpha1.ConsumerStale, v1alpha1.ConsumerNotifyOnly, v1alpha1.ConsumerExcluded, v1alpha1.ConsumerComplete,
 	}, s)
-}
-
-func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
-	if c == nil {
-		return nil
-	}
-	out := &v1alpha1.CanaryStatus{Phase: string(c.Phase), Why: c.Why}
-	for _, m := range c.Members {
-		out.Members = append(out.Members, m.Ref.Kind+"/"+m.Ref.Name)
-	}
-	return out
 }
 
 // setConditions sets st's conditions from its phase and canary at now.

@@ -131,7 +131,7 @@ func TestHaltedCanary(t *testing.T) {
 	if cp := apimeta.FindStatusCondition(st.Conditions, v1alpha1.CanaryPassed); cp == nil || cp.Status != "False" {
 		t.Errorf("CanaryPassed %+v, want False", cp)
 	}
-	if st.Canary == nil || st.Canary.Members[0] != "Deployment/a" {
+	if st.Canary == nil || st.Canary.Workloads[0].Name != "a" {
 		t.Errorf("canary %+v", st.Canary)
 	}
 }

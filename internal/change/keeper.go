@@ -56,11 +56,6 @@ type Fleet interface {
 	Consumers(ctx context.Context, ns string, config refs.Ref) ([]Consumer, error)
 }
 
-// Canaries tells the canaried change of a config's data, if any.
-type Canaries interface {
-	Of(ns string, config refs.Ref, digest string) (plan.Canary, bool)
-}
-
 // ConfigIndex is the cache's field index of ConfigRollouts by their
 // config (IndexValue).
 const ConfigIndex = "spec.config"
@@ -98,10 +93,19 @@ type Keeper struct {
 	// Client reads configs and ConfigRollouts from the cache and writes
 	// ConfigRollouts; Reader reads them from the API server, where the
 	// cache may lag.
-	Client   client.Client
-	Reader   client.Reader
-	Fleet    Fleet
-	Canaries Canaries // nil: no canary is shown
+	Client client.Client
+	Reader client.Reader
+	Fleet  Fleet
+	// Tell tells notice n about cfg, a config of kind: its canaried change
+	// passed or halted (an Event, an alert).
+	Tell func(ctx context.Context, kind refs.Kind, cfg client.Object, n plan.Notice)
+	// Records carries canaried changes over from an earlier Ripple's
+	// records; nil: none.
+	Records *Records
+	// ResumeKey is the canary-resume annotation; Timeout is
+	// --rollout-timeout, which a canary's rollout must meet.
+	ResumeKey string
+	Timeout   time.Duration
 	// InScope tells whether a namespace is this Ripple's.
 	InScope func(ctx context.Context, ns string) (bool, error)
 	// Kinds are the config kinds Ripple watches: another's ConfigRollouts
@@ -256,14 +260,8 @@ func (k *Keeper) config(ctx context.Context, key Key) (client.Object, error) {
 // of this config, not of an earlier one of its name (a UID of its own),
 // which the garbage collector deletes with it.
 func (k *Keeper) list(ctx context.Context, key Key, cfg client.Object) ([]v1alpha1.ConfigRollout, error) {
-	var l v1alpha1.ConfigRolloutList
-	if err := k.Client.List(ctx, &l, client.InNamespace(key.Namespace),
-		client.MatchingFields{ConfigIndex: string(key.Config.Kind) + "/" + key.Config.Name}); err != nil {
-		return nil, fmt.Errorf("listing the ConfigRollouts of %s: %w", key, err)
-	}
-	items := slices.DeleteFunc(l.Items, func(cr v1alpha1.ConfigRollout) bool { return cr.Spec.Config.UID != cfg.GetUID() })
-	newestFirst(items)
-	return items, nil
+	items, err := List(ctx, k.Client, key.Namespace, key.Config, true)
+	return slices.DeleteFunc(items, func(cr v1alpha1.ConfigRollout) bool { return cr.Spec.Config.UID != cfg.GetUID() }), err
 }
 
 func newestFirst(items []v1alpha1.ConfigRollout) {
@@ -276,7 +274,7 @@ func newestFirst(items []v1alpha1.ConfigRollout) {
 // (deleted with it).
 func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revision string) (*v1alpha1.ConfigRollout, error) {
 	labels := map[string]string{v1alpha1.LabelConfigKind: kindLabel(key.Config.Kind)}
-	if len(validation.IsValidLabelValue(key.Config.Name)) == 0 {
+	if labelValue(key.Config.Name) {
 		labels[v1alpha1.LabelConfigName] = key.Config.Name
 	}
 	cr := &v1alpha1.ConfigRollout{
@@ -303,6 +301,10 @@ func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revisio
 	cr.Status.SeenAt = metav1.Time{Time: k.Clock.Now()}
 	return cr, nil
 }
+
+// labelValue reports whether a config's name is a label value: its
+// ConfigRollouts carry it as their config-name label.
+func labelValue(name string) bool { return len(validation.IsValidLabelValue(name)) == 0 }
 
 func kindLabel(kind refs.Kind) string {
 	if kind == refs.Secret {
@@ -486,31 +488,44 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 	if cr.Status.Writer == "" {
 		cr.Status.Writer = source.Writer(cfg) // the revision is the same: so is the write
 	}
-	var canary *plan.Canary
-	if k.Canaries != nil {
-		if c, ok := k.Canaries.Of(key.Namespace, key.Config, source.Digest(cfg)); ok {
-			canary = &c
-		}
-	}
-	st := Status(cr.Status, consumers, canary, false, now)
+	sum := source.Digest(cfg)
+	cs := step(cr.Status.Canary, key, sum, consumers, cfg.GetAnnotations()[k.ResumeKey], k.Timeout, now,
+		func() (plan.Canary, bool) { return k.Records.Carry(ctx, key, sum) })
+	st := Status(cr.Status, consumers, cs.canary, false, now)
 	k.track(key, st, leftOf(consumers, cr.Status.SeenAt.Time))
 	if equality.Semantic.DeepEqual(st, stored) {
-		return k.next(st), nil
+		return k.next(st, cs.wake), nil
 	}
 	cr.Status = st
 	if err := k.writeStatus(ctx, cr); err != nil {
 		return ctrl.Result{}, err
 	}
+	if cs.carried {
+		k.Records.Drop(ctx, key)
+	}
+	if n := cs.outcome; n != nil {
+		if cs.canary.Phase == plan.CanaryHalted {
+			k.Metrics.Halted(string(key.Config.Kind))
+		}
+		if k.Tell != nil {
+			k.Tell(ctx, key.Config.Kind, cfg, *n)
+		}
+	}
 	if st.PropagatedAt != nil && stored.PropagatedAt == nil {
 		k.Metrics.Propagated(string(key.Config.Kind), st.PropagatedAt.Sub(st.SeenAt.Time))
 		ctrl.LoggerFrom(ctx).Info("change propagated", "configRollout", klog.KObj(cr), "consumers", st.Counts.Managed, "stale", st.Counts.Stale)
 	}
-	return k.next(st), nil
+	return k.next(st, cs.wake), nil
 }
 
-func (k *Keeper) next(st v1alpha1.ConfigRolloutStatus) ctrl.Result {
+// next is when to look at a change again: while in flight, every poll, or
+// sooner when its canary has a time of its own (wake).
+func (k *Keeper) next(st v1alpha1.ConfigRolloutStatus, wake time.Duration) ctrl.Result {
 	if Done(st) {
 		return ctrl.Result{}
+	}
+	if wake > 0 && wake < poll {
+		return ctrl.Result{RequeueAfter: wake}
 	}
 	return ctrl.Result{RequeueAfter: poll}
 }

@@ -1,67 +1,143 @@
 package controller
 
 import (
+	"context"
+	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ripple-dev/ripple/internal/canary"
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// rippleNS is Ripple's namespace in the canary tests: its records go there.
+// rippleNS is Ripple's namespace in the canary tests: an earlier Ripple's
+// canary records are there.
 const rippleNS = "ripple"
+
+var cfgRef = refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 
 // canaryWorld is a world whose changes are canaried on one Deployment
 // (--canary=1, a 10s bake), with three Deployments a, b and c on the
-// ConfigMap, baselined, and the alerts it sends.
+// ConfigMap, baselined, the change controller on, and the alerts it sends.
 func canaryWorld(t *testing.T) (*world, *[]notify.Alert) {
 	t.Helper()
 	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) {
 		s.Canary = plan.CanarySpec{Count: 1, Bake: 10 * time.Second}
-	}))
+	}), withChanges)
 	var alerts []notify.Alert
 	w.deps.Alert = func(a notify.Alert) { alerts = append(alerts, a) }
-	w.restartCanaries()
+	w.restartChanges()
 	w.create(configMap(), deployment("a"), deployment("b"), deployment("c"))
 	w.baseline("a", "b", "c")
 	return w, &alerts
 }
 
-// restartCanaries gives the world a new Canaries, as a restart of Ripple
-// does: it knows only what its records say.
-func (w *world) restartCanaries() {
+// withChanges gives the world's client what the change controller needs:
+// the ConfigRollout API with its index, and configs digested as the
+// cache keeps them.
+func withChanges(_ *plan.Settings, b *fake.ClientBuilder) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	digested := func(obj client.Object) client.Object {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Namespace == ns {
+			cp := cm.DeepCopy()
+			maps.DeleteFunc(cp.Annotations, func(k, _ string) bool { return strings.HasPrefix(k, "internal.ripple.dev/") })
+			out, _ := source.Transform(digest.Digester{}, cp)
+			cm.Annotations = out.(client.Object).GetAnnotations()
+		}
+		return obj
+	}
+	b.WithScheme(scheme).WithStatusSubresource(&v1alpha1.ConfigRollout{}).
+		WithIndex(&v1alpha1.ConfigRollout{}, change.ConfigIndex, func(o client.Object) []string {
+			return []string{change.IndexValue(o.(*v1alpha1.ConfigRollout))}
+		}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				return c.Create(ctx, digested(obj), opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				return c.Update(ctx, digested(obj), opts...)
+			},
+		})
+}
+
+// restartChanges gives the world a new change controller, as a restart of
+// Ripple does: it knows only what the ConfigRollouts (and an earlier
+// Ripple's records) say.
+func (w *world) restartChanges() {
 	fl := &fleet{Deps: w.deps}
-	w.deps.Canaries = &canary.Canaries{Fleet: fl, Client: w.c, Reader: w.c, Namespace: rippleNS,
-		Settings: w.deps.Settings, Clock: w.clk, Metrics: w.deps.Metrics}
 	r := w.recs["Deployment"]
 	_ = r.start(w.t.Context(), w.queue)
 	fl.add(r)
+	ch := &changes{cache: w.c, ring: func() digest.Ring { return digest.Ring{Current: []byte("0123456789abcdef0123456789abcdef")} }}
+	ch.keeper = &change.Keeper{Client: w.c, Reader: w.c, Fleet: fl, Tell: fl.Tell, Clock: w.clk, Metrics: w.deps.Metrics,
+		Records:   &change.Records{Reader: w.c, Client: w.c, Namespace: rippleNS},
+		ResumeKey: w.deps.Settings.Keys.CanaryResume, Timeout: w.deps.Settings.Rollouts.Timeout, Ring: ch.ring,
+		InScope: func(context.Context, string) (bool, error) { return true, nil }, Kinds: []refs.Kind{refs.ConfigMap}}
+	ch.enabled.Store(true)
+	w.deps.changes, w.fleet = ch, fl
 }
 
-// canaryPhase is the phase of the change of ConfigMap cfg as its record
-// in Ripple's namespace says.
-func (w *world) canaryPhase() plan.CanaryPhase {
+// look is the change controller's look at the config, a second after the
+// last, and the wake its ConfigRollout watch gives the workloads when the
+// canary moved on.
+func (w *world) look() {
 	w.t.Helper()
-	config := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
-	record := &corev1.ConfigMap{}
-	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: rippleNS, Name: plan.CanaryRecordName(ns, config)}, record); err != nil {
-		w.t.Fatalf("the canary record: %v", err)
+	w.clk.Step(time.Second)
+	before := w.canary()
+	if _, err := w.deps.changes.keeper.Reconcile(w.t.Context(), change.Key{Namespace: ns, Config: cfgRef}); err != nil {
+		w.t.Fatal(err)
 	}
-	c, err := plan.ParseCanaryRecord(record.Data[plan.CanaryRecordKey], ns, config)
+	if canaryMoved(before, w.canary()) {
+		w.fleet.wake(w.t.Context(), ns, cfgRef)
+	}
+}
+
+// canary is the canary of the config's newest ConfigRollout; nil when
+// none.
+func (w *world) canary() *v1alpha1.CanaryStatus {
+	w.t.Helper()
+	items, err := change.List(w.t.Context(), w.c, ns, cfgRef, true)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return c.Phase
+	if len(items) == 0 {
+		return nil
+	}
+	return items[0].Status.Canary
+}
+
+// canaryPhase is the phase of the change of the config as its
+// ConfigRollout says.
+func (w *world) canaryPhase() plan.CanaryPhase {
+	w.t.Helper()
+	c := w.canary()
+	if c == nil {
+		w.t.Fatal("no canary on the ConfigRollout")
+	}
+	return plan.CanaryPhase(c.Phase)
 }
 
 // queued reports whether the Deployment name was queued.
@@ -74,22 +150,29 @@ func (w *world) queued(name string) bool {
 	return false
 }
 
-// A good change: the canary a rolls, b and c wait, told once; a's
-// rollout completes and the bake starts; a restart in the bake keeps it
-// (the record); when the bake ends the config is told, b and c are queued
-// and roll.
+// A good change: the first workload to plan it waits for its canaries;
+// the change controller chooses a on the ConfigRollout and wakes the
+// workloads; a rolls, b and c wait, told once; a's rollout completes and
+// the bake starts; a restart in the bake keeps it (the ConfigRollout);
+// when the bake ends the config is told, b and c are woken and roll.
 func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 	w, alerts := canaryWorld(t)
 	sum := w.change("Deployment", "v2")
 	w.reconcile("Deployment", "b")
-	if w.applied("b") != "" {
-		t.Fatal("b rolled before the canary")
+	if w.applied("b") != "" || w.canary() != nil {
+		t.Fatal("b rolled, or a canary was chosen, before the change controller looked")
 	}
+	w.queue.added = nil
+	w.look()
+	if got := w.canaryPhase(); got != plan.CanaryRolling {
+		t.Fatalf("the canary's phase %s, want Rolling", got)
+	}
+	if !w.queued("a") || !w.queued("b") {
+		t.Fatal("the workloads were not woken when the canary was chosen")
+	}
+	w.reconcile("Deployment", "b")
 	if ev := w.wantEvent(w.drain(), string(reason.WaitingForCanary)); !strings.Contains(ev, `waits for its canary Deployment "a": rolling since`) {
 		t.Errorf("WaitingForCanary %q does not name the canary", ev)
-	}
-	if got := w.canaryPhase(); got != plan.CanaryRolling {
-		t.Fatalf("the canary record's phase %s, want Rolling", got)
 	}
 	w.reconcile("Deployment", "b")
 	if got := w.drain(); len(got) != 0 {
@@ -99,28 +182,31 @@ func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 	if w.applied("a") != sum {
 		t.Fatal("the canary a did not roll")
 	}
-	w.deps.Canaries.Check(t.Context())
-	if got := w.canaryPhase(); got != plan.CanaryRolling {
-		t.Fatalf("a in progress: phase %s, want Rolling", got)
+	w.look()
+	if c := w.canary(); c.Phase != string(plan.CanaryRolling) || c.Workloads[0].AppliedAt == nil {
+		t.Fatalf("a in progress: canary %+v, want Rolling, a applied", c)
 	}
 	w.complete("a")
-	w.deps.Canaries.Check(t.Context())
+	w.look()
+	if got := w.canaryPhase(); got != plan.CanaryBaking {
+		t.Fatalf("a complete: phase %s, want Baking", got)
+	}
 
-	w.restartCanaries()
+	w.restartChanges()
 	w.queue.added = nil
-	w.clk.Step(5 * time.Second)
+	w.clk.Step(4 * time.Second)
 	w.reconcile("Deployment", "c")
-	w.deps.Canaries.Check(t.Context())
+	w.look()
 	if w.applied("c") != "" || w.queued("c") {
 		t.Fatal("c rolled or was queued in the bake, after a restart")
 	}
-	w.clk.Step(5 * time.Second)
-	w.deps.Canaries.Check(t.Context())
+	w.clk.Step(4 * time.Second)
+	w.look()
 	if ev := w.wantEvent(w.drain(), string(reason.CanaryPassed)); !strings.Contains(ev, `passed its canary Deployment "a" (healthy for 10s)`) {
 		t.Errorf("CanaryPassed %q", ev)
 	}
 	if !w.queued("c") {
-		t.Error("c waited and was not queued when the change passed")
+		t.Error("c waited and was not woken when the change passed")
 	}
 	for _, n := range []string{"b", "c"} {
 		w.reconcile("Deployment", n)
@@ -140,9 +226,11 @@ func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 func TestCanaryStallHaltsTheChange(t *testing.T) {
 	w, alerts := canaryWorld(t)
 	sum := w.change("Deployment", "v2")
+	w.look()
 	w.reconcile("Deployment", "a")
 	w.reconcile("Deployment", "b")
 	w.drain()
+	w.look()
 	d := &appsv1.Deployment{}
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "a"}, d); err != nil {
 		t.Fatal(err)
@@ -152,9 +240,9 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 	if err := w.c.Status().Update(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	w.deps.Canaries.Check(t.Context())
+	w.look()
 	if ev := w.wantEvent(w.drain(), string(reason.RolloutHalted)); !strings.Contains(ev, `halted by its canary: Deployment "a" stalled: progress deadline exceeded`) ||
-		!strings.Contains(ev, "1 other workloads hold it") {
+		!strings.Contains(ev, "2 other workloads hold it") {
 		t.Errorf("RolloutHalted on the config: %q", ev)
 	}
 	if got := halts(*alerts); len(got) != 1 || got[0].Kind != "ConfigMap" {
@@ -164,7 +252,8 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 		t.Errorf("ripple_changes_halted_total = %v, want 1", got)
 	}
 
-	w.restartCanaries()
+	w.restartChanges()
+	w.look()
 	for _, n := range []string{"b", "c"} {
 		w.reconcile("Deployment", n)
 		if w.applied(n) != "" {
@@ -182,11 +271,11 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "cfg"}, cm); err != nil {
 		t.Fatal(err)
 	}
-	cm.Annotations = map[string]string{w.deps.Settings.Keys.CanaryResume: plan.ShortDigest(sum)}
+	cm.Annotations[w.deps.Settings.Keys.CanaryResume] = plan.ShortDigest(sum)
 	if err := w.c.Update(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
-	w.deps.Canaries.Check(t.Context())
+	w.look()
 	if ev := w.wantEvent(w.drain(), string(reason.CanaryPassed)); !strings.Contains(ev, "continued after its halt") {
 		t.Errorf("CanaryPassed after the resume: %q", ev)
 	}
@@ -195,6 +284,52 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 		if w.applied(n) != sum {
 			t.Errorf("%s did not roll the resumed change", n)
 		}
+	}
+}
+
+// A change halted by an earlier Ripple, kept in its record in Ripple's
+// namespace, is carried over to the change's ConfigRollout: still halted,
+// nothing more rolls, and the record is deleted.
+func TestCanaryRecordIsCarriedOver(t *testing.T) {
+	w, _ := canaryWorld(t)
+	sum := w.change("Deployment", "v2")
+	rec := plan.Canary{Namespace: ns, Config: cfgRef, Digest: sum, Bake: 10 * time.Second, Phase: plan.CanaryHalted, Since: w.clk.Now(),
+		Why:     `Deployment "a" stalled: progress deadline exceeded`,
+		Members: []plan.CanaryMember{{Ref: workload.Ref{Kind: "Deployment", Namespace: ns, Name: "a"}, Applied: w.clk.Now()}}}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rippleNS, Name: plan.CanaryRecordName(ns, cfgRef)},
+		Data: map[string]string{plan.CanaryRecordKey: string(data)}})
+	w.look()
+	if c := w.canary(); c == nil || c.Phase != string(plan.CanaryHalted) || c.Why != rec.Why {
+		t.Fatalf("canary %+v, want the record's halt", c)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		w.reconcile("Deployment", n)
+		if w.applied(n) != "" {
+			t.Errorf("%s rolled a change halted before the upgrade", n)
+		}
+	}
+	err = w.c.Get(t.Context(), types.NamespacedName{Namespace: rippleNS, Name: plan.CanaryRecordName(ns, cfgRef)}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the record carried over is still there (%v)", err)
+	}
+}
+
+// Without the change controller, a canaried change rolls as Reloader's
+// would, with a Warning that names what is missing.
+func TestCanaryWithoutConfigRollouts(t *testing.T) {
+	w, _ := canaryWorld(t)
+	w.deps.changes = nil
+	sum := w.change("Deployment", "v2")
+	w.reconcile("Deployment", "b")
+	if w.applied("b") != sum {
+		t.Fatal("b did not roll a canaried change that no ConfigRollout can keep")
+	}
+	if ev := w.wantEvent(w.drain(), string(reason.InvalidAnnotation)); !strings.Contains(ev, "--config-rollouts=false") {
+		t.Errorf("Warning %q does not name what is missing", ev)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/digestkey"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -30,13 +32,14 @@ type ChangeOptions struct {
 	History, PerNamespace int
 }
 
-// new is the change controller as the workload controllers reach it; nil
-// when it is off.
-func (o ChangeOptions) new() *changes {
+// new is the change controller as the workload controllers reach it,
+// reading ConfigRollouts from cache with the digest key ring; nil when it
+// is off.
+func (o ChangeOptions) new(cache client.Reader, ring func() digest.Ring) *changes {
 	if !o.On {
 		return nil
 	}
-	return &changes{}
+	return &changes{cache: cache, ring: ring}
 }
 
 // changesAPI is the optional API that starts the change controller: the
@@ -45,7 +48,7 @@ func (s *setup) changesAPI() []optional.API {
 	if s.deps.changes == nil {
 		return nil
 	}
-	return []optional.API{{GVK: v1alpha1.GroupVersion.WithKind("ConfigRollout"), Flag: "--config-rollouts", Enable: s.enableChanges}}
+	return []optional.API{{GVK: v1alpha1.GroupVersion.WithKind("ConfigRollout"), Flag: "--config-rollouts", Enable: s.enableChanges, Missing: s.deps.changes.missing}}
 }
 
 // changeWorkers is how many configs the change controller looks at at
@@ -55,12 +58,61 @@ const changeWorkers = 4
 type changeQueue = workqueue.TypedRateLimitingInterface[change.Key]
 
 // changes is the change controller (change.Keeper) as the workload
-// controllers reach it: its queue, once it started. Its keeper and
-// controller are set once (enableChanges), under setup.mu.
+// controllers reach it: its queue, once it started, and the canaries its
+// ConfigRollouts keep (Canary). Its keeper and controller are set once
+// (enableChanges), under setup.mu, before enabled.
 type changes struct {
-	keeper *change.Keeper
-	ctrl   controller.TypedController[change.Key]
-	queue  atomic.Pointer[changeQueue]
+	// cache reads ConfigRollouts; ring is the install's digest key ring.
+	cache client.Reader
+	ring  func() digest.Ring
+
+	keeper  *change.Keeper
+	ctrl    controller.TypedController[change.Key]
+	queue   atomic.Pointer[changeQueue]
+	enabled atomic.Bool
+	// unkept says why ConfigRollouts cannot be used, once the API server
+	// was asked; nil before (a canaried change then waits).
+	unkept atomic.Pointer[string]
+}
+
+// missing notes that ConfigRollouts are not served, or cannot be watched
+// (err): canaried changes roll without a canary, with a Warning, until
+// they are.
+func (c *changes) missing(err error) {
+	why := "the API server does not serve ConfigRollouts (configrollouts.ripple.dev), which keep canaries: install the CRD (docs/config-rollouts.md)"
+	if err != nil {
+		why = "Ripple cannot watch ConfigRollouts, which keep canaries: " + err.Error()
+	}
+	c.unkept.Store(&why)
+}
+
+// Canary is the canaried change of src's data in ns, as the newest
+// ConfigRollout of that data records it in the cache
+// (gather.CanaryReader).
+func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
+	switch {
+	case c == nil:
+		return plan.Canary{}, false, gather.Unkept("ConfigRollouts, which keep canaries, are off (--config-rollouts=false)")
+	case !c.enabled.Load():
+		if why := c.unkept.Load(); why != nil {
+			return plan.Canary{}, false, gather.Unkept(*why)
+		}
+		return plan.Canary{}, false, nil // not asked yet: the change waits
+	}
+	revs := change.Revisions(c.ring(), ns, src.Ref, src.Digest)
+	if len(revs) == 0 {
+		return plan.Canary{}, false, gather.Unkept("a Secret's change has a ConfigRollout only with the digest key (Secret " + digestkey.Secret + " in Ripple's namespace), which Ripple could not read")
+	}
+	items, err := change.List(ctx, c.cache, ns, src.Ref, true)
+	if err != nil {
+		return plan.Canary{}, false, err
+	}
+	cr, ok := change.Latest(items, src.UID, revs)
+	if !ok {
+		return plan.Canary{}, false, nil
+	}
+	cn, ok := change.CanaryOf(cr.Status.Canary, ns, src.Ref, src.Digest)
+	return cn, ok, nil
 }
 
 func (c *changes) start(_ context.Context, q changeQueue) error {
@@ -78,11 +130,17 @@ func (c *changes) look(key change.Key) {
 	}
 }
 
-// touch queues the configs of ns that the plan p of a workload rolls: a
-// change seen by a workload's reconcile only (made while Ripple was down)
-// gets its ConfigRollout too.
+// touch queues the configs of ns that the plan p of a workload rolls, or
+// whose canary it asks for: a change seen by a workload's reconcile only
+// (made while Ripple was down) gets its ConfigRollout and canary too.
 func (c *changes) touch(ns string, p plan.Plan) {
-	if c == nil || !p.Reloads() {
+	if c == nil {
+		return
+	}
+	for _, a := range p.CanaryAsks {
+		c.look(change.Key{Namespace: ns, Config: a.Config})
+	}
+	if !p.Reloads() {
 		return
 	}
 	for _, ch := range p.Changes {
@@ -101,8 +159,10 @@ func (s *setup) enableChanges(ctx context.Context) error {
 		return err
 	}
 	k := &change.Keeper{
-		Client: d.Client, Reader: s.mgr.GetAPIReader(), Fleet: s.fleet, Canaries: d.Canaries, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: d.Metrics,
-		Ring:    func() digest.Ring { return d.Priors.Digester.Ring },
+		Client: d.Client, Reader: s.mgr.GetAPIReader(), Fleet: s.fleet, Tell: s.fleet.Tell, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: d.Metrics,
+		Records:   &change.Records{Reader: s.mgr.GetAPIReader(), Client: d.Client, Namespace: s.o.Namespace},
+		ResumeKey: d.Settings.Keys.CanaryResume, Timeout: d.Settings.Rollouts.Timeout,
+		Ring:    d.changes.ring,
 		Kinds:   rsource.Watched(d.Settings.SourceKinds),
 		History: s.o.Changes.History, PerNamespace: s.o.Changes.PerNamespace,
 	}
@@ -127,10 +187,10 @@ func (s *setup) enableChanges(ctx context.Context) error {
 	cache := s.mgr.GetCache()
 	watches := []source.TypedSource[change.Key]{
 		source.TypedFunc[change.Key](ch.start),
-		source.TypedKind(cache, client.Object(&v1alpha1.ConfigRollout{}), ch.ownHandler()),
+		source.TypedKind(cache, client.Object(&v1alpha1.ConfigRollout{}), ch.ownHandler(s.fleet)),
 	}
 	for _, sk := range rsource.Watched(d.Settings.SourceKinds) {
-		watches = append(watches, source.TypedKind(cache, rsource.Object(sk), ch.configHandler(sk)))
+		watches = append(watches, source.TypedKind(cache, rsource.Object(sk), ch.configHandler(sk, d.Settings.Keys.CanaryResume)))
 	}
 	for _, w := range watches {
 		if err := c.Watch(w); err != nil {
@@ -144,6 +204,7 @@ func (s *setup) enableChanges(ctx context.Context) error {
 			return err
 		}
 	}
+	ch.enabled.Store(true)
 	return nil
 }
 
@@ -193,9 +254,9 @@ func (c *changes) watchKind(ca cache.Cache, kind workload.Kind) error {
 }
 
 // configHandler queues the config of an event: a data change is noticed
-// (its ConfigRollout is made), a new config and a deleted one looked at.
-// The initial list is no change.
-func (c *changes) configHandler(kind refs.Kind) handler.TypedEventHandler[client.Object, change.Key] {
+// (its ConfigRollout is made), a new config, a deleted one and a new
+// canary resume (resumeKey) looked at. The initial list is no change.
+func (c *changes) configHandler(kind refs.Kind, resumeKey string) handler.TypedEventHandler[client.Object, change.Key] {
 	key := func(o client.Object) change.Key {
 		return change.Key{Namespace: o.GetNamespace(), Config: refs.Ref{Kind: kind, Name: o.GetName()}}
 	}
@@ -206,8 +267,11 @@ func (c *changes) configHandler(kind refs.Kind) handler.TypedEventHandler[client
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
-			if rsource.Digest(e.ObjectOld) != rsource.Digest(e.ObjectNew) {
+			switch {
+			case rsource.Digest(e.ObjectOld) != rsource.Digest(e.ObjectNew):
 				c.keeper.Notice(key(e.ObjectNew))
+				q.Add(key(e.ObjectNew))
+			case e.ObjectOld.GetAnnotations()[resumeKey] != e.ObjectNew.GetAnnotations()[resumeKey]:
 				q.Add(key(e.ObjectNew))
 			}
 		},
@@ -216,14 +280,40 @@ func (c *changes) configHandler(kind refs.Kind) handler.TypedEventHandler[client
 }
 
 // ownHandler queues the config of a ConfigRollout in flight when it is
-// first seen: after a restart, the changes in flight go on.
-func (c *changes) ownHandler() handler.TypedEventHandler[client.Object, change.Key] {
+// first seen: after a restart, the changes in flight go on. A change whose
+// canary moved on (chosen, passed, halted, resumed) wakes the workloads
+// of its config (f.wake), whose plans read it: the event comes once the
+// cache they read holds it.
+func (c *changes) ownHandler(f *fleet) handler.TypedEventHandler[client.Object, change.Key] {
 	return handler.TypedFuncs[client.Object, change.Key]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q changeQueue) {
 			cr, ok := e.Object.(*v1alpha1.ConfigRollout)
 			if ok && !change.Done(cr.Status) {
-				q.Add(change.Key{Namespace: cr.Namespace, Config: refs.Ref{Kind: refs.Kind(cr.Spec.Config.Kind), Name: cr.Spec.Config.Name}})
+				q.Add(configOf(cr))
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], _ changeQueue) {
+			old, ok1 := e.ObjectOld.(*v1alpha1.ConfigRollout)
+			cr, ok2 := e.ObjectNew.(*v1alpha1.ConfigRollout)
+			if ok1 && ok2 && canaryMoved(old.Status.Canary, cr.Status.Canary) {
+				f.wake(ctx, cr.Namespace, configOf(cr).Config)
 			}
 		},
 	}
+}
+
+func configOf(cr *v1alpha1.ConfigRollout) change.Key {
+	return change.Key{Namespace: cr.Namespace, Config: refs.Ref{Kind: refs.Kind(cr.Spec.Config.Kind), Name: cr.Spec.Config.Name}}
+}
+
+// canaryMoved reports whether a change's canary was chosen or changed
+// phase: what the plans of the workloads that wait for it read.
+func canaryMoved(old, cur *v1alpha1.CanaryStatus) bool {
+	switch {
+	case cur == nil:
+		return false
+	case old == nil:
+		return true
+	}
+	return old.Phase != cur.Phase || old.Since != cur.Since
 }

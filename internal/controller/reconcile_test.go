@@ -54,6 +54,9 @@ type world struct {
 	recs   map[string]*Reconciler
 	fols   map[string]*follower
 	queue  *recordingQueue
+	// fleet is the change controller's view of the workloads, once it is
+	// on (canary_test.go).
+	fleet *fleet
 }
 
 // option changes a world's settings or client before it starts.

@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
@@ -65,8 +64,6 @@ type Deps struct {
 	// Pods reads the pods of a workload whose reload restarts them, around
 	// the cache: Ripple watches no pods (docs/restart-methods.md).
 	Pods client.Reader
-	// Canaries keeps the canaried changes.
-	Canaries *canary.Canaries
 	// changes is the change controller; nil when it is off.
 	changes *changes
 }
@@ -141,7 +138,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // input gathers the plan's input of obj, whose pod template is tpl, with
 // what Ripple remembers of it.
 func (r *Reconciler) input(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (plan.Input, error) {
-	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors}
+	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors, Canaries: r.changes}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	in.Memory, in.Now = r.Memory.Load(workload.RefTo(r.Kind, obj)), r.Clock.Now()
 	return in, err
@@ -162,19 +159,11 @@ func (r *Reconciler) pendingRelease(ctx context.Context, obj client.Object) stri
 // a rollout slot is free for a reload.
 func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, in plan.Input) (ctrl.Result, outcome, error) {
 	p := plan.For(in)
-	if len(p.CanaryAsks) > 0 {
-		var err error
-		if in.Canaries, err = r.Canaries.For(ctx, key, p.CanaryAsks); err != nil {
-			return ctrl.Result{}, outcome{}, err
-		}
-		p = plan.For(in)
-	}
 	if p.Reloads() || p.WouldReload {
 		if in.Workload.Release = r.pendingRelease(ctx, obj); in.Workload.Release != "" {
 			p = plan.For(in) // the change set waits for the Helm release
 		}
 	}
-	r.Canaries.Applied(ctx, key, in, p, false)
 	r.changes.touch(key.Namespace, p)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
@@ -193,9 +182,6 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 		return ctrl.Result{RequeueAfter: p.Requeue}, notUpdated, nil
 	}
 	res, err := r.write(ctx, key, obj, p)
-	if err == nil && p.Reloads() && res.Skipped == "" {
-		r.Canaries.Applied(ctx, key, in, p, true)
-	}
 	return r.report(ctx, obj, p, res, err)
 }
 

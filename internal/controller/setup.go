@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/eventrec"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/optional"
@@ -49,7 +49,8 @@ type Options struct {
 	Namespaces []string
 	// Workers is how many workloads of one kind are reconciled at once.
 	Workers int
-	// Namespace is Ripple's own, where it keeps its canary records.
+	// Namespace is Ripple's own, where an earlier Ripple kept its canary
+	// records (change.Records).
 	Namespace string
 	// Changes is the change controller's: on, it starts once the API
 	// server serves ConfigRollouts.
@@ -69,8 +70,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	d.Pods = mgr.GetAPIReader()
 	fl := &fleet{Deps: &d}
-	d.Canaries = &canary.Canaries{Fleet: fl, Client: d.Client, Reader: mgr.GetAPIReader(), Namespace: o.Namespace,
-		Settings: d.Settings, Clock: d.Clock, Metrics: m}
 	var err error
 	if d.Recorder, err = eventrec.New(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetLogger().WithName("events"), m.EventDropped); err != nil {
 		return err
@@ -78,14 +77,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.CSI {
 		d.Rotations = &rsource.Rotations{}
 	}
-	d.changes = o.Changes.new()
+	d.changes = o.Changes.new(d.Client, func() digest.Ring { return d.Priors.Digester.Ring })
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	for _, k := range watched {
 		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
 			return err
 		}
 	}
-	for _, r := range []interface{ Start(context.Context) error }{m.NewEventCounter(mgr.GetCache(), watched), metrics.LeaderGauge{Metrics: m}, s.counter, d.Canaries} {
+	for _, r := range []interface{ Start(context.Context) error }{m.NewEventCounter(mgr.GetCache(), watched), metrics.LeaderGauge{Metrics: m}, s.counter} {
 		if err := mgr.Add(r); err != nil {
 			return err
 		}

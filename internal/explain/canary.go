@@ -3,35 +3,40 @@ package explain
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
-	"github.com/ripple-dev/ripple/internal/refs"
 )
 
-// canaries reads the canaried changes asks names from the records Ripple
-// keeps in its namespace, as the controller plans with them. A change
-// without a record (no workload asked yet), or one the reader may not
-// read, is left out: the plan then says the workload waits for its
-// canaries to be chosen.
-func (e Explainer) canaries(ctx context.Context, ns string, asks []plan.CanaryAsk) map[refs.Ref]plan.Canary {
-	if e.Settings.Namespace == "" {
-		return nil
+// canaries reads the canaried changes of configs from their
+// ConfigRollouts with the user's rights in the config's namespace, as the
+// controller's cache holds them (gather.CanaryReader). A change whose
+// ConfigRollout is not there or may not be read has none: the plan then
+// says the workload waits for its canaries to be chosen. Without the
+// digest key, the config's newest change is taken as its data's.
+type canaries struct {
+	reader client.Reader
+	ring   digest.Ring
+}
+
+func (c canaries) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
+	items, err := change.List(ctx, c.reader, ns, src.Ref, false)
+	if err != nil {
+		return plan.Canary{}, false, nil // no CRD, or no right to list them: the rest still explains
 	}
-	out := map[refs.Ref]plan.Canary{}
-	for _, a := range asks {
-		var cm corev1.ConfigMap
-		key := types.NamespacedName{Namespace: e.Settings.Namespace, Name: plan.CanaryRecordName(ns, a.Config)}
-		if err := e.Reader.Get(ctx, key, &cm); err != nil {
-			continue
-		}
-		if c, err := plan.ParseCanaryRecord(cm.Data[plan.CanaryRecordKey], ns, a.Config); err == nil && c.Digest == a.Digest {
-			out[a.Config] = c
-		}
+	var revs []string
+	if len(c.ring.Current) > 0 {
+		revs = change.Revisions(c.ring, ns, src.Ref, src.Digest)
 	}
-	return out
+	cr, ok := change.Latest(items, src.UID, revs)
+	if !ok {
+		return plan.Canary{}, false, nil
+	}
+	cn, ok := change.CanaryOf(cr.Status.Canary, ns, src.Ref, src.Digest)
+	return cn, ok, nil
 }
 
 // The waits of a canaried change: for its canaries, or halted by one.

@@ -9,9 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -61,23 +61,23 @@ type ChangeWorkload struct {
 // in ns that uses it, as `ripple explain` of each says.
 func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs.Ref) (Change, error) {
 	out := Change{Namespace: ns, Kind: string(ref.Kind), Name: ref.Name, Workloads: []ChangeWorkload{}}
-	var sum string
+	src := plan.Source{Ref: ref}
 	switch ref.Kind {
 	case refs.Secret:
 		var s corev1.Secret
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
 			return out, err
 		}
-		sum = e.Digester.Secret(&s).Digest
+		src.UID, src.Digest = s.UID, e.Digester.Secret(&s).Digest
 	default:
 		var cm corev1.ConfigMap
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
 			return out, err
 		}
-		sum = e.Digester.ConfigMap(&cm).Digest
+		src.UID, src.Digest = cm.UID, e.Digester.ConfigMap(&cm).Digest
 	}
-	out.Digest = plan.ShortDigest(sum)
-	if c, ok := e.canaries(ctx, ns, []plan.CanaryAsk{{Config: ref, Digest: sum}})[ref]; ok {
+	out.Digest = plan.ShortDigest(src.Digest)
+	if c, ok, _ := (canaries{e.Reader, e.Digester.Ring}).Canary(ctx, ns, src); ok {
 		out.Canary = &c
 	}
 	if ref.Kind == refs.Secret && e.Digester.Mode == digest.HMACSHA256 {
@@ -108,20 +108,11 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 // rollout is the newest ConfigRollout of config ref in ns, read with the
 // user's rights in ns; nil when there is none or it cannot be read.
 func (e Explainer) rollout(ctx context.Context, ns string, ref refs.Ref) *ChangeRollout {
-	var l v1alpha1.ConfigRolloutList
-	if err := e.Reader.List(ctx, &l, client.InNamespace(ns)); err != nil {
+	items, err := change.List(ctx, e.Reader, ns, ref, false)
+	if err != nil || len(items) == 0 {
 		return nil // no CRD, or no right to list them: the rest still explains
 	}
-	var newest *v1alpha1.ConfigRollout
-	for i, cr := range l.Items {
-		if cr.Spec.Config.Kind == string(ref.Kind) && cr.Spec.Config.Name == ref.Name &&
-			(newest == nil || newest.CreationTimestamp.Before(&cr.CreationTimestamp)) {
-			newest = &l.Items[i]
-		}
-	}
-	if newest == nil {
-		return nil
-	}
+	newest := &items[0]
 	r := &ChangeRollout{Name: newest.Name, Phase: newest.Status.Phase, SeenAt: newest.Status.SeenAt.Time, Counts: newest.Status.Counts}
 	if at := newest.Status.PropagatedAt; at != nil {
 		r.PropagatedAt = &at.Time

@@ -7,6 +7,7 @@ package gather
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,7 +41,25 @@ type Gatherer struct {
 	// Digester digests the sources read whole (the cache's are digested
 	// already).
 	Digester digest.Digester
+	// Canaries reads the canaried changes of the workload's configs; nil
+	// reads none (each is asked for).
+	Canaries CanaryReader
 }
+
+// CanaryReader reads the canaried change of a config's data, as its
+// ConfigRollout keeps it.
+type CanaryReader interface {
+	// Canary is the canaried change of src's data in ns; false when none
+	// is kept yet. An Unkept error says why none can be kept: the change
+	// then rolls without a canary (plan.Input.CanaryUnkept).
+	Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error)
+}
+
+// Unkept is why no canary can be kept, such as "ConfigRollouts are off
+// (--config-rollouts=false)".
+type Unkept string
+
+func (u Unkept) Error() string { return string(u) }
 
 // Input reads everything the plan of obj, of kind, looks at, but for the
 // settle state and the clock, which are the caller's: the workload as the
@@ -78,7 +97,38 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 			in.Sources = append(in.Sources, src)
 		}
 	}
-	return in, nil
+	return in, g.canaries(ctx, &in)
+}
+
+// canaries reads the canaried changes of in's configs whose changes are
+// canaried: the plan is made once, with every input it needs.
+func (g Gatherer) canaries(ctx context.Context, in *plan.Input) error {
+	if g.Canaries == nil {
+		return nil
+	}
+	for _, src := range in.Sources {
+		if !src.Found || (src.Ref.Kind != refs.ConfigMap && src.Ref.Kind != refs.Secret) {
+			continue
+		}
+		if spec, _ := plan.CanaryOf(src, in.Workload.NamespaceAnnotations, g.Settings); !spec.On() {
+			continue
+		}
+		c, ok, err := g.Canaries.Canary(ctx, in.Workload.Namespace, src)
+		var unkept Unkept
+		switch {
+		case errors.As(err, &unkept):
+			in.CanaryUnkept = string(unkept)
+			return nil
+		case err != nil:
+			return err
+		case ok:
+			if in.Canaries == nil {
+				in.Canaries = map[refs.Ref]plan.Canary{}
+			}
+			in.Canaries[src.Ref] = c
+		}
+	}
+	return nil
 }
 
 // Workload is obj, of kind, with its pod template tpl, as the planner
@@ -175,7 +225,7 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 		_, _ = source.Transform(g.Digester, obj)
 	}
 	if err == nil {
-		src.Found, src.Annotations, src.Created = true, obj.GetAnnotations(), obj.GetCreationTimestamp().Time
+		src.Found, src.UID, src.Annotations, src.Created = true, obj.GetUID(), obj.GetAnnotations(), obj.GetCreationTimestamp().Time
 		src.Written = source.Written(obj)
 		src.Digest, src.Keys, src.Others = source.Digest(obj), source.Keys(obj), source.Others(obj)
 		if p, ok := g.Priors.Of(ns, ref); ok && p.UID == obj.GetUID() {

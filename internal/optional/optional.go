@@ -26,6 +26,9 @@ type API struct {
 	Flag string
 	// Enable starts using the API; it is retried until it succeeds.
 	Enable func(context.Context) error
+	// Missing, when set, is told that the API is not served, or that
+	// Enable failed (err), at each check until it is enabled.
+	Missing func(err error)
 }
 
 type discoverable struct {
@@ -33,6 +36,12 @@ type discoverable struct {
 	// enabled is set once enable succeeded; served tracks the last answer,
 	// to log changes only.
 	enabled, served bool
+}
+
+func (it *discoverable) missing(err error) {
+	if it.Missing != nil {
+		it.Missing(err)
+	}
 }
 
 // Discoverer enables each optional API once the API server serves it, and
@@ -79,6 +88,9 @@ func (d *Discoverer) check(ctx context.Context, it *discoverable) {
 		d.log.Error(err, "asking the API server for an optional API", "apiVersion", it.GVK.GroupVersion().String())
 		return
 	}
+	if !served && !it.enabled {
+		it.missing(nil)
+	}
 	switch {
 	case !served && it.served && it.enabled:
 		d.log.Info("the API is no longer served; its reloads stop until it returns", "flag", it.Flag,
@@ -89,6 +101,7 @@ func (d *Discoverer) check(ctx context.Context, it *discoverable) {
 	case served && !it.enabled:
 		if err := it.Enable(ctx); err != nil {
 			d.log.Error(err, "starting to watch an optional API; retrying", "flag", it.Flag, "kind", it.GVK.Kind)
+			it.missing(err)
 			return
 		}
 		it.enabled = true

@@ -52,13 +52,18 @@ type CanarySpec struct {
 // On reports whether changes are canaried.
 func (c CanarySpec) On() bool { return c.Count > 0 || c.Percent > 0 }
 
-// Of is how many of n workloads are canaries: at least one, at most n.
+// MaxCanaries bounds the canaries of one change: its ConfigRollout lists
+// them all.
+const MaxCanaries = 100
+
+// Of is how many of n workloads are canaries: at least one, at most n and
+// MaxCanaries.
 func (c CanarySpec) Of(n int) int {
 	k := c.Count
 	if c.Percent > 0 {
 		k = int(math.Ceil(float64(n) * float64(c.Percent) / 100))
 	}
-	return min(max(k, 1), n)
+	return min(max(k, 1), n, MaxCanaries)
 }
 
 // ParseCanary reads a canary value: a whole number of workloads ("1"; "0"
@@ -306,8 +311,8 @@ func IsCanaryFirst(annotations map[string]string, keys annotation.Keys) bool {
 
 // canary holds the workload back while a canaried change of its configs
 // waits for its canaries (it is not one of them) or halted. A change whose
-// state the input lacks is asked for (Plan.CanaryAsks) and held: the
-// controller plans again with it. --dry-run and the notify policy roll
+// state the input lacks is asked for (Plan.CanaryAsks) and held until
+// the change controller chooses its canaries. --dry-run and the notify policy roll
 // nothing, so they wait for no canary.
 func (pl *planning) canary() bool {
 	in, p := pl.in, &pl.p
@@ -325,6 +330,11 @@ func (pl *planning) canary() bool {
 		spec, problems := CanaryOf(src, in.Workload.NamespaceAnnotations, in.Settings)
 		p.Warnings = append(p.Warnings, problems...)
 		if !spec.On() {
+			continue
+		}
+		if in.CanaryUnkept != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the change of %s %q is canaried (annotation %q, or --canary), but %s: it rolls without a canary",
+				ch.Ref.Kind, ch.Ref.Name, in.Keys.Canary, in.CanaryUnkept))
 			continue
 		}
 		c, known := in.Canaries[ch.Ref]
@@ -363,10 +373,10 @@ func canaryNotice(c Canary, told string) Notice {
 }
 
 // choosingNotice tells that a change waits for its canaries to be chosen:
-// the controller plans again at once with them, so it is never emitted
-// (Told); explain shows it when it cannot read Ripple's record.
+// the change controller chooses them within about a second, on the
+// change's ConfigRollout, so it is not emitted (Told); explain shows it.
 func choosingNotice(config refs.Ref, digest string) Notice {
-	n := notice(reason.WaitingForCanary, []refs.Ref{config}, "Reload for %s %q%s waits for its canaries: Ripple chooses them when the change is first planned, and records them in its namespace",
+	n := notice(reason.WaitingForCanary, []refs.Ref{config}, "Reload for %s %q%s waits for its canaries: Ripple chooses them on the change's ConfigRollout",
 		config.Kind, config.Name, DigestOf(config, digest))
 	n.Told = true
 	return n

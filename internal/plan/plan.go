@@ -20,6 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/decide"
@@ -139,7 +140,9 @@ type Workload struct {
 type Source struct {
 	Ref refs.Ref
 	// Found is false when the source does not exist (any more).
-	Found       bool
+	Found bool
+	// UID is the source object's.
+	UID         types.UID
 	Annotations map[string]string
 	// Digest is the Reloader digest of its data.
 	Digest string
@@ -195,11 +198,16 @@ type Input struct {
 	// settle schedule (Pending), storm-breaker state (Storm) and the pod
 	// template it last saw (Template).
 	Memory
-	// Canaries are the canaried changes of the workload's configs, as the
-	// controller keeps them (canary.go); a change missing here is asked
-	// for (Plan.CanaryAsks).
+	// Canaries are the canaried changes of the workload's configs, as
+	// their ConfigRollouts keep them (canary.go); a change missing here is
+	// asked for (Plan.CanaryAsks) and waits until the change controller
+	// chooses its canaries.
 	Canaries map[refs.Ref]Canary
-	Now      time.Time
+	// CanaryUnkept, when set, says why no canary can be kept (the change
+	// controller is off, or its API is not served): a canaried change then
+	// rolls without one, with a Warning that says so.
+	CanaryUnkept string
+	Now          time.Time
 }
 
 // State says what a source means for the workload:

@@ -1,0 +1,234 @@
+package change
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// A canaried change (plan.Canary) lives in its ConfigRollout's
+// status.canary: the Keeper chooses its canaries when a consumer's plan
+// first asks for them, marks each canary applied when it sees it run the
+// change, reads their rollouts, continues a halted change an operator
+// resumed, and tells the config's Events. Every workload's reconcile reads
+// it from its cache (List and CanaryOf) and plans once with it: no lock,
+// no API call and no callback in a reconcile.
+
+// List is the ConfigRollouts of config ref in ns through r, newest first.
+// With indexed, r is the cache with ConfigIndex; else a config whose name
+// is a label value is listed by its label, another's by its namespace.
+func List(ctx context.Context, r client.Reader, ns string, ref refs.Ref, indexed bool) ([]v1alpha1.ConfigRollout, error) {
+	var l v1alpha1.ConfigRolloutList
+	opts := []client.ListOption{client.InNamespace(ns)}
+	switch {
+	case indexed:
+		opts = append(opts, client.MatchingFields{ConfigIndex: string(ref.Kind) + "/" + ref.Name})
+	case labelValue(ref.Name):
+		opts = append(opts, client.MatchingLabels{v1alpha1.LabelConfigKind: kindLabel(ref.Kind), v1alpha1.LabelConfigName: ref.Name})
+	}
+	if err := r.List(ctx, &l, opts...); err != nil {
+		return nil, fmt.Errorf("listing the ConfigRollouts of %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
+	}
+	items := slices.DeleteFunc(l.Items, func(cr v1alpha1.ConfigRollout) bool {
+		return cr.Spec.Config.Kind != string(ref.Kind) || cr.Spec.Config.Name != ref.Name
+	})
+	newestFirst(items)
+	return items, nil
+}
+
+// Latest is the newest of items (newest first) that is a change of the
+// config uid to data named by one of revs; with no revs (a reader without
+// the digest key), the newest change of the config.
+func Latest(items []v1alpha1.ConfigRollout, uid types.UID, revs []string) (*v1alpha1.ConfigRollout, bool) {
+	for i := range items {
+		cr := &items[i]
+		if cr.Spec.Config.UID == uid && (len(revs) == 0 || slices.Contains(revs, cr.Spec.Revision)) {
+			return cr, true
+		}
+		if cr.Spec.Config.UID == uid {
+			return nil, false // the newest change of the config is of other data
+		}
+	}
+	return nil, false
+}
+
+// CanaryOf is the canaried change st records, of config ref in ns at data
+// digest; false when st records none (or only a summary, as a Ripple
+// before canaries lived here wrote). The canaries are in ns by
+// construction: a status cannot name another namespace's workload.
+func CanaryOf(st *v1alpha1.CanaryStatus, ns string, ref refs.Ref, digest string) (plan.Canary, bool) {
+	if st == nil || st.Since.IsZero() {
+		return plan.Canary{}, false
+	}
+	c := plan.Canary{Namespace: ns, Config: ref, Digest: digest, Bake: st.Bake.Duration, Phase: plan.CanaryPhase(st.Phase),
+		Since: st.Since.Time, Why: st.Why, Resumed: st.Resumed}
+	switch c.Phase {
+	case plan.CanaryRolling, plan.CanaryBaking, plan.CanaryPassed, plan.CanaryHalted:
+	default:
+		return plan.Canary{}, false
+	}
+	for _, w := range st.Workloads {
+		m := plan.CanaryMember{Ref: workload.Ref{Kind: w.Kind, Namespace: ns, Name: w.Name}}
+		if w.AppliedAt != nil {
+			m.Applied = w.AppliedAt.Time
+		}
+		c.Members = append(c.Members, m)
+	}
+	return c, true
+}
+
+// canaryStatus is c as a ConfigRollout records it, its times to the
+// second (as the API server keeps them), so that a status read back
+// equals the one written.
+func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
+	if c == nil {
+		return nil
+	}
+	out := &v1alpha1.CanaryStatus{Phase: string(c.Phase), Since: seconds(c.Since), Bake: metav1.Duration{Duration: c.Bake}, Why: c.Why, Resumed: c.Resumed}
+	for _, m := range c.Members {
+		w := v1alpha1.CanaryWorkload{Kind: m.Ref.Kind, Name: m.Ref.Name}
+		if !m.Applied.IsZero() {
+			t := seconds(m.Applied)
+			w.AppliedAt = &t
+		}
+		out.Workloads = append(out.Workloads, w)
+	}
+	return out
+}
+
+func seconds(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
+
+// canaryStep is what one look did to a change's canary: the canary now
+// (nil: the change is not canaried), the notice to tell on the config once
+// it is written (a pass or a halt), and how soon to look again for it
+// (0: no time of its own).
+type canaryStep struct {
+	canary  *plan.Canary
+	outcome *plan.Notice
+	carried bool
+	wake    time.Duration
+}
+
+// step moves the canary of key's change (as its status recorded it, at
+// data digest) on from its consumers at now. A change none of whose
+// consumers asks for a canary is not canaried. The first ask chooses the
+// canaries among the consumers it would roll (or takes those a record of
+// an earlier Ripple kept, carry). resume is the config's resume
+// annotation; timeout is --rollout-timeout.
+func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resume string, timeout time.Duration, now time.Time,
+	carry func() (plan.Canary, bool)) canaryStep {
+	c, ok := CanaryOf(st, key.Namespace, key.Config, digest)
+	var out canaryStep
+	if !ok {
+		i := slices.IndexFunc(cs, func(c Consumer) bool { return c.Ask != nil })
+		if i < 0 {
+			return out
+		}
+		if c, out.carried = carry(); !out.carried {
+			c = plan.StartCanary(key.Namespace, *cs[i].Ask, candidates(cs), now)
+		}
+	}
+	before := c.Phase
+	switch c.Phase {
+	case plan.CanaryRolling:
+		c = applied(c, cs, now)
+		c, _ = c.Check(health(c, cs), timeout, now)
+	case plan.CanaryBaking:
+		c, _ = c.Check(health(c, cs), timeout, now)
+	case plan.CanaryHalted:
+		if c.Resumes(resume) {
+			c, _ = c.Resume(now)
+		}
+	}
+	out.canary = &c
+	if c.Phase != before {
+		if n, told := plan.CanaryOutcome(c, held(cs)); told {
+			out.outcome = &n
+		}
+	}
+	out.wake = wake(c, timeout, now)
+	return out
+}
+
+// candidates are the consumers a change would roll now, as the canaries
+// are chosen among (plan.StartCanary).
+func candidates(cs []Consumer) []plan.CanaryCandidate {
+	var out []plan.CanaryCandidate
+	for _, c := range cs {
+		if c.Candidate {
+			out = append(out, plan.CanaryCandidate{Ref: c.Ref, First: c.First})
+		}
+	}
+	return out
+}
+
+// applied marks the canaries that run the change's data (their plan finds
+// the config unchanged) applied at now.
+func applied(c plan.Canary, cs []Consumer, now time.Time) plan.Canary {
+	for _, cons := range cs {
+		if cons.Found && cons.Source.State == plan.Unchanged {
+			c, _ = c.Applied(cons.Ref, now)
+		}
+	}
+	return c
+}
+
+// health is the rollouts of c's canaries that applied its change. A
+// canary gone meanwhile has stalled: the change does not pass on a
+// workload that is not there.
+func health(c plan.Canary, cs []Consumer) map[workload.Ref]rollout.Status {
+	out := map[workload.Ref]rollout.Status{}
+	for _, m := range c.Members {
+		i := slices.IndexFunc(cs, func(cons Consumer) bool { return cons.Ref == m.Ref })
+		switch {
+		case i < 0 || !cs[i].Found:
+			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: "the workload was deleted or reads the config no more"}
+		case !m.Applied.IsZero():
+			out[m.Ref] = cs[i].Rollout
+		}
+	}
+	return out
+}
+
+// held is how many consumers wait for the change's canary.
+func held(cs []Consumer) int {
+	n := 0
+	for _, c := range cs {
+		if c.Verdict == reason.WaitingForCanary || c.Verdict == reason.RolloutHalted {
+			n++
+		}
+	}
+	return n
+}
+
+// wake is how soon c must be looked at without an event: when its bake
+// ends, or when a canary's rollout passes the timeout.
+func wake(c plan.Canary, timeout time.Duration, now time.Time) time.Duration {
+	switch c.Phase {
+	case plan.CanaryBaking:
+		return max(c.BakeUntil().Sub(now), time.Millisecond)
+	case plan.CanaryRolling:
+		var at time.Time
+		for _, m := range c.Members {
+			if !m.Applied.IsZero() && timeout > 0 && (at.IsZero() || m.Applied.Add(timeout).Before(at)) {
+				at = m.Applied.Add(timeout)
+			}
+		}
+		if !at.IsZero() {
+			return max(at.Sub(now)+time.Second, time.Millisecond) // the timeout is passed, not met
+		}
+	}
+	return 0
+}

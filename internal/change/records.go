@@ -1,0 +1,65 @@
+package change
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+)
+
+// Records are the canary records a Ripple before canaries lived on
+// ConfigRollouts kept: ConfigMaps ripple-canary-<hash> in its namespace.
+// A canaried change in flight across the upgrade (a bake, a halt) is
+// carried over from its record once, when its ConfigRollout first needs a
+// canary, and the record is then deleted: it is neither lost nor rolled
+// early, and nothing is left behind.
+type Records struct {
+	// Reader reads the records from the API server (the cache drops
+	// configs' data); Client deletes them.
+	Reader    client.Reader
+	Client    client.Client
+	Namespace string
+}
+
+// Carry is the canaried change of key's config at data digest that its
+// record holds; false when there is none, it cannot be read, it is of
+// other data (deleted then), or it is not the record of this config (a
+// record is verified before it is acted on).
+func (r *Records) Carry(ctx context.Context, key Key, digest string) (plan.Canary, bool) {
+	if r == nil || r.Namespace == "" {
+		return plan.Canary{}, false
+	}
+	var cm corev1.ConfigMap
+	if err := r.Reader.Get(ctx, r.name(key), &cm); err != nil {
+		return plan.Canary{}, false
+	}
+	c, err := plan.ParseCanaryRecord(cm.Data[plan.CanaryRecordKey], key.Namespace, key.Config)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("ignoring a canary record", "record", klog.KObj(&cm), "error", err.Error())
+		return plan.Canary{}, false
+	}
+	if c.Digest != digest {
+		r.Drop(ctx, key) // of a change the config has moved past
+		return plan.Canary{}, false
+	}
+	return c, true
+}
+
+// Drop deletes key's record; a failure is logged, and the record stays
+// until the config's next canaried change.
+func (r *Records) Drop(ctx context.Context, key Key) {
+	cm := &corev1.ConfigMap{}
+	cm.Namespace, cm.Name = r.Namespace, r.name(key).Name
+	if err := client.IgnoreNotFound(r.Client.Delete(ctx, cm)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "deleting a canary record carried over to its ConfigRollout", "record", klog.KObj(cm))
+	}
+}
+
+func (r *Records) name(key Key) types.NamespacedName {
+	return types.NamespacedName{Namespace: r.Namespace, Name: plan.CanaryRecordName(key.Namespace, key.Config)}
+}
