@@ -1,0 +1,109 @@
+package change
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/rollout"
+)
+
+var noRecord = func() (plan.Canary, bool) { return plan.Canary{}, false }
+
+// asking is a managed consumer whose plan asks for the change's canary.
+func asking(name string, first bool) Consumer {
+	c := managed(name, plan.Changed, rollout.Complete)
+	c.Ask = &plan.CanaryAsk{Config: config, Digest: "d1", Spec: plan.CanarySpec{Count: 1, Bake: 10 * time.Second}}
+	c.Candidate, c.First, c.Verdict = true, first, reason.WaitingForCanary
+	return c
+}
+
+func TestCanaryStepChoosesOnTheFirstAsk(t *testing.T) {
+	key := Key{Namespace: "shop", Config: config}
+	if got := step(nil, key, "d1", []Consumer{managed("a", plan.Changed, rollout.Complete)}, "", 0, t0, noRecord); got.canary != nil {
+		t.Fatalf("a change nobody asks to canary got canary %+v", got.canary)
+	}
+	got := step(nil, key, "d1", []Consumer{asking("a", false), asking("b", true)}, "", 0, t0, noRecord)
+	if got.canary == nil || len(got.canary.Members) != 1 || got.canary.Members[0].Ref.Name != "b" || got.canary.Phase != plan.CanaryRolling {
+		t.Fatalf("canary %+v, want b (canary-first), rolling", got.canary)
+	}
+	if got.outcome != nil {
+		t.Errorf("choosing told %+v", got.outcome)
+	}
+	carried := plan.Canary{Namespace: "shop", Config: config, Digest: "d1", Phase: plan.CanaryHalted, Since: t0, Why: "from the record"}
+	got = step(nil, key, "d1", []Consumer{asking("a", false)}, "", 0, t0, func() (plan.Canary, bool) { return carried, true })
+	if !got.carried || got.canary.Phase != plan.CanaryHalted || got.canary.Why != "from the record" || got.outcome != nil {
+		t.Errorf("carried over: %+v (carried %v, outcome %+v), want the record's halt, not told again", got.canary, got.carried, got.outcome)
+	}
+}
+
+// A canary's journey through the status it is written to, read back as
+// the API server keeps it (times to the second): applied, complete, bake,
+// passed at the bake's end, told once.
+func TestCanaryStepBakesAndPasses(t *testing.T) {
+	key := Key{Namespace: "shop", Config: config}
+	cs := []Consumer{asking("a", false), asking("b", false)}
+	st := canaryStatus(step(nil, key, "d1", cs, "", time.Minute, t0, noRecord).canary)
+
+	cs[0] = managed("a", plan.Unchanged, rollout.Progressing)
+	now := t0.Add(1500 * time.Millisecond)
+	got := step(st, key, "d1", cs, "", time.Minute, now, noRecord)
+	if got.canary.Phase != plan.CanaryRolling || got.canary.Members[0].Applied != now {
+		t.Fatalf("a applied, in progress: %+v", got.canary)
+	}
+	if got.wake != time.Minute+time.Second {
+		t.Errorf("wake %s, want the timeout of a's rollout and a second", got.wake)
+	}
+	st = canaryStatus(got.canary)
+	if back, _ := CanaryOf(st, "shop", config, "d1"); !equality.Semantic.DeepEqual(canaryStatus(&back), st) {
+		t.Errorf("a status read back differs: %+v, want %+v", canaryStatus(&back), st)
+	}
+
+	cs[0] = managed("a", plan.Unchanged, rollout.Complete)
+	now = t0.Add(3 * time.Second)
+	got = step(st, key, "d1", cs, "", time.Minute, now, noRecord)
+	if got.canary.Phase != plan.CanaryBaking || got.wake != 10*time.Second || got.outcome != nil {
+		t.Fatalf("a complete: %+v, wake %s, outcome %+v; want baking for 10s, nothing told", got.canary, got.wake, got.outcome)
+	}
+	st = canaryStatus(got.canary)
+	got = step(st, key, "d1", cs, "", time.Minute, now.Add(9*time.Second), noRecord)
+	if got.canary.Phase != plan.CanaryBaking {
+		t.Fatalf("in the bake: %s", got.canary.Phase)
+	}
+	got = step(st, key, "d1", cs, "", time.Minute, now.Add(10*time.Second), noRecord)
+	if got.canary.Phase != plan.CanaryPassed || got.outcome == nil || got.outcome.Reason != reason.CanaryPassed {
+		t.Fatalf("the bake's end: %+v, outcome %+v; want passed, told", got.canary, got.outcome)
+	}
+	got = step(canaryStatus(got.canary), key, "d1", cs, "", time.Minute, now.Add(11*time.Second), noRecord)
+	if got.outcome != nil {
+		t.Errorf("passed told again: %+v", got.outcome)
+	}
+}
+
+// A canary deleted, or that reads the config no more, halts the change
+// (it does not pass on a workload that is not there); the resume of its
+// data continues it, and one of other data does not.
+func TestCanaryStepHaltsOnAGoneCanaryAndResumes(t *testing.T) {
+	key := Key{Namespace: "shop", Config: config}
+	cs := []Consumer{asking("a", false), asking("b", false)}
+	st := canaryStatus(step(nil, key, "d1", cs, "", 0, t0, noRecord).canary)
+	got := step(st, key, "d1", cs[1:], "", 0, t0.Add(time.Second), noRecord)
+	if got.canary.Phase != plan.CanaryHalted || !strings.Contains(got.canary.Why, "deleted") {
+		t.Fatalf("a gone: %+v, want halted", got.canary)
+	}
+	if got.outcome == nil || got.outcome.Reason != reason.RolloutHalted || !strings.Contains(got.outcome.Message, "1 other workloads hold it") {
+		t.Fatalf("the halt told %+v", got.outcome)
+	}
+	st = canaryStatus(got.canary)
+	if got = step(st, key, "d1", cs[1:], "other", 0, t0.Add(2*time.Second), noRecord); got.canary.Phase != plan.CanaryHalted {
+		t.Errorf("a resume of other data continued the change: %s", got.canary.Phase)
+	}
+	got = step(st, key, "d1", cs[1:], plan.ShortDigest("d1"), 0, t0.Add(2*time.Second), noRecord)
+	if got.canary.Phase != plan.CanaryPassed || !got.canary.Resumed || got.outcome == nil {
+		t.Errorf("resumed: %+v, outcome %+v; want passed, resumed, told", got.canary, got.outcome)
+	}
+}
