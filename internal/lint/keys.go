@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,10 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.RestartMethod] = home{valid: restartMethod, namespace: true}
 	h[k.MaxUnavailable] = home{valid: podCount, namespace: true}
 	h[k.ReloadOnKeys] = home{valid: reloadOnKeys}
+	h[k.Canary] = home{config: true, valid: canary, namespace: true}
+	h[k.CanaryBake] = home{config: true, valid: canaryBake, namespace: true}
+	h[k.CanaryFirst] = home{metadataOnly: true, valid: onlyTrue}
+	h[k.CanaryResume] = home{config: true, valid: canaryResume}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}
@@ -209,6 +214,43 @@ func restartMethod(v string) string {
 	}
 	return ""
 }
+
+// canary checks how many workloads a change of a config rolls first
+// (plan.ParseCanary); an invalid one is a Warning event, and the next
+// default applies.
+func canary(v string) string {
+	if _, err := plan.ParseCanary(v); err != nil {
+		return "is not a number of workloads (such as 1) or a percentage from 1% to 100%, so the next default applies (the Namespace's value, else --canary)"
+	}
+	return ""
+}
+
+// canaryBake checks a bake time (plan.ParseCanaryBake).
+func canaryBake(v string) string {
+	if _, err := plan.ParseCanaryBake(v); err != nil {
+		return "is not a duration from 0s to 24h, so the next default applies (the Namespace's value, else --canary-bake)"
+	}
+	return ""
+}
+
+// canaryResume checks a resume: the digest of the halted data, short (as
+// `ripple resume` writes it) or whole (plan.Canary.Resumes); anything else
+// continues nothing.
+func canaryResume(v string) string {
+	d := strings.TrimSpace(v)
+	if strings.Trim(d, "0123456789abcdef") != "" || !slices.Contains([]int{shortDigest, sha1Hex, sha256Hex}, len(d)) {
+		return "is not a digest of the config's data (as ripple resume writes it), so it continues no halted change"
+	}
+	return ""
+}
+
+// The lengths of the digests a canary-resume may name: the short one
+// explain and Events show, and the whole sha1 and hmac-sha256 ones.
+const (
+	shortDigest = 12
+	sha1Hex     = 40
+	sha256Hex   = 64
+)
 
 // podCount checks a max-unavailable value (plan.ParseMaxUnavailable).
 func podCount(v string) string {

@@ -173,6 +173,35 @@ metadata:
   annotations: {example.com/reloader: anything, internal.ripple.dev/sha1: abc}
 spec:
   ports: [{port: 80}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shared
+  annotations: {ripple.dev/canary: "1", ripple.dev/canary-bake: 10m, ripple.dev/canary-resume: 0123456789ab}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: shared-creds
+  annotations: {ripple.dev/canary: 10%, ripple.dev/canary-resume: 0123456789abcdef0123456789abcdef01234567}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  annotations: {ripple.dev/canary: " 25% ", ripple.dev/canary-bake: 0s}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+  annotations: {reloader.stakater.com/auto: "true", ripple.dev/canary-first: "true"}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: agent, envFrom: [{configMapRef: {name: shared}}]}]}
 `
 
 func TestCheck(t *testing.T) {
@@ -384,6 +413,33 @@ spec:
 			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/reload-policy: sometimes}`, `{ripple.dev/reload-policy: Manual}`),
 			want: []Finding{
 				{Error, "Deployment shop/web", "ripple.dev/reload-policy", `annotation "ripple.dev/reload-policy": "sometimes" is not a reload policy (auto, manual or notify), so every reload waits for an approval`},
+			},
+		},
+		{
+			name: "canary annotations: invalid values, and keys on the wrong kind of object",
+			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/canary: "1", ripple.dev/canary-first: "yes"}`, `{ripple.dev/canary-first: "true"}`) + `---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shared
+  annotations: {ripple.dev/canary: ten, ripple.dev/canary-bake: 48h, ripple.dev/canary-resume: latest, ripple.dev/canary-first: "true"}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  annotations: {ripple.dev/canary: 0%, ripple.dev/canary-resume: 0123456789ab}
+`,
+			want: []Finding{
+				{Warning, "ConfigMap shop/shared", "ripple.dev/canary", `annotation "ripple.dev/canary": "ten" is not a number of workloads (such as 1) or a percentage from 1% to 100%, so the next default applies (the Namespace's value, else --canary)`},
+				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-bake", `annotation "ripple.dev/canary-bake": "48h" is not a duration from 0s to 24h, so the next default applies (the Namespace's value, else --canary-bake)`},
+				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-first", `annotation "ripple.dev/canary-first" goes on the workload that uses the config, not on a ConfigMap`},
+				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-resume", `annotation "ripple.dev/canary-resume": "latest" is not a digest of the config's data (as ripple resume writes it), so it continues no halted change`},
+				{Warning, "Deployment shop/web", "ripple.dev/canary", `annotation "ripple.dev/canary" goes on a ConfigMap or Secret, not on a Deployment`},
+				{Warning, "Deployment shop/web", "ripple.dev/canary-first", `annotation "ripple.dev/canary-first" is read from the workload's metadata, not from its pod template`},
+				{Warning, "Deployment shop/web", "ripple.dev/canary-first", `annotation "ripple.dev/canary-first": "yes" is not "true", so it means false`},
+				{Warning, "Namespace shop", "ripple.dev/canary", `annotation "ripple.dev/canary": "0%" is not a number of workloads (such as 1) or a percentage from 1% to 100%, so the next default applies (the Namespace's value, else --canary)`},
+				{Warning, "Namespace shop", "ripple.dev/canary-resume", `annotation "ripple.dev/canary-resume" goes on a ConfigMap or Secret, not on a Namespace`},
 			},
 		},
 		{
