@@ -116,7 +116,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 			Cache: mgr.GetCache(), Finder: finder, Kinds: withRestarts(Kinds(cfg, mgr.GetAPIReader())), Settings: settings, Queue: q,
 		})
 	}
-	alert, err := alerts(mgr, cfg.Alert, m)
+	alert, err := alerts(mgr, cfg.Alert, m, clk)
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 }
 
 // alerts returns the function that sends an alert per rollout from a
-// queue, or nil without ALERT_WEBHOOK_URL.
-func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.Alert), error) {
+// queue, or nil when alerts are off (config has warned why).
+func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics, clk clock.PassiveClock) (func(notify.Alert), error) {
 	if a.URL == "" {
 		return nil, nil
 	}
@@ -155,6 +155,9 @@ func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics) (func(notify.A
 	}
 	if err := mgr.Add(q); err != nil {
 		return nil, err
+	}
+	if a.Structured && a.Sink == notify.Raw {
+		return func(al notify.Alert) { q.Send(notify.StructuredMessage(al, a.AdditionalInfo, clk.Now())) }, nil
 	}
 	return func(al notify.Alert) { q.Send(notify.AlertMessage(a.Sink, al, a.AdditionalInfo)) }, nil
 }
@@ -312,9 +315,10 @@ func managerOptions(cfg config.Config, scheme *runtime.Scheme, health *healthChe
 		LeaseDuration:           &cfg.LeaseDuration,
 		RenewDeadline:           &cfg.RenewDeadline,
 		RetryPeriod:             &cfg.RetryPeriod,
-		// On SIGTERM the Lease is released at once, so a standby takes
+		// On SIGTERM the Lease is released at once (unless
+		// --leader-election-release-on-cancel=false), so a standby takes
 		// over without waiting for it to expire.
-		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionReleaseOnCancel: cfg.ReleaseOnCancel,
 		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout,
 	}
 }

@@ -67,6 +67,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.ReloadOptions.BindFlags(fs)
 	o.KeyOptions.BindFlags(fs)
 	o.OperationsOptions.BindFlags(fs)
+	o.AlertOptions.BindFlags(fs)
 	o.ElectionOptions.BindFlags(fs)
 }
 
@@ -119,7 +120,9 @@ func (o *Options) Config() (Config, error) {
 	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))
 	}
-	cfg.Alert = o.AlertOptions.validate(&errs)
+	var alertWarnings []string
+	cfg.Alert, alertWarnings = o.AlertOptions.validate(&errs)
+	cfg.Warnings = append(cfg.Warnings, alertWarnings...)
 	for _, w := range []string{looseBool("reload-on-create", o.reloadOnCreateRaw), looseBool("reload-on-delete", o.reloadOnDeleteRaw),
 		looseBool("is-Argo-Rollouts", o.argoRolloutsRaw)} {
 		if w != "" {

@@ -18,6 +18,8 @@ type ElectionOptions struct {
 	LeaseDuration           time.Duration
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
+	// ReleaseOnCancel is Reloader 2's --leader-election-release-on-cancel.
+	ReleaseOnCancel bool
 	// PodNamespace is $POD_NAMESPACE. ($POD_NAME, which Reloader needs
 	// with --enable-ha, is not read: a Lease holder's identity is its
 	// host name and a unique suffix.)
@@ -33,12 +35,16 @@ type Election struct {
 	LeaseDuration           time.Duration
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
+	// ReleaseOnCancel releases the Lease on shutdown, so that a standby
+	// takes over at once rather than when it expires.
+	ReleaseOnCancel bool
 }
 
 func defaultElectionOptions() ElectionOptions {
 	return ElectionOptions{
 		LeaderElectionID: "stakater-reloader-lock",
 		LeaseDuration:    15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ReleaseOnCancel: true,
 	}
 }
 
@@ -55,6 +61,7 @@ func (o *ElectionOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	fs.BoolVar(&o.ReleaseOnCancel, "leader-election-release-on-cancel", o.ReleaseOnCancel, "On SIGTERM, release the Lease at once, so that a standby takes over in moments (Reloader 2's flag). false keeps it until it expires (--leader-election-lease-duration), so that no standby acts while this replica finishes its in-flight reloads (--graceful-shutdown-timeout).")
 }
 
 // validate resolves the election; a shard's Lease is its own, named
@@ -67,7 +74,7 @@ func (o *ElectionOptions) validate(errs *problems, shard Shard) Election {
 	}
 	e := Election{
 		LeaderElection: o.EnableHA || o.LeaderElect, LeaderElectionID: id, LeaderElectionNamespace: o.LeaderElectionNamespace,
-		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, ReleaseOnCancel: o.ReleaseOnCancel,
 	}
 	if e.LeaderElectionNamespace == "" {
 		e.LeaderElectionNamespace = o.PodNamespace

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,14 +15,16 @@ type OperationsOptions struct {
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
 	MaxConcurrentReconciles int
-	MetricsAddr             string
-	HealthAddr              string
-	EnablePprof             bool
-	PprofAddr               string
-	LogFormat               string
-	LogLevel                string
-	GracefulShutdownTimeout time.Duration
-	CacheSyncTimeout        time.Duration
+	// metricsAddr and healthAddr are --metrics-bind-address and
+	// --health-probe-bind-address; metricsAddrV2 and healthAddrV2 the same
+	// under Reloader 2's names, --metrics-addr and --health-addr.
+	metricsAddr, metricsAddrV2, healthAddr, healthAddrV2 given[string]
+	EnablePprof                                          bool
+	PprofAddr                                            string
+	LogFormat                                            string
+	LogLevel                                             string
+	GracefulShutdownTimeout                              time.Duration
+	CacheSyncTimeout                                     time.Duration
 	// MetricsByNamespace is $METRICS_COUNT_BY_NAMESPACE == "enabled".
 	MetricsByNamespace bool
 	// MetaInfoNamespace and MetaInfoDeployment are $RELOADER_NAMESPACE and
@@ -84,7 +87,7 @@ const maxConcurrentReconciles = 1000
 
 func defaultOperationsOptions() OperationsOptions {
 	return OperationsOptions{
-		KubeAPIQPS: 20, KubeAPIBurst: 30, MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, MetricsAddr: ":9090", PprofAddr: DefaultPprofAddr, LogLevel: "info",
+		KubeAPIQPS: 20, KubeAPIBurst: 30, MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, metricsAddr: given[string]{v: ":9090"}, PprofAddr: DefaultPprofAddr, LogLevel: "info",
 		GracefulShutdownTimeout: 30 * time.Second, CacheSyncTimeout: 2 * time.Minute,
 	}
 }
@@ -102,8 +105,10 @@ func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the Kubernetes API, for the whole process: discovery, lists and uncached reads (client-go never limits watches). Reload writes and Events are not held by it: reload writes are bounded by --max-concurrent-reconciles and the API server's priority and fairness, so a change used by hundreds of workloads is not throttled, and Events have a budget of their own (100/s, burst 10).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the --kube-api-qps limit.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many workloads of one kind are reconciled at once: the reload writes in flight when one config is used by many workloads. The API server's priority and fairness still bounds them; --max-concurrent-rollouts bounds the rollouts they start.")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of /metrics, /live, /healthz and /readyz; "0" turns them all off unless --health-probe-bind-address serves /healthz and /readyz elsewhere (the chart's probes use them).`)
-	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
+	bindTrackedString(fs, &o.metricsAddr, "metrics-bind-address", `Address of /metrics, /live, /healthz and /readyz; "0" turns them all off unless --health-probe-bind-address serves /healthz and /readyz elsewhere (the chart's probes use them).`)
+	bindTrackedString(fs, &o.metricsAddrV2, "metrics-addr", "The same as --metrics-bind-address (Reloader 2's name).")
+	bindTrackedString(fs, &o.healthAddr, "health-probe-bind-address", `Serve /healthz and /readyz on this address instead of with /metrics, /live, /healthz and /readyz on --metrics-bind-address ("0" disables them).`)
+	bindTrackedString(fs, &o.healthAddrV2, "health-addr", "The same as --health-probe-bind-address (Reloader 2's name). Unlike Reloader 2, whose default is :8080, the probes are served with the metrics on --metrics-bind-address unless it is given.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "On SIGTERM, how long in-flight reloads may take before Ripple exits; the Lease is released at once.")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "How long Ripple waits at start for its caches to sync; then it exits with an error naming the resources it could not list and watch (usually missing RBAC).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "json", or "" / "text" for human-readable lines.`)
@@ -111,8 +116,11 @@ func (o *OperationsOptions) BindFlags(fs *pflag.FlagSet) {
 }
 
 func (o *OperationsOptions) validate(errs *problems) Operations {
+	quote := func(s string) string { return strconv.Quote(s) }
 	op := Operations{
-		KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst, MaxConcurrentReconciles: o.MaxConcurrentReconciles, MetricsAddr: o.MetricsAddr, HealthAddr: o.HealthAddr,
+		KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		MetricsAddr:        pick(errs, o.metricsAddr, o.metricsAddrV2, "--metrics-bind-address", "--metrics-addr", quote),
+		HealthAddr:         pick(errs, o.healthAddr, o.healthAddrV2, "--health-probe-bind-address", "--health-addr", quote),
 		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout, CacheSyncTimeout: o.CacheSyncTimeout,
 	}
 	if o.CacheSyncTimeout <= 0 {
@@ -122,7 +130,7 @@ func (o *OperationsOptions) validate(errs *problems) Operations {
 		errs.bad("graceful-shutdown-timeout", "%s is negative", o.GracefulShutdownTimeout)
 	}
 	if o.EnablePprof {
-		if o.PprofAddr == "" || samePort(o.PprofAddr, o.MetricsAddr) || (o.HealthAddr != "" && samePort(o.PprofAddr, o.HealthAddr)) {
+		if o.PprofAddr == "" || samePort(o.PprofAddr, op.MetricsAddr) || (op.HealthAddr != "" && samePort(o.PprofAddr, op.HealthAddr)) {
 			errs.bad("pprof-addr", "%q must be an address of its own, not the metrics or health address", o.PprofAddr)
 		}
 		op.PprofAddr = o.PprofAddr

@@ -26,11 +26,13 @@ func EnvVars() []EnvVar {
 		{"RELOADER_DEPLOYMENT_NAME", "The Deployment name shown in reloader-meta-info."},
 		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
 		{"RIPPLE_WEBHOOK_URL", "The --webhook-url, when the flag is not given: set it from a Secret (the Helm chart does), so that a token in the URL is not in the Deployment's arguments. Never logged."},
-		{"ALERT_ON_RELOAD", "true: send an alert after each rollout, naming every config it carries; also when the storm breaker holds a workload and when a rollout Ripple started stalls (docs/safety.md)."},
-		{"ALERT_SINK", "slack, teams or gchat (Reloader's payloads); anything else sends raw text."},
-		{"ALERT_WEBHOOK_URL", "Where alerts go; needed with ALERT_ON_RELOAD=true. Never logged."},
-		{"ALERT_WEBHOOK_PROXY", "HTTP proxy for alerts."},
-		{"ALERT_ADDITIONAL_INFO", "Text put before each alert as \"<info> : \"."},
+		{"ALERT_ON_RELOAD", "true (the exact word, as in Reloader): send an alert after each rollout, naming every config it carries; also when the storm breaker holds a workload, when a rollout Ripple started stalls and when a canary halts a change (docs/alerts.md). Or --alert-on-reload. Without a valid ALERT_WEBHOOK_URL Ripple starts, logs once that alerts are off and why, and sends none, as Reloader does."},
+		{"ALERT_SINK", "slack, teams or gchat (Reloader's payloads); anything else sends raw text. Or --alert-sink."},
+		{"ALERT_WEBHOOK_URL", "Where alerts go; needed with ALERT_ON_RELOAD=true. Or --alert-webhook-url. Never logged."},
+		{"ALERT_WEBHOOK_PROXY", "HTTP proxy for alerts. Or $ALERT_PROXY (Reloader 2's name), or --alert-proxy."},
+		{"ALERT_PROXY", "The same as ALERT_WEBHOOK_PROXY (Reloader 2 reads both)."},
+		{"ALERT_ADDITIONAL_INFO", "Text put before each alert as \"<info> : \". Or --alert-additional-info."},
+		{"ALERT_STRUCTURED", "true: the raw sink sends JSON instead of text (Reloader 2's --alert-structured, which it also reads from this variable)."},
 		{"KUBECONFIG", "Kubeconfig file when --kubeconfig is not set; else the in-cluster config, then $HOME/.kube/config."},
 	}
 }
@@ -73,7 +75,7 @@ func annotationDocs(k annotation.Keys) [][3]string {
 		{k.CanaryBake, "ConfigMap or Secret, or Namespace", "How long the canaries must stay healthy after their rollout (0s to 24h, default --canary-bake, 30s)."},
 		{k.CanaryFirst, "workload", `"true": the workload is chosen as a canary before the others (which go by name, then kind).`},
 		{k.CanaryResume, "ConfigMap or Secret, written by \"ripple resume\"", "The digest of a halted change to continue anyway (the first 12 digits do); a resume of older data continues nothing."},
-		{k.CanaryRecord, "ConfigMap, written by Ripple", "Labels the ConfigMaps ripple-canary-<hash>, in Ripple's own namespace, that hold each canaried change (its canaries, phase and why it halted), so that a restart finds a bake or a halt where it was."},
+		{k.CanaryRecord, "ConfigMap, written by an earlier Ripple", "Labelled the ConfigMaps ripple-canary-<hash>, in Ripple's own namespace, in which Ripple before ConfigRollouts kept each canaried change. Ripple writes none: it carries a record over to its change's ConfigRollout once and deletes it (docs/canary.md)."},
 		{k.Applied, "workload, written by Ripple", "JSON of the digests of configs that reload the workload and are not shown on its pod template (the baseline that makes first sight and restarts roll nothing) or that Ripple rolled (what a rollback of the template leaves behind: docs/rollbacks.md). Metadata only, so writing it rolls nothing."},
 	}
 }

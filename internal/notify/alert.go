@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -136,7 +137,7 @@ func escape(sink Sink, v string) string {
 // *Deployment* in namespace *team*". It names objects only; it never holds
 // config data.
 func ReloadedHeadline(namespace, kind, workload string, sources []Source) Text {
-	t := Text{own("Reloader detected changes in ")}
+	t := Text{own(reloadedLead)}
 	for i, s := range sources {
 		if i > 0 {
 			t = append(t, own(", "))
@@ -193,4 +194,52 @@ func AlertMessage(sink Sink, a Alert, additionalInfo string) Message {
 	}
 	b, _ := json.Marshal(body) // maps of strings always marshal
 	return Message{Body: b, ContentType: "application/json", What: what, Namespace: a.Namespace}
+}
+
+// reloadedLead opens ReloadedHeadline, and only it: how a structured
+// alert tells a rollout from the other notices.
+const reloadedLead = "Reloader detected changes in "
+
+// structured is the JSON of a raw alert with --alert-structured: Reloader
+// 2's fields, with the first config of the rollout as its resource, plus
+// Ripple's message (the text alert, values as they are) and every config.
+type structured struct {
+	Event             string     `json:"event"`
+	WorkloadKind      string     `json:"workloadKind"`
+	WorkloadName      string     `json:"workloadName"`
+	WorkloadNamespace string     `json:"workloadNamespace"`
+	ResourceKind      string     `json:"resourceKind,omitempty"`
+	ResourceName      string     `json:"resourceName,omitempty"`
+	ResourceNamespace string     `json:"resourceNamespace,omitempty"`
+	Timestamp         string     `json:"timestamp"`
+	Additional        string     `json:"additional,omitempty"`
+	Message           string     `json:"message"`
+	Resources         []resource `json:"resources,omitempty"`
+}
+
+type resource struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// StructuredMessage formats the alert as JSON for the raw sink, as
+// Reloader 2 does with --alert-structured. Event is "reload" for a
+// rollout and "notice" for the others (a hold, a stall, a halt). JSON
+// needs no escape of values beyond its own.
+func StructuredMessage(a Alert, additionalInfo string, now time.Time) Message {
+	s := structured{
+		Event: "notice", WorkloadKind: a.Kind, WorkloadName: a.Workload, WorkloadNamespace: a.Namespace,
+		Timestamp: now.UTC().Format(time.RFC3339), Additional: additionalInfo, Message: a.Headline.String(),
+	}
+	if len(a.Headline) > 0 && a.Headline[0] == own(reloadedLead) {
+		s.Event = "reload"
+	}
+	for i, src := range a.Sources {
+		if i == 0 {
+			s.ResourceKind, s.ResourceName, s.ResourceNamespace = src.Type, src.Name, a.Namespace
+		}
+		s.Resources = append(s.Resources, resource{Kind: src.Type, Name: src.Name})
+	}
+	b, _ := json.Marshal(s) // strings only: always marshals
+	return Message{Body: b, ContentType: "application/json", What: fmt.Sprintf("alert for %s %s/%s", a.Kind, a.Namespace, a.Workload), Namespace: a.Namespace}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripple-dev/ripple/internal/reason"
 )
@@ -114,5 +115,34 @@ func TestAlertEscapesTenantText(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With --alert-structured the raw sink sends Reloader 2's JSON fields,
+// "reload" for a rollout and "notice" for the other alerts, with every
+// config the rollout carried.
+func TestStructuredMessage(t *testing.T) {
+	now := time.Date(2026, 8, 20, 10, 0, 0, 0, time.UTC)
+	sources := []Source{{Type: "CONFIGMAP", Name: "app"}, {Type: "SECRET", Name: "db"}}
+	reload := Alert{Namespace: "team", Kind: "Deployment", Workload: "web", Sources: sources, Headline: ReloadedHeadline("team", "Deployment", "web", sources)}
+	m := StructuredMessage(reload, "prod", now)
+	var got map[string]any
+	if err := json.Unmarshal(m.Body, &got); err != nil || m.ContentType != "application/json" {
+		t.Fatalf("body %s (%s): %v", m.Body, m.ContentType, err)
+	}
+	for k, want := range map[string]string{
+		"event": "reload", "workloadKind": "Deployment", "workloadName": "web", "workloadNamespace": "team",
+		"resourceKind": "CONFIGMAP", "resourceName": "app", "resourceNamespace": "team", "timestamp": "2026-08-20T10:00:00Z", "additional": "prod",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %v, want %q (body %s)", k, got[k], want, m.Body)
+		}
+	}
+	if rs, _ := got["resources"].([]any); len(rs) != 2 {
+		t.Errorf("resources %v: want both configs", got["resources"])
+	}
+	held := Alert{Namespace: "team", Kind: "Deployment", Workload: "web", Headline: Headline("team", "Deployment", "web", "held")}
+	if err := json.Unmarshal(StructuredMessage(held, "", now).Body, &got); err != nil || got["event"] != "notice" || !strings.Contains(got["message"].(string), "held") {
+		t.Errorf("a hold: %v, %v", got, err)
 	}
 }
