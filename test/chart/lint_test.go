@@ -77,6 +77,11 @@ func TestSchemaRejects(t *testing.T) {
 		{"two webhook URLs", deepMerge(r(map[string]any{"webhookUrl": "https://hooks.example.com/a"}), map[string]any{"ripple": map[string]any{"webhookUrlSecret": map[string]any{"name": "hooks"}}}), "reloader.webhookUrl and ripple.webhookUrlSecret.name are both set"},
 		{"bad webhook Secret name", map[string]any{"ripple": map[string]any{"webhookUrlSecret": map[string]any{"name": "Hooks_1"}}}, "at '/ripple/webhookUrlSecret/name'"},
 		{"pprof on the metrics port of the loopback", r(map[string]any{"enablePProf": true, "pprofAddr": "127.0.0.1:9090"}), "reloader.pprofAddr is 127.0.0.1:9090"},
+		// Reloader chart 3.0's keys.
+		{"Reloader's enterprise console", map[string]any{"enterprise": map[string]any{"enabled": true}}, "enterprise.enabled is true: Reloader's enterprise console and gateway (Reloader chart 3.0) are not part of Ripple"},
+		{"two lease durations", deepMerge(r(map[string]any{"enableHA": true, "leaderElection": map[string]any{"leaseDuration": "20s"}}), map[string]any{"ripple": map[string]any{"leaderElection": map[string]any{"leaseDuration": "30s"}}}), "reloader.leaderElection.leaseDuration (20s) and ripple.leaderElection.leaseDuration (30s)"},
+		{"bad lease duration", r(map[string]any{"leaderElection": map[string]any{"retryPeriod": "soon"}}), "at '/reloader/leaderElection/retryPeriod'"},
+		{"unknown Reloader 3 custom annotation", r(map[string]any{"custom_annotations": map[string]any{"job_exclude": "x/y"}}), "additional properties 'job_exclude' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -176,6 +176,40 @@ func TestReloaderChartValuesFiles(t *testing.T) {
 				}
 			},
 		},
+		{
+			// Reloader chart 3.0-beta: its new keys render as the flags
+			// Reloader 2 takes, and ALERT_ON_RELOAD=true without a URL
+			// starts Ripple (alerts off, one warning) as it starts Reloader.
+			file: "chart-3.0-beta.yaml",
+			check: func(t *testing.T, objs []*unstructured.Unstructured, cfg config.Config, args string) {
+				for _, want := range []string{
+					"--configmap-exclude-annotation=platform.example.com/configmaps-exclude", "--secret-exclude-annotation=platform.example.com/secrets-exclude",
+					"--secretproviderclass-annotation=platform.example.com/spc-reload", "--secretproviderclass-auto-annotation=platform.example.com/spc-auto",
+					"--secretproviderclass-exclude-annotation=platform.example.com/spc-exclude",
+					"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=15s", "--leader-election-retry-period=3s",
+				} {
+					if !strings.Contains(args, want) {
+						t.Errorf("args lack %s: %s", want, args)
+					}
+				}
+				k := cfg.Keys
+				if k.ConfigMapExclude != "platform.example.com/configmaps-exclude" || k.SecretProviderClassExclude != "platform.example.com/spc-exclude" || k.SecretProviderClassAuto != "platform.example.com/spc-auto" {
+					t.Errorf("keys %+v", k)
+				}
+				if !cfg.LeaderElection || cfg.LeaseDuration.String() != "20s" || cfg.RenewDeadline.String() != "15s" || cfg.RetryPeriod.String() != "3s" {
+					t.Errorf("leader election %v, %v/%v/%v", cfg.LeaderElection, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+				}
+				if cfg.Alert.URL != "" || !slices.ContainsFunc(cfg.Warnings, func(w string) bool {
+					return strings.Contains(w, "alerts are off") && strings.Contains(w, "ALERT_ON_RELOAD")
+				}) {
+					t.Errorf("ALERT_ON_RELOAD without a URL: alert %+v, warnings %q; want alerts off and a warning", cfg.Alert, cfg.Warnings)
+				}
+				_, c := rippleDeployment(t, objs)
+				if !strings.HasPrefix(c.Image, "ghcr.io/ripple-dev/ripple:") {
+					t.Errorf("image %s: want Ripple's", c.Image)
+				}
+			},
+		},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()

@@ -224,6 +224,18 @@ says what to change. */}}
 {{- if and .Values.reloader.webhookUrl (.Values.ripple.webhookUrlSecret | default dict).name -}}
 {{- fail "reloader.webhookUrl and ripple.webhookUrlSecret.name are both set: set one of them." -}}
 {{- end -}}
+{{- if (.Values.enterprise | default dict).enabled -}}
+{{- fail "enterprise.enabled is true: Reloader's enterprise console and gateway (Reloader chart 3.0) are not part of Ripple, and this chart would remove them. Set enterprise.enabled: false, or keep Reloader's chart (docs/migration.md)." -}}
+{{- end -}}
+{{- $rle := .Values.reloader.leaderElection | default dict -}}
+{{- $le := .Values.ripple.leaderElection | default dict -}}
+{{- range (list "leaseDuration" "renewDeadline" "retryPeriod") -}}
+{{- $a := toString (index $rle . | default "") -}}
+{{- $b := toString (index $le . | default "") -}}
+{{- if and $a $b (ne $a $b) -}}
+{{- fail (printf "reloader.leaderElection.%s (%s) and ripple.leaderElection.%s (%s) are the same setting and differ: set one of them." . $a . $b) -}}
+{{- end -}}
+{{- end -}}
 {{- if gt (int (include "ripple.shards" .)) 1 -}}
 {{- if .Values.reloader.verticalPodAutoscaler.enabled -}}
 {{- fail "ripple.shards > 1 with reloader.verticalPodAutoscaler.enabled: the VerticalPodAutoscaler targets one Deployment; turn it off when sharding." -}}
@@ -420,7 +432,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- end -}}
 {{- if $r.enableCSIIntegration -}}{{- $args = append $args "--enable-csi-integration=true" -}}{{- end -}}
 {{- $ca := $r.custom_annotations | default dict -}}
-{{- range $key, $flag := dict "configmap" "configmap-annotation" "secret" "secret-annotation" "auto" "auto-annotation" "configmap_auto" "configmap-auto-annotation" "secret_auto" "secret-auto-annotation" "search" "auto-search-annotation" "match" "search-match-annotation" "ignore" "ignore-annotation" "pausePeriod" "pause-deployment-annotation" "pauseTime" "pause-deployment-time-annotation" -}}
+{{- range $key, $flag := dict "configmap" "configmap-annotation" "secret" "secret-annotation" "auto" "auto-annotation" "configmap_auto" "configmap-auto-annotation" "secret_auto" "secret-auto-annotation" "search" "auto-search-annotation" "match" "search-match-annotation" "ignore" "ignore-annotation" "pausePeriod" "pause-deployment-annotation" "pauseTime" "pause-deployment-time-annotation" "configmap_exclude" "configmap-exclude-annotation" "secret_exclude" "secret-exclude-annotation" "secretproviderclass" "secretproviderclass-annotation" "secretproviderclass_auto" "secretproviderclass-auto-annotation" "secretproviderclass_exclude" "secretproviderclass-exclude-annotation" -}}
 {{- if index $ca $key -}}{{- $args = append $args (printf "--%s=%s" $flag (index $ca $key)) -}}{{- end -}}
 {{- end -}}
 {{- /* webhookUrl is not an argument: RIPPLE_WEBHOOK_URL, from a Secret. */ -}}
@@ -472,9 +484,11 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if include "ripple.ha" . -}}
 {{- $le := $rp.leaderElection | default dict -}}
 {{- if $le.id -}}{{- $args = append $args (printf "--leader-election-id=%s" $le.id) -}}{{- end -}}
-{{- if $le.leaseDuration -}}{{- $args = append $args (printf "--leader-election-lease-duration=%s" $le.leaseDuration) -}}{{- end -}}
-{{- if $le.renewDeadline -}}{{- $args = append $args (printf "--leader-election-renew-deadline=%s" $le.renewDeadline) -}}{{- end -}}
-{{- if $le.retryPeriod -}}{{- $args = append $args (printf "--leader-election-retry-period=%s" $le.retryPeriod) -}}{{- end -}}
+{{- /* Reloader chart 3.0's reloader.leaderElection or Ripple's; ripple.validate refuses two different values. */ -}}
+{{- $rle := $r.leaderElection | default dict -}}
+{{- range $key, $flag := dict "leaseDuration" "lease-duration" "renewDeadline" "renew-deadline" "retryPeriod" "retry-period" -}}
+{{- with (index $le $key) | default (index $rle $key) -}}{{- $args = append $args (printf "--leader-election-%s=%s" $flag .) -}}{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- range $rp.extraArgs -}}{{- $args = append $args (toString .) -}}{{- end -}}
 {{- toJson $args -}}
