@@ -96,8 +96,10 @@ func (o *ElectionOptions) validate(errs *problems, shard Shard) Election {
 	if o.RenewDeadline >= o.LeaseDuration {
 		errs.bad("leader-election-renew-deadline", "%s must be less than --leader-election-lease-duration %s", o.RenewDeadline, o.LeaseDuration)
 	}
-	if o.RetryPeriod >= o.RenewDeadline {
-		errs.bad("leader-election-retry-period", "%s must be less than --leader-election-renew-deadline %s", o.RetryPeriod, o.RenewDeadline)
+	// client-go's own rule: retries are jittered by up to 1.2 times the
+	// period, and each must fit in the renew deadline.
+	if float64(o.RenewDeadline) <= 1.2*float64(o.RetryPeriod) {
+		errs.bad("leader-election-retry-period", "%s times 1.2 (client-go's jitter) must be less than --leader-election-renew-deadline %s", o.RetryPeriod, o.RenewDeadline)
 	}
 	return e
 }

@@ -80,3 +80,15 @@ func TestReloader2AnnotationFlags(t *testing.T) {
 		t.Errorf("default SecretProviderClass exclude key %q", def.Keys.SecretProviderClassExclude)
 	}
 }
+
+// Reloader's pull request 1206 validates the timings as client-go does;
+// Ripple refuses at start what client-go would refuse when electing.
+func TestLeaseTimingsAsClientGo(t *testing.T) {
+	if _, err := parse(t, nil, "--enable-ha", "--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=9s"); err == nil ||
+		!strings.Contains(err.Error(), "--leader-election-retry-period") {
+		t.Errorf("a retry period whose jitter passes the renew deadline: error %v, want one naming the flag", err)
+	}
+	if _, err := parse(t, nil, "--enable-ha", "--leader-election-lease-duration=20s", "--leader-election-renew-deadline=15s", "--leader-election-retry-period=3s"); err != nil {
+		t.Errorf("Reloader's documented example: %v", err)
+	}
+}
