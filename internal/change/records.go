@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,6 +37,9 @@ func (r *Records) Carry(ctx context.Context, key Key, digest string) (plan.Canar
 	}
 	var cm corev1.ConfigMap
 	if err := r.Reader.Get(ctx, r.name(key), &cm); err != nil {
+		if !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "reading the canary record an earlier Ripple kept; choosing the canaries anew", "record", r.name(key).String())
+		}
 		return plan.Canary{}, false
 	}
 	c, err := plan.ParseCanaryRecord(cm.Data[plan.CanaryRecordKey], key.Namespace, key.Config)

@@ -2,10 +2,12 @@ package chart
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,6 +20,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 // The optional kinds' resources, served by the CRDs TestMain installs.
@@ -81,6 +86,7 @@ func newRBACWorkloads(t *testing.T, cs kubernetes.Interface, mode rbacMode, relN
 	auto := map[string]string{autoKey: "true"}
 	for _, ns := range namespaces {
 		w.writeConfig(ctx, ns, 0, true)
+		w.plantCanaryRecord(ctx, ns)
 		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, testDeployment(autoKey, w.envFrom()), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -255,6 +261,28 @@ func (w *rbacWorkloads) jobPodTemplate() corev1.PodTemplateSpec {
 }
 
 // writeConfig creates the config in ns, or updates it, with version i.
+// plantCanaryRecord leaves the record an earlier Ripple kept of the
+// config's canaried change in ns, of data long gone: the change controller
+// reads it when the config's change needs a canary and deletes it, so the
+// rules on records in Ripple's namespace are proven.
+func (w *rbacWorkloads) plantCanaryRecord(ctx context.Context, ns string) {
+	w.t.Helper()
+	ref := refs.Ref{Kind: refs.ConfigMap, Name: wlConfig}
+	if w.secret {
+		ref.Kind = refs.Secret
+	}
+	data, err := json.Marshal(plan.Canary{Namespace: ns, Config: ref, Digest: "0000", Phase: plan.CanaryHalted, Since: time.Now(), Why: "before the upgrade"})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	_, err = w.cs.CoreV1().ConfigMaps(w.recordNS).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: plan.CanaryRecordName(ns, ref)}, Data: map[string]string{plan.CanaryRecordKey: string(data)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 func (w *rbacWorkloads) writeConfig(ctx context.Context, ns string, i int, create bool) {
 	w.t.Helper()
 	// Canaried on every workload it rolls, with no bake: they all roll at
