@@ -11,7 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -137,8 +140,10 @@ func (k Kind) Reads() [][]string {
 // one of these names (OpenKruise's StatefulSet) is named with its group.
 var BuiltIn = []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "Rollout", "DeploymentConfig"}
 
-// Parse reads the kinds file named name: a YAML list of kinds. Each error
-// names the file, the entry (from 1) and the field.
+// Parse reads the kinds file named name: a YAML list of kinds. Every
+// error is a line of its own naming the file, the entry (from 1) and the
+// field, and each entry's errors are all reported: an unknown or mistyped
+// field does not hide the others.
 func Parse(name string, data []byte) ([]Kind, error) {
 	var raw []json.RawMessage
 	if err := yaml.Unmarshal(data, &raw); err != nil {
@@ -150,23 +155,128 @@ func Parse(name string, data []byte) ([]Kind, error) {
 	)
 	for i, r := range raw {
 		where := fmt.Sprintf("%s: entry %d", name, i+1)
-		var k Kind
-		dec := json.NewDecoder(bytes.NewReader(r))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&k); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
-			continue
-		}
+		k, problems := decode(r)
 		if k.Kind != "" {
 			where += " (" + k.Kind + ")"
 		}
-		if err := k.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
-			continue
+		problems = append(problems, k.problems(mistyped(problems))...)
+		for _, p := range problems {
+			errs = append(errs, fmt.Errorf("%s: %w", where, p))
 		}
-		out = append(out, k.withDefaults())
+		if len(problems) == 0 {
+			out = append(out, k.withDefaults())
+		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// decode reads one entry of the kinds file as encoding/json would (field
+// names in any case), but goes on past an unknown field or a value of the
+// wrong type: each is an error of its own, and the rest is still read, so
+// that validation reports the entry's other errors too.
+func decode(raw json.RawMessage) (Kind, []error) {
+	var k Kind
+	return k, decodeValue(reflect.ValueOf(&k).Elem(), raw, "")
+}
+
+func decodeValue(v reflect.Value, raw json.RawMessage, path string) []error {
+	t := v.Type()
+	if t.Kind() == reflect.Pointer {
+		if jsonType(raw) == "null" {
+			return nil
+		}
+		p := reflect.New(t.Elem())
+		errs := decodeValue(p.Elem(), raw, path)
+		v.Set(p)
+		return errs
+	}
+	if t.Kind() != reflect.Struct {
+		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+			return []error{&fieldErr{path, fmt.Sprintf("want a string, not a %s", jsonType(raw)), true}}
+		}
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	names := jsonFields(t)
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		msg := fmt.Sprintf("want a mapping of fields (%s), not a %s", strings.Join(names, ", "), jsonType(raw))
+		return []error{&fieldErr{path, msg, true}}
+	}
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(fields)) {
+		i := slices.Index(names, key)
+		if i < 0 {
+			// encoding/json's rule: an exact match, else one in any case.
+			i = slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, key) })
+		}
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("unknown field %q; the fields are %s", join(path, key), strings.Join(names, ", ")))
+			continue
+		}
+		errs = append(errs, decodeValue(v.FieldByIndex(fieldIndex(t, names[i])), fields[key], join(path, names[i]))...)
+	}
+	return errs
+}
+
+// jsonFields are the JSON names of t's exported fields, in their order.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		if f.IsExported() {
+			out = append(out, strings.Split(f.Tag.Get("json"), ",")[0])
+		}
+	}
+	return out
+}
+
+func fieldIndex(t reflect.Type, name string) []int {
+	for f := range t.Fields() {
+		if f.IsExported() && strings.Split(f.Tag.Get("json"), ",")[0] == name {
+			return f.Index
+		}
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// jsonType names the type of a JSON value for messages.
+func jsonType(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return "null"
+	}
+	switch b[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "mapping"
+	case '[':
+		return "list"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// mistyped are the fields decode could not read: their validation would
+// only repeat that they are missing.
+func mistyped(errs []error) map[string]bool {
+	out := map[string]bool{}
+	for _, err := range errs {
+		var fe *fieldErr
+		if errors.As(err, &fe) && fe.mistyped {
+			out[fe.field] = true
+		}
+	}
+	return out
 }
 
 // fieldPath is a dotted path of field names.
@@ -175,17 +285,50 @@ var fieldPath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 // kindName is a Kubernetes kind: upper camel case.
 var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
-func (k Kind) validate() error {
+func (k Kind) validate() error { return errors.Join(k.problems(nil)...) }
+
+// problems are the errors of k's fields, each on its own; those of the
+// fields in skip (and of the fields under them) are left out.
+func (k Kind) problems(skip map[string]bool) []error {
 	errs := append(k.validateName(), k.validateReload()...)
 	if k.Ready != nil {
 		errs = append(errs, k.Ready.validate()...)
 	}
-	return errors.Join(errs...)
+	return slices.DeleteFunc(errs, func(err error) bool {
+		var fe *fieldErr
+		if !errors.As(err, &fe) {
+			return false
+		}
+		for f := range skip {
+			if f == "" { // the entry is no mapping: nothing was read
+				return true
+			}
+			// A restart that could not be read leaves template missing.
+			if fe.field == f || strings.HasPrefix(fe.field, f+".") || (f == "restart" && fe.field == "template") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// fieldErr is an error in one field of an entry; mistyped: its value
+// could not be read.
+type fieldErr struct {
+	field, msg string
+	mistyped   bool
+}
+
+func (e *fieldErr) Error() string {
+	if e.field == "" { // the entry itself
+		return e.msg
+	}
+	return e.field + ": " + e.msg
 }
 
 // fieldError is an error in one field of an entry.
 func fieldError(field, format string, args ...any) error {
-	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+	return &fieldErr{field: field, msg: fmt.Sprintf(format, args...)}
 }
 
 // validateName checks the group, version, kind and resource.
@@ -241,9 +384,9 @@ func (r Ready) validate() []error {
 	case (r.Condition == "") == (r.Replicas == nil):
 		bad("condition", "set either condition (a condition type such as Ready) or replicas")
 	case r.Replicas != nil:
-		for field, p := range map[string]string{"desired": r.Replicas.Desired, "updated": r.Replicas.Updated, "available": r.Replicas.Available} {
-			if !fieldPath.MatchString(p) {
-				bad("replicas."+field, "%q is not a field path such as status.replicas", p)
+		for _, f := range []struct{ field, path string }{{"desired", r.Replicas.Desired}, {"updated", r.Replicas.Updated}, {"available", r.Replicas.Available}} {
+			if !fieldPath.MatchString(f.path) {
+				bad("replicas."+f.field, "%q is not a field path such as status.replicas", f.path)
 			}
 		}
 	}

@@ -167,3 +167,80 @@ func TestMergeNamesClashingKindsByGroup(t *testing.T) {
 		t.Fatalf("flags %q, want %q", flags, wantFlags)
 	}
 }
+
+// Every error of a kinds file is a line naming the file and the entry, and
+// an entry's errors are all reported: an unknown or mistyped field hides
+// none of the others, and validation does not repeat a field that could
+// not be read as missing.
+func TestParseReportsEveryErrorOnItsOwnLine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		file  string
+		lines []string
+	}{{
+		name: "an unknown field and the entry's other errors",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template}\n" +
+			"- {group: A_B, version: v1, kind: Gadget, templat: spec.template, paused: 'spec paused', ready: {condition: Ready, replica: {}}}\n",
+		lines: []string{
+			`kinds.yaml: entry 2 (Gadget): unknown field "ready.replica"; the fields are observedGeneration, condition, replicas`,
+			`kinds.yaml: entry 2 (Gadget): unknown field "templat"; the fields are group, version, kind, resource, template, restart, ready, paused`,
+			`kinds.yaml: entry 2 (Gadget): group: "A_B" is not an API group (a DNS subdomain such as apps.kruise.io)`,
+			`kinds.yaml: entry 2 (Gadget): template: missing: set template (the field path of a pod template) or restart`,
+			`kinds.yaml: entry 2 (Gadget): paused: only a kind with a template can be paused`,
+		},
+	}, {
+		name: "mistyped fields are named once, the others validated",
+		file: "- {group: a.io, version: 1, kind: Widget, template: 5, ready: yes}\n",
+		lines: []string{
+			`kinds.yaml: entry 1 (Widget): ready: want a mapping of fields (observedGeneration, condition, replicas), not a boolean`,
+			`kinds.yaml: entry 1 (Widget): template: want a string, not a number`,
+			`kinds.yaml: entry 1 (Widget): version: want a string, not a number`,
+		},
+	}, {
+		name: "a restart that is no mapping leaves template unreported",
+		file: "- {group: a.io, version: v1, kind: Widget, restart: force-sync}\n",
+		lines: []string{
+			`kinds.yaml: entry 1 (Widget): restart: want a mapping of fields (annotation), not a string`,
+		},
+	}, {
+		name: "an entry that is no mapping, then a valid one and a bad one",
+		file: "- Widget\n- {group: a.io, version: v1, kind: Gadget, template: spec.template}\n- {group: a.io, version: V1, kind: gizmo, restart: {annotation: x, anotation: y}}\n",
+		lines: []string{
+			`kinds.yaml: entry 1: want a mapping of fields (group, version, kind, resource, template, restart, ready, paused), not a string`,
+			`kinds.yaml: entry 3 (gizmo): unknown field "restart.anotation"; the fields are annotation`,
+			`kinds.yaml: entry 3 (gizmo): version: "V1" is not an API version such as v1alpha1`,
+			`kinds.yaml: entry 3 (gizmo): kind: "gizmo" is not a kind (upper camel case, such as CloneSet)`,
+		},
+	}, {
+		name: "replica paths in their order",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, ready: {replicas: {}}}\n",
+		lines: []string{
+			`kinds.yaml: entry 1 (Widget): ready.replicas.desired: "" is not a field path such as status.replicas`,
+			`kinds.yaml: entry 1 (Widget): ready.replicas.updated: "" is not a field path such as status.replicas`,
+			`kinds.yaml: entry 1 (Widget): ready.replicas.available: "" is not a field path such as status.replicas`,
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("kinds.yaml", []byte(tc.file))
+			if err == nil {
+				t.Fatal("Parse accepted the file")
+			}
+			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.lines) {
+				t.Fatalf("Parse's error lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.lines, "\n"))
+			}
+		})
+	}
+}
+
+// Field names are read in any case, as encoding/json reads them, so a
+// kinds file that loaded before still loads.
+func TestParseFieldNamesInAnyCase(t *testing.T) {
+	got, err := Parse("kinds.yaml", []byte("- {Group: a.io, version: v1, Kind: Widget, Template: spec.template, Ready: {Condition: Ready}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Kind{{Group: "a.io", Version: "v1", Kind: "Widget", Resource: "widgets", Template: "spec.template", Ready: &Ready{ObservedGeneration: DefaultObservedGeneration, Condition: "Ready"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Parse =\n%+v\nwant\n%+v", got, want)
+	}
+}
