@@ -23,6 +23,7 @@ import (
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -40,11 +41,11 @@ var cfgRef = refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 // canaryWorld is a world whose changes are canaried on one Deployment
 // (--canary=1, a 10s bake), with three Deployments a, b and c on the
 // ConfigMap, baselined, the change controller on, and the alerts it sends.
-func canaryWorld(t *testing.T) (*world, *[]notify.Alert) {
+func canaryWorld(t *testing.T, opts ...option) (*world, *[]notify.Alert) {
 	t.Helper()
-	w := newWorld(t, []workload.Kind{workload.Deployment}, noSettle, withSettings(func(s *plan.Settings) {
+	w := newWorld(t, []workload.Kind{workload.Deployment}, append([]option{noSettle, withSettings(func(s *plan.Settings) {
 		s.Canary = plan.CanarySpec{Count: 1, Bake: 10 * time.Second}
-	}), withChanges)
+	}), withChanges}, opts...)...)
 	var alerts []notify.Alert
 	w.deps.Alert = func(a notify.Alert) { alerts = append(alerts, a) }
 	w.restartChanges()
@@ -330,6 +331,67 @@ func TestCanaryWithoutConfigRollouts(t *testing.T) {
 	}
 	if ev := w.wantEvent(w.drain(), string(reason.InvalidAnnotation)); !strings.Contains(ev, "--config-rollouts=false") {
 		t.Errorf("Warning %q does not name what is missing", ev)
+	}
+}
+
+// Every reconcile plans once, from complete inputs: the canary's state
+// and a pending Helm release are gathered before plan.For, never asked
+// for after it. A canaried change waits for its canaries, rolls its
+// canary, passes; the rest then wait for their Helm release, which holds
+// them, and roll once it is deployed.
+func TestOnePlanPerReconcile(t *testing.T) {
+	w, _ := canaryWorld(t, withSettings(func(s *plan.Settings) { s.SettleWindow = time.Second }), func(_ *plan.Settings, b *fake.ClientBuilder) {
+		b.WithIndex(&corev1.Secret{}, gather.ReleaseIndex, gather.ReleaseIndexValue)
+	})
+	calls, reconciles := 0, 0
+	planFor = func(in plan.Input) plan.Plan { calls++; return plan.For(in) }
+	t.Cleanup(func() { planFor = plan.For })
+	reconcile := func(name string) {
+		t.Helper()
+		w.reconcile("Deployment", name)
+		if reconciles++; calls != reconciles {
+			t.Fatalf("%d plans in %d reconciles (the last of %s)", calls, reconciles, name)
+		}
+	}
+	record := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.shop.v2",
+		Labels: map[string]string{"owner": "helm", "name": "shop", "version": "2", "status": "pending-upgrade"}}}
+	w.create(record)
+	b := &appsv1.Deployment{}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "b"}, b); err != nil {
+		t.Fatal(err)
+	}
+	b.Annotations["meta.helm.sh/release-name"], b.Annotations["meta.helm.sh/release-namespace"] = "shop", ns
+	if err := w.c.Update(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+
+	sum := w.change("Deployment", "v2")
+	reconcile("b")
+	w.look()
+	w.clk.Step(2 * time.Second) // past the settle window
+	reconcile("a")
+	if w.applied("a") != sum {
+		t.Fatal("the canary a did not roll")
+	}
+	w.complete("a")
+	w.look()
+	w.clk.Step(10 * time.Second)
+	w.look()
+	if got := w.canaryPhase(); got != plan.CanaryPassed {
+		t.Fatalf("phase %s, want Passed", got)
+	}
+	reconcile("b")
+	if w.applied("b") != "" {
+		t.Fatal("b rolled while its Helm release was pending")
+	}
+	record.Labels["status"] = "deployed"
+	if err := w.c.Update(t.Context(), record); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("b")
+	reconcile("c")
+	if w.applied("b") != sum || w.applied("c") != sum {
+		t.Error("b and c did not roll once the canary passed and the release was deployed")
 	}
 }
 

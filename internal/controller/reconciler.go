@@ -19,7 +19,6 @@ package controller
 import (
 	"cmp"
 	"context"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +36,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
-	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -138,32 +136,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // input gathers the plan's input of obj, whose pod template is tpl, with
 // what Ripple remembers of it.
 func (r *Reconciler) input(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec) (plan.Input, error) {
-	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors, Canaries: r.changes}
+	g := gather.Gatherer{Reader: r.Client, Settings: r.Settings, Rotations: r.Rotations, Priors: r.Priors, Canaries: r.changes, ReleasesIndexed: true}
 	in, err := g.Input(ctx, r.Kind, obj, tpl)
 	in.Memory, in.Now = r.Memory.Load(workload.RefTo(r.Kind, obj)), r.Clock.Now()
 	return in, err
-}
-
-// pendingRelease names obj's pending Helm release (gather.PendingRelease),
-// read from the Secrets cache; none when Secrets are not watched, so that
-// no informer is started for them.
-func (r *Reconciler) pendingRelease(ctx context.Context, obj client.Object) string {
-	if !slices.Contains(r.Settings.SourceKinds, refs.Secret) {
-		return ""
-	}
-	return gather.PendingRelease(ctx, r.Client, obj)
 }
 
 // converge plans the workload as gathered in in (with what Ripple
 // remembers of it), keeps what the plan remembers, and writes the plan once
 // a rollout slot is free for a reload.
 func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, in plan.Input) (ctrl.Result, outcome, error) {
-	p := plan.For(in)
-	if p.Reloads() || p.WouldReload {
-		if in.Workload.Release = r.pendingRelease(ctx, obj); in.Workload.Release != "" {
-			p = plan.For(in) // the change set waits for the Helm release
-		}
-	}
+	p := planFor(in)
 	r.changes.touch(key.Namespace, p)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
@@ -293,6 +276,9 @@ func (r *Reconciler) resume(ctx context.Context, obj client.Object, tpl *corev1.
 	res, err := r.Kind.Write(ctx, r.Client, obj, p.Update)
 	return r.report(ctx, obj, p, res, err)
 }
+
+// planFor is plan.For; a test counts its calls (one per reconcile).
+var planFor = plan.For
 
 // conflictRetry is how soon a reconcile whose write met a newer object
 // runs again; the cache is then usually current.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/eventrec"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -79,10 +81,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	d.changes = o.Changes.new(d.Client, func() digest.Ring { return d.Priors.Digester.Ring })
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
-	for _, k := range watched {
-		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
-			return err
-		}
+	if err := s.sources(ctx, watched); err != nil {
+		return err
 	}
 	for _, r := range []interface{ Start(context.Context) error }{m.NewEventCounter(mgr.GetCache(), watched), metrics.LeaderGauge{Metrics: m}, s.counter} {
 		if err := mgr.Add(r); err != nil {
@@ -110,6 +110,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	return mgr.Add(optional.NewDiscoverer(dc, mgr.GetLogger().WithName("discovery"), apis...))
+}
+
+// sources counts the cached configs of the watched kinds and indexes
+// Helm's release records: every reconcile of a release's workload reads
+// them (gather.PendingRelease), by index rather than by a namespace scan.
+func (s *setup) sources(ctx context.Context, watched []refs.Kind) error {
+	for _, k := range watched {
+		if err := s.counter.Add(string(k), rsource.Object(k)); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(watched, refs.Secret) {
+		return nil
+	}
+	if err := s.mgr.GetFieldIndexer().IndexField(ctx, rsource.Object(refs.Secret), gather.ReleaseIndex, gather.ReleaseIndexValue); err != nil {
+		return fmt.Errorf("indexing Helm's release records: %w", err)
+	}
+	return nil
 }
 
 // setup adds workload controllers to a manager, also after it started.

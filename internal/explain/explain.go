@@ -175,11 +175,6 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 		in.Pending = plan.Pending{}.Notice(first).Notice(last)
 		p = plan.For(in)
 	}
-	if (p.Reloads() || p.WouldReload) && slices.Contains(in.SourceKinds, refs.Secret) {
-		if in.Workload.Release = gather.PendingRelease(ctx, e.Reader, f.Object); in.Workload.Release != "" {
-			p = plan.For(in)
-		}
-	}
 	f.Input, f.Plan, f.Written, f.Unselected = in, p, view.written, view.unselected
 	return nil
 }

@@ -44,6 +44,8 @@ type Gatherer struct {
 	// Canaries reads the canaried changes of the workload's configs; nil
 	// reads none (each is asked for).
 	Canaries CanaryReader
+	// ReleasesIndexed is set when Reader has ReleaseIndex.
+	ReleasesIndexed bool
 }
 
 // CanaryReader reads the canaried change of a config's data, as its
@@ -96,6 +98,12 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 			}
 			in.Sources = append(in.Sources, src)
 		}
+	}
+	if slices.Contains(in.SourceKinds, refs.Secret) {
+		// Read whether a change set waits for it or not: the plan is made
+		// once, with every input it may need (no Secrets watched: no
+		// records to read, and no informer started for them).
+		in.Workload.Release = PendingRelease(ctx, g.Reader, obj, g.ReleasesIndexed)
 	}
 	return in, g.canaries(ctx, &in)
 }

@@ -16,6 +16,19 @@ const (
 	helmReleaseNamespace = "meta.helm.sh/release-namespace"
 )
 
+// ReleaseIndex is the cache's field index of Helm's release records (the
+// Secrets labelled owner=helm) by their release's name.
+const ReleaseIndex = "helm.release"
+
+// ReleaseIndexValue is the ReleaseIndex value of o: its release's name,
+// when it is a release record.
+func ReleaseIndexValue(o client.Object) []string {
+	if l := o.GetLabels(); l["owner"] == "helm" && l["name"] != "" {
+		return []string{l["name"]}
+	}
+	return nil
+}
+
 // PendingRelease names the Helm release of obj when the release is in the
 // middle of an install, upgrade or rollback: its newest release record (a
 // Secret labelled owner=helm and name=<release> in obj's namespace, the
@@ -26,14 +39,21 @@ const (
 // obj belongs to no release of its own namespace, when the release is not
 // pending, or when the records cannot be read (Secrets not watched, no
 // right to list them): the settle window alone then decides.
-func PendingRelease(ctx context.Context, r client.Reader, obj client.Object) string {
+// With indexed, r is a cache with ReleaseIndex: the release's records are
+// found without reading the namespace's other Secrets, so every reconcile
+// of a release's workload may ask.
+func PendingRelease(ctx context.Context, r client.Reader, obj client.Object, indexed bool) string {
 	ann := obj.GetAnnotations()
 	name := ann[helmReleaseName]
 	if name == "" || ann[helmReleaseNamespace] != obj.GetNamespace() {
 		return ""
 	}
 	var records corev1.SecretList
-	if err := r.List(ctx, &records, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{"owner": "helm", "name": name}); err != nil {
+	match := client.ListOption(client.MatchingLabels{"owner": "helm", "name": name})
+	if indexed {
+		match = client.MatchingFields{ReleaseIndex: name}
+	}
+	if err := r.List(ctx, &records, client.InNamespace(obj.GetNamespace()), match); err != nil {
 		return ""
 	}
 	newest, status := -1, ""

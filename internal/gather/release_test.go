@@ -36,9 +36,16 @@ func TestPendingRelease(t *testing.T) {
 		{"no release", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(tc.records...).Build()
-			if got := PendingRelease(t.Context(), c, tc.obj); got != tc.want {
-				t.Errorf("PendingRelease = %q, want %q", got, tc.want)
+			// By label, as explain reads the API server; by the index, as
+			// the controller reads its cache.
+			byLabel := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(tc.records...).Build()
+			byIndex := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(tc.records...).
+				WithIndex(&corev1.Secret{}, ReleaseIndex, ReleaseIndexValue).Build()
+			if got := PendingRelease(t.Context(), byLabel, tc.obj, false); got != tc.want {
+				t.Errorf("PendingRelease by label = %q, want %q", got, tc.want)
+			}
+			if got := PendingRelease(t.Context(), byIndex, tc.obj, true); got != tc.want {
+				t.Errorf("PendingRelease by index = %q, want %q", got, tc.want)
 			}
 		})
 	}
