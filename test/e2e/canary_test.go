@@ -11,16 +11,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
+	ripplewl "github.com/ripple-dev/ripple/internal/workload"
 )
 
 const (
@@ -122,6 +127,79 @@ func TestCanaryResume(t *testing.T) {
 	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
 	waitFleetRolled(t, cs, ns, halted, fleet, 2*time.Minute)
 	checkFleetRevisions(t, cs, ns, nil)
+}
+
+// A change halted by a Ripple before ConfigRollouts, as it left it (the
+// canary d00 rolled, the others held, its record in Ripple's namespace),
+// stays halted across the upgrade: the new Ripple carries the record over
+// to the change's ConfigRollout (Halted, the record deleted) and rolls
+// nothing more; the fix rolls every held Deployment once.
+func TestCanaryHaltCarriedOverAnUpgrade(t *testing.T) {
+	const fleet = 3
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	cm := createCanaryFleet(t, cs, ns, fleet, "0s")
+	r := newRipple(t, ns)
+	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Start()
+	waitFleetBaseline(t, cs, ns, "", fleet)
+	r.Kill()
+
+	cm = updateConfig(t, cs, cm, "v2")
+	bad := digest.ConfigMap(cm)
+	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "d00", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Spec.Template.Spec.Containers {
+		c := &d.Spec.Template.Spec.Containers[i]
+		c.Env = append(c.Env, corev1.EnvVar{Name: canaryEnv, Value: bad})
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	config := refs.Ref{Kind: refs.ConfigMap, Name: canaryConfig}
+	why := `Deployment "d00" stalled: progress deadline exceeded`
+	data, err := json.Marshal(plan.Canary{Namespace: ns, Config: config, Digest: bad, Phase: plan.CanaryHalted, Since: time.Now(), Why: why,
+		Members: []plan.CanaryMember{{Ref: ripplewl.Ref{Kind: "Deployment", Namespace: ns, Name: "d00"}, Applied: time.Now()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: plan.CanaryRecordName(ns, config), Labels: map[string]string{"ripple.dev/canary-record": "true"}},
+		Data: map[string]string{plan.CanaryRecordKey: string(data)}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), record, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Start()
+	upgraded := time.Now()
+	c := crClient(t)
+	waitFor(t, "the change's ConfigRollout, halted by the record", func(ctx context.Context) (bool, error) {
+		var l v1alpha1.ConfigRolloutList
+		if err := c.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelConfigName: canaryConfig}); err != nil {
+			return false, err
+		}
+		if len(l.Items) != 1 || l.Items[0].Status.Canary == nil {
+			return false, nil
+		}
+		st := l.Items[0].Status
+		if st.Canary.Phase != string(plan.CanaryHalted) || st.Canary.Why != why || st.Phase != v1alpha1.PhaseHalted {
+			return false, fmt.Errorf("the change after the upgrade: phase %s, canary %+v; want the record's halt", st.Phase, st.Canary)
+		}
+		return true, nil
+	})
+	waitFor(t, "the record carried over, deleted", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, record.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	time.Sleep(time.Until(upgraded.Add(15 * time.Second)))
+	if rolled := fleetWith(t, cs, ns, canaryEnv, bad); len(rolled) != 1 || rolled[0] != "d00" {
+		t.Fatalf("15 s after the upgrade, the Deployments written with the halted change are %v, want only the canary d00", rolled)
+	}
+
+	cm = updateConfig(t, cs, cm, "v3")
+	waitFleetRolled(t, cs, ns, digest.ConfigMap(cm), fleet, 2*time.Minute)
+	checkFleetRevisions(t, cs, ns, map[string]string{"d00": "3"})
 }
 
 // countReason counts the workloads of a config's change in explain whose
