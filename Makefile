@@ -9,8 +9,15 @@ LDFLAGS    := -s -w -X github.com/ripple-dev/ripple/internal/version.Version=$(V
 NAME       ?= default
 GOTEST     ?= go test
 # The control-plane binaries live outside the repo, in a versioned cache that
-# hack/build-tools.sh fills once and reuses.
-TOOLS_DIR   = $(shell bash hack/build-tools.sh 2>/dev/null | tail -n 1)
+# hack/build-tools.sh fills once and reuses. Recipes find its directory when
+# they run (a shell substitution, not $(shell), which `make -n` would run
+# while printing the recipe), so a dry run builds nothing.
+TOOLS_DIR   = $$(bash hack/build-tools.sh 2>/dev/null | tail -n 1)
+# TIMED runs a tier's command and prints its time when it ends, pass or
+# fail: each tier of `make test` tells how long it took.
+TIMED       = bash hack/timed.sh $@
+# When this make started, for make test's total.
+MAKE_START := $(shell date +%s)
 RACE       ?= -race
 # golangci-lint's version is pinned in hack/tools/lint/go.mod (its `tool`
 # directive); the binary is cached next to the Kubernetes tools, keyed by it.
@@ -26,8 +33,8 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok and helm (cached; ~6 min the first time).
-	@bash hack/build-tools.sh >/dev/null
+tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok and helm (cached; ~14 min the first time on 2 cores).
+	@$(TIMED) bash -c 'bash hack/build-tools.sh >/dev/null'
 
 .PHONY: build
 build: ## Build bin/ripple.
@@ -38,7 +45,11 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## gofmt check, go vet, golangci-lint and a check that the generated API files are current (make test and CI run this).
+vet: ## gofmt check, go vet, golangci-lint and a check that the generated API files are current (make test and CI run this; ~2 min).
+	@$(TIMED) $(MAKE) --no-print-directory vet-steps
+
+.PHONY: vet-steps
+vet-steps:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
 	@$(MAKE) --no-print-directory lint
@@ -82,9 +93,9 @@ UNIT_COVER := $(BIN)/coverage-unit.out
 UNIT_PKGS  := ./internal/... ./cmd/... ./hack/bench/... ./hack/soak/... ./hack/vulncheck/...
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no API server, no network; under a minute on 2 cores); prints the coverage of internal/...
+test-unit: ## Unit tests (no API server, no network; about a minute on 2 cores); prints the coverage of internal/...
 	@mkdir -p $(BIN)
-	$(GOTEST) -coverprofile=$(UNIT_COVER).all $(UNIT_PKGS)
+	$(TIMED) $(GOTEST) -coverprofile=$(UNIT_COVER).all $(UNIT_PKGS)
 	@grep -E '^(mode:|github.com/ripple-dev/ripple/internal/)' $(UNIT_COVER).all > $(UNIT_COVER); rm -f $(UNIT_COVER).all
 	@go tool cover -func=$(UNIT_COVER) | tail -n 1 | awk '{print "unit-tier statement coverage of internal/...: " $$NF}'
 
@@ -92,11 +103,11 @@ test-unit: ## Unit tests (no API server, no network; under a minute on 2 cores);
 # runs the same packages with it as a target of its own.
 .PHONY: test-unit-race
 test-unit-race: ## The unit tests again with the race detector (make test runs it).
-	$(GOTEST) $(RACE) $(UNIT_PKGS)
+	$(TIMED) $(GOTEST) $(RACE) $(UNIT_PKGS)
 
 .PHONY: test-integration
 test-integration: tools build ## Integration tests against a real kube-apiserver and etcd (envtest).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) $(RACE) -count=1 -parallel 32 -timeout 20m ./test/integration/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) $(RACE) -count=1 -parallel 32 -timeout 20m ./test/integration/...
 
 # The oldest supported Kubernetes minor (README, "Supported versions") is
 # pinned in hack/tools/kube-oldest and cached beside the default version.
@@ -114,19 +125,19 @@ test-integration-oldest: build ## Integration tests against the oldest supported
 
 .PHONY: test-e2e
 test-e2e: tools build ## End-to-end tests on the full local cluster (controller-manager, scheduler, kwok nodes).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
 .PHONY: test-hostile
 test-hostile: tools build ## The hostile-tenant tier: a tenant with edit rights in its namespaces attacks Ripple on a local cluster of its own (about a minute).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 10m ./test/hostile/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) -count=1 -timeout 10m ./test/hostile/...
 
 .PHONY: test-chart
 test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing, dry runs, install and RBAC on a real API server.
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(TIMED) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
 
 .PHONY: test-docs
-test-docs: ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code (no cluster).
-	$(GOTEST) -count=1 ./test/docs/...
+test-docs: ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code, and what they say of the Makefile holds (no cluster; 1-2 min).
+	$(TIMED) $(GOTEST) -count=1 ./test/docs/...
 
 FUZZTIME ?= 30s
 # govulncheck and the Go vulnerability database are pinned in
@@ -145,7 +156,7 @@ $(VULNDB)/index/db.json:
 
 .PHONY: vulncheck
 vulncheck: $(VULNDB)/index/db.json ## govulncheck, offline: fails when Ripple calls vulnerable code of a module go.mod requires; lists the standard library's (fixed by the Go that builds releases).
-	$(VULN_TOOL) govulncheck -db file://$(VULNDB) -format json ./... | go run ./hack/vulncheck
+	$(TIMED) bash -o pipefail -c '$(VULN_TOOL) govulncheck -db file://$(VULNDB) -format json ./... | go run ./hack/vulncheck'
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag parsers) for FUZZTIME (default 30s); make test runs their seeds only.
@@ -157,7 +168,8 @@ fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag pa
 	done
 
 .PHONY: test
-test: tools vet vulncheck test-unit test-unit-race test-docs test-integration test-chart test-e2e test-hostile test-image ## Everything CI runs: vet, vulncheck, unit (also with -race), docs, integration, chart, e2e, hostile-tenant and image tests.
+test: tools vet vulncheck test-unit test-unit-race test-docs test-integration test-chart test-e2e test-hostile test-image ## Everything CI runs: vet, vulncheck, unit (also with -race), docs, integration, chart, e2e, hostile-tenant and image tests (~40 min on 2 cores; each tier prints its time).
+	@echo "== make test passed in $$(( ($$(date +%s) - $(MAKE_START)) / 60 ))m$$(( ($$(date +%s) - $(MAKE_START)) % 60 ))s"
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local cluster in the background (NAME=default); prints the kubeconfig path.
@@ -202,8 +214,9 @@ REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LICENSES          ?= Apache-2.0
 # The Go release the image's and the release's binaries are built with, so
 # that every machine builds the same bytes (fetched through the module proxy
-# when the local go is another release; empty: the local go).
-RELEASE_GO        ?= go1.26.8
+# when the local go is another release; empty: the local go). At least the
+# release docs/security.md advises (test/docs checks it).
+RELEASE_GO        ?= go1.26.10
 IMAGE_DIR         ?= $(BIN)/image
 RELEASE_DIR       ?= $(BIN)/release
 # Flags for `release push`, e.g. --insecure for a plain-HTTP registry.
@@ -255,7 +268,7 @@ release: tools image ## Build the release into bin/release: image archive, SBOM,
 
 .PHONY: test-image
 test-image: tools build ## Image and release tests: builds both (the image three times, for the digest; once through image-load into a stand-in kind), checks the image, runs its binary and installs the packaged chart on the local cluster.
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(GOTEST) -count=1 -timeout 30m ./test/image/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) -count=1 -timeout 30m ./test/image/...
 
 .PHONY: bench
 bench: tools build ## Benchmark Ripple on local control planes (~10 min on 2 cores; BENCH_ARGS=--quick for the ~8 min set); results in bench-results/<timestamp>/.

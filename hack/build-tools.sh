@@ -44,9 +44,9 @@ cache=${RIPPLE_TOOLS_DIR:-$tools_root/$k8s_version}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
-# One build per cache at a time: a second run (another make, or `make -n`,
-# which expands $(TOOLS_DIR)) waits for the first and then finds its
-# binaries cached, instead of building the same files beside it.
+# One build per cache at a time: a second run (another make, or a test
+# tier's recipe looking up the directory) waits for the first and then
+# finds its binaries cached, instead of building the same files beside it.
 if command -v flock >/dev/null; then
 	exec 9>"$cache/.lock"
 	if ! flock -n 9; then
@@ -74,7 +74,7 @@ build() { # name module-dir package pin [ldflags]
 		fi
 	done
 	if [[ -z ${announced:-} ]]; then
-		log "building into $cache; the first build of all seven takes about 12 minutes on 2 cores"
+		log "building into $cache; the first build of all seven takes about 14 minutes on 2 cores"
 		announced=1
 	fi
 	log "$name $pin: building..."
