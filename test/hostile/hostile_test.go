@@ -58,7 +58,9 @@ func TestHostileTenant(t *testing.T) {
 	// The change storm has a namespace of the tenant's own, so that its
 	// Events do not crowd the Warnings checked in the first.
 	storms := kit.NewNamespace(t, admin, "storm-", nil)
-	mallory := editor(t, admin, tenant, gated, storms)
+	canaried := kit.NewNamespace(t, admin, "canaried-", nil)
+	bystander := kit.NewNamespace(t, admin, "bystander-", nil)
+	mallory := editor(t, admin, tenant, gated, storms, canaried)
 	view := viewer(t, admin, victim)
 
 	refused(t, mallory, home, victim)
@@ -69,6 +71,8 @@ func TestHostileTenant(t *testing.T) {
 	plantPIN(t, admin, victim)
 	plantLoosened(t, mallory, gated)
 	plantChurn(t, mallory, storms)
+	plantCanaries(t, mallory, canaried)
+	victimWorkload(t, admin, bystander)
 	viewConfigRollouts(t, admin)
 
 	r := startRipple(t, home)
@@ -89,6 +93,8 @@ func TestHostileTenant(t *testing.T) {
 		t.Errorf("all %d flood workloads had their Warnings before the other namespace's Event: the tier did not flood the queue", warned)
 	}
 	checkMemory(t, r, "after the reload")
+	checkCanaryStorm(t, mallory, admin, canaried, bystander)
+	checkMemory(t, r, "after the tenant's canaried changes")
 	storm := startChurn(t, mallory, admin, storms)
 	storm.check(t, admin, storms)
 	checkMemory(t, r, "after the tenant's change storm")
