@@ -82,6 +82,14 @@ func TestSchemaRejects(t *testing.T) {
 		{"two lease durations", deepMerge(r(map[string]any{"enableHA": true, "leaderElection": map[string]any{"leaseDuration": "20s"}}), map[string]any{"ripple": map[string]any{"leaderElection": map[string]any{"leaseDuration": "30s"}}}), "reloader.leaderElection.leaseDuration (20s) and ripple.leaderElection.leaseDuration (30s)"},
 		{"bad lease duration", r(map[string]any{"leaderElection": map[string]any{"retryPeriod": "soon"}}), "at '/reloader/leaderElection/retryPeriod'"},
 		{"unknown Reloader 3 custom annotation", r(map[string]any{"custom_annotations": map[string]any{"job_exclude": "x/y"}}), "additional properties 'job_exclude' not allowed"},
+		// Values Ripple refuses at start (TestCanaryBakeValueAsRippleReadsIt,
+		// TestDeclaredKindsAsRippleReadsThem and others hold the chart to it).
+		{"canary bake over 24h", map[string]any{"ripple": map[string]any{"canaryBake": "25h"}}, "ripple.canaryBake: 25h is over 24h"},
+		{"negative canary", map[string]any{"ripple": map[string]any{"canary": -1}}, "at '/ripple/canary'"},
+		{"canary percentage over 100", map[string]any{"ripple": map[string]any{"canary": "110%"}}, "at '/ripple/canary'"},
+		{"misspelled declared kind field", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "tempalte": "spec.template"}}}}}, "at '/ripple/workloadKinds/declared/0': additional properties 'tempalte' not allowed"},
+		{"declared kind in lower case", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "widget", "template": "spec.template"}}}}}, `ripple.workloadKinds.declared entry 1 (widget): kind: "widget" is not a kind`},
+		{"unknown restart method", map[string]any{"ripple": map[string]any{"restartMethod": "rolling"}}, "at '/ripple/restartMethod'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/internal/config"
@@ -183,12 +184,29 @@ func TestWorkloadKindPresetsChart(t *testing.T) {
 }
 
 // A kinds file with an error stops Ripple at start, naming the file, the
-// entry and the field.
+// entry and the field; the chart refuses such values before (naming the
+// value, the entry and the field), so the error is put in the rendered
+// kinds file, as an edit of the ConfigMap would.
 func TestWorkloadKindsChartError(t *testing.T) {
 	bad := map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "template": "spec.template",
 		"restart": map[string]any{"annotation": "example.com/sync"}}
 	ok := map[string]any{"group": "example.com", "version": "v1", "kind": "Gadget", "template": "spec.template"}
-	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{kindsValues(nil, ok, bad)}})
+	if _, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{kindsValues(nil, ok, bad)}}); err == nil ||
+		!strings.Contains(err.Error(), "ripple.workloadKinds.declared entry 2 (Widget): template: set either template or restart, not both") {
+		t.Fatalf("helm template: %v; want an error naming entry 2 (Widget) and its template field", err)
+	}
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{kindsValues(nil, ok)}})
+	for _, o := range find(objs, "ConfigMap") {
+		if strings.HasSuffix(o.GetName(), "-workload-kinds") {
+			data, err := yaml.Marshal([]any{ok, bad})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unstructured.SetNestedField(o.Object, string(data), "data", "workload-kinds.yaml"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	_, err := parseWithKindsFile(t, objs)
 	if err == nil || !strings.Contains(err.Error(), "workload-kinds.yaml: entry 2 (Widget): template: set either template or restart, not both") {
 		t.Fatalf("error %v, want one naming the kinds file, entry 2 (Widget) and its template field", err)

@@ -246,12 +246,141 @@ says what to change. */}}
 {{- fail (printf "ripple.reloadWindow: %q is not a reload window: write [days] HH:MM-HH:MM [zone], e.g. \"Mon-Fri 02:00-04:00 Europe/Berlin\" or \"Sat, Sun 00:00-24:00\", several separated by \";\"; empty or always for none (docs/change-policies.md)." (toString .)) -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.ripple.canaryBake -}}
+{{- /* The schema checks the form; Ripple also refuses more than 24h. */ -}}
+{{- if gt (include "ripple.durationSeconds" (toString .) | float64) 86400.0 -}}
+{{- fail (printf "ripple.canaryBake: %s is over 24h, the longest bake Ripple takes (--canary-bake, 0s to 24h)." (toString .)) -}}
+{{- end -}}
+{{- end -}}
+{{- with include "ripple.workloadKindErrors" . | fromJsonArray -}}
+{{- fail (printf "ripple.workloadKinds: Ripple would refuse these kinds at start (docs/workload-kinds.md):\n%s" (join "\n" .)) -}}
+{{- end -}}
 {{- $rel := (include "ripple.namespace" .) -}}
 {{- range (include "ripple.scopedNamespaces" . | fromJsonArray) -}}
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .) -}}
 {{- fail (printf "reloader.namespaces: %q is not a namespace name (lowercase letters, digits and '-')." .) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* A note when Namespaces' annotations are not read although the values
+suggest they are meant to be: ripple.namespaceDefaults set where the
+chart does not pass it (not cluster-wide), or change-policy values set
+without it. The chart cannot see the Namespaces, so this is a note in
+NOTES.txt and on the Deployment, not an error. */}}
+{{- define "ripple.namespaceDefaultsNote" -}}
+{{- $rp := .Values.ripple -}}
+{{- $prefix := $rp.annotationPrefix | default "ripple.dev" -}}
+{{- $keys := printf "%s/reload-window, reload-policy, restart-method, max-unavailable, canary and canary-bake" $prefix -}}
+{{- $global := eq (include "ripple.mode" .) "global" -}}
+{{- $policies := list -}}
+{{- range $v := list "reloadWindow" "reloadPolicy" "canary" "canaryBake" -}}
+{{- if index $rp $v -}}{{- $policies = append $policies (printf "ripple.%s" $v) -}}{{- end -}}
+{{- end -}}
+{{- if ne (lower (trim (toString ($rp.restartMethod | default "")))  | default "template") "template" -}}{{- $policies = append $policies "ripple.restartMethod" -}}{{- end -}}
+{{- if ($rp.governance | default dict).tightenOnly -}}{{- $policies = append $policies "ripple.governance.tightenOnly" -}}{{- end -}}
+{{- if and $rp.namespaceDefaults (not $global) -}}
+ripple.namespaceDefaults is not passed on: it needs a cluster-wide install (reloader.watchGlobally true, no reloader.namespaces), so Namespaces' {{ $keys }} annotations are not read.
+{{- else if and $policies (not $rp.namespaceDefaults) -}}
+{{ join ", " $policies }} {{ if eq (len $policies) 1 }}is{{ else }}are{{ end }} set, and Namespaces' {{ $keys }} annotations are not read: set ripple.namespaceDefaults: true (cluster-wide installs) for them to be the defaults of their workloads and configs.
+{{- end -}}
+{{- end -}}
+
+{{/* The seconds of a Go duration the schema has checked the form of
+(1h30m, 1.5s, 250ms), as a float. */}}
+{{- define "ripple.durationSeconds" -}}
+{{- $total := 0.0 -}}
+{{- $per := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "μs" 0.000001 "ns" 0.000000001 -}}
+{{- range regexFindAll `([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)` . -1 -}}
+{{- $n := regexFind `^[0-9.]+` . -}}
+{{- $total = addf $total (mulf (float64 $n) (index $per (trimPrefix $n .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/* The errors Ripple would find in ripple.workloadKinds.declared and the
+presets at start (internal/declared: Parse, then Merge), as a JSON list of
+lines naming the entry (from 1) and the field, in Ripple's words; the
+schema has checked the fields and their types. test/chart's
+TestDeclaredKindsAsRippleReadsThem holds the two to agree. */}}
+{{- define "ripple.workloadKindErrors" -}}
+{{- $wk := .Values.ripple.workloadKinds | default dict -}}
+{{- $path := `^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$` -}}
+{{- $label := `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$` -}}
+{{- $subdomain := `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$` -}}
+{{- $name := `^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$` -}}
+{{- $errs := list -}}
+{{- range $i, $k := $wk.declared -}}
+{{- $bad := list -}}
+{{- $group := toString ($k.group | default "") -}}
+{{- if or (not (regexMatch $subdomain $group)) (gt (len $group) 253) -}}
+{{- $bad = append $bad (printf "group: %q is not an API group (a DNS subdomain such as apps.kruise.io)" $group) -}}
+{{- end -}}
+{{- if not (regexMatch $label (toString ($k.version | default ""))) -}}
+{{- $bad = append $bad (printf "version: %q is not an API version such as v1alpha1" (toString ($k.version | default ""))) -}}
+{{- end -}}
+{{- if not (regexMatch `^[A-Z][A-Za-z0-9]*$` (toString ($k.kind | default ""))) -}}
+{{- $bad = append $bad (printf "kind: %q is not a kind (upper camel case, such as CloneSet)" (toString ($k.kind | default ""))) -}}
+{{- end -}}
+{{- if and $k.resource (not (regexMatch $label (toString $k.resource))) -}}
+{{- $bad = append $bad (printf "resource: %q is not a resource name (lower-case plural, such as clonesets)" (toString $k.resource)) -}}
+{{- end -}}
+{{- $tpl := toString ($k.template | default "") -}}
+{{- if and $tpl $k.restart -}}
+{{- $bad = append $bad "template: set either template or restart, not both" -}}
+{{- else if and (not $tpl) (not $k.restart) -}}
+{{- $bad = append $bad "template: missing: set template (the field path of a pod template) or restart" -}}
+{{- else if and $tpl (not (regexMatch $path $tpl)) -}}
+{{- $bad = append $bad (printf "template: %q is not a field path such as spec.template" $tpl) -}}
+{{- else if $k.restart -}}
+{{- $ann := toString ($k.restart.annotation | default "") -}}
+{{- $parts := splitList "/" $ann -}}
+{{- $ok := regexMatch $name (last $parts) -}}
+{{- if eq (len $parts) 2 -}}{{- $ok = and $ok (regexMatch $subdomain (first $parts)) (le (len (first $parts)) 253) -}}{{- else if gt (len $parts) 2 -}}{{- $ok = false -}}{{- end -}}
+{{- if not $ok -}}
+{{- $bad = append $bad (printf "restart.annotation: %q is not an annotation key ([prefix/]name, such as example.com/sync)" $ann) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $k.paused (not $tpl) -}}
+{{- $bad = append $bad "paused: only a kind with a template can be paused" -}}
+{{- else if and $k.paused (not (regexMatch $path (toString $k.paused))) -}}
+{{- $bad = append $bad (printf "paused: %q is not a field path such as spec.paused" (toString $k.paused)) -}}
+{{- end -}}
+{{- /* An empty ready or replicas is set all the same, as Ripple reads it. */ -}}
+{{- if kindIs "map" $k.ready -}}
+{{- $rd := $k.ready -}}
+{{- $replicas := kindIs "map" $rd.replicas -}}
+{{- if and $rd.observedGeneration (not (regexMatch $path (toString $rd.observedGeneration))) -}}
+{{- $bad = append $bad (printf "ready.observedGeneration: %q is not a field path such as status.observedGeneration" (toString $rd.observedGeneration)) -}}
+{{- end -}}
+{{- if eq (not $rd.condition) (not $replicas) -}}
+{{- $bad = append $bad "ready.condition: set either condition (a condition type such as Ready) or replicas" -}}
+{{- else if $replicas -}}
+{{- range $f := list "desired" "updated" "available" -}}
+{{- $p := toString (index $rd.replicas $f | default "") -}}
+{{- if not (regexMatch $path $p) -}}
+{{- $bad = append $bad (printf "ready.replicas.%s: %q is not a field path such as status.replicas" $f $p) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $bad -}}
+{{- $errs = append $errs (printf "  ripple.workloadKinds.declared entry %d%s: %s" (add1 $i) (ternary (printf " (%s)" (toString $k.kind)) "" (not (empty $k.kind))) .) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $errs -}}
+{{- /* Merge: a kind (and group) declared twice, by a preset or an entry. */ -}}
+{{- $seen := dict -}}
+{{- range (include "ripple.workloadKindResources" . | fromJsonArray) -}}
+{{- $key := lower (printf "%s.%s" .kind .group) -}}
+{{- if hasKey $seen $key -}}
+{{- $errs = append $errs (printf "  %s.%s is declared twice (first in %s, again in %s)" .kind .group (index $seen $key) .from) -}}
+{{- else -}}
+{{- $_ := set $seen $key .from -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $errs -}}
 {{- end -}}
 
 {{/* The form of a reload window as Ripple reads it (internal/window):
@@ -394,7 +523,7 @@ ripple.restartMethods, and the default ripple.restartMethod. */}}
 {{- define "ripple.restartMethods" -}}
 {{- $rp := .Values.ripple -}}
 {{- $on := $rp.restartMethods | default dict -}}
-{{- $default := toString ($rp.restartMethod | default "template") -}}
+{{- $default := lower (trim (toString ($rp.restartMethod | default ""))) | default "template" -}}
 {{- toJson (dict "evict" (or $on.evict (eq $default "evict")) "delete" (or $on.delete (eq $default "delete"))) -}}
 {{- end -}}
 
@@ -464,9 +593,10 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if not (kindIs "invalid" $fb.threshold) -}}{{- $args = append $args (printf "--flap-threshold=%d" (int $fb.threshold)) -}}{{- end -}}
 {{- if $fb.window -}}{{- $args = append $args (printf "--flap-window=%s" (toString $fb.window)) -}}{{- end -}}
 {{- if $fb.quietPeriod -}}{{- $args = append $args (printf "--flap-quiet-period=%s" (toString $fb.quietPeriod)) -}}{{- end -}}
-{{- $cj := toString ($rp.cronJobReload | default "") -}}
+{{- /* Both in any case, as Ripple reads them; passed in lower case. */ -}}
+{{- $cj := lower (trim (toString ($rp.cronJobReload | default ""))) -}}
 {{- if and $cj (ne $cj "run") -}}{{- $args = append $args (printf "--cronjob-reload=%s" $cj) -}}{{- end -}}
-{{- $rm := toString ($rp.restartMethod | default "template") -}}
+{{- $rm := lower (trim (toString ($rp.restartMethod | default ""))) | default "template" -}}
 {{- if ne $rm "template" -}}{{- $args = append $args (printf "--restart-method=%s" $rm) -}}{{- end -}}
 {{- if $rp.dryRun -}}{{- $args = append $args "--dry-run=true" -}}{{- end -}}
 {{- if $rp.annotationPrefix -}}{{- $args = append $args (printf "--annotation-prefix=%s" $rp.annotationPrefix) -}}{{- end -}}
@@ -573,11 +703,12 @@ resource defaults to the kind's lower-case plural as Ripple makes it. */}}
 {{- $wk := .Values.ripple.workloadKinds | default dict -}}
 {{- $out := list -}}
 {{- range $wk.presets -}}
-{{- $p := index $presets (lower (toString .)) -}}
+{{- $name := lower (toString .) -}}
+{{- $p := index $presets $name -}}
 {{- if not $p -}}{{- fail (printf "ripple.workloadKinds.presets: %q is not a preset; use one of %s" (toString .) (keys $presets | sortAlpha | join ", ")) -}}{{- end -}}
-{{- $out = concat $out $p -}}
+{{- range $p -}}{{- $out = append $out (merge (dict "from" (printf "preset %s" $name)) .) -}}{{- end -}}
 {{- end -}}
-{{- range $wk.declared -}}
+{{- range $i, $_ := $wk.declared -}}
 {{- $res := .resource -}}
 {{- if not $res -}}
 {{- $k := lower (toString .kind) -}}
@@ -585,7 +716,7 @@ resource defaults to the kind's lower-case plural as Ripple makes it. */}}
 {{- else if regexMatch "(s|x|ch|sh)$" $k -}}{{- $res = printf "%ses" $k -}}
 {{- else -}}{{- $res = printf "%ss" $k -}}{{- end -}}
 {{- end -}}
-{{- $out = append $out (dict "kind" .kind "group" .group "resource" $res) -}}
+{{- $out = append $out (dict "kind" .kind "group" .group "resource" $res "from" (printf "ripple.workloadKinds.declared entry %d" (add1 $i))) -}}
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
