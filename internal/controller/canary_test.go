@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -404,4 +406,37 @@ func halts(alerts []notify.Alert) []notify.Alert {
 		}
 	}
 	return out
+}
+
+// Before the change controller runs, a canaried change waits; it rolls
+// without a canary (gather.Unkept) only once ConfigRollouts are known to
+// be missing or forbidden, never for a watch that was slow to start.
+func TestCanaryBeforeTheChangeController(t *testing.T) {
+	src := plan.Source{Ref: cfgRef, Found: true, Digest: "d1"}
+	var unkept gather.Unkept
+	for _, tc := range []struct {
+		name   string
+		err    error
+		unkept bool
+	}{
+		{"not asked yet", nil, false},
+		{"a cache slow to sync", errors.New("indexing ConfigRollouts: Timeout: failed waiting for *v1alpha1.ConfigRollout Informer to sync"), false},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Group: "ripple.dev", Resource: "configrollouts"}, "", errors.New("no rule")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &changes{}
+			if tc.name != "not asked yet" {
+				c.missing(tc.err)
+			}
+			_, ok, err := c.Canary(t.Context(), ns, src)
+			if ok || errors.As(err, &unkept) != tc.unkept || (!tc.unkept && err != nil) {
+				t.Errorf("Canary: %v, %v; want unkept %v", ok, err, tc.unkept)
+			}
+		})
+	}
+	c := &changes{}
+	c.missing(nil)
+	if _, _, err := c.Canary(t.Context(), ns, src); !errors.As(err, &unkept) || !strings.Contains(err.Error(), "does not serve ConfigRollouts") {
+		t.Errorf("CRD not served: %v, want it named", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,13 +76,19 @@ type changes struct {
 	unkept atomic.Pointer[string]
 }
 
-// missing notes that ConfigRollouts are not served, or cannot be watched
-// (err): canaried changes roll without a canary, with a Warning, until
-// they are.
+// missing notes that ConfigRollouts are not served, or may not be
+// watched (err, forbidden): canaried changes roll without a canary, with a
+// Warning, until they are. Another failure to start watching them (a
+// cache that did not sync in time) holds canaried changes until a retry
+// succeeds: no canary is skipped for a slow start.
 func (c *changes) missing(err error) {
 	why := "the API server does not serve ConfigRollouts (configrollouts.ripple.dev), which keep canaries: install the CRD (docs/config-rollouts.md)"
-	if err != nil {
-		why = "Ripple cannot watch ConfigRollouts, which keep canaries: " + err.Error()
+	switch {
+	case err == nil:
+	case apierrors.IsForbidden(err):
+		why = "Ripple may not watch ConfigRollouts, which keep canaries: " + err.Error()
+	default:
+		return
 	}
 	c.unkept.Store(&why)
 }
