@@ -87,7 +87,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"canary bake over 24h", map[string]any{"ripple": map[string]any{"canaryBake": "25h"}}, "ripple.canaryBake: 25h is over 24h"},
 		{"negative canary", map[string]any{"ripple": map[string]any{"canary": -1}}, "at '/ripple/canary'"},
 		{"canary percentage over 100", map[string]any{"ripple": map[string]any{"canary": "110%"}}, "at '/ripple/canary'"},
-		{"misspelled declared kind field", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "tempalte": "spec.template"}}}}}, "at '/ripple/workloadKinds/declared/0': additional properties 'tempalte' not allowed"},
+		{"misspelled declared kind field", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "tmplate": "spec.template"}}}}}, "at '/ripple/workloadKinds/declared/0': additional properties 'tmplate' not allowed"},
 		{"declared kind in lower case", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "widget", "template": "spec.template"}}}}}, `ripple.workloadKinds.declared entry 1 (widget): kind: "widget" is not a kind`},
 		{"unknown restart method", map[string]any{"ripple": map[string]any{"restartMethod": "rolling"}}, "at '/ripple/restartMethod'"},
 	} {

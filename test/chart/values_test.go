@@ -165,7 +165,7 @@ func TestRestartMethodAndCronJobReloadInAnyCase(t *testing.T) {
 func TestDeclaredKindsAsRippleReadsThem(t *testing.T) {
 	widget := func(kv ...any) map[string]any {
 		m := map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "template": "spec.template"}
-		for i := 0; i < len(kv); i += 2 {
+		for i := 0; i+1 < len(kv); i += 2 {
 			if kv[i+1] == nil {
 				delete(m, kv[i].(string))
 				continue
@@ -187,7 +187,7 @@ func TestDeclaredKindsAsRippleReadsThem(t *testing.T) {
 		{"ready replicas", nil, []map[string]any{widget("ready", map[string]any{"replicas": map[string]any{"desired": "spec.replicas", "updated": "status.updated", "available": "status.available"}})}, ""},
 		{"same kind in another group", []any{"kruise"}, []map[string]any{widget("kind", "CloneSet")}, ""},
 		{"misspelled field", nil, []map[string]any{widget("template", nil, "templat", "spec.template")}, "at '/ripple/workloadKinds/declared/0': additional properties 'templat' not allowed"},
-		{"misspelled ready field", nil, []map[string]any{widget("ready", map[string]any{"conditon": "Ready"})}, "at '/ripple/workloadKinds/declared/0/ready': additional properties 'conditon' not allowed"},
+		{"misspelled ready field", nil, []map[string]any{widget("ready", map[string]any{"condtion": "Ready"})}, "at '/ripple/workloadKinds/declared/0/ready': additional properties 'condtion' not allowed"},
 		{"misspelled restart field", nil, []map[string]any{widget("template", nil, "restart", map[string]any{"anotation": "x"})}, "at '/ripple/workloadKinds/declared/0/restart'"},
 		{"template as a number", nil, []map[string]any{widget("template", 5)}, "at '/ripple/workloadKinds/declared/0/template'"},
 		{"kind in lower case", nil, []map[string]any{widget(), widget("kind", "gadget")}, "ripple.workloadKinds.declared entry 2 (gadget): kind: \"gadget\" is not a kind"},
