@@ -26,7 +26,7 @@ func EnvVars() []EnvVar {
 		{"RELOADER_DEPLOYMENT_NAME", "The Deployment name shown in reloader-meta-info."},
 		{"METRICS_COUNT_BY_NAMESPACE", "enabled: also count reloads by namespace in reloader_reload_executed_total_by_namespace."},
 		{"RIPPLE_WEBHOOK_URL", "The --webhook-url, when the flag is not given: set it from a Secret (the Helm chart does), so that a token in the URL is not in the Deployment's arguments. Never logged."},
-		{"ALERT_ON_RELOAD", "true (the exact word, as in Reloader): send an alert after each rollout, naming every config it carries; also when the storm breaker holds a workload, when a rollout Ripple started stalls and when a canary halts a change (docs/alerts.md). Or --alert-on-reload. Without a valid ALERT_WEBHOOK_URL Ripple starts, logs once that alerts are off and why, and sends none, as Reloader does."},
+		{"ALERT_ON_RELOAD", "true (the exact word, as in Reloader): send an alert after each rollout, naming every config it carries; also when the storm breaker holds a workload, another manager reverts a reload, a change waits for a reload window or an approval, the notify policy leaves a change unrolled, a rollout Ripple started stalls, and a canary halts a change (about the config; docs/alerts.md lists them all). Or --alert-on-reload. Without a valid ALERT_WEBHOOK_URL Ripple starts, logs once that alerts are off and why, and sends none, as Reloader does."},
 		{"ALERT_SINK", "slack, teams or gchat (Reloader's payloads); anything else sends raw text. Or --alert-sink."},
 		{"ALERT_WEBHOOK_URL", "Where alerts go; needed with ALERT_ON_RELOAD=true. Or --alert-webhook-url. Never logged."},
 		{"ALERT_WEBHOOK_PROXY", "HTTP proxy for alerts. Or $ALERT_PROXY (Reloader 2's name), or --alert-proxy."},
