@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,7 +89,19 @@ func TestMigrateInPlaceFromReloadersChart(t *testing.T) {
 	// so the chart's RBAC is all it has.
 	args := append([]string{"--kubeconfig=" + tokenKubeconfig(t, cs, ns, d.Spec.Template.Spec.ServiceAccountName)},
 		d.Spec.Template.Spec.Containers[0].Args...)
-	startRipple(t, ns, args...) // returns once every controller's caches synced
+	r := newRipple(t, ns, args...)
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom == nil {
+			r.env = append(r.env, e.Name+"="+e.Value) // ALERT_ON_RELOAD=true, without a URL
+		}
+	}
+	if !slices.Contains(r.env, "ALERT_ON_RELOAD=true") {
+		t.Errorf("the upgraded pod's env %v lacks the values file's ALERT_ON_RELOAD", r.env)
+	}
+	r.Start() // returns once every controller's caches synced
+	if out := r.out.String(); !strings.Contains(out, "ALERT_ON_RELOAD") {
+		t.Errorf("Ripple started with ALERT_ON_RELOAD=true and no URL without saying alerts are off:\n%s", out)
+	}
 	consistently(t, "Ripple leaves the Deployment Reloader rolled alone", quiet, func(ctx context.Context) error {
 		s, err := web.observe(ctx, cs)
 		if err != nil {
