@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -100,6 +101,11 @@ func Start(ctx context.Context, o Options) (*Ripple, error) {
 	return r, nil
 }
 
+// stackAfter is how long after its context ended a Ripple that has not
+// stopped has its goroutines logged: before the manager's grace period
+// (30 s) ends it with an error.
+const stackAfter = 25 * time.Second
+
 // Stop stops the Ripple and returns the error it stopped with, if any.
 // It is safe to call more than once.
 func (r *Ripple) Stop() error {
@@ -107,7 +113,17 @@ func (r *Ripple) Stop() error {
 		r.cancel()
 		select {
 		case <-r.done:
-		case <-time.After(time.Minute):
+			return
+		case <-time.After(stackAfter):
+			// Still running near the manager's grace period: what every
+			// goroutine waits for goes into the log a failed test prints,
+			// so that a shutdown that hangs names what holds it.
+			buf := make([]byte, 8<<20)
+			r.Log.Printf("ripple has not stopped %s after its context ended; goroutines:\n%s", stackAfter, buf[:runtime.Stack(buf, true)])
+		}
+		select {
+		case <-r.done:
+		case <-time.After(time.Minute - stackAfter):
 			r.err = errors.New("ripple did not stop within a minute of its context ending")
 		}
 	})
