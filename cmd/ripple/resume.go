@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -38,11 +41,13 @@ func newResumeFlags(name string) *resumeFlags {
 
 func (f *resumeFlags) usage(w io.Writer, name string) {
 	fmt.Fprintf(w, `Continue a canaried config change that its canary halted: the other
-workloads roll it anyway. It writes the digest of the config's current
-data in the ripple.dev/canary-resume annotation of the config, with your
-own credentials; Ripple continues the halted change of that data, and no
-later one. Changing the config again (the fix) needs no resume: the new
-change starts from its canaries. Needs patch on the config.
+workloads roll it anyway. It finds the config's newest change (its
+ConfigRollout) and, when its canary halted it, writes that ConfigRollout's
+name in the ripple.dev/canary-resume annotation of the config, with your
+own credentials; Ripple continues that change, and no other (not a later
+change back to the same data). Changing the config again (the fix) needs
+no resume: the new change starts from its canaries. Needs list on
+configrollouts.ripple.dev (view has it) and patch on the config.
 
 Usage:
   %[1]s resume configmap/<name> [-n namespace] [flags]
@@ -109,17 +114,15 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 		}
 		return err
 	}
-	// The change is named by the digest the controller gives it.
-	d, sum := settings.Digester(ctx, c), ""
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		sum = d.ConfigMap(o).Digest
-	case *corev1.Secret:
-		sum = d.Secret(o).Digest
+	// The change is named by its ConfigRollout: a resume continues that
+	// change, never a later one, not even of the same data.
+	ref := refs.Ref{Kind: source.KindOf(obj), Name: cfgName}
+	cr, err := haltedChange(ctx, c, ns, ref, obj.GetUID())
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	short := plan.ShortDigest(sum)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]string{settings.Plan.Keys.CanaryResume: short},
+		"annotations":     map[string]string{settings.Plan.Keys.CanaryResume: cr.Name},
 		"resourceVersion": obj.GetResourceVersion(), // the data resumed is the data read
 	}})
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -128,8 +131,27 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 		}
 		return fmt.Errorf("writing %s on %s: %w", settings.Plan.Keys.CanaryResume, what, err)
 	}
-	// A Secret's change is told without its digest, as in Events.
-	ref := refs.Ref{Kind: source.KindOf(obj), Name: cfgName}
-	fmt.Fprintf(stdout, "Resumed the change%s of %s: the workloads it holds roll it (ripple explain shows them)\n", plan.DigestOf(ref, sum), what)
+	fmt.Fprintf(stdout, "Resumed the change %s of %s: the workloads it holds roll it (ripple explain shows them)\n", cr.Name, what)
 	return nil
+}
+
+// haltedChange is the newest change of the config ref (uid) in ns, read
+// with the user's rights, when its canary halted it.
+func haltedChange(ctx context.Context, c client.Reader, ns string, ref refs.Ref, uid types.UID) (*v1alpha1.ConfigRollout, error) {
+	items, err := change.List(ctx, c, ns, ref, false)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(items, func(cr v1alpha1.ConfigRollout) bool { return cr.Spec.Config.UID == uid })
+	switch {
+	case i < 0:
+		return nil, errors.New("no ConfigRollout of its current data: the change has no canary that halted (ripple explain shows why)")
+	case items[i].Status.Canary == nil || items[i].Status.Canary.Phase != string(plan.CanaryHalted):
+		phase := "not canaried"
+		if cn := items[i].Status.Canary; cn != nil {
+			phase = cn.Phase
+		}
+		return nil, fmt.Errorf("its newest change (ConfigRollout %s) did not halt: its canary is %s; nothing to resume", items[i].Name, phase)
+	}
+	return &items[i], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,13 +122,20 @@ type canaryStep struct {
 	wake    time.Duration
 }
 
+// Resumes reports whether value, the config's canary-resume annotation,
+// continues the change cr: it names cr, so that a resume never continues
+// another change, not even a later one of the same data.
+func Resumes(value string, cr *v1alpha1.ConfigRollout) bool {
+	return cr.Name != "" && strings.TrimSpace(value) == cr.Name
+}
+
 // step moves the canary of key's change (as its status recorded it, at
 // data digest) on from its consumers at now. A change none of whose
 // consumers asks for a canary is not canaried. The first ask chooses the
 // canaries among the consumers it would roll (or takes those a record of
-// an earlier Ripple kept, carry). resume is the config's resume
-// annotation; timeout is --rollout-timeout.
-func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resume string, timeout time.Duration, now time.Time,
+// an earlier Ripple kept, carry). resume is set when the config's resume
+// annotation names the change (Resumes); timeout is --rollout-timeout.
+func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resume bool, timeout time.Duration, now time.Time,
 	carry func() (plan.Canary, bool)) canaryStep {
 	c, ok := CanaryOf(st, key.Namespace, key.Config, digest)
 	var out canaryStep
@@ -148,7 +156,7 @@ func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resu
 	case plan.CanaryBaking:
 		c, _ = c.Check(health(c, cs), timeout, now)
 	case plan.CanaryHalted:
-		if c.Resumes(resume) {
+		if resume {
 			c, _ = c.Resume(now)
 		}
 	}
@@ -168,7 +176,7 @@ func candidates(cs []Consumer) []plan.CanaryCandidate {
 	var out []plan.CanaryCandidate
 	for _, c := range cs {
 		if c.Candidate {
-			out = append(out, plan.CanaryCandidate{Ref: c.Ref, First: c.First})
+			out = append(out, plan.CanaryCandidate{Ref: c.Ref, First: c.First, Idle: c.Idle != ""})
 		}
 	}
 	return out
@@ -185,9 +193,10 @@ func applied(c plan.Canary, cs []Consumer, now time.Time) plan.Canary {
 	return c
 }
 
-// health is the rollouts of c's canaries that applied its change. A
-// canary gone meanwhile has stalled: the change does not pass on a
-// workload that is not there.
+// health is the rollouts of c's canaries that applied its change, and
+// why the others have not. A canary gone meanwhile, or that runs no pods
+// any more, has stalled: the change does not pass on a workload that is
+// not there, or on no pods.
 func health(c plan.Canary, cs []Consumer) map[workload.Ref]rollout.Status {
 	out := map[workload.Ref]rollout.Status{}
 	for _, m := range c.Members {
@@ -195,8 +204,12 @@ func health(c plan.Canary, cs []Consumer) map[workload.Ref]rollout.Status {
 		switch {
 		case i < 0 || !cs[i].Found:
 			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: "the workload was deleted or reads the config no more"}
+		case cs[i].Idle != "":
+			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: cs[i].Idle + ": a canary must run pods"}
 		case !m.Applied.IsZero():
 			out[m.Ref] = cs[i].Rollout
+		case cs[i].Verdict != "":
+			out[m.Ref] = rollout.Status{State: rollout.Progressing, Reason: "its reload waits (" + string(cs[i].Verdict) + ")"}
 		}
 	}
 	return out
@@ -222,8 +235,12 @@ func wake(c plan.Canary, timeout time.Duration, now time.Time) time.Duration {
 	case plan.CanaryRolling:
 		var at time.Time
 		for _, m := range c.Members {
-			if !m.Applied.IsZero() && timeout > 0 && (at.IsZero() || m.Applied.Add(timeout).Before(at)) {
-				at = m.Applied.Add(timeout)
+			due := m.Applied.Add(timeout)
+			if m.Applied.IsZero() {
+				due = c.Since.Add(timeout) // the canary must apply it by then
+			}
+			if timeout > 0 && (at.IsZero() || due.Before(at)) {
+				at = due
 			}
 		}
 		if !at.IsZero() {

@@ -36,6 +36,9 @@ type Consumer struct {
 	// Candidate is set when the plan would roll the change now (a canary
 	// may be chosen among them); First when the workload asks to be one.
 	Candidate, First bool
+	// Idle says why the workload runs no pods a canary's health could be
+	// judged on (rollout.Idle); empty when it runs some.
+	Idle string
 	// Since is when the workload's pods last started together without
 	// Ripple: its creation, or a `kubectl rollout restart`. A consumer
 	// Ripple does not roll whose pods started after the change runs it.

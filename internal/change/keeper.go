@@ -489,7 +489,7 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 		cr.Status.Writer = source.Writer(cfg) // the revision is the same: so is the write
 	}
 	sum := source.Digest(cfg)
-	cs := step(cr.Status.Canary, key, sum, consumers, cfg.GetAnnotations()[k.ResumeKey], k.Timeout, now,
+	cs := step(cr.Status.Canary, key, sum, consumers, Resumes(cfg.GetAnnotations()[k.ResumeKey], cr), k.Timeout, now,
 		func() (plan.Canary, bool) { return k.Records.Carry(ctx, key, sum) })
 	st := Status(cr.Status, consumers, cs.canary, false, now)
 	k.track(key, st, leftOf(consumers, cr.Status.SeenAt.Time))

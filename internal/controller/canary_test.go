@@ -274,7 +274,23 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "cfg"}, cm); err != nil {
 		t.Fatal(err)
 	}
-	cm.Annotations[w.deps.Settings.Keys.CanaryResume] = plan.ShortDigest(sum)
+	items, err := change.List(t.Context(), w.c, ns, cfgRef, true)
+	if err != nil || len(items) == 0 {
+		t.Fatalf("no ConfigRollout of the change (%v)", err)
+	}
+	// A resume left from an earlier change of the same data (A, B, then A
+	// again) names that change, or the data: it continues nothing.
+	for _, leftover := range []string{change.Name(cfgRef, cm.UID, items[0].Spec.Revision, "1"), plan.ShortDigest(sum), sum} {
+		cm.Annotations[w.deps.Settings.Keys.CanaryResume] = leftover
+		if err := w.c.Update(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		w.look()
+		if got := w.canaryPhase(); got != plan.CanaryHalted {
+			t.Fatalf("the resume %q of another change continued this one: %s", leftover, got)
+		}
+	}
+	cm.Annotations[w.deps.Settings.Keys.CanaryResume] = items[0].Name
 	if err := w.c.Update(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}

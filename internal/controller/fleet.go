@@ -13,6 +13,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -92,7 +93,7 @@ func (f *fleet) Consumers(ctx context.Context, ns string, config refs.Ref) ([]ch
 func (r *Reconciler) consumer(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec, in plan.Input, config refs.Ref) change.Consumer {
 	p := plan.For(in)
 	c := change.Consumer{Ref: workload.RefTo(r.Kind, obj), RollsNothing: in.DryRun || p.Policy == plan.Notify, Since: obj.GetCreationTimestamp().Time,
-		First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys)}
+		First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys), Idle: rollout.Idle(obj)}
 	c.Candidate = p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config })
 	if i := slices.IndexFunc(p.CanaryAsks, func(a plan.CanaryAsk) bool { return a.Config == config }); i >= 0 {
 		c.Ask = &p.CanaryAsks[i]

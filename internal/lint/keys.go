@@ -2,12 +2,12 @@ package lint
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agnivade/levenshtein"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -233,24 +233,29 @@ func canaryBake(v string) string {
 	return ""
 }
 
-// canaryResume checks a resume: the digest of the halted data, short (as
-// `ripple resume` writes it) or whole (plan.Canary.Resumes); anything else
-// continues nothing.
+// canaryResume checks a resume: the name of the halted change's
+// ConfigRollout (change.Name, change.Resumes), as `ripple resume` writes
+// it; anything else continues nothing.
 func canaryResume(v string) string {
 	d := strings.TrimSpace(v)
-	if strings.Trim(d, "0123456789abcdef") != "" || !slices.Contains([]int{shortDigest, sha1Hex, sha256Hex}, len(d)) {
-		return "is not a digest of the config's data (as ripple resume writes it), so it continues no halted change"
+	stem, sum, ok := cutLast(d, "-")
+	if !ok || stem == "" || len(sum) != changeSuffix || strings.Trim(sum, "0123456789abcdef") != "" || len(validation.IsDNS1123Subdomain(d)) > 0 {
+		return "does not name a ConfigRollout (<config>-<10 hex digits>, as ripple resume writes it), so it continues no halted change"
 	}
 	return ""
 }
 
-// The lengths of the digests a canary-resume may name: the short one
-// explain and Events show, and the whole sha1 and hmac-sha256 ones.
-const (
-	shortDigest = 12
-	sha1Hex     = 40
-	sha256Hex   = 64
-)
+// changeSuffix is the length of the hash a ConfigRollout's name ends with
+// (change.Name).
+const changeSuffix = 10
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
 
 // podCount checks a max-unavailable value (plan.ParseMaxUnavailable).
 func podCount(v string) string {

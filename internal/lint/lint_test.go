@@ -178,13 +178,13 @@ apiVersion: v1
 kind: ConfigMap
 metadata:
   name: shared
-  annotations: {ripple.dev/canary: "1", ripple.dev/canary-bake: 10m, ripple.dev/canary-resume: 0123456789ab}
+  annotations: {ripple.dev/canary: "1", ripple.dev/canary-bake: 10m, ripple.dev/canary-resume: shared-0123456789}
 ---
 apiVersion: v1
 kind: Secret
 metadata:
   name: shared-creds
-  annotations: {ripple.dev/canary: 10%, ripple.dev/canary-resume: 0123456789abcdef0123456789abcdef01234567}
+  annotations: {ripple.dev/canary: 10%, ripple.dev/canary-resume: db-config-abcdef0123}
 ---
 apiVersion: v1
 kind: Namespace
@@ -428,13 +428,13 @@ apiVersion: v1
 kind: Namespace
 metadata:
   name: shop
-  annotations: {ripple.dev/canary: 0%, ripple.dev/canary-resume: 0123456789ab}
+  annotations: {ripple.dev/canary: 0%, ripple.dev/canary-resume: shared-0123456789}
 `,
 			want: []Finding{
 				{Warning, "ConfigMap shop/shared", "ripple.dev/canary", `annotation "ripple.dev/canary": "ten" is not a number of workloads (such as 1) or a percentage from 1% to 100%, so the next default applies (the Namespace's value, else --canary)`},
 				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-bake", `annotation "ripple.dev/canary-bake": "48h" is not a duration from 0s to 24h, so the next default applies (the Namespace's value, else --canary-bake)`},
 				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-first", `annotation "ripple.dev/canary-first" goes on the workload that uses the config, not on a ConfigMap`},
-				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-resume", `annotation "ripple.dev/canary-resume": "latest" is not a digest of the config's data (as ripple resume writes it), so it continues no halted change`},
+				{Warning, "ConfigMap shop/shared", "ripple.dev/canary-resume", `annotation "ripple.dev/canary-resume": "latest" does not name a ConfigRollout (<config>-<10 hex digits>, as ripple resume writes it), so it continues no halted change`},
 				{Warning, "Deployment shop/web", "ripple.dev/canary", `annotation "ripple.dev/canary" goes on a ConfigMap or Secret, not on a Deployment`},
 				{Warning, "Deployment shop/web", "ripple.dev/canary-first", `annotation "ripple.dev/canary-first" is read from the workload's metadata, not from its pod template`},
 				{Warning, "Deployment shop/web", "ripple.dev/canary-first", `annotation "ripple.dev/canary-first": "yes" is not "true", so it means false`},

@@ -57,12 +57,10 @@ func (c CanarySpec) On() bool { return c.Count > 0 || c.Percent > 0 }
 const MaxCanaries = 100
 
 // Of is how many of n workloads are canaries: at least one, at most n and
-// MaxCanaries.
+// MaxCanaries. A spec with both a count and a percentage (a config's and
+// its floor's under tighten-only) takes the larger.
 func (c CanarySpec) Of(n int) int {
-	k := c.Count
-	if c.Percent > 0 {
-		k = int(math.Ceil(float64(n) * float64(c.Percent) / 100))
-	}
+	k := max(c.Count, int(math.Ceil(float64(n)*float64(c.Percent)/100)))
 	return min(max(k, 1), n, MaxCanaries)
 }
 
@@ -96,37 +94,73 @@ func ParseCanaryBake(v string) (time.Duration, error) {
 // CanaryOf resolves how a change of src is canaried: the config's canary
 // annotations, else its Namespace's (ns, read with --namespace-defaults),
 // else --canary and --canary-bake. An invalid value is a problem naming
-// the annotation, and the next level applies.
+// the annotation, and the next level applies. With --tighten-only, the
+// config's own values may only tighten its floor (the Namespace's, else
+// the flags'): it cannot turn a canary off, the larger of the two canaries
+// is taken, and a shorter bake is not.
 func CanaryOf(src Source, ns map[string]string, s Settings) (CanarySpec, []string) {
 	var problems []string
-	spec, bake := s.Canary, s.Canary.Bake
-	for _, level := range []struct {
-		where string
-		ann   map[string]string
-	}{{" on the namespace", ns}, {" on " + src.Ref.String(), src.Annotations}} {
-		if v, ok := level.ann[s.Keys.Canary]; ok {
-			c, err := ParseCanary(v)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("annotation %q%s: %v; using %s", s.Keys.Canary, level.where, err, canaryText(spec)))
-			} else {
-				spec.Count, spec.Percent = c.Count, c.Percent
-			}
-		}
-		if v, ok := level.ann[s.Keys.CanaryBake]; ok {
-			d, err := ParseCanaryBake(v)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("annotation %q%s: %v; using %s", s.Keys.CanaryBake, level.where, err, bake))
-			} else {
-				bake = d
-			}
+	bad := func(key, where string, err error, using string) {
+		problems = append(problems, fmt.Sprintf("annotation %q%s: %v; using %s", key, where, err, using))
+	}
+	floor := s.Canary
+	if v, ok := ns[s.Keys.Canary]; ok {
+		if c, err := ParseCanary(v); err != nil {
+			bad(s.Keys.Canary, " on the namespace", err, canaryText(floor))
+		} else {
+			floor.Count, floor.Percent = c.Count, c.Percent
 		}
 	}
-	spec.Bake = bake
+	if v, ok := ns[s.Keys.CanaryBake]; ok {
+		if d, err := ParseCanaryBake(v); err != nil {
+			bad(s.Keys.CanaryBake, " on the namespace", err, floor.Bake.String())
+		} else {
+			floor.Bake = d
+		}
+	}
+	spec, where := floor, " on "+src.Ref.String()
+	if v, ok := src.Annotations[s.Keys.Canary]; ok {
+		if c, err := ParseCanary(v); err != nil {
+			bad(s.Keys.Canary, where, err, canaryText(floor))
+		} else if problem := spec.take(c, floor, s.TightenOnly); problem != "" {
+			problems = append(problems, fmt.Sprintf("annotation %q%s: %q %s", s.Keys.Canary, where, v, problem))
+		}
+	}
+	if v, ok := src.Annotations[s.Keys.CanaryBake]; ok {
+		d, err := ParseCanaryBake(v)
+		switch {
+		case err != nil:
+			bad(s.Keys.CanaryBake, where, err, floor.Bake.String())
+		case s.TightenOnly && d < floor.Bake:
+			problems = append(problems, fmt.Sprintf("annotation %q%s: %q would shorten the bake %s of the Namespace or --canary-bake (--tighten-only: a config may only lengthen it); using %s",
+				s.Keys.CanaryBake, where, v, floor.Bake, floor.Bake))
+		default:
+			spec.Bake = d
+		}
+	}
 	return spec, problems
+}
+
+// take sets c's canary to a config's own one over its floor; with
+// tighten, own may not turn the floor's canary off, and the larger of the
+// two is taken. It says why own was not taken.
+func (c *CanarySpec) take(own, floor CanarySpec, tighten bool) string {
+	switch {
+	case tighten && floor.On() && !own.On():
+		return fmt.Sprintf("would turn off the canary %s of the Namespace or --canary (--tighten-only: a config may only tighten it); using %s",
+			canaryText(floor), canaryText(floor))
+	case tighten && floor.On():
+		c.Count, c.Percent = max(own.Count, floor.Count), max(own.Percent, floor.Percent) // the larger canary, whatever the fleet's size
+	default:
+		c.Count, c.Percent = own.Count, own.Percent
+	}
+	return ""
 }
 
 func canaryText(c CanarySpec) string {
 	switch {
+	case c.Percent > 0 && c.Count > 0:
+		return fmt.Sprintf("the larger of %d and %d%%", c.Count, c.Percent)
 	case c.Percent > 0:
 		return strconv.Itoa(c.Percent) + "%"
 	case c.Count > 0:
@@ -168,11 +202,13 @@ type Canary struct {
 	Resumed bool `json:"resumed,omitempty"`
 }
 
-// CanaryCandidate is a workload the change would roll, and whether it is
-// marked to go first (the canary-first annotation).
+// CanaryCandidate is a workload the change would roll, whether it is
+// marked to go first (the canary-first annotation), and whether it runs no
+// pods that its health could be judged on (Idle: scaled to zero, a
+// CronJob).
 type CanaryCandidate struct {
-	Ref   workload.Ref
-	First bool
+	Ref         workload.Ref
+	First, Idle bool
 }
 
 // CanaryAsk is a canaried change the plan needs the state of: the
@@ -185,15 +221,17 @@ type CanaryAsk struct {
 
 // StartCanary is a canaried change of config in ns to the data digest,
 // seen at now, among the workloads it rolls: the canaries are the first
-// spec.Of(n) of them, those marked canary-first first, then by name and
-// kind. With no workload to roll, it has passed.
+// spec.Of(n) of those that run pods, those marked canary-first first, then
+// by name and kind. A workload without pods would pass at once, so it is
+// never a canary: with no workload that runs pods to roll, the change has
+// passed (nothing can be judged), and Why says so.
 func StartCanary(ns string, ask CanaryAsk, cands []CanaryCandidate, now time.Time) Canary {
 	c := Canary{Namespace: ns, Config: ask.Config, Digest: ask.Digest, Bake: ask.Spec.Bake, Phase: CanaryRolling, Since: now}
+	cands = slices.DeleteFunc(slices.Clone(cands), func(w CanaryCandidate) bool { return w.Idle })
 	if len(cands) == 0 {
-		c.Phase = CanaryPassed
+		c.Phase, c.Why = CanaryPassed, "no workload it rolls runs pods to judge it on"
 		return c
 	}
-	cands = slices.Clone(cands)
 	slices.SortFunc(cands, func(a, b CanaryCandidate) int {
 		if a.First != b.First {
 			if a.First {
@@ -235,9 +273,9 @@ func (c Canary) Applied(k workload.Ref, t time.Time) (Canary, bool) {
 
 // Check is c after the canaries' rollouts were read at now (health, by
 // canary; a canary missing from it is still progressing; one that has not
-// applied the change yet has a status only when it is gone): a canary that
-// stalled, or took longer than timeout (0: no limit), halts a rolling
-// change; every canary complete starts the bake; a canary that is not
+// applied the change yet has a status that says why, or that it is gone):
+// a canary that stalled, or that took longer than timeout (0: no limit) to
+// apply the change or to complete its rollout, halts a rolling change; every canary complete starts the bake; a canary that is not
 // complete during the bake halts it; a bake that ends healthy passes.
 // changed reports a new phase.
 func (c Canary) Check(health map[workload.Ref]rollout.Status, timeout time.Duration, now time.Time) (Canary, bool) {
@@ -266,6 +304,10 @@ func (c Canary) rolled(health map[workload.Ref]rollout.Status, timeout time.Dura
 		switch {
 		case ok && st.State == rollout.Stalled:
 			return c.halt(now, "%s %q stalled: %s", m.Ref.Kind, m.Ref.Name, st.Reason), true
+		case m.Applied.IsZero() && timeout > 0 && now.Sub(c.Since) > timeout:
+			// A canary that never applies the change (a window that stays
+			// closed, a status that cannot be read) must not hold it forever.
+			return c.halt(now, "%s %q did not apply the change within %s (--rollout-timeout): %s", m.Ref.Kind, m.Ref.Name, timeout, cmp.Or(st.Reason, "its reload has not run")), true
 		case m.Applied.IsZero() || !ok:
 			all = false
 		case st.State != rollout.Complete && timeout > 0 && now.Sub(m.Applied) > timeout:
@@ -293,14 +335,6 @@ func (c Canary) Resume(now time.Time) (Canary, bool) {
 	}
 	c.Phase, c.Since, c.Resumed = CanaryPassed, now, true
 	return c, true
-}
-
-// Resumes reports whether value, the canary-resume annotation of the
-// config, continues c: it names c's data by its digest (ShortDigest or
-// whole), so that an old resume never continues a later change.
-func (c Canary) Resumes(value string) bool {
-	v := strings.TrimSpace(value)
-	return c.Phase == CanaryHalted && v != "" && (v == c.Digest || v == ShortDigest(c.Digest))
 }
 
 // IsCanaryFirst reports whether the workload's annotations mark it to be

@@ -89,6 +89,63 @@ func TestStartCanary(t *testing.T) {
 	if none := StartCanary("shop", ask, nil, now); none.Phase != CanaryPassed {
 		t.Errorf("with no workload to roll the phase is %s, want Passed", none.Phase)
 	}
+	// A workload without pods passes at once: it is never a canary, even
+	// marked canary-first.
+	c = StartCanary("shop", CanaryAsk{Config: cmApp, Digest: "cm2", Spec: CanarySpec{Count: 1}},
+		[]CanaryCandidate{{Ref: dep("a")}, {Ref: dep("idle"), First: true, Idle: true}}, now)
+	if len(c.Members) != 1 || c.Members[0].Ref != dep("a") {
+		t.Errorf("canaries %+v, want a (idle runs no pods)", c.Members)
+	}
+	if c = StartCanary("shop", ask, []CanaryCandidate{{Ref: dep("idle"), Idle: true}}, now); c.Phase != CanaryPassed || len(c.Members) != 0 || c.Why == "" {
+		t.Errorf("with only idle workloads: %+v, want passed with no canary, saying why", c)
+	}
+}
+
+// With --tighten-only, a config may only tighten the canary its floor (its
+// Namespace's, else the flags') sets: not turn it off, not shorten the
+// bake; the larger canary of the two is taken. Without it, the config's
+// own values win.
+func TestCanaryOfTightenOnly(t *testing.T) {
+	s := Settings{Keys: keys, TightenOnly: true, Canary: CanarySpec{Count: 1, Bake: time.Minute}}
+	for _, tc := range []struct {
+		name      string
+		ns, cfg   map[string]string
+		want      CanarySpec
+		problems  []string
+		withoutIt CanarySpec
+	}{
+		{"turned off: the flag's", nil, map[string]string{keys.Canary: "0", keys.CanaryBake: "0s"},
+			CanarySpec{Count: 1, Bake: time.Minute}, []string{`"0" would turn off the canary 1`, `"0s" would shorten the bake 1m0s`}, CanarySpec{}},
+		{"turned off: the Namespace's", map[string]string{keys.Canary: "20%", keys.CanaryBake: "5m"}, map[string]string{keys.Canary: "0"},
+			CanarySpec{Percent: 20, Bake: 5 * time.Minute}, []string{`"0" would turn off the canary 20%`}, CanarySpec{Bake: 5 * time.Minute}},
+		{"a count against a percentage: the larger", map[string]string{keys.Canary: "20%"}, map[string]string{keys.Canary: "2", keys.CanaryBake: "2m"},
+			CanarySpec{Count: 2, Percent: 20, Bake: 2 * time.Minute}, nil, CanarySpec{Count: 2, Bake: 2 * time.Minute}},
+		{"no floor: the config's", map[string]string{keys.Canary: "0"}, map[string]string{keys.Canary: "3"},
+			CanarySpec{Count: 3, Bake: time.Minute}, nil, CanarySpec{Count: 3, Bake: time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, problems := CanaryOf(Source{Ref: cmApp, Annotations: tc.cfg}, tc.ns, s)
+			if got != tc.want || len(problems) != len(tc.problems) {
+				t.Fatalf("CanaryOf = %+v, %q; want %+v with %d problems", got, problems, tc.want, len(tc.problems))
+			}
+			for i, p := range tc.problems {
+				if !strings.Contains(problems[i], p) || !strings.Contains(problems[i], "--tighten-only") {
+					t.Errorf("problem %q, want it to say %q and name --tighten-only", problems[i], p)
+				}
+			}
+			loose := s
+			loose.TightenOnly = false
+			if got, _ := CanaryOf(Source{Ref: cmApp, Annotations: tc.cfg}, tc.ns, loose); got != tc.withoutIt {
+				t.Errorf("without --tighten-only CanaryOf = %+v, want %+v", got, tc.withoutIt)
+			}
+		})
+	}
+	if n := (CanarySpec{Count: 2, Percent: 20}).Of(30); n != 6 {
+		t.Errorf("the larger of 2 and 20%% of 30 = %d, want 6", n)
+	}
+	if n := (CanarySpec{Count: 2, Percent: 20}).Of(5); n != 2 {
+		t.Errorf("the larger of 2 and 20%% of 5 = %d, want 2", n)
+	}
 }
 
 // Check moves a change on from its canaries' rollouts.
@@ -110,6 +167,9 @@ func TestCanaryCheck(t *testing.T) {
 		why     string
 	}{
 		{"not applied yet: rolling", rolling, nil, now.Add(time.Minute), 0, CanaryRolling, ""},
+		{"not applied within the timeout: halted", rolling, map[workload.Ref]rollout.Status{dep("a"): {State: rollout.Progressing, Reason: "its reload waits (ReloadDeferred)"}},
+			now.Add(2 * time.Minute), time.Minute, CanaryHalted, `Deployment "a" did not apply the change within 1m0s (--rollout-timeout): its reload waits (ReloadDeferred)`},
+		{"not applied, within the timeout: rolling", rolling, nil, now.Add(time.Minute), time.Minute, CanaryRolling, ""},
 		{"deleted before it applied: halted", rolling, map[workload.Ref]rollout.Status{dep("a"): {State: rollout.Stalled, Reason: "the workload was deleted"}},
 			now.Add(time.Second), 0, CanaryHalted, "the workload was deleted"},
 		{"progressing: rolling", applied, progressing, now.Add(time.Minute), 0, CanaryRolling, ""},
@@ -128,9 +188,6 @@ func TestCanaryCheck(t *testing.T) {
 		})
 	}
 	halted, _ := applied.Check(stalled, 0, now)
-	if !halted.Resumes("cm2") || halted.Resumes("cm1") || halted.Resumes("") {
-		t.Error("a halted change resumes only by its own digest")
-	}
 	if r, ok := halted.Resume(now); !ok || r.Phase != CanaryPassed || !r.Resumed {
 		t.Errorf("Resume = %+v, want passed, resumed", r)
 	}

@@ -78,6 +78,37 @@ func Of(obj client.Object) Status {
 	return done
 }
 
+// Idle says why obj runs no pods whose health a canary could be judged
+// on: a Deployment, StatefulSet or Argo Rollout scaled to zero, a
+// DaemonSet that schedules no pod, a CronJob or Job (their rollout is the
+// write). Empty when it runs pods, or when its kind does not say.
+func Idle(obj client.Object) string {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return zero(o.Spec.Replicas)
+	case *appsv1.StatefulSet:
+		return zero(o.Spec.Replicas)
+	case *appsv1.DaemonSet:
+		if o.Status.ObservedGeneration > 0 && o.Status.DesiredNumberScheduled == 0 {
+			return "it schedules no pod"
+		}
+	case *batchv1.CronJob, *batchv1.Job:
+		return "its pods are its Jobs' runs"
+	case *unstructured.Unstructured:
+		if n, ok, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); ok && n == 0 {
+			return "it is scaled to zero"
+		}
+	}
+	return ""
+}
+
+func zero(replicas *int32) string {
+	if replicas != nil && *replicas == 0 {
+		return "it is scaled to zero"
+	}
+	return ""
+}
+
 // Instant reports whether obj's rollout is the write itself (a CronJob's
 // or a Job's: the Job was created), so there is nothing to follow.
 func Instant(obj client.Object) bool {

@@ -151,3 +151,34 @@ func TestBatchAndUnknown(t *testing.T) {
 		{"unknown", custom("Other", 1, map[string]any{}), Complete, ""},
 	})
 }
+
+// Idle names the workloads that run no pods a canary could be judged on.
+func TestIdle(t *testing.T) {
+	argo := func(replicas any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+		u.SetKind("Rollout")
+		if replicas != nil {
+			u.Object["spec"].(map[string]any)["replicas"] = replicas
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		obj  client.Object
+		idle bool
+	}{
+		{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}}, true},
+		{&appsv1.Deployment{}, false}, // replicas unset: 1
+		{&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}, false},
+		{&appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{ObservedGeneration: 1}}, true},
+		{&appsv1.DaemonSet{}, false}, // not observed yet
+		{&batchv1.CronJob{}, true},
+		{&batchv1.Job{}, true},
+		{argo(int64(0)), true},
+		{argo(int64(2)), false},
+		{argo(nil), false},
+	} {
+		if got := Idle(tc.obj); (got != "") != tc.idle {
+			t.Errorf("Idle(%T %v) = %q, want idle %v", tc.obj, tc.obj, got, tc.idle)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,13 +104,18 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 
 // A halted change continued by `ripple resume`, as an operator would: the
 // config gets CanaryPassed, and the held Deployments roll the halted data
-// once (the quota lifted).
+// once (the quota lifted). The resume names that change: when the same
+// data comes back later (A, B, then A again) and halts, the resume left
+// on the config continues nothing. (The canary's return to its earlier
+// ReplicaSet never reports ProgressDeadlineExceeded: the Deployment
+// controller does not time out a rollout after NewReplicaSetAvailable, so
+// --rollout-timeout halts it.)
 func TestCanaryResume(t *testing.T) {
 	const fleet = 3
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, fleet, "0s")
-	r := newRipple(t, ns)
+	r := newRipple(t, ns, "--rollout-timeout=20s")
 	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
@@ -118,8 +124,9 @@ func TestCanaryResume(t *testing.T) {
 	halted := digest.ConfigMap(cm)
 	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
 
-	if out, err := runCommand(t, ns, "resume", "configmap/"+canaryConfig); err != nil || !strings.Contains(out, "Resumed the change "+halted[:12]) {
-		t.Fatalf("ripple resume (%v): %s", err, out)
+	first := newestChange(t, ns)
+	if out, err := runCommand(t, ns, "resume", "configmap/"+canaryConfig); err != nil || !strings.Contains(out, "Resumed the change "+first.Name) {
+		t.Fatalf("ripple resume (%v): %s\nwant it to name the change %s", err, out, first.Name)
 	}
 	if err := cs.CoreV1().ResourceQuotas(ns).Delete(t.Context(), quota, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -127,6 +134,30 @@ func TestCanaryResume(t *testing.T) {
 	waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.CanaryPassed)
 	waitFleetRolled(t, cs, ns, halted, fleet, 2*time.Minute)
 	checkFleetRevisions(t, cs, ns, nil)
+
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), canaryConfig, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm = updateConfig(t, cs, cm, "v3")
+	waitFleetRolled(t, cs, ns, digest.ConfigMap(cm), fleet, 2*time.Minute)
+	blockNewPods(t, cs, ns, fleet)
+	updateConfig(t, cs, cm, "v2")
+	var last v1alpha1.ConfigRollout
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := json.MarshalIndent(last, "", "  ")
+			t.Logf("the newest ConfigRollout:\n%s", b)
+		}
+	})
+	waitFor(t, "the same data's later change halted, on a ConfigRollout of its own", func(context.Context) (bool, error) {
+		last = newestChange(t, ns)
+		return last.Name != first.Name && last.Status.Canary != nil && last.Status.Canary.Phase == string(plan.CanaryHalted), nil
+	})
+	time.Sleep(10 * time.Second) // a resume taken would roll d01 and d02 at once
+	if rolled := fleetWith(t, cs, ns, canaryEnv, halted); !slices.Equal(rolled, []string{"d00"}) {
+		t.Errorf("after the same data halted again, the Deployments written with it are %v, want only its canary d00: the earlier resume continued it", rolled)
+	}
 }
 
 // A change halted by a Ripple before ConfigRollouts, as it left it (the
