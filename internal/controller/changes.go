@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -69,6 +70,7 @@ type changes struct {
 
 	keeper  *change.Keeper
 	ctrl    controller.TypedController[change.Key]
+	turns   turns
 	queue   atomic.Pointer[changeQueue]
 	enabled atomic.Bool
 	// unkept says why ConfigRollouts cannot be used, once the API server
@@ -133,7 +135,7 @@ func (c *changes) look(key change.Key) {
 		return
 	}
 	if q := c.queue.Load(); q != nil {
-		(*q).Add(key)
+		c.turns.add(*q, key)
 	}
 }
 
@@ -185,7 +187,13 @@ func (s *setup) enableChanges(ctx context.Context) error {
 	ch := d.changes
 	ch.keeper = k
 	c, err := controller.NewTyped("configrollout", s.mgr, controller.TypedOptions[change.Key]{
-		Reconciler: k, MaxConcurrentReconciles: changeWorkers,
+		Reconciler: ch.turns.reconciler(k), MaxConcurrentReconciles: changeWorkers,
+		NewQueue: func(name string, rl workqueue.TypedRateLimiter[change.Key]) changeQueue {
+			return priorityqueue.New(name, func(o *priorityqueue.Opts[change.Key]) {
+				o.RateLimiter = rl
+				o.Log = s.mgr.GetLogger().WithValues("controller", name)
+			})
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the change controller: %w", err)
@@ -253,7 +261,7 @@ func (c *changes) watchKind(ca cache.Cache, kind workload.Kind) error {
 					if complete {
 						c.keeper.Completed(key, w)
 					}
-					q.Add(key)
+					c.turns.add(q, key)
 				}
 			}
 		},
@@ -270,19 +278,21 @@ func (c *changes) configHandler(kind refs.Kind, resumeKey string) handler.TypedE
 	return handler.TypedFuncs[client.Object, change.Key]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q changeQueue) {
 			if !e.IsInInitialList {
-				q.Add(key(e.Object))
+				c.turns.add(q, key(e.Object))
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
 			switch {
 			case rsource.Digest(e.ObjectOld) != rsource.Digest(e.ObjectNew):
 				c.keeper.Notice(key(e.ObjectNew))
-				q.Add(key(e.ObjectNew))
+				c.turns.add(q, key(e.ObjectNew))
 			case e.ObjectOld.GetAnnotations()[resumeKey] != e.ObjectNew.GetAnnotations()[resumeKey]:
-				q.Add(key(e.ObjectNew))
+				c.turns.add(q, key(e.ObjectNew))
 			}
 		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q changeQueue) { q.Add(key(e.Object)) },
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q changeQueue) {
+			c.turns.add(q, key(e.Object))
+		},
 	}
 }
 
@@ -296,7 +306,7 @@ func (c *changes) ownHandler(f *fleet) handler.TypedEventHandler[client.Object, 
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q changeQueue) {
 			cr, ok := e.Object.(*v1alpha1.ConfigRollout)
 			if ok && !change.Done(cr.Status) {
-				q.Add(configOf(cr))
+				c.turns.add(q, configOf(cr))
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], _ changeQueue) {
