@@ -200,6 +200,11 @@ type CanaryStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Why string `json:"why,omitempty"`
+	// Gate is the gate that halted it: status (the canaries' rollout
+	// status) or pods (their pods during the bake).
+	// +kubebuilder:validation:Enum=status;pods
+	// +optional
+	Gate string `json:"gate,omitempty"`
 	// Resumed is set on a halted change an operator continued.
 	// +optional
 	Resumed bool `json:"resumed,omitempty"`

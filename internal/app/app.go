@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/webhook"
@@ -138,7 +140,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
 		Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
-		Changes: controller.ChangeOptions{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace},
+		Changes: controller.ChangeOptions{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace,
+			PodGate: slices.Contains(cfg.CanaryGates, string(plan.GatePods))},
 	})
 }
 

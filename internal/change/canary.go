@@ -74,7 +74,7 @@ func CanaryOf(st *v1alpha1.CanaryStatus, ns string, ref refs.Ref, digest string)
 		return plan.Canary{}, false
 	}
 	c := plan.Canary{Namespace: ns, Config: ref, Digest: digest, Bake: st.Bake.Duration, Phase: plan.CanaryPhase(st.Phase),
-		Since: st.Since.Time, Why: st.Why, Resumed: st.Resumed}
+		Since: st.Since.Time, Why: st.Why, Gate: plan.Gate(st.Gate), Resumed: st.Resumed}
 	switch c.Phase {
 	case plan.CanaryRolling, plan.CanaryBaking, plan.CanaryPassed, plan.CanaryHalted:
 	default:
@@ -97,7 +97,8 @@ func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
 	if c == nil {
 		return nil
 	}
-	out := &v1alpha1.CanaryStatus{Phase: string(c.Phase), Since: seconds(c.Since), Bake: metav1.Duration{Duration: c.Bake}, Why: c.Why, Resumed: c.Resumed}
+	out := &v1alpha1.CanaryStatus{Phase: string(c.Phase), Since: seconds(c.Since), Bake: metav1.Duration{Duration: c.Bake},
+		Why: truncate(c.Why, maxWhy), Gate: string(c.Gate), Resumed: c.Resumed}
 	for _, m := range c.Members {
 		w := v1alpha1.CanaryWorkload{Kind: m.Ref.Kind, Name: m.Ref.Name}
 		if !m.Applied.IsZero() {
@@ -110,6 +111,17 @@ func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
 }
 
 func seconds(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
+
+// maxWhy bounds status.canary.why (its schema's bound): a query's result
+// may be long.
+const maxWhy = 1024
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
+}
 
 // canaryStep is what one look did to a change's canary: the canary now
 // (nil: the change is not canaried), the notice to tell on the config once
@@ -134,9 +146,10 @@ func Resumes(value string, cr *v1alpha1.ConfigRollout) bool {
 // consumers asks for a canary is not canaried. The first ask chooses the
 // canaries among the consumers it would roll (or takes those a record of
 // an earlier Ripple kept, carry). resume is set when the config's resume
-// annotation names the change (Resumes); timeout is --rollout-timeout.
+// annotation names the change (Resumes); timeout is --rollout-timeout;
+// verdicts are those of the gates beside the status during the bake.
 func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resume bool, timeout time.Duration, now time.Time,
-	carry func() (plan.Canary, bool)) canaryStep {
+	verdicts []plan.Verdict, carry func() (plan.Canary, bool)) canaryStep {
 	c, ok := CanaryOf(st, key.Namespace, key.Config, digest)
 	var out canaryStep
 	if !ok {
@@ -154,7 +167,13 @@ func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resu
 		c = applied(c, cs, now)
 		c, _ = c.Check(health(c, cs), timeout, now)
 	case plan.CanaryBaking:
-		c, _ = c.Check(health(c, cs), timeout, now)
+		var held bool
+		if c, held = c.Judged(verdicts, timeout, now); c.Phase == plan.CanaryBaking {
+			next, _ := c.Check(health(c, cs), timeout, now)
+			if next.Phase != plan.CanaryPassed || !held {
+				c = next // a gate that cannot tell yet keeps the bake from passing
+			}
+		}
 	case plan.CanaryHalted:
 		if resume {
 			c, _ = c.Resume(now)

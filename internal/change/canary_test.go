@@ -27,10 +27,10 @@ func asking(name string, first bool) Consumer {
 
 func TestCanaryStepChoosesOnTheFirstAsk(t *testing.T) {
 	key := Key{Namespace: "shop", Config: config}
-	if got := step(nil, key, "d1", []Consumer{managed("a", plan.Changed, rollout.Complete)}, false, 0, t0, noRecord); got.canary != nil {
+	if got := step(nil, key, "d1", []Consumer{managed("a", plan.Changed, rollout.Complete)}, false, 0, t0, nil, noRecord); got.canary != nil {
 		t.Fatalf("a change nobody asks to canary got canary %+v", got.canary)
 	}
-	got := step(nil, key, "d1", []Consumer{asking("a", false), asking("b", true)}, false, 0, t0, noRecord)
+	got := step(nil, key, "d1", []Consumer{asking("a", false), asking("b", true)}, false, 0, t0, nil, noRecord)
 	if got.canary == nil || len(got.canary.Members) != 1 || got.canary.Members[0].Ref.Name != "b" || got.canary.Phase != plan.CanaryRolling {
 		t.Fatalf("canary %+v, want b (canary-first), rolling", got.canary)
 	}
@@ -38,7 +38,7 @@ func TestCanaryStepChoosesOnTheFirstAsk(t *testing.T) {
 		t.Errorf("choosing told %+v", got.outcome)
 	}
 	carried := plan.Canary{Namespace: "shop", Config: config, Digest: "d1", Phase: plan.CanaryHalted, Since: t0, Why: "from the record"}
-	got = step(nil, key, "d1", []Consumer{asking("a", false)}, false, 0, t0, func() (plan.Canary, bool) { return carried, true })
+	got = step(nil, key, "d1", []Consumer{asking("a", false)}, false, 0, t0, nil, func() (plan.Canary, bool) { return carried, true })
 	if !got.carried || got.canary.Phase != plan.CanaryHalted || got.canary.Why != "from the record" || got.outcome != nil {
 		t.Errorf("carried over: %+v (carried %v, outcome %+v), want the record's halt, not told again", got.canary, got.carried, got.outcome)
 	}
@@ -50,11 +50,11 @@ func TestCanaryStepChoosesOnTheFirstAsk(t *testing.T) {
 func TestCanaryStepBakesAndPasses(t *testing.T) {
 	key := Key{Namespace: "shop", Config: config}
 	cs := []Consumer{asking("a", false), asking("b", false)}
-	st := canaryStatus(step(nil, key, "d1", cs, false, time.Minute, t0, noRecord).canary)
+	st := canaryStatus(step(nil, key, "d1", cs, false, time.Minute, t0, nil, noRecord).canary)
 
 	cs[0] = managed("a", plan.Unchanged, rollout.Progressing)
 	now := t0.Add(1500 * time.Millisecond)
-	got := step(st, key, "d1", cs, false, time.Minute, now, noRecord)
+	got := step(st, key, "d1", cs, false, time.Minute, now, nil, noRecord)
 	if got.canary.Phase != plan.CanaryRolling || got.canary.Members[0].Applied != now {
 		t.Fatalf("a applied, in progress: %+v", got.canary)
 	}
@@ -68,20 +68,20 @@ func TestCanaryStepBakesAndPasses(t *testing.T) {
 
 	cs[0] = managed("a", plan.Unchanged, rollout.Complete)
 	now = t0.Add(3 * time.Second)
-	got = step(st, key, "d1", cs, false, time.Minute, now, noRecord)
+	got = step(st, key, "d1", cs, false, time.Minute, now, nil, noRecord)
 	if got.canary.Phase != plan.CanaryBaking || got.wake != 10*time.Second || got.outcome != nil {
 		t.Fatalf("a complete: %+v, wake %s, outcome %+v; want baking for 10s, nothing told", got.canary, got.wake, got.outcome)
 	}
 	st = canaryStatus(got.canary)
-	got = step(st, key, "d1", cs, false, time.Minute, now.Add(9*time.Second), noRecord)
+	got = step(st, key, "d1", cs, false, time.Minute, now.Add(9*time.Second), nil, noRecord)
 	if got.canary.Phase != plan.CanaryBaking {
 		t.Fatalf("in the bake: %s", got.canary.Phase)
 	}
-	got = step(st, key, "d1", cs, false, time.Minute, now.Add(10*time.Second), noRecord)
+	got = step(st, key, "d1", cs, false, time.Minute, now.Add(10*time.Second), nil, noRecord)
 	if got.canary.Phase != plan.CanaryPassed || got.outcome == nil || got.outcome.Reason != reason.CanaryPassed {
 		t.Fatalf("the bake's end: %+v, outcome %+v; want passed, told", got.canary, got.outcome)
 	}
-	got = step(canaryStatus(got.canary), key, "d1", cs, false, time.Minute, now.Add(11*time.Second), noRecord)
+	got = step(canaryStatus(got.canary), key, "d1", cs, false, time.Minute, now.Add(11*time.Second), nil, noRecord)
 	if got.outcome != nil {
 		t.Errorf("passed told again: %+v", got.outcome)
 	}
@@ -93,8 +93,8 @@ func TestCanaryStepBakesAndPasses(t *testing.T) {
 func TestCanaryStepHaltsOnAGoneCanaryAndResumes(t *testing.T) {
 	key := Key{Namespace: "shop", Config: config}
 	cs := []Consumer{asking("a", false), asking("b", false)}
-	st := canaryStatus(step(nil, key, "d1", cs, false, 0, t0, noRecord).canary)
-	got := step(st, key, "d1", cs[1:], false, 0, t0.Add(time.Second), noRecord)
+	st := canaryStatus(step(nil, key, "d1", cs, false, 0, t0, nil, noRecord).canary)
+	got := step(st, key, "d1", cs[1:], false, 0, t0.Add(time.Second), nil, noRecord)
 	if got.canary.Phase != plan.CanaryHalted || !strings.Contains(got.canary.Why, "deleted") {
 		t.Fatalf("a gone: %+v, want halted", got.canary)
 	}
@@ -102,10 +102,10 @@ func TestCanaryStepHaltsOnAGoneCanaryAndResumes(t *testing.T) {
 		t.Fatalf("the halt told %+v", got.outcome)
 	}
 	st = canaryStatus(got.canary)
-	if got = step(st, key, "d1", cs[1:], Resumes("cm-other", &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "cm-d1"}}), 0, t0.Add(2*time.Second), noRecord); got.canary.Phase != plan.CanaryHalted {
+	if got = step(st, key, "d1", cs[1:], Resumes("cm-other", &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "cm-d1"}}), 0, t0.Add(2*time.Second), nil, noRecord); got.canary.Phase != plan.CanaryHalted {
 		t.Errorf("a resume of other data continued the change: %s", got.canary.Phase)
 	}
-	got = step(st, key, "d1", cs[1:], Resumes(" cm-d1 ", &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "cm-d1"}}), 0, t0.Add(2*time.Second), noRecord)
+	got = step(st, key, "d1", cs[1:], Resumes(" cm-d1 ", &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "cm-d1"}}), 0, t0.Add(2*time.Second), nil, noRecord)
 	if got.canary.Phase != plan.CanaryPassed || !got.canary.Resumed || got.outcome == nil {
 		t.Errorf("resumed: %+v, outcome %+v; want passed, resumed, told", got.canary, got.outcome)
 	}
@@ -118,7 +118,7 @@ func TestCanaryStepHaltsOnAGoneCanaryAndResumes(t *testing.T) {
 func TestCanaryStepHaltsOnAnIdleOrNeverApplyingCanary(t *testing.T) {
 	key := Key{Namespace: "shop", Config: config}
 	cs := []Consumer{asking("a", false), asking("b", false)}
-	chosen := step(nil, key, "d1", cs, false, time.Minute, t0, noRecord)
+	chosen := step(nil, key, "d1", cs, false, time.Minute, t0, nil, noRecord)
 	if chosen.wake != time.Minute+time.Second {
 		t.Errorf("wake %s after choosing, want the timeout for a to apply the change and a second", chosen.wake)
 	}
@@ -126,7 +126,7 @@ func TestCanaryStepHaltsOnAnIdleOrNeverApplyingCanary(t *testing.T) {
 
 	idle := managed("a", plan.Unchanged, rollout.Complete)
 	idle.Idle = "it is scaled to zero"
-	got := step(st, key, "d1", []Consumer{idle, cs[1]}, false, time.Minute, t0.Add(time.Second), noRecord)
+	got := step(st, key, "d1", []Consumer{idle, cs[1]}, false, time.Minute, t0.Add(time.Second), nil, noRecord)
 	if got.canary.Phase != plan.CanaryHalted || !strings.Contains(got.canary.Why, "it is scaled to zero: a canary must run pods") {
 		t.Errorf("a scaled to zero: %+v, want halted, saying why", got.canary)
 	}
@@ -134,12 +134,36 @@ func TestCanaryStepHaltsOnAnIdleOrNeverApplyingCanary(t *testing.T) {
 	waiting := asking("a", false)
 	waiting.Verdict = reason.ReloadDeferred
 	cs = []Consumer{waiting, cs[1]}
-	if got = step(st, key, "d1", cs, false, time.Minute, t0.Add(time.Minute), noRecord); got.canary.Phase != plan.CanaryRolling {
+	if got = step(st, key, "d1", cs, false, time.Minute, t0.Add(time.Minute), nil, noRecord); got.canary.Phase != plan.CanaryRolling {
 		t.Fatalf("a waits, within the timeout: %s", got.canary.Phase)
 	}
-	got = step(st, key, "d1", cs, false, time.Minute, t0.Add(61*time.Second), noRecord)
+	got = step(st, key, "d1", cs, false, time.Minute, t0.Add(61*time.Second), nil, noRecord)
 	if got.canary.Phase != plan.CanaryHalted || !strings.Contains(got.canary.Why, `Deployment "a" did not apply the change within 1m0s (--rollout-timeout): its reload waits (ReloadDeferred)`) ||
 		got.outcome == nil || got.outcome.Reason != reason.RolloutHalted {
 		t.Errorf("a never applied it: %+v, outcome %+v; want halted and told", got.canary, got.outcome)
+	}
+}
+
+// A baking change: a gate's failure halts it and is told, naming the gate
+// on the status; a gate that cannot tell keeps the bake from passing.
+func TestCanaryStepGates(t *testing.T) {
+	key := Key{Namespace: "shop", Config: config}
+	cs := []Consumer{managed("a", plan.Unchanged, rollout.Complete), asking("b", false)}
+	baking := &v1alpha1.CanaryStatus{Phase: string(plan.CanaryBaking), Since: metav1.NewTime(t0), Bake: metav1.Duration{Duration: 10 * time.Second},
+		Workloads: []v1alpha1.CanaryWorkload{{Kind: "Deployment", Name: "a", AppliedAt: &metav1.Time{Time: t0}}}}
+	hold := []plan.Verdict{{Gate: plan.GatePods, Hold: "cannot watch the pods yet"}}
+	if got := step(baking, key, "d1", cs, false, time.Minute, t0.Add(11*time.Second), hold, noRecord); got.canary.Phase != plan.CanaryBaking || got.outcome != nil {
+		t.Errorf("a hold at the bake's end: %s, outcome %+v; want still baking", got.canary.Phase, got.outcome)
+	}
+	if got := step(baking, key, "d1", cs, false, time.Minute, t0.Add(11*time.Second), nil, noRecord); got.canary.Phase != plan.CanaryPassed {
+		t.Errorf("no gate holds at the bake's end: %s, want passed", got.canary.Phase)
+	}
+	fail := []plan.Verdict{{Gate: plan.GatePods, Fail: `Deployment "a": pod a-1 container app restarted (OOMKilled, exit code 137)`}}
+	got := step(baking, key, "d1", cs, false, time.Minute, t0.Add(2*time.Second), fail, noRecord)
+	if got.canary.Phase != plan.CanaryHalted || got.outcome == nil || !strings.Contains(got.outcome.Message, "the pods gate: Deployment \"a\": pod a-1 container app restarted (OOMKilled") {
+		t.Fatalf("a pod restarted: %+v, outcome %+v; want halted and told, naming the pod", got.canary, got.outcome)
+	}
+	if st := canaryStatus(got.canary); st.Gate != "pods" {
+		t.Errorf("status.canary.gate = %q, want pods", st.Gate)
 	}
 }

@@ -106,6 +106,9 @@ type Keeper struct {
 	// --rollout-timeout, which a canary's rollout must meet.
 	ResumeKey string
 	Timeout   time.Duration
+	// Gates judge a baking change's canaries beside their rollout status
+	// (--canary-gates): their pods.
+	Gates []Gate
 	// InScope tells whether a namespace is this Ripple's.
 	InScope func(ctx context.Context, ns string) (bool, error)
 	// Kinds are the config kinds Ripple watches: another's ConfigRollouts
@@ -489,8 +492,13 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 		cr.Status.Writer = source.Writer(cfg) // the revision is the same: so is the write
 	}
 	sum := source.Digest(cfg)
-	cs := step(cr.Status.Canary, key, sum, consumers, Resumes(cfg.GetAnnotations()[k.ResumeKey], cr), k.Timeout, now,
+	cs := step(cr.Status.Canary, key, sum, consumers, Resumes(cfg.GetAnnotations()[k.ResumeKey], cr), k.Timeout, now, k.judge(ctx, key, cr.Status.Canary),
 		func() (plan.Canary, bool) { return k.Records.Carry(ctx, key, sum) })
+	if cs.canary == nil || cs.canary.Phase != plan.CanaryBaking {
+		k.endGates(key)
+	} else if cr.Status.Canary == nil || cr.Status.Canary.Phase != string(plan.CanaryBaking) {
+		k.judge(ctx, key, canaryStatus(cs.canary)) // the bake starts: so do the gates
+	}
 	st := Status(cr.Status, consumers, cs.canary, false, now)
 	k.track(key, st, leftOf(consumers, cr.Status.SeenAt.Time))
 	if equality.Semantic.DeepEqual(st, stored) {
@@ -634,9 +642,42 @@ func (k *Keeper) takeNotice(key Key) bool {
 	return ok
 }
 
+// A Gate judges the canaries of a baking change beside their rollout
+// status (plan.Verdict): the pod gate so far.
+type Gate interface {
+	// Judge is the gate's verdict on the canaries of key's change, which
+	// bakes; its first call starts what it needs (a watch).
+	Judge(ctx context.Context, key Key, canaries []workload.Ref) plan.Verdict
+	// Done ends what the gate keeps of key's change: its bake ended.
+	Done(key Key)
+}
+
+// judge is the gates' verdicts on key's change, canary st, while it bakes.
+func (k *Keeper) judge(ctx context.Context, key Key, st *v1alpha1.CanaryStatus) []plan.Verdict {
+	if st == nil || st.Phase != string(plan.CanaryBaking) || len(k.Gates) == 0 {
+		return nil
+	}
+	canaries := make([]workload.Ref, 0, len(st.Workloads))
+	for _, w := range st.Workloads {
+		canaries = append(canaries, workload.Ref{Kind: w.Kind, Namespace: key.Namespace, Name: w.Name})
+	}
+	out := make([]plan.Verdict, 0, len(k.Gates))
+	for _, g := range k.Gates {
+		out = append(out, g.Judge(ctx, key, canaries))
+	}
+	return out
+}
+
+func (k *Keeper) endGates(key Key) {
+	for _, g := range k.Gates {
+		g.Done(key)
+	}
+}
+
 // forget drops what the Keeper keeps of key: its config is gone, out of
 // scope or unchanged.
 func (k *Keeper) forget(key Key) {
+	k.endGates(key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.noticed, key)

@@ -65,6 +65,9 @@ type ReloadFlags struct {
 	// ConfigRolloutHistory and ConfigRolloutsPerNamespace bound what it keeps.
 	ConfigRollouts                                   bool
 	ConfigRolloutHistory, ConfigRolloutsPerNamespace int
+	// CanaryGates are the gates that judge a canaried change's canaries
+	// during its bake beside their rollout status (docs/canary.md).
+	CanaryGates []string
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -226,7 +229,12 @@ func (o *ReloadOptions) bindChangeFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ConfigRollouts, "config-rollouts", o.ConfigRollouts, "Keep a ConfigRollout (ripple.dev/v1alpha1) per change of a config that has consumers, in the config's namespace: where each consumer stands, and a Propagated condition to wait on (docs/config-rollouts.md). It starts once the API server serves the CRD; without it Ripple logs so once and reloads as before. It changes nothing of what rolls or when. Helm: ripple.configRollouts.enabled.")
 	fs.IntVar(&o.ConfigRolloutHistory, "config-rollout-history", o.ConfigRolloutHistory, fmt.Sprintf("How many ConfigRollouts of one config are kept, the newest (1 to %d).", maxConfigRolloutHistory))
 	fs.IntVar(&o.ConfigRolloutsPerNamespace, "config-rollouts-per-namespace", o.ConfigRolloutsPerNamespace, fmt.Sprintf("How many ConfigRollouts one namespace keeps at most: past it, the oldest are deleted, those done first (1 to %d).", maxConfigRolloutsPerNamespace))
+	fs.StringSliceVar(&o.CanaryGates, "canary-gates", o.CanaryGates, `What else judges a canaried change's canaries during the bake, beside their rollout status: "pods" watches the canaries' pods (Deployments, StatefulSets, DaemonSets), and a container restart, CrashLoopBackOff or a pod turned unready halts the change; it needs list and watch on pods. Needs --config-rollouts. Helm: ripple.canaryGates. See docs/canary.md.`)
 }
+
+// CanaryGates are the gates --canary-gates may name (the status always
+// judges).
+var CanaryGates = []plan.Gate{plan.GatePods}
 
 func (o *ReloadOptions) validateChanges(errs *problems) {
 	if o.ConfigRolloutHistory < 1 || o.ConfigRolloutHistory > maxConfigRolloutHistory {
@@ -234,6 +242,14 @@ func (o *ReloadOptions) validateChanges(errs *problems) {
 	}
 	if o.ConfigRolloutsPerNamespace < 1 || o.ConfigRolloutsPerNamespace > maxConfigRolloutsPerNamespace {
 		errs.bad("config-rollouts-per-namespace", "%d is not between 1 and %d", o.ConfigRolloutsPerNamespace, maxConfigRolloutsPerNamespace)
+	}
+	for _, g := range o.CanaryGates {
+		if !slices.Contains(CanaryGates, plan.Gate(g)) {
+			errs.bad("canary-gates", "%q is not a gate; use pods (the canaries' rollout status always judges)", g)
+		}
+	}
+	if len(o.CanaryGates) > 0 && !o.ConfigRollouts {
+		errs.bad("canary-gates", "needs --config-rollouts: the change controller runs the gates")
 	}
 }
 

@@ -456,3 +456,51 @@ func TestCanaryBeforeTheChangeController(t *testing.T) {
 		t.Errorf("CRD not served: %v, want it named", err)
 	}
 }
+
+// fakeGate is a gate beside the status whose verdict the test sets; it
+// records whom it judged and which changes it was told had ended.
+type fakeGate struct {
+	verdict plan.Verdict
+	judged  [][]workload.Ref
+	done    []change.Key
+}
+
+func (g *fakeGate) Judge(_ context.Context, _ change.Key, canaries []workload.Ref) plan.Verdict {
+	g.judged = append(g.judged, canaries)
+	return g.verdict
+}
+
+func (g *fakeGate) Done(key change.Key) { g.done = append(g.done, key) }
+
+// The change controller runs the gates while a change bakes: from the
+// look that starts the bake (the pod gate's watch starts then), not
+// before; a gate's failure halts the change and is told naming the gate,
+// and the gates are told the bake ended.
+func TestCanaryGatesJudgeTheBake(t *testing.T) {
+	w, _ := canaryWorld(t)
+	g := &fakeGate{}
+	w.deps.changes.keeper.Gates = []change.Gate{g}
+	w.change("Deployment", "v2")
+	w.look()
+	w.reconcile("Deployment", "a")
+	w.look()
+	if len(g.judged) != 0 {
+		t.Fatalf("the gate judged a rolling change: %v", g.judged)
+	}
+	w.complete(w.canary().Workloads[0].Name)
+	w.look()
+	if w.canaryPhase() != plan.CanaryBaking || len(g.judged) != 1 || len(g.judged[0]) != 1 || g.judged[0][0].Name != "a" {
+		t.Fatalf("the bake started (%s): the gate judged %v, want a, once", w.canaryPhase(), g.judged)
+	}
+	g.verdict = plan.Verdict{Gate: plan.GatePods, Fail: `Deployment "a": pod a-1 container app restarted (OOMKilled, exit code 137)`}
+	w.look()
+	if w.canaryPhase() != plan.CanaryHalted || w.canary().Gate != "pods" {
+		t.Fatalf("the gate failed: canary %+v, want halted by the pods gate", w.canary())
+	}
+	if ev := w.wantEvent(w.drain(), string(reason.RolloutHalted)); !strings.Contains(ev, "the pods gate: Deployment \"a\": pod a-1 container app restarted (OOMKilled") {
+		t.Errorf("RolloutHalted %q does not name the gate and the pod", ev)
+	}
+	if len(g.done) == 0 {
+		t.Error("the gate was not told the bake ended")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,10 +29,13 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// ChangeOptions turn the change controller on and bound what it keeps.
+// ChangeOptions turn the change controller on, bound what it keeps and
+// choose the gates of canaried changes beside the status (PodGate:
+// --canary-gates=pods).
 type ChangeOptions struct {
 	On                    bool
 	History, PerNamespace int
+	PodGate               bool
 }
 
 // new is the change controller as the workload controllers reach it,
@@ -68,10 +72,13 @@ type changes struct {
 	cache client.Reader
 	ring  func() digest.Ring
 
-	keeper  *change.Keeper
-	ctrl    controller.TypedController[change.Key]
-	turns   turns
-	queue   atomic.Pointer[changeQueue]
+	keeper *change.Keeper
+	ctrl   controller.TypedController[change.Key]
+	turns  turns
+	queue  atomic.Pointer[changeQueue]
+	// base is the change controller's context, once it started: the pod
+	// gate's watches end with it.
+	base    atomic.Pointer[context.Context]
 	enabled atomic.Bool
 	// unkept says why ConfigRollouts cannot be used, once the API server
 	// was asked; nil before (a canaried change then waits).
@@ -124,7 +131,8 @@ func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.
 	return cn, ok, nil
 }
 
-func (c *changes) start(_ context.Context, q changeQueue) error {
+func (c *changes) start(ctx context.Context, q changeQueue) error {
+	c.base.Store(&ctx)
 	c.queue.Store(&q)
 	return nil
 }
@@ -170,7 +178,7 @@ func (s *setup) enableChanges(ctx context.Context) error {
 	k := &change.Keeper{
 		Client: d.Client, Reader: s.mgr.GetAPIReader(), Fleet: s.fleet, Tell: s.fleet.Tell, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: d.Metrics,
 		Records:   &change.Records{Reader: s.mgr.GetAPIReader(), Client: d.Client, Namespace: s.o.Namespace},
-		ResumeKey: d.Settings.Keys.CanaryResume, Timeout: d.Settings.Rollouts.Timeout,
+		ResumeKey: d.Settings.Keys.CanaryResume, Timeout: d.Settings.Rollouts.Timeout, Gates: s.gates(),
 		Ring:    d.changes.ring,
 		Kinds:   rsource.Watched(d.Settings.SourceKinds),
 		History: s.o.Changes.History, PerNamespace: s.o.Changes.PerNamespace,
@@ -220,6 +228,23 @@ func (s *setup) enableChanges(ctx context.Context) error {
 		}
 	}
 	ch.enabled.Store(true)
+	return nil
+}
+
+// gates are the change controller's gates beside the canaries' status.
+func (s *setup) gates() []change.Gate {
+	if !s.o.Changes.PodGate {
+		return nil
+	}
+	ch := s.deps.changes
+	return []change.Gate{&podGate{pods: kubernetes.NewForConfigOrDie(s.mgr.GetConfig()), object: s.fleet.canaryObject, look: ch.look, base: ch.context}}
+}
+
+// context is the change controller's context; nil before it started.
+func (c *changes) context() context.Context {
+	if ctx := c.base.Load(); ctx != nil {
+		return *ctx
+	}
 	return nil
 }
 

@@ -198,8 +198,61 @@ type Canary struct {
 	Phase     CanaryPhase    `json:"phase"`
 	Since     time.Time      `json:"since"`
 	Why       string         `json:"why,omitempty"`
+	// Gate is the gate that halted it (GateStatus when empty).
+	Gate Gate `json:"gate,omitempty"`
 	// Resumed is set on a halted change an operator continued.
 	Resumed bool `json:"resumed,omitempty"`
+}
+
+// Gate is one of the judges of a canaried change's canaries: their
+// rollout status (Check, always) and their pods during the bake
+// (Verdict). Another gate is one more entry.
+type Gate string
+
+// The gates.
+const (
+	GateStatus = Gate("status")
+	GatePods   = Gate("pods")
+)
+
+// Verdict is what a gate other than the status says of a baking change's
+// canaries now: Fail says why they failed it (the change halts), Hold why
+// it cannot tell yet (the bake may not pass).
+type Verdict struct {
+	Gate       Gate
+	Fail, Hold string
+}
+
+// Judged is c, baking, after the verdicts of its gates at now: the first
+// that fails halts it, naming the gate; a hold keeps it from passing at
+// the bake's end (held reports one), and one that lasts longer than
+// timeout past the bake's end halts it too. It does not read the status:
+// Check does.
+func (c Canary) Judged(verdicts []Verdict, timeout time.Duration, now time.Time) (next Canary, held bool) {
+	if c.Phase != CanaryBaking {
+		return c, false
+	}
+	for _, v := range verdicts {
+		if v.Fail != "" {
+			return c.gateHalt(now, v.Gate, "%s", v.Fail), false
+		}
+	}
+	for _, v := range verdicts {
+		if v.Hold == "" {
+			continue
+		}
+		if timeout > 0 && now.Sub(c.BakeUntil()) > timeout {
+			return c.gateHalt(now, v.Gate, "could not tell for %s past the bake (--rollout-timeout): %s", timeout, v.Hold), false
+		}
+		return c, true
+	}
+	return c, false
+}
+
+func (c Canary) gateHalt(now time.Time, g Gate, format string, args ...any) Canary {
+	c = c.halt(now, "the %s gate: "+format, append([]any{g}, args...)...)
+	c.Gate = g
+	return c
 }
 
 // CanaryCandidate is a workload the change would roll, whether it is
@@ -324,7 +377,7 @@ func (c Canary) rolled(health map[workload.Ref]rollout.Status, timeout time.Dura
 }
 
 func (c Canary) halt(now time.Time, format string, args ...any) Canary {
-	c.Phase, c.Since, c.Why = CanaryHalted, now, fmt.Sprintf(format, args...)
+	c.Phase, c.Since, c.Why, c.Gate = CanaryHalted, now, fmt.Sprintf(format, args...), GateStatus
 	return c
 }
 

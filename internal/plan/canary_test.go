@@ -263,3 +263,28 @@ func TestCanaryOutcome(t *testing.T) {
 		t.Error("a baking change tells nothing")
 	}
 }
+
+// The gates beside the status judge a baking change: the first that fails
+// halts it naming the gate; one that cannot tell holds the pass, and
+// halts it once it has not told for the timeout past the bake.
+func TestCanaryJudged(t *testing.T) {
+	baking := Canary{Config: cmApp, Digest: "cm2", Bake: 30 * time.Second, Phase: CanaryBaking, Since: now}
+	c, held := baking.Judged([]Verdict{{Gate: GateStatus}, {Gate: GatePods, Hold: "cannot watch"}}, time.Minute, now.Add(31*time.Second))
+	if c.Phase != CanaryBaking || !held {
+		t.Errorf("a hold: %s, held %v; want baking, held", c.Phase, held)
+	}
+	c, _ = baking.Judged([]Verdict{{Gate: GatePods, Fail: `Deployment "a": pod a-1 container app restarted`}, {Gate: GateStatus, Fail: "later"}}, time.Minute, now.Add(time.Second))
+	if c.Phase != CanaryHalted || c.Gate != GatePods || c.Why != `the pods gate: Deployment "a": pod a-1 container app restarted` {
+		t.Errorf("a failure: %+v, want halted by the pods gate", c)
+	}
+	c, _ = baking.Judged([]Verdict{{Gate: GatePods, Hold: "cannot watch"}}, time.Minute, now.Add(91*time.Second))
+	if c.Phase != CanaryHalted || c.Gate != GatePods || !strings.Contains(c.Why, "could not tell for 1m0s past the bake") {
+		t.Errorf("a hold past the timeout: %+v, want halted by the pods gate", c)
+	}
+	if c, _ := (Canary{Phase: CanaryRolling}).Judged([]Verdict{{Gate: GatePods, Fail: "x"}}, 0, now); c.Phase != CanaryRolling {
+		t.Errorf("a rolling change judged: %s, want the gates to judge only the bake", c.Phase)
+	}
+	if stalled, _ := baking.Check(map[workload.Ref]rollout.Status{}, 0, now); stalled.Gate != "" {
+		t.Errorf("no halt, gate %q", stalled.Gate)
+	}
+}

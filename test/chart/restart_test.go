@@ -14,12 +14,17 @@ import (
 // (Cluster)Role grants: none by default, list and create pods/eviction
 // for evict, list and delete for delete, none in webhook mode (which
 // restarts nothing), and the --restart-method argument only when the
-// default method is not template.
+// default method is not template. The canary's pod gate
+// (canaryGates: [pods]) adds list and watch on pods, and its argument.
 func TestRestartMethodRules(t *testing.T) {
 	none := []grant{{"", "pods", nil}, {"", "pods/eviction", nil}}
 	evict := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}}
 	del := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", nil}}
 	both := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", []string{"create"}}}
+	// The canary's pod gate watches the canaries' pods.
+	gate := []grant{{"", "pods", []string{"list", "watch"}}, {"", "pods/eviction", nil}}
+	gateDel := []grant{{"", "pods", []string{"delete", "list", "watch"}}, {"", "pods/eviction", nil}}
+	pods := map[string]any{"canaryGates": []any{"pods"}}
 	methods := func(evict, del bool) map[string]any {
 		return map[string]any{"restartMethods": map[string]any{"evict": evict, "delete": del}}
 	}
@@ -36,6 +41,8 @@ func TestRestartMethodRules(t *testing.T) {
 		{"restartMethod evict", map[string]any{"restartMethod": "evict"}, evict, "--restart-method=evict"},
 		{"restartMethod delete with evict on", deepMerge(map[string]any{"restartMethod": "delete"}, methods(true, false)), both, "--restart-method=delete"},
 		{"restartMethod template", map[string]any{"restartMethod": "template"}, none, ""},
+		{"canaryGates pods", pods, gate, ""},
+		{"canaryGates pods with delete", deepMerge(map[string]any{"canaryGates": []any{"pods"}}, methods(false, true)), gateDel, ""},
 	} {
 		for _, mode := range []struct {
 			name   string
@@ -80,7 +87,13 @@ func TestRestartMethodRules(t *testing.T) {
 						got = append(got, a)
 					}
 				}
-				if wantArgs := slices.DeleteFunc([]string{tc.arg}, func(s string) bool { return s == "" }); !slices.Equal(got, wantArgs) {
+				wantArgs := slices.DeleteFunc([]string{tc.arg}, func(s string) bool { return s == "" })
+				if tc.values["canaryGates"] != nil && mode.name != "webhook" {
+					if !slices.Contains(c.Args, "--canary-gates=pods") {
+						t.Errorf("arguments %q, want --canary-gates=pods", c.Args)
+					}
+				}
+				if !slices.Equal(got, wantArgs) {
 					t.Errorf("arguments %q, want %q", got, wantArgs)
 				}
 			})

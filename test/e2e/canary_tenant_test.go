@@ -103,12 +103,22 @@ func patchDeployment(t *testing.T, cs kubernetes.Interface, ns, name, patch stri
 // newestChange is the newest ConfigRollout of canaryConfig in ns.
 func newestChange(t *testing.T, ns string) v1alpha1.ConfigRollout {
 	t.Helper()
-	var l v1alpha1.ConfigRolloutList
-	if err := crClient(t).List(t.Context(), &l, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelConfigName: canaryConfig}); err != nil || len(l.Items) == 0 {
+	cr, ok, err := latestChange(t.Context(), t, ns)
+	if err != nil || !ok {
 		t.Fatalf("no ConfigRollout of %s (%v)", canaryConfig, err)
 	}
+	return cr
+}
+
+// latestChange is the newest ConfigRollout of canaryConfig in ns; false
+// while there is none.
+func latestChange(ctx context.Context, t *testing.T, ns string) (v1alpha1.ConfigRollout, bool, error) {
+	var l v1alpha1.ConfigRolloutList
+	if err := crClient(t).List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelConfigName: canaryConfig}); err != nil || len(l.Items) == 0 {
+		return v1alpha1.ConfigRollout{}, false, err
+	}
 	slices.SortFunc(l.Items, func(a, b v1alpha1.ConfigRollout) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
-	return l.Items[0]
+	return l.Items[0], true, nil
 }
 
 // waitEventNamingConfig waits for an Event of reason r on the ConfigMap

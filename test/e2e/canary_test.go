@@ -150,9 +150,10 @@ func TestCanaryResume(t *testing.T) {
 			t.Logf("the newest ConfigRollout:\n%s", b)
 		}
 	})
-	waitFor(t, "the same data's later change halted, on a ConfigRollout of its own", func(context.Context) (bool, error) {
-		last = newestChange(t, ns)
-		return last.Name != first.Name && last.Status.Canary != nil && last.Status.Canary.Phase == string(plan.CanaryHalted), nil
+	waitFor(t, "the same data's later change halted, on a ConfigRollout of its own", func(ctx context.Context) (bool, error) {
+		var err error
+		last, _, err = latestChange(ctx, t, ns)
+		return last.Name != first.Name && last.Status.Canary != nil && last.Status.Canary.Phase == string(plan.CanaryHalted), err
 	})
 	time.Sleep(10 * time.Second) // a resume taken would roll d01 and d02 at once
 	if rolled := fleetWith(t, cs, ns, canaryEnv, halted); !slices.Equal(rolled, []string{"d00"}) {

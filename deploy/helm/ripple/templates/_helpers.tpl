@@ -252,6 +252,9 @@ says what to change. */}}
 {{- fail (printf "ripple.canaryBake: %s is over 24h, the longest bake Ripple takes (--canary-bake, 0s to 24h)." (toString .)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.ripple.canaryGates (not (.Values.ripple.configRollouts | default dict).enabled) -}}
+{{- fail "ripple.canaryGates needs ripple.configRollouts.enabled: the change controller runs the gates (--canary-gates needs --config-rollouts)." -}}
+{{- end -}}
 {{- with include "ripple.workloadKindErrors" . | fromJsonArray -}}
 {{- fail (printf "ripple.workloadKinds: Ripple would refuse these kinds at start (docs/workload-kinds.md):\n%s" (join "\n" .)) -}}
 {{- end -}}
@@ -493,12 +496,20 @@ kinds) and the optional kinds change them. */}}
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
 {{- $restart := include "ripple.restartMethods" . | fromJson }}
+{{- $podGate := has "pods" (.Values.ripple.canaryGates | default list) }}
 {{- if or $restart.evict $restart.delete }}
 # Restart methods (docs/restart-methods.md): the pods of a workload being
 # restarted are listed by its selector (never watched){{ if $restart.delete }} and deleted{{ end }}.
+{{- end }}
+{{- if $podGate }}
+# The canary's pod gate (ripple.canaryGates: pods, docs/canary.md): the
+# pods of a baking change's canaries are listed and watched by their
+# selector until the bake ends.
+{{- end }}
+{{- if or $restart.evict $restart.delete $podGate }}
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: [{{ if $restart.delete }}"delete", {{ end }}"list"]
+  verbs: [{{ if $restart.delete }}"delete", {{ end }}"list"{{ if $podGate }}, "watch"{{ end }}]
 {{- end }}
 {{- if $restart.evict }}
 - apiGroups: [""]
@@ -583,6 +594,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
 {{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
 {{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
+{{- with $rp.canaryGates -}}{{- $args = append $args (printf "--canary-gates=%s" (join "," .)) -}}{{- end -}}
 {{- $cro := $rp.configRollouts | default dict -}}
 {{- if not $cro.enabled -}}{{- $args = append $args "--config-rollouts=false" -}}{{- end -}}
 {{- if $cro.history -}}{{- $args = append $args (printf "--config-rollout-history=%s" (toString $cro.history)) -}}{{- end -}}

@@ -1,0 +1,56 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func gatePod(ready bool, restarts int32, waiting string, last *corev1.ContainerStateTerminated) *corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	cs := corev1.ContainerStatus{Name: "app", RestartCount: restarts}
+	if waiting != "" {
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
+	}
+	cs.LastTerminationState.Terminated = last
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1"},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}, ContainerStatuses: []corev1.ContainerStatus{cs}}}
+}
+
+// What fails the pod gate: a restart (even one Ready again before the
+// workload's status shows it), CrashLoopBackOff, a pod turned unready;
+// not a pod being deleted (a rollout's old pods), not a pod that stays
+// as it was.
+func TestPodSignal(t *testing.T) {
+	oom := &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}
+	deleting := gatePod(false, 0, "", nil)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	for _, tc := range []struct {
+		name     string
+		old, cur *corev1.Pod
+		want     string
+	}{
+		{"unchanged", gatePod(true, 0, "", nil), gatePod(true, 0, "", nil), ""},
+		{"restarted, Ready again", gatePod(true, 0, "", nil), gatePod(true, 1, "", oom), "container app restarted (OOMKilled, exit code 137)"},
+		{"crash loop", gatePod(false, 2, "", nil), gatePod(false, 2, "CrashLoopBackOff", oom), "container app is in CrashLoopBackOff (OOMKilled, exit code 137)"},
+		{"still in the crash loop", gatePod(false, 2, "CrashLoopBackOff", nil), gatePod(false, 2, "CrashLoopBackOff", nil), ""},
+		{"unready", gatePod(true, 0, "", nil), gatePod(false, 0, "", nil), "turned unready"},
+		{"ready", gatePod(false, 0, "", nil), gatePod(true, 0, "", nil), ""},
+		{"deleted", gatePod(true, 0, "", nil), deleting, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := podSignal(tc.old, tc.cur); got != tc.want {
+				t.Errorf("podSignal = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	kept, err := podStatusOnly(gatePod(true, 1, "", oom))
+	if p := kept.(*corev1.Pod); err != nil || p.Name != "web-1" || len(p.Status.ContainerStatuses) != 1 || !strings.Contains(p.Status.ContainerStatuses[0].LastTerminationState.Terminated.Reason, "OOM") {
+		t.Errorf("podStatusOnly dropped what the gate reads: %+v, %v", kept, err)
+	}
+}

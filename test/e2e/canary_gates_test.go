@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+)
+
+// The pod gate sees what the workload's status misses: during the bake a
+// canary's container is OOMKilled and Ready again at once (the test stands
+// in for the kubelet and writes the pod's status), and the Deployment never
+// shows a replica unavailable. The change halts, naming the pod, the
+// container and how it ended, and no other Deployment rolls, not after the
+// bake's end either. Ripple is killed (kill -9) during the bake before the
+// restart: the gate resumes with the bake, and nothing rolls early or twice.
+func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
+	const fleet, bake = 3, 30 * time.Second
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())
+	r := newRipple(t, ns, "--canary-gates=pods")
+	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Start()
+	waitFleetBaseline(t, cs, ns, "", fleet)
+
+	cm = updateConfig(t, cs, cm, "v2")
+	bad := digest.ConfigMap(cm)
+	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
+		cr, ok, err := latestChange(ctx, t, ns)
+		return ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking), err
+	})
+	bakeStarted := time.Now()
+	r.Kill()
+	r.Start()
+
+	pod := canaryPod(t, cs, ns, "d00", bad)
+	time.Sleep(2 * time.Second) // the restarted gate's watch has listed the pod
+	restartContainer(t, cs, pod, "OOMKilled", 137)
+	halt := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
+	for _, want := range []string{"the pods gate", pod.Name, "restarted (OOMKilled, exit code 137)"} {
+		if !strings.Contains(halt.Note, want) {
+			t.Errorf("RolloutHalted %q does not say %q", halt.Note, want)
+		}
+	}
+	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryHalted) || st.Gate != "pods" {
+		t.Errorf("the change's canary %+v, want halted by the pods gate", st)
+	}
+	time.Sleep(time.Until(bakeStarted.Add(bake + 5*time.Second))) // past the bake's end
+	if rolled := fleetWith(t, cs, ns, canaryEnv, bad); len(rolled) != 1 || rolled[0] != "d00" {
+		t.Errorf("the Deployments written with the halted change are %v, want only the canary d00", rolled)
+	}
+	checkFleetRevisions(t, cs, ns, map[string]string{"d01": "1", "d02": "1"})
+}
+
+// canaryPod is the running pod of Deployment name whose container has the
+// config's env value hash.
+func canaryPod(t *testing.T, cs kubernetes.Interface, ns, name, hash string) *corev1.Pod {
+	t.Helper()
+	var found *corev1.Pod
+	waitFor(t, "a running pod of "+name+" with the change", func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && podEnv(p, canaryEnv) == hash {
+				found = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
+}
+
+func podEnv(p *corev1.Pod, name string) string {
+	v, _ := envValue(&corev1.PodTemplateSpec{Spec: p.Spec}, name)
+	return v
+}
+
+// restartContainer writes pod's status as a kubelet would after its first
+// container ended (reason, exit code) and was started again, Ready again.
+func restartContainer(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod, why string, code int32) {
+	t.Helper()
+	p, err := cs.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &p.Status.ContainerStatuses[0]
+	c.RestartCount++
+	c.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: why, ExitCode: code,
+		StartedAt: metav1.NewTime(time.Now().Add(-time.Minute)), FinishedAt: metav1.Now()}}
+	if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
