@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,9 @@ type podWatch struct {
 	stop          context.CancelFunc
 	mu            sync.Mutex
 	signal, blind string
+	// synced are the watches' HasSynced: until each has listed its pods,
+	// the gate has seen nothing and holds the change.
+	synced []func() bool
 }
 
 func (w *podWatch) cannot(c workload.Ref, err error) {
@@ -83,10 +87,14 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	hold := w.blind
+	if hold == "" && slices.ContainsFunc(w.synced, func(synced func() bool) bool { return !synced() }) {
+		hold = "its watch of the canaries' pods has not listed them yet"
+	}
 	if w.blind != "" && w.signal == "" {
 		ctrl.LoggerFrom(ctx).Info("the pod gate holds a change", "why", w.blind)
 	}
-	return plan.Verdict{Gate: plan.GatePods, Fail: w.signal, Hold: w.blind}
+	return plan.Verdict{Gate: plan.GatePods, Fail: w.signal, Hold: hold}
 }
 
 // Done ends the watch of key's change: its bake ended, or it is gone.
@@ -133,7 +141,15 @@ func (g *podGate) watch(ctx context.Context, key change.Key, w *podWatch, c work
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
+	w.synced = append(w.synced, inf.HasSynced)
+	w.mu.Unlock()
 	go inf.RunWithContext(ctx)
+	go func() {
+		if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			g.look(key) // the gate can tell now
+		}
+	}()
 	return nil
 }
 
