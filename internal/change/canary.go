@@ -92,7 +92,8 @@ func CanaryOf(st *v1alpha1.CanaryStatus, ns string, ref refs.Ref, digest string)
 
 // canaryStatus is c as a ConfigRollout records it, its times to the
 // second (as the API server keeps them), so that a status read back
-// equals the one written.
+// equals the one written. They are rounded up: a bake or a timeout that
+// starts at a time recorded early would end early.
 func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
 	if c == nil {
 		return nil
@@ -110,7 +111,12 @@ func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
 	return out
 }
 
-func seconds(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
+func seconds(t time.Time) metav1.Time {
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		return metav1.NewTime(s.Add(time.Second))
+	}
+	return metav1.NewTime(t)
+}
 
 // maxWhy bounds status.canary.why (its schema's bound): a query's result
 // may be long.

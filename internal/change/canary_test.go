@@ -167,3 +167,24 @@ func TestCanaryStepGates(t *testing.T) {
 		t.Errorf("status.canary.gate = %q, want pods", st.Gate)
 	}
 }
+
+// The status keeps times to the second: a bake that started within a
+// second is recorded as starting at its end, never earlier, so a bake
+// read back from the status is never shorter than its bake time.
+func TestCanaryBakeNeverShortenedByTheStatus(t *testing.T) {
+	key := Key{Namespace: "shop", Config: config}
+	cs := []Consumer{asking("a", false), asking("b", false)}
+	st := canaryStatus(step(nil, key, "d1", cs, false, time.Minute, t0, nil, noRecord).canary)
+	cs[0] = managed("a", plan.Unchanged, rollout.Progressing)
+	st = canaryStatus(step(st, key, "d1", cs, false, time.Minute, t0.Add(1500*time.Millisecond), nil, noRecord).canary)
+	cs[0] = managed("a", plan.Unchanged, rollout.Complete)
+	completed := t0.Add(3500 * time.Millisecond)
+	got := step(st, key, "d1", cs, false, time.Minute, completed, nil, noRecord)
+	if got.canary.Phase != plan.CanaryBaking {
+		t.Fatalf("a complete: %s, want baking", got.canary.Phase)
+	}
+	st = canaryStatus(got.canary)
+	if got := step(st, key, "d1", cs, false, time.Minute, completed.Add(9800*time.Millisecond), nil, noRecord); got.canary.Phase != plan.CanaryBaking {
+		t.Errorf("%s into a 10s bake, read back from the status: %s, want still baking", 9800*time.Millisecond, got.canary.Phase)
+	}
+}
