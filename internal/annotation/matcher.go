@@ -3,6 +3,7 @@ package annotation
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Matcher matches a config name against one item of a named-reload
@@ -18,13 +19,19 @@ import (
 // matches exactly "a" or "b", where Reloader's "^a|b$" matched any name
 // starting with "a" or ending with "b".
 //
-// An item longer than MaxItemLen, or a pattern that compiles to more than
-// MaxInstructions instructions, is invalid.
+// An item longer than MaxItemLen, a pattern that compiles to more than
+// MaxInstructions instructions, or one of the shapes checkShape rejects,
+// is invalid. What matching a list costs is bounded in match.go.
 //
 // The zero Matcher is the literal empty name and matches only "".
 type Matcher struct {
 	item string
 	re   *regexp.Regexp // nil for a literal item
+	// prefix is the literal start every name the pattern matches has, so
+	// that a name without it is refused by a comparison.
+	prefix string
+	// insts is the size of the compiled program (matchCost).
+	insts int
 }
 
 // newMatcher builds the matcher for one trimmed, non-empty item.
@@ -40,19 +47,25 @@ func compile(item string, literal func(string) bool) (Matcher, error) {
 	if literal(item) {
 		return Matcher{item: item}, nil
 	}
-	re, err := pattern(item)
+	c, err := pattern(item)
 	if err != nil {
 		return Matcher{}, err
 	}
-	return Matcher{item: item, re: re}, nil
+	prefix, _ := c.re.LiteralPrefix()
+	return Matcher{item: item, re: c.re, prefix: prefix, insts: c.insts}, nil
 }
 
-// Match reports whether name matches the item.
+// Match reports whether name matches the item. A pattern's result is
+// remembered per item and name (match.go), so that the gathers of every
+// reconcile do not match the same names again.
 func (m Matcher) Match(name string) bool {
 	if m.re == nil {
 		return name == m.item
 	}
-	return m.re.MatchString(name)
+	if !strings.HasPrefix(name, m.prefix) {
+		return false
+	}
+	return m.matchMemo(name)
 }
 
 // String returns the item as written in the annotation, trimmed.

@@ -29,10 +29,16 @@ type Policy struct {
 	// Exclude holds the exact names from the exclude key for this kind
 	// (A11-A13), trimmed, empty items dropped. Reloader reads it from the
 	// workload metadata only, never from the pod template. It has the
-	// bounds of the named-reload key: a value of more than MaxItems items
-	// excludes nothing, an item longer than MaxItemLen (no config's name
-	// is) is left out, each reported in Invalid.
+	// bounds of the named-reload key: an item longer than MaxItemLen (no
+	// config's name is) is left out, and a value of more than MaxItems
+	// items sets ExcludeAll, each reported in Invalid.
 	Exclude []string
+	// ExcludeAll is set when the exclude key lists more than MaxItems
+	// items: the list is not read, and since it could name any config of
+	// the kind, it excludes them all. Failing closed keeps a workload
+	// from reloading on a config its owner excluded; the Warning says
+	// how to fix it.
+	ExcludeAll bool
 	// FromTemplate is true when the trigger keys were read from the pod
 	// template because the workload metadata carries none of them.
 	FromTemplate bool
@@ -41,6 +47,11 @@ type Policy struct {
 	// still applies, as in Reloader, which skips bad items; callers
 	// surface these as warnings.
 	Invalid []error
+
+	// kind, namedKey and where name the named-reload annotation in
+	// messages (CheckBudget).
+	kind            refs.Kind
+	namedKey, where string
 }
 
 // Parse reads the policy for configs of kind from the workload metadata
@@ -57,7 +68,7 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 	typedKey := keys.TypedAutoKey(kind)
 	triggers := []string{reloadKey, keys.Auto, typedKey, keys.Search}
 
-	var p Policy
+	p := Policy{kind: kind, namedKey: reloadKey}
 	src := meta
 	if !hasAny(meta, triggers) && hasAny(tpl, triggers) {
 		src = tpl
@@ -80,13 +91,14 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 	p.AutoSet = auto != "" || typed != ""
 	p.Search = IsTrue(get(keys.Search))
 
-	where := "annotation"
+	p.where = "annotation"
 	if p.FromTemplate {
-		where = "pod template annotation"
+		p.where = "pod template annotation"
 	}
+	where := p.where
 	items, err := boundedList(get(reloadKey))
 	if err != nil {
-		p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: %w", where, reloadKey, err))
+		p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: %w; ignoring them all", where, reloadKey, err))
 	}
 	for _, item := range items {
 		m, err := newMatcher(item)
@@ -97,31 +109,32 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 		p.Named = append(p.Named, m)
 	}
 
-	p.Exclude, p.Invalid = excludes(keys.ExcludeKey(kind), meta, p.Invalid)
+	p.excludes(keys.ExcludeKey(kind), meta)
 	return p
 }
 
 // excludes reads the exclude key from the workload metadata meta within
-// the bounds, appending what it rejects to invalid. The items are plain
+// the bounds, adding what it rejects to Invalid. The items are plain
 // names, compared, never compiled; the bounds keep a tenant's value from
 // costing every reconcile of its workload a split of 256 KiB.
-func excludes(key string, meta map[string]string, invalid []error) ([]string, []error) {
+func (p *Policy) excludes(key string, meta map[string]string) {
 	if key == "" {
-		return nil, invalid
+		return
 	}
 	items, err := boundedList(meta[key])
 	if err != nil {
-		invalid = append(invalid, fmt.Errorf("annotation %q: %w", key, err))
+		p.ExcludeAll = true
+		p.Invalid = append(p.Invalid, fmt.Errorf("annotation %q: %w; excluding every %s instead, until it lists at most %d",
+			key, err, p.kind, MaxItems))
+		return
 	}
-	var names []string
 	for _, item := range items {
 		if err := checkLen(item); err != nil {
-			invalid = append(invalid, fmt.Errorf("annotation %q: item %s is %w: no config has such a name", key, quoteItem(item), err))
+			p.Invalid = append(p.Invalid, fmt.Errorf("annotation %q: item %s is %w: no config has such a name", key, quoteItem(item), err))
 			continue
 		}
-		names = append(names, item)
+		p.Exclude = append(p.Exclude, item)
 	}
-	return names, invalid
 }
 
 // Names returns the named-reload items for configs of kind in ann without

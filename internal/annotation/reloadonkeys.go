@@ -22,6 +22,8 @@ type KeySpec struct {
 	// On is set when the workload reloads on the keys it uses only.
 	On    bool
 	lists []keyList
+	// where and key name the annotation in messages (CheckBudget).
+	where, key string
 }
 
 // keyList is one "name[...]" item.
@@ -46,6 +48,7 @@ func ParseKeySpec(keys Keys, meta, tpl map[string]string) (KeySpec, error) {
 	if err != nil {
 		return KeySpec{}, fmt.Errorf("%s %q: %w; reloading on any data change", where, keys.ReloadOnKeys, err)
 	}
+	spec.where, spec.key = where, keys.ReloadOnKeys
 	return spec, nil
 }
 

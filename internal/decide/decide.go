@@ -78,7 +78,8 @@ type Decision struct {
 
 // Decide reports whether the workload should reload for the config, in
 // Reloader's order: ignore on the config beats everything; an exact-name
-// exclude beats every trigger; a named match reloads even without a
+// exclude (or an exclude list over its bound, which excludes every config
+// of its kind) beats every trigger; a named match reloads even without a
 // reference (the reconciler then targets container #0); search/match, auto
 // and --auto-reload-all reload only a workload that references the config,
 // and --auto-reload-all only when the workload sets neither auto key.
@@ -96,6 +97,10 @@ func Decide(in Input) Decision {
 	}
 	if slices.Contains(p.Exclude, ref.Name) {
 		return Decision{Reason: Excluded, Message: fmt.Sprintf("%s is listed in %q", what, keys.ExcludeKey(ref.Kind))}
+	}
+	if p.ExcludeAll {
+		return Decision{Reason: Excluded, Message: fmt.Sprintf("%s may be listed in %q, which lists more than %d items and so excludes every %s",
+			what, keys.ExcludeKey(ref.Kind), annotation.MaxItems, ref.Kind)}
 	}
 	for _, m := range p.Named {
 		if m.Match(ref.Name) {

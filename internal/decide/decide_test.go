@@ -673,3 +673,31 @@ func TestDecideRenamedKeys(t *testing.T) {
 		},
 	})
 }
+
+// An exclude list over its bound fails closed: it could name any config
+// of its kind, so it excludes them all, beating a named match, auto and
+// --auto-reload-all, and says why; configs of the other kind still
+// reload. Before, the list was ignored whole and "app" reloaded.
+func TestDecideExcludeOverBoundExcludesAll(t *testing.T) {
+	over := make([]string, annotation.MaxItems+1)
+	for i := range over {
+		over[i] = "other-" + strings.Repeat("x", i%7)
+	}
+	list := strings.Join(over, ",")
+	run(t, []tc{
+		{
+			name: "named match", meta: map[string]string{cmExclude: list, cmReload: "app"}, ref: cmApp, referenced: true,
+			reason: Excluded, msg: []string{`"` + cmExclude + `"`, "more than 100 items", "excludes every ConfigMap"},
+		},
+		{name: "auto", meta: map[string]string{cmExclude: list, auto: "true"}, ref: cmApp, referenced: true, reason: Excluded},
+		{name: "auto-reload-all", meta: map[string]string{cmExclude: list}, ref: cmApp, referenced: true, all: true, reason: Excluded},
+		{
+			name: "the other kind", meta: map[string]string{cmExclude: list, auto: "true"}, ref: secApp, referenced: true,
+			reload: true, reason: AutoMatch,
+		},
+		{
+			name: "at the bound", meta: map[string]string{cmExclude: strings.Join(over[:annotation.MaxItems], ","), auto: "true"},
+			ref: cmApp, referenced: true, reload: true, reason: AutoMatch,
+		},
+	})
+}

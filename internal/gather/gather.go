@@ -87,9 +87,13 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 	in.Workload.Invalid = append(in.Workload.Invalid, problems...)
 	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
 	for _, kind := range in.SourceKinds {
-		names, err := g.candidates(ctx, kind, obj, tpl, record)
+		names, over, err := g.candidates(ctx, kind, obj, tpl, record)
 		if err != nil {
 			return in, err
+		}
+		if over != nil {
+			in.Workload.Invalid = append(in.Workload.Invalid, over.Error())
+			in.Workload.OverBudget = append(in.Workload.OverBudget, kind)
 		}
 		for _, name := range names {
 			src, err := g.source(ctx, obj.GetNamespace(), refs.Ref{Kind: kind, Name: name})
@@ -182,8 +186,10 @@ func Version(kind workload.Kind, obj client.Object) string {
 // candidates lists the names of sources of kind that may reload the
 // workload: those it references, those its named-reload annotation names,
 // and those in its applied record (a deleted source matched by a pattern
-// can no longer be listed).
-func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Object, tpl *corev1.PodTemplateSpec, record map[string]string) ([]string, error) {
+// can no longer be listed). When matching the annotation's patterns
+// against the namespace's sources would cost more than the budget
+// (annotation.MatchBudget), it matches none and returns why as over.
+func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Object, tpl *corev1.PodTemplateSpec, record map[string]string) (_ []string, over, _ error) {
 	var names []string
 	for _, ref := range refs.All(&tpl.Spec) {
 		if ref.Kind == kind {
@@ -195,9 +201,9 @@ func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Obj
 			names = append(names, name)
 		}
 	}
-	named := annotation.Parse(g.Settings.Keys, kind, obj.GetAnnotations(), tpl.Annotations).Named
+	policy := annotation.Parse(g.Settings.Keys, kind, obj.GetAnnotations(), tpl.Annotations)
 	patterns := false
-	for _, m := range named {
+	for _, m := range policy.Named {
 		if m.Literal() {
 			names = append(names, m.String())
 		} else {
@@ -207,16 +213,19 @@ func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Obj
 	if patterns {
 		list := source.List(kind)
 		if err := g.Reader.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, name := range source.Names(list) {
-			if slices.ContainsFunc(named, func(m annotation.Matcher) bool { return m.Match(name) }) {
-				names = append(names, name)
+		all := source.Names(list)
+		if over = policy.CheckBudget(all); over == nil {
+			for _, name := range all {
+				if slices.ContainsFunc(policy.Named, func(m annotation.Matcher) bool { return m.Match(name) }) {
+					names = append(names, name)
+				}
 			}
 		}
 	}
 	slices.Sort(names)
-	return slices.Compact(names), nil
+	return slices.Compact(names), over, nil
 }
 
 // source reads one source; for a SecretProviderClass, also what its pods

@@ -326,10 +326,10 @@ spec:
 			name:      "patterns that do not compile",
 			manifests: configs + web(`{configmap.reloader.stakater.com/reload: "app-config, app-(, [z-a], (a{30}b{30}){30}", ripple.dev/reload-on-keys: "app-config[(k{30}j{30}){30}]"}`, `{}`),
 			want: []Finding{
-				{Error, "Deployment shop/web", "configmap.reloader.stakater.com/reload", `annotation "configmap.reloader.stakater.com/reload": invalid pattern "(a{30}b{30}){30}": compiles to more than 1000 instructions`},
+				{Error, "Deployment shop/web", "configmap.reloader.stakater.com/reload", `annotation "configmap.reloader.stakater.com/reload": invalid pattern "(a{30}b{30}){30}": compiles to more than 300 instructions`},
 				{Error, "Deployment shop/web", "configmap.reloader.stakater.com/reload", `annotation "configmap.reloader.stakater.com/reload": invalid pattern "[z-a]": error parsing regexp: invalid character class range: ` + "`z-a`"},
 				{Error, "Deployment shop/web", "configmap.reloader.stakater.com/reload", `annotation "configmap.reloader.stakater.com/reload": invalid pattern "app-(": error parsing regexp: missing closing ): ` + "`app-(`"},
-				{Warning, "Deployment shop/web", "ripple.dev/reload-on-keys", `annotation "ripple.dev/reload-on-keys": "app-config[(k{30}j{30}){30}]" is invalid ("app-config[(k{30}j{30}){30}]": invalid key pattern "(k{30}j{30}){30}": compiles to more than 1000 instructions), so any data change reloads`},
+				{Warning, "Deployment shop/web", "ripple.dev/reload-on-keys", `annotation "ripple.dev/reload-on-keys": "app-config[(k{30}j{30}){30}]" is invalid ("app-config[(k{30}j{30}){30}]": invalid key pattern "(k{30}j{30}){30}": compiles to more than 300 instructions), so any data change reloads`},
 			},
 		},
 		{

@@ -29,6 +29,9 @@ type selection struct {
 	// every key, and Reloader's digest.
 	names  []string
 	counts func(key string) bool
+	// listed are the annotation's matchers, when it lists the keys: their
+	// digest is remembered per table (annotation.KeysDigest).
+	listed []annotation.Matcher
 }
 
 // keySelection returns the keys of ref that count under spec, given where
@@ -38,7 +41,7 @@ func keySelection(spec annotation.KeySpec, uses []refs.Use, ref refs.Ref) select
 		return selection{}
 	}
 	if ms, ok := spec.Listed(ref); ok {
-		s := selection{counts: func(k string) bool {
+		s := selection{listed: ms, counts: func(k string) bool {
 			return slices.ContainsFunc(ms, func(m annotation.Matcher) bool { return m.Match(k) })
 		}}
 		for _, m := range ms {
@@ -58,8 +61,11 @@ func keySelection(spec annotation.KeySpec, uses []refs.Use, ref refs.Ref) select
 
 // sum returns the digest of src under s.
 func (s selection) sum(src Source) string {
-	if s.counts == nil {
+	switch {
+	case s.counts == nil:
 		return src.Digest
+	case s.listed != nil:
+		return annotation.KeysDigest(src.Keys, s.listed)
 	}
 	return src.Keys.Of(s.counts)
 }

@@ -61,9 +61,9 @@ func TestStagesTellTheirNotices(t *testing.T) {
 				now.Add(time.Minute).UTC().Format(time.RFC3339), reason.None},
 		{"the settle window of the flag", append(changed, func(i *Input) { i.SettleWindow = 5 * time.Second }), []string{"SettleWindow"},
 			"wait for the settle window of 5s, set by --settle-window: Ripple reloads at " + now.Add(5*time.Second).UTC().Format(time.RFC3339), reason.None},
-		{"an exclude over the bounds warns, naming it, and the change still rolls",
-			append(changed, annotate(keys.ConfigMapExclude, strings.Repeat("other,", 101))), []string{"InvalidAnnotation"},
-			`annotation "configmaps.exclude.reloader.stakater.com/reload": 101 items, more than 100`, reason.None},
+		{"an exclude of Secrets over the bounds warns, naming it, and the ConfigMap's change still rolls",
+			append(changed, annotate(keys.SecretExclude, strings.Repeat("other,", 101))), []string{"InvalidAnnotation"},
+			`annotation "secrets.exclude.reloader.stakater.com/reload": 101 items, more than 100`, reason.None},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := For(in(tc.opts...))

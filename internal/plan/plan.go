@@ -110,6 +110,11 @@ type Workload struct {
 	Pausable, Paused bool
 	// Invalid are the kind's own annotation problems (workload.Checker).
 	Invalid []string
+	// OverBudget are the kinds of config whose named-reload annotation
+	// costs more than annotation.MatchBudget to match against the configs
+	// of the namespace: the gather matched none of it and said why in
+	// Invalid, and the plan ignores it whole.
+	OverBudget []refs.Kind
 	// RollsWithTemplate is set when a change of the pod template by anyone
 	// starts new pods (not a CronJob's or a Job's): template.go.
 	RollsWithTemplate bool

@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"encoding/json"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		uses:       refs.Uses(&in.Workload.Template.Spec),
 	}
 	for _, kind := range in.SourceKinds {
-		p := annotation.Parse(in.Keys, kind, in.Workload.Annotations, in.Workload.Template.Annotations)
+		p := kindPolicy(in.Keys, kind, in.Workload)
 		for _, err := range p.Invalid {
 			warnings = append(warnings, err.Error())
 		}
@@ -41,6 +42,9 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 	var err error
 	if wv.spec, err = annotation.ParseKeySpec(in.Keys, in.Workload.Annotations, in.Workload.Template.Annotations); err != nil {
 		warnings = append(warnings, err.Error())
+	}
+	if err := wv.spec.CheckBudget(keyTables(in.Sources)); err != nil {
+		warnings, wv.spec = append(warnings, err.Error()), annotation.KeySpec{}
 	}
 	var plans []SourcePlan
 	var changes []strategy.Change
@@ -75,9 +79,29 @@ type view struct {
 // Reloads reports whether a change of src reloads the workload under its
 // annotations, whatever was applied before: webhook mode names these.
 func Reloads(s Settings, w Workload, src Source) bool {
-	policy := annotation.Parse(s.Keys, src.Ref.Kind, w.Annotations, w.Template.Annotations)
-	d, container := decision(s, w, src, policy)
+	d, container := decision(s, w, src, kindPolicy(s.Keys, src.Ref.Kind, w))
 	return d.Reload && container != ""
+}
+
+// kindPolicy is the workload's policy for configs of kind, without its
+// named-reload items when matching them was over the budget.
+func kindPolicy(keys annotation.Keys, kind refs.Kind, w Workload) annotation.Policy {
+	p := annotation.Parse(keys, kind, w.Annotations, w.Template.Annotations)
+	if slices.Contains(w.OverBudget, kind) {
+		p.Named = nil
+	}
+	return p
+}
+
+// keyTables are the sources' key tables, for the reload-on-keys budget.
+func keyTables(sources []Source) iter.Seq2[refs.Ref, digest.KeyTable] {
+	return func(yield func(refs.Ref, digest.KeyTable) bool) {
+		for _, src := range sources {
+			if !yield(src.Ref, src.Keys) {
+				return
+			}
+		}
+	}
 }
 
 // decision decides whether src reloads the workload, and the container a
