@@ -550,5 +550,15 @@ func ParseCanaryRecord(data, ns string, config refs.Ref) (Canary, error) {
 	default:
 		return Canary{}, fmt.Errorf("phase %q is not a canary phase", c.Phase)
 	}
+	// Its canaries are of the config's namespace, named, and at most as
+	// many as a change has: a record that says otherwise is not acted on.
+	if len(c.Members) > MaxCanaries {
+		return Canary{}, fmt.Errorf("%d canaries, more than %d", len(c.Members), MaxCanaries)
+	}
+	for _, m := range c.Members {
+		if m.Ref.Namespace != ns || m.Ref.Kind == "" || m.Ref.Name == "" {
+			return Canary{}, fmt.Errorf("canary %s %s/%s is not a workload of namespace %s", m.Ref.Kind, m.Ref.Namespace, m.Ref.Name, ns)
+		}
+	}
 	return c, nil
 }

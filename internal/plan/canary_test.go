@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,26 @@ func TestCanaryJudged(t *testing.T) {
 	}
 	if stalled, _ := baking.Check(map[workload.Ref]rollout.Status{}, 0, now); stalled.Gate != "" {
 		t.Errorf("no halt, gate %q", stalled.Gate)
+	}
+}
+
+// A record of an earlier Ripple is acted on only when it is the config's
+// and its canaries are workloads of the config's namespace.
+func TestParseCanaryRecordChecksItsCanaries(t *testing.T) {
+	rec := func(members ...CanaryMember) string {
+		b, _ := json.Marshal(Canary{Namespace: "shop", Config: cmApp, Digest: "cm2", Phase: CanaryHalted, Since: now, Members: members})
+		return string(b)
+	}
+	if _, err := ParseCanaryRecord(rec(CanaryMember{Ref: dep("a")}), "shop", cmApp); err != nil {
+		t.Errorf("a record of the config: %v", err)
+	}
+	for name, data := range map[string]string{
+		"a canary of another namespace": rec(CanaryMember{Ref: workload.Ref{Kind: "Deployment", Namespace: "bank", Name: "a"}}),
+		"a canary without a kind":       rec(CanaryMember{Ref: workload.Ref{Namespace: "shop", Name: "a"}}),
+		"another config":                strings.Replace(rec(), `"app"`, `"other"`, 1),
+	} {
+		if _, err := ParseCanaryRecord(data, "shop", cmApp); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
