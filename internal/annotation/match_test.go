@@ -156,3 +156,26 @@ func itemList(n int, format string) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// BenchmarkMatchCost reports what a unit of matchCost takes (ns/unit) for
+// the costliest shapes the compile bounds accept, against a 253-byte
+// name, and for a real pattern: docs/security.md states the figures.
+func BenchmarkMatchCost(b *testing.B) {
+	name := strings.Repeat("a", MaxItemLen)
+	for _, item := range []string{".*a.*a.*a.*a!", "(.*)(.*)(.*)(.*)!", strings.Repeat("[a-z]?", 40) + "!", "app-config-.*"} {
+		m, err := newMatcher(item)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := name
+		if m.prefix != "" {
+			in = m.prefix + name[len(m.prefix):]
+		}
+		b.Run(item, func(b *testing.B) {
+			for b.Loop() {
+				m.re.MatchString(in)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*m.matchCost(in)), "ns/unit")
+		})
+	}
+}
