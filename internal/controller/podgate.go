@@ -46,6 +46,7 @@ type podGate struct {
 // signal it saw, and why it cannot watch a canary's pods (blind): a gate
 // that cannot see holds the change rather than pass it.
 type podWatch struct {
+	canaries      int
 	stop          context.CancelFunc
 	mu            sync.Mutex
 	signal, blind string
@@ -70,11 +71,15 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 	g.mu.Lock()
 	w, ok := g.watches[key]
 	if !ok {
+		if n := g.watched(key.Namespace); n+len(canaries) > maxPodWatches {
+			g.mu.Unlock()
+			return plan.Verdict{Gate: plan.GatePods, Hold: fmt.Sprintf("the pod gate watches the pods of at most %d canaries of a namespace at once (%d now): the change waits for another's bake to end", maxPodWatches, n)}
+		}
 		if g.watches == nil {
 			g.watches = map[change.Key]*podWatch{}
 		}
 		wctx, stop := context.WithCancel(base)
-		w = &podWatch{stop: stop}
+		w = &podWatch{stop: stop, canaries: len(canaries)}
 		g.watches[key] = w
 		g.mu.Unlock()
 		for _, c := range canaries {
@@ -95,6 +100,22 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 		ctrl.LoggerFrom(ctx).Info("the pod gate holds a change", "why", w.blind)
 	}
 	return plan.Verdict{Gate: plan.GatePods, Fail: w.signal, Hold: hold}
+}
+
+// maxPodWatches bounds the canaries whose pods the gate watches at once in
+// one namespace: a tenant's many baking changes cost its own bakes a
+// wait, not Ripple's memory or the API server's watches.
+const maxPodWatches = 100
+
+// watched is how many canaries of ns the gate watches; g.mu is held.
+func (g *podGate) watched(ns string) int {
+	n := 0
+	for k, w := range g.watches {
+		if k.Namespace == ns {
+			n += w.canaries
+		}
+	}
+	return n
 }
 
 // Done ends the watch of key's change: its bake ended, or it is gone.

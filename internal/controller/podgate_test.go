@@ -1,11 +1,19 @@
 package controller
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 func gatePod(ready bool, restarts int32, waiting string, last *corev1.ContainerStateTerminated) *corev1.Pod {
@@ -52,5 +60,36 @@ func TestPodSignal(t *testing.T) {
 	kept, err := podStatusOnly(gatePod(true, 1, "", oom))
 	if p := kept.(*corev1.Pod); err != nil || p.Name != "web-1" || len(p.Status.ContainerStatuses) != 1 || !strings.Contains(p.Status.ContainerStatuses[0].LastTerminationState.Terminated.Reason, "OOM") {
 		t.Errorf("podStatusOnly dropped what the gate reads: %+v, %v", kept, err)
+	}
+}
+
+// The pod gate watches at most maxPodWatches canaries of a namespace at
+// once: past it a change holds (its bake waits), other namespaces do not,
+// and a bake that ends frees its watches.
+func TestPodGateBoundPerNamespace(t *testing.T) {
+	g := &podGate{pods: k8sfake.NewClientset(), look: func(change.Key) {}, base: t.Context,
+		object: func(context.Context, workload.Ref) (client.Object, workload.Kind, error) { return nil, nil, nil }}
+	canaries := func(ns string, n int) []workload.Ref {
+		out := make([]workload.Ref, n)
+		for i := range out {
+			out[i] = workload.Ref{Kind: "Deployment", Namespace: ns, Name: fmt.Sprint("d", i)}
+		}
+		return out
+	}
+	key := func(ns, name string) change.Key {
+		return change.Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: name}}
+	}
+	if v := g.Judge(t.Context(), key("tenant", "a"), canaries("tenant", maxPodWatches)); v.Hold != "" {
+		t.Fatalf("the first %d canaries: held %q", maxPodWatches, v.Hold)
+	}
+	if v := g.Judge(t.Context(), key("tenant", "b"), canaries("tenant", 1)); !strings.Contains(v.Hold, "at most 100 canaries of a namespace") {
+		t.Errorf("one canary more in the namespace: hold %q, want the bound", v.Hold)
+	}
+	if v := g.Judge(t.Context(), key("shop", "a"), canaries("shop", 1)); v.Hold != "" {
+		t.Errorf("another namespace held: %q", v.Hold)
+	}
+	g.Done(key("tenant", "a"))
+	if v := g.Judge(t.Context(), key("tenant", "b"), canaries("tenant", 1)); v.Hold != "" {
+		t.Errorf("after a bake ended: held %q", v.Hold)
 	}
 }
