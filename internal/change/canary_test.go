@@ -130,6 +130,11 @@ func TestCanaryStepHaltsOnAnIdleOrNeverApplyingCanary(t *testing.T) {
 	if got.canary.Phase != plan.CanaryHalted || !strings.Contains(got.canary.Why, "it is scaled to zero: a canary must run pods") {
 		t.Errorf("a scaled to zero: %+v, want halted, saying why", got.canary)
 	}
+	idleToo := cs[1]
+	idleToo.Idle = "it is scaled to zero"
+	if got := step(st, key, "d1", []Consumer{idle, idleToo}, false, time.Minute, t0.Add(time.Second), nil, noRecord); got.canary.Phase == plan.CanaryHalted {
+		t.Errorf("no workload of the change runs pods: %+v, want the canary judged by its status, not halted", got.canary)
+	}
 
 	waiting := asking("a", false)
 	waiting.Verdict = reason.ReloadDeferred

@@ -274,16 +274,20 @@ type CanaryAsk struct {
 
 // StartCanary is a canaried change of config in ns to the data digest,
 // seen at now, among the workloads it rolls: the canaries are the first
-// spec.Of(n) of those that run pods, those marked canary-first first, then
-// by name and kind. A workload without pods would pass at once, so it is
-// never a canary: with no workload that runs pods to roll, the change has
-// passed (nothing can be judged), and Why says so.
+// spec.Of(n) of them, those marked canary-first first, then by name and
+// kind. A workload without pods would pass at once, so while any of them
+// runs pods, the canaries are chosen among those that do; when none does,
+// among all (the bake still spaces the change). With no workload to roll,
+// it has passed.
 func StartCanary(ns string, ask CanaryAsk, cands []CanaryCandidate, now time.Time) Canary {
 	c := Canary{Namespace: ns, Config: ask.Config, Digest: ask.Digest, Bake: ask.Spec.Bake, Phase: CanaryRolling, Since: now}
-	cands = slices.DeleteFunc(slices.Clone(cands), func(w CanaryCandidate) bool { return w.Idle })
 	if len(cands) == 0 {
-		c.Phase, c.Why = CanaryPassed, "no workload it rolls runs pods to judge it on"
+		c.Phase = CanaryPassed
 		return c
+	}
+	cands = slices.Clone(cands)
+	if running := slices.DeleteFunc(slices.Clone(cands), func(w CanaryCandidate) bool { return w.Idle }); len(running) > 0 {
+		cands = running
 	}
 	slices.SortFunc(cands, func(a, b CanaryCandidate) int {
 		if a.First != b.First {
