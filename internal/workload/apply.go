@@ -65,18 +65,7 @@ func supports(old, next *corev1.PodTemplateSpec) bool {
 	if repeatsEnv(old) {
 		return false
 	}
-	if next == nil {
-		return true
-	}
-	a, b := old.DeepCopy(), next.DeepCopy()
-	a.Annotations, b.Annotations = nil, nil
-	if len(a.Spec.Containers) != len(b.Spec.Containers) {
-		return false
-	}
-	for i := range a.Spec.Containers {
-		a.Spec.Containers[i].Env, b.Spec.Containers[i].Env = nil, nil
-	}
-	return equality.Semantic.DeepEqual(a, b)
+	return next == nil || envAndAnnotationsOnly(old, next)
 }
 
 // repeatsEnv reports whether a container of tpl names an env var twice.

@@ -2,12 +2,10 @@ package workload
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,33 +99,27 @@ func (k custom) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) 
 func (k custom) Write(ctx context.Context, c client.Client, obj client.Object, u Update) (Result, error) {
 	var spec map[string]any
 	if u.Template != nil {
+		uo, err := k.object(obj)
+		if err != nil {
+			return Result{}, err
+		}
 		old, err := k.PodTemplate(obj)
 		if err != nil {
 			return Result{}, err
 		}
-		if old == nil {
-			return Result{}, fmt.Errorf("%s %s/%s has no pod template", k.gvk.Kind, obj.GetNamespace(), obj.GetName())
+		raw, err := templateJSON(uo, []string{"spec", "template"})
+		if err != nil {
+			return Result{}, err
 		}
-		diff, err := templateDiff(old, u.Template)
+		// Written on the template as stored (stored.go), so that no field
+		// Ripple's types do not know is lost.
+		diff, err := k.reloadPatch(obj, "spec.template", raw, old, u.Template)
 		if err != nil {
 			return Result{}, err
 		}
 		spec = map[string]any{"template": diff}
 	}
 	return Result{}, mergePatch(ctx, c, obj, spec, u.Annotations)
-}
-
-// templateDiff is the JSON merge patch from one pod template to another.
-func templateDiff(from, to *corev1.PodTemplateSpec) (json.RawMessage, error) {
-	a, err := json.Marshal(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(to)
-	if err != nil {
-		return nil, err
-	}
-	return jsonpatch.CreateMergePatch(a, b)
 }
 
 // mergePatch writes spec fields and annotations as one JSON merge patch

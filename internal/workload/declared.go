@@ -112,14 +112,23 @@ func (k declaredTemplate) body(obj client.Object, u Update) (map[string]any, err
 	if u.Template == nil {
 		return body, nil
 	}
+	uo, err := k.object(obj)
+	if err != nil {
+		return nil, err
+	}
 	old, err := k.PodTemplate(obj)
 	if err != nil {
 		return nil, err
 	}
-	if old == nil {
-		return nil, fmt.Errorf("%s %s/%s has no pod template at %s", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), k.spec.Template)
+	var raw []byte
+	if cached, ok := uo.Object[cachedTemplate].(string); ok {
+		raw = []byte(cached)
+	} else if raw, err = templateJSON(uo, k.path); err != nil {
+		return nil, err
 	}
-	diff, err := templateDiff(old, u.Template)
+	// Written on the template as stored (stored.go), so that no field
+	// Ripple's types do not know is lost.
+	diff, err := k.reloadPatch(obj, k.spec.Template, raw, old, u.Template)
 	if err != nil {
 		return nil, err
 	}
