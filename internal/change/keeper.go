@@ -178,7 +178,7 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 		k.forget(key)
 		return ctrl.Result{}, err
 	}
-	revs := Revisions(k.Ring(), key.Namespace, key.Config, source.Digest(cfg))
+	revs := Revisions(k.Ring(), key.Namespace, key.Config, digest.RevisionSum(source.Digest(cfg), source.Others(cfg)))
 	if len(revs) == 0 {
 		k.forget(key)
 		return ctrl.Result{}, nil

@@ -115,7 +115,7 @@ func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.
 		}
 		return plan.Canary{}, false, nil // not asked yet: the change waits
 	}
-	revs := change.Revisions(c.ring(), ns, src.Ref, src.Digest)
+	revs := change.Revisions(c.ring(), ns, src.Ref, digest.RevisionSum(src.Digest, src.Others))
 	if len(revs) == 0 {
 		return plan.Canary{}, false, gather.Unkept("a Secret's change has a ConfigRollout only with the digest key (Secret " + digestkey.Secret + " in Ripple's namespace), which Ripple could not read")
 	}

@@ -33,41 +33,41 @@ const keysDomain = "ripple-keys/v1;"
 
 // ConfigMapKeys returns the unkeyed key table of a ConfigMap, the form
 // before keys existed; Digester.ConfigMap makes the keyed one.
-func ConfigMapKeys(cm *corev1.ConfigMap) KeyTable { return configMapKeys(cm, nil) }
+func ConfigMapKeys(cm *corev1.ConfigMap) KeyTable { return configMapKeys(cm, mac{}) }
 
 // SecretKeys returns the unkeyed key table of a Secret's data, the form
 // before keys existed; Digester.Secret makes the keyed one.
-func SecretKeys(s *corev1.Secret) KeyTable { return secretKeys(s, nil) }
+func SecretKeys(s *corev1.Secret) KeyTable { return secretKeys(s, mac{}) }
 
-// configMapKeys is the key table of a ConfigMap under key (nil: unkeyed).
+// configMapKeys is the key table of a ConfigMap in form m.
 // A key of binaryData digests its bytes, so moving a value between data
 // and binaryData is no change: the pod sees the same bytes.
-func configMapKeys(cm *corev1.ConfigMap, key []byte) KeyTable {
+func configMapKeys(cm *corev1.ConfigMap, m mac) KeyTable {
 	if cm == nil {
 		return ""
 	}
 	entries := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
-		h := keyHash(key)
+		h := m.keyHash(k)
 		(&writer{h: h}).string(v)
 		entries = append(entries, k+"="+short(h.Sum(nil)))
 	}
 	for k, v := range cm.BinaryData {
-		h := keyHash(key)
+		h := m.keyHash(k)
 		h.Write(v)
 		entries = append(entries, k+"="+short(h.Sum(nil)))
 	}
 	return join(entries)
 }
 
-// secretKeys is the key table of a Secret's data under key (nil: unkeyed).
-func secretKeys(s *corev1.Secret, key []byte) KeyTable {
+// secretKeys is the key table of a Secret's data in form m.
+func secretKeys(s *corev1.Secret, m mac) KeyTable {
 	if s == nil {
 		return ""
 	}
 	entries := make([]string, 0, len(s.Data))
 	for k, v := range s.Data {
-		h := keyHash(key)
+		h := m.keyHash(k)
 		h.Write(v)
 		entries = append(entries, k+"="+short(h.Sum(nil)))
 	}

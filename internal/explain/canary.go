@@ -29,7 +29,7 @@ func (c canaries) Canary(ctx context.Context, ns string, src plan.Source) (plan.
 	}
 	var revs []string
 	if len(c.ring.Current) > 0 {
-		revs = change.Revisions(c.ring, ns, src.Ref, src.Digest)
+		revs = change.Revisions(c.ring, ns, src.Ref, digest.RevisionSum(src.Digest, src.Others))
 	}
 	cr, ok := change.Latest(items, src.UID, revs)
 	if !ok {

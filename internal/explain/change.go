@@ -68,13 +68,15 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
 			return out, err
 		}
-		src.UID, src.Digest = s.UID, e.Digester.Secret(&s).Digest
+		sums := e.Digester.Secret(&s)
+		src.UID, src.Digest, src.Others = s.UID, sums.Digest, sums.Others
 	default:
 		var cm corev1.ConfigMap
 		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
 			return out, err
 		}
-		src.UID, src.Digest = cm.UID, e.Digester.ConfigMap(&cm).Digest
+		sums := e.Digester.ConfigMap(&cm)
+		src.UID, src.Digest, src.Others = cm.UID, sums.Digest, sums.Others
 	}
 	out.Digest = plan.ShortDigest(src.Digest)
 	if c, ok, _ := (canaries{e.Reader, e.Digester.Ring}).Canary(ctx, ns, src); ok {
