@@ -84,7 +84,9 @@ func checkOracle(t *testing.T, admin, view kubernetes.Interface, ns, home, tenan
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyed := digest.Digester{Mode: digest.HMACSHA256, Ring: ring}.Secret(pinData(secondPIN))
+	bound := pinData(secondPIN)
+	bound.Namespace, bound.Name = ns, pinSecret // the digests are bound to the Secret
+	keyed := digest.Digester{Mode: digest.HMACSHA256, Ring: ring}.Secret(bound)
 	want := map[string]string{"vault": keyed.Digest, "vault-keys": keyed.Keys.Of(isPIN)}
 	for name, sum := range want {
 		waitShows(t, admin, ns, name, sum)

@@ -143,7 +143,7 @@ func TestApproveKeyedNeedsTheDigestKey(t *testing.T) {
 	e.waitFor(t, w, "the baseline", hasBaseline)
 	e.setConfig(t, appConfig, "v2")
 	e.waitEvent(t, "w", corev1.EventTypeNormal, "ReloadPending")
-	sum := e.keyedConfigMap(t, map[string]string{"k": "v2"}).Keys.Of(func(k string) bool { return k == "k" })
+	sum := e.keyedConfigMap(t, appConfig.Name, map[string]string{"k": "v2"}).Keys.Of(func(k string) bool { return k == "k" })
 
 	e.grantApprover(t, "approver", approverRules)
 	grantIn(t, e, home, "approver", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},

@@ -31,13 +31,13 @@ func ownDigestKey(e *env) {
 	e.environ = map[string]string{"POD_NAMESPACE": e.ns, "RELOADER_NAMESPACE": e.ns}
 }
 
-// secretDigests are the strings no output may hold in keyed mode for a
-// Secret holding k=value under the ring: the plain SHA1 and SHA-256 of
+// secretDigests are the strings no output may hold in keyed mode for
+// Secret db holding k=value under the ring: the plain SHA1 and SHA-256 of
 // the value, Reloader's digest of the data, the unkeyed and keyed key
 // tables' entries and per-key digests, the HMACs; each as its 8-character
 // prefix, which any longer prefix holds.
-func secretDigests(d digest.Digester, value string) []string {
-	s := &corev1.Secret{Data: map[string][]byte{"k": []byte(value)}}
+func secretDigests(d digest.Digester, db *corev1.Secret, value string) []string {
+	s := &corev1.Secret{ObjectMeta: db.ObjectMeta, Data: map[string][]byte{"k": []byte(value)}}
 	plain1, plain256 := sha1.Sum([]byte(value)), sha256.Sum256([]byte(value)) //nolint:gosec // see the import
 	all := []string{hex.EncodeToString(plain1[:]), hex.EncodeToString(plain256[:]), base64.RawURLEncoding.EncodeToString(plain256[:])}
 	sums := d.Secret(s)
@@ -52,6 +52,12 @@ func secretDigests(d digest.Digester, value string) []string {
 		out = append(out, a[:8])
 	}
 	return out
+}
+
+// dbSecret is the Secret db of e's namespace, without data: the config
+// the tests' digests are bound to.
+func dbSecret(e *env) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "db"}}
 }
 
 // ripple runs the ripple binary's command against the test API server, on
@@ -92,7 +98,7 @@ func TestKeyedModeShowsNoSecretDigest(t *testing.T) {
 	}
 
 	e.setConfig(t, db, "123456")
-	sums := d.Secret(&corev1.Secret{Data: map[string][]byte{"k": []byte("123456")}})
+	sums := d.Secret(&corev1.Secret{ObjectMeta: dbSecret(e).ObjectMeta, Data: map[string][]byte{"k": []byte("123456")}})
 	e.waitApplied(t, kit.Deployment, whole, db, sums.Digest)
 	e.waitApplied(t, kit.Deployment, perKey, db, sums.Keys.Of(func(k string) bool { return k == "k" }))
 	pending := e.waitEvent(t, "manual", corev1.EventTypeNormal, "ReloadPending")
@@ -117,7 +123,7 @@ func TestKeyedModeShowsNoSecretDigest(t *testing.T) {
 	}
 	outputs["explain secret/db"] = e.ripple(t, "explain", "secret/db", "-o", "json")
 	for _, v := range []string{"v1", "123456"} {
-		for _, sum := range secretDigests(d, v) {
+		for _, sum := range secretDigests(d, dbSecret(e), v) {
 			for what, out := range outputs {
 				if strings.Contains(out, sum) {
 					t.Errorf("%s holds %q, a digest of the Secret's value %q:\n%s", what, sum, v, out)
@@ -150,7 +156,7 @@ func TestDigestModeSwitchAndKeyRotationRollNothing(t *testing.T) {
 		t.Helper()
 		value++
 		e.setConfig(t, db, fmt.Sprint("v", value+1))
-		sums := e.digester(t, mode).Secret(&corev1.Secret{Data: map[string][]byte{"k": []byte(fmt.Sprint("v", value+1))}})
+		sums := e.digester(t, mode).Secret(&corev1.Secret{ObjectMeta: dbSecret(e).ObjectMeta, Data: map[string][]byte{"k": []byte(fmt.Sprint("v", value+1))}})
 		e.waitApplied(t, kit.Deployment, whole, db, sums.Digest)
 		e.waitApplied(t, kit.Deployment, perKey, db, sums.Keys.Of(func(k string) bool { return k == "k" }))
 	}
@@ -164,7 +170,7 @@ func TestDigestModeSwitchAndKeyRotationRollNothing(t *testing.T) {
 		stop()
 		rolls := []func() int{e.templateChanges(t, whole), e.templateChanges(t, perKey)}
 		stop = e.run(t, "--digest="+string(mode))
-		sums := e.digester(t, mode).Secret(&corev1.Secret{Data: map[string][]byte{"k": []byte(fmt.Sprint("v", value+1))}})
+		sums := e.digester(t, mode).Secret(&corev1.Secret{ObjectMeta: dbSecret(e).ObjectMeta, Data: map[string][]byte{"k": []byte(fmt.Sprint("v", value+1))}})
 		means := []string{sums.Digest, sums.Keys.Of(func(k string) bool { return k == "k" })}
 		for i, w := range workloads {
 			// A per-key digest is keyed in either mode: it may show

@@ -92,7 +92,7 @@ func TestPerKeyReloadRollsOnTheKeysUsed(t *testing.T) {
 	optedRolls, plainRolls = e.templateChanges(t, opted), e.templateChanges(t, plain)
 	data["a"] = "2"
 	e.updateConfigMap(t, app, data)
-	perKey := e.keyedConfigMap(t, data).Keys.Of(func(k string) bool { return k == "a" })
+	perKey := e.keyedConfigMap(t, app.Name, data).Keys.Of(func(k string) bool { return k == "a" })
 	e.waitApplied(t, kit.Deployment, opted, app, perKey)
 	e.waitApplied(t, kit.Deployment, plain, app, digest.ConfigMap(&corev1.ConfigMap{Data: data}))
 	if o, p := optedRolls(), plainRolls(); o != 1 || p != 1 {
@@ -132,7 +132,7 @@ func TestPerKeyOptInSwitchRollsNothing(t *testing.T) {
 	rolls = e.templateChanges(t, w)
 	data["a"] = "2"
 	e.updateConfigMap(t, app, data)
-	perKey := e.keyedConfigMap(t, data).Keys.Of(func(k string) bool { return k == "a" })
+	perKey := e.keyedConfigMap(t, app.Name, data).Keys.Of(func(k string) bool { return k == "a" })
 	e.waitApplied(t, kit.Deployment, w, app, perKey)
 	if n := rolls(); n != 1 {
 		t.Fatalf("a change of a: %d rollouts, want 1", n)
@@ -169,11 +169,12 @@ func (e *env) digester(t *testing.T, mode digest.Mode) digest.Digester {
 	return digest.Digester{Mode: mode, Ring: ring}
 }
 
-// keyedConfigMap is what e's Ripple (in sha1 mode) writes for a ConfigMap
-// holding data: Reloader's digest, and the key table under its key.
-func (e *env) keyedConfigMap(t *testing.T, data map[string]string) digest.Digests {
+// keyedConfigMap is what e's Ripple (in sha1 mode) writes for ConfigMap
+// name holding data: Reloader's digest, and the key table under its key,
+// bound to the ConfigMap.
+func (e *env) keyedConfigMap(t *testing.T, name string, data map[string]string) digest.Digests {
 	t.Helper()
-	return e.digester(t, digest.SHA1).ConfigMap(&corev1.ConfigMap{Data: data})
+	return e.digester(t, digest.SHA1).ConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Data: data})
 }
 
 // setAnnotation sets (or with "" removes) a workload metadata annotation.
