@@ -33,10 +33,12 @@ type ripple struct {
 	started time.Duration
 }
 
-// startRipple starts Ripple and waits until every controller runs its
-// workers, which controller-runtime does only after the caches synced;
-// it fails the test unless that happens within cacheSyncTimeout.
-func startRipple(t *testing.T, home string) *ripple {
+// startRipple starts Ripple, with extra flags after the shared cluster's
+// settings (a flag given again there wins), and waits until every
+// controller runs its workers, which controller-runtime does only after
+// the caches synced; it fails the test unless that happens within
+// cacheSyncTimeout.
+func startRipple(t *testing.T, home string, extra ...string) *ripple {
 	t.Helper()
 	bin := os.Getenv("RIPPLE_BINARY")
 	if bin == "" {
@@ -44,10 +46,11 @@ func startRipple(t *testing.T, home string) *ripple {
 			"`RIPPLE_BINARY=$PWD/bin/ripple go test ./test/hostile/`")
 	}
 	r := &ripple{out: &kit.LogBuffer{}, metrics: freeAddr(t)}
-	cmd := exec.Command(bin, "--kubeconfig="+kc.Kubeconfig, "--metrics-bind-address="+r.metrics,
-		"--health-probe-bind-address=0", "--cache-sync-timeout="+cacheSyncTimeout.String(),
+	args := append([]string{"--kubeconfig=" + kc.Kubeconfig, "--metrics-bind-address=" + r.metrics,
+		"--health-probe-bind-address=0", "--cache-sync-timeout=" + cacheSyncTimeout.String(),
 		// A shared cluster's settings (docs/security.md).
-		"--digest=hmac-sha256", "--tighten-only", "--namespace-defaults")
+		"--digest=hmac-sha256", "--tighten-only", "--namespace-defaults"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+home)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	began := time.Now()
