@@ -243,7 +243,7 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	}
 	if err == nil {
 		src.Found, src.UID, src.Annotations, src.Created = true, obj.GetUID(), obj.GetAnnotations(), obj.GetCreationTimestamp().Time
-		src.Written = source.Written(obj)
+		src.Written, src.Version = source.Written(obj), obj.GetResourceVersion()
 		src.Digest, src.Keys, src.Others = source.Digest(obj), source.Keys(obj), source.Others(obj)
 		if p, ok := g.Priors.Of(ns, ref); ok && p.UID == obj.GetUID() {
 			src.Before = &plan.Before{Digest: p.Digest, Keys: p.Keys, Seen: p.Seen}

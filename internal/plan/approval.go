@@ -27,16 +27,21 @@ import (
 //     never applied.
 //
 // An approval is bound to the change it approves and to a time. Each
-// approved config carries, beside its digest, when its data was written
-// (Source.Written: the API server's managedFields time, to the second), so
-// that data written again after the approval, even with the approved
-// digest (A→B→A→B), is not approved by it: it is stale. An approval
-// without that time (written by `ripple approve` before it recorded it)
-// is bound by its own time, At, instead: data written after At is not
-// approved. An approval older than Settings.ApprovalMaxAge, without a
-// time, or from the future (the approver's clock ahead by more than
-// approvalSkew) applies to nothing: it is reported and dropped like a
-// stale one.
+// approved config carries the resourceVersion of the config it saw
+// (Source.Version), which only the API server sets: data written again
+// after the approval, even with the approved digest (A→B→A→B), has
+// another one and is not approved by it: it is stale. Approvals written
+// before that carry when the data was written instead (Source.Written: a
+// managedFields time, to the second), which any client that writes the
+// config may set: such an approval fails closed when the time it saw is
+// gone from the config (cleared) or is ahead of its own time; without
+// that time either it is
+// bound by its own time, At: data written after At is not approved. An
+// approved config may name no digest when it names a version (`ripple
+// approve` without Ripple's digest key): the version pins the data. An
+// approval older than Settings.ApprovalMaxAge, without a time, or from
+// the future (the approver's clock ahead by more than approvalSkew)
+// applies to nothing: it is reported and dropped like a stale one.
 //
 // An invalid policy is a warning and counts as manual: an owner who wrote a
 // policy wanted the workload gated, and a reload that waits says so
@@ -65,13 +70,16 @@ type Approval struct {
 }
 
 // Approved is one approved config: its reference (refs.Ref.String(), e.g.
-// ConfigMap/app) and its digest.
+// ConfigMap/app) and its digest (empty when Version names the data).
 type Approved struct {
 	Config string `json:"config"`
 	Digest string `json:"digest"`
-	// Written is when the approved data was written, by the API server's
-	// clock (Source.Written); zero when unknown.
+	// Written is when the approved data was written, as its managedFields
+	// said (Source.Written); zero when unknown.
 	Written time.Time `json:"written,omitzero"`
+	// Version is the resourceVersion of the config the approval saw
+	// (Source.Version); empty in approvals written before it was recorded.
+	Version string `json:"version,omitempty"`
 }
 
 // approvalSkew is how far ahead of Ripple's clock an approval's time may
@@ -83,7 +91,7 @@ const approvalSkew = 5 * time.Minute
 func ApprovalOf(w Awaiting, by string, at time.Time, now bool) Approval {
 	a := Approval{By: by, At: at.UTC().Truncate(time.Second), Now: now}
 	for _, c := range w.Changes {
-		a.Changes = append(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash, Written: w.Written[c.Ref]})
+		a.Changes = append(a.Changes, Approved{Config: c.Ref.String(), Digest: c.Hash, Written: w.Written[c.Ref], Version: w.Versions[c.Ref]})
 	}
 	return a
 }
@@ -104,19 +112,35 @@ func (a Approval) expired(now time.Time, maxAge time.Duration) string {
 	return ""
 }
 
-// approves reports whether a approves c, whose data was written at
-// written (zero: unknown): the same config and digest, and data written no
-// later than the approval saw it.
-func (a Approval) approves(c strategy.Change, written time.Time) bool {
-	i := slices.IndexFunc(a.Changes, func(ap Approved) bool { return ap.Config == c.Ref.String() && ap.Digest == c.Hash })
+// names reports whether ap names the change c: its config, and its digest
+// or, with none, a version.
+func (ap Approved) names(c strategy.Change) bool {
+	return ap.Config == c.Ref.String() && (ap.Digest == c.Hash || (ap.Digest == "" && ap.Version != ""))
+}
+
+// approves reports whether a approves c, of source s: the same
+// config and digest, and the config the approval saw (its resourceVersion
+// or, in an approval without one, data written no later than it saw).
+func (a Approval) approves(c strategy.Change, s Source) bool {
+	i := slices.IndexFunc(a.Changes, func(ap Approved) bool { return ap.names(c) })
 	if i < 0 {
 		return false
 	}
-	bound := a.Changes[i].Written
+	ap := a.Changes[i]
+	if ap.Version != "" {
+		return ap.Version == s.Version
+	}
+	switch {
+	case !ap.Written.IsZero() && s.Written.IsZero(): // the time it saw was cleared
+		return false
+	case ap.Written.After(a.At.Add(approvalSkew)): // it saw a write time set ahead of its own
+		return false
+	}
+	bound := ap.Written
 	if bound.IsZero() {
 		bound = a.At
 	}
-	return written.IsZero() || !written.After(bound)
+	return s.Written.IsZero() || !s.Written.After(bound)
 }
 
 // ApproveCommand is the command that approves what waits on w.
@@ -127,10 +151,11 @@ func ApproveCommand(w Workload) string {
 // Awaiting is a change set that waits for an approval.
 type Awaiting struct {
 	// Changes are the configs waiting, with their current digests, and
-	// Written when each one's data was written (Source.Written), for the
-	// approval.
-	Changes []strategy.Change
-	Written map[refs.Ref]time.Time
+	// Written when each one's data was written (Source.Written) and
+	// Versions their resourceVersions (Source.Version), for the approval.
+	Changes  []strategy.Change
+	Written  map[refs.Ref]time.Time
+	Versions map[refs.Ref]string
 	// ID identifies the change set; Since is when it was first seen
 	// waiting (as far as this Ripple remembers: a restart starts it again).
 	ID    string
@@ -199,7 +224,7 @@ func gate(in Input, p *Plan) Plan {
 		if in.Awaiting.ID == id {
 			since = in.Awaiting.Since
 		}
-		p.Awaiting = &Awaiting{Changes: waiting, ID: id, Since: since, Began: in.Awaiting.ID != id, Written: written}
+		p.Awaiting = &Awaiting{Changes: waiting, ID: id, Since: since, Began: in.Awaiting.ID != id, Written: written, Versions: versionsOf(in.Sources)}
 	}
 	p.Changes = approved
 	w := *p
@@ -223,17 +248,17 @@ func gate(in Input, p *Plan) Plan {
 // not roll is stale.
 func approving(in Input, a Approval, changes []strategy.Change) (*Approving, []strategy.Change) {
 	ap := &Approving{Approval: a, Expired: a.expired(in.Now, in.ApprovalMaxAge), Verified: in.ApprovalsVerified}
-	written := writtenOf(in.Sources)
 	var waiting []strategy.Change
 	for _, c := range changes {
-		if ap.Expired == "" && a.approves(c, written[c.Ref]) {
+		i := slices.IndexFunc(in.Sources, func(s Source) bool { return s.Ref == c.Ref })
+		if ap.Expired == "" && i >= 0 && a.approves(c, in.Sources[i]) {
 			ap.Applied = append(ap.Applied, c)
 		} else {
 			waiting = append(waiting, c)
 		}
 	}
 	for _, ok := range a.Changes {
-		if !slices.ContainsFunc(ap.Applied, func(c strategy.Change) bool { return c.Ref.String() == ok.Config && c.Hash == ok.Digest }) {
+		if !slices.ContainsFunc(ap.Applied, ok.names) {
 			ap.Stale = append(ap.Stale, ok)
 		}
 	}
@@ -249,6 +274,17 @@ func writtenOf(sources []Source) map[refs.Ref]time.Time {
 		}
 	}
 	return written
+}
+
+// versionsOf is each found source's resourceVersion.
+func versionsOf(sources []Source) map[refs.Ref]string {
+	out := map[refs.Ref]string{}
+	for _, s := range sources {
+		if s.Version != "" {
+			out[s.Ref] = s.Version
+		}
+	}
+	return out
 }
 
 // approval reads the workload's approval: whether one is present, and a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
 )
 
@@ -52,9 +53,48 @@ func TestApprovalBinding(t *testing.T) {
 			why:  "written again after the approval",
 		},
 		{
-			name:  "the data's write time unknown: the digest decides",
-			opts:  []func(*Input){approvedAs(Approval{Changes: cm2(t1), By: "alice", At: t1.Add(time.Minute)})},
+			// A client may write managedFields: clearing the time the
+			// approval saw made it match by digest alone. It fails closed.
+			name: "the write time the approval saw is gone from the config: stale",
+			opts: []func(*Input){approvedAs(Approval{Changes: cm2(t1), By: "alice", At: t1.Add(time.Minute)})},
+			why:  "written again after the approval",
+		},
+		{
+			name:  "no write time known, then or now (a SecretProviderClass): the digest and the approval's time decide",
+			opts:  []func(*Input){approvedAs(Approval{Changes: cm2(time.Time{}), By: "alice", At: t1.Add(time.Minute)})},
 			rolls: true,
+		},
+		{
+			// The writer set the data's time a day ahead before the
+			// approval, then wrote A and B again at a time before it.
+			name: "the approval saw a write time ahead of its own: stale",
+			opts: []func(*Input){writtenAt(cmApp, t1.Add(30*time.Minute)), approvedAs(Approval{Changes: cm2(t1.Add(24 * time.Hour)), By: "alice", At: t1.Add(time.Minute)})},
+			why:  "written again after the approval",
+		},
+		{
+			name: "bound to the resourceVersion it saw: rolls",
+			opts: []func(*Input){writtenAt(cmApp, t1), versionOf(cmApp, "41"),
+				approvedAs(Approval{Changes: []Approved{{Config: "ConfigMap/app", Digest: "cm2", Written: t1, Version: "41"}}, By: "alice", At: t1.Add(time.Minute)})},
+			rolls: true,
+		},
+		{
+			// A→B→A→B with the write times set back to the approved one's:
+			// only the resourceVersion tells.
+			name: "A→B→A→B with the write time moved back: another resourceVersion, stale",
+			opts: []func(*Input){writtenAt(cmApp, t1), versionOf(cmApp, "57"),
+				approvedAs(Approval{Changes: []Approved{{Config: "ConfigMap/app", Digest: "cm2", Written: t1, Version: "41"}}, By: "alice", At: t1.Add(time.Minute)})},
+			why: "a later resourceVersion",
+		},
+		{
+			name: "without a digest (approved without Ripple's key), the resourceVersion names the data: rolls",
+			opts: []func(*Input){versionOf(cmApp, "41"),
+				approvedAs(Approval{Changes: []Approved{{Config: "ConfigMap/app", Version: "41"}}, By: "alice", At: t1.Add(time.Minute)})},
+			rolls: true,
+		},
+		{
+			name: "without a digest or a resourceVersion: names nothing",
+			opts: []func(*Input){approvedAs(Approval{Changes: []Approved{{Config: "ConfigMap/app"}}, By: "alice", At: t1.Add(time.Minute)})},
+			why:  "nothing of it is pending",
 		},
 		{
 			name: "older than --approval-max-age: expired",
@@ -101,17 +141,28 @@ func TestApprovalBinding(t *testing.T) {
 	}
 }
 
-// ripple approve records when the approved data was written, so that the
-// plan can tell the approved data from the same data written again.
+func versionOf(ref refs.Ref, v string) func(*Input) {
+	return func(i *Input) {
+		for j := range i.Sources {
+			if i.Sources[j].Ref == ref {
+				i.Sources[j].Version = v
+			}
+		}
+	}
+}
+
+// ripple approve records when the approved data was written and the
+// config's resourceVersion, so that the plan can tell the approved data
+// from the same data written again.
 func TestApprovalOfRecordsTheDataTime(t *testing.T) {
 	t1 := now.Add(-time.Hour)
-	p := For(in(manual, both, digestOf(cmApp, "cm2"), writtenAt(cmApp, t1)))
+	p := For(in(manual, both, digestOf(cmApp, "cm2"), writtenAt(cmApp, t1), versionOf(cmApp, "41")))
 	if p.Awaiting == nil {
 		t.Fatal("nothing waits")
 	}
 	a := ApprovalOf(*p.Awaiting, "alice", now, false)
-	if len(a.Changes) != 1 || !a.Changes[0].Written.Equal(t1) || a.Changes[0].Digest != "cm2" {
-		t.Fatalf("approval %+v: want ConfigMap/app at cm2, written %v", a, t1)
+	if len(a.Changes) != 1 || !a.Changes[0].Written.Equal(t1) || a.Changes[0].Digest != "cm2" || a.Changes[0].Version != "41" {
+		t.Fatalf("approval %+v: want ConfigMap/app at cm2, written %v, resourceVersion 41", a, t1)
 	}
 	again := in(manual, both, digestOf(cmApp, "cm2"), writtenAt(cmApp, now.Add(time.Minute)), approvedAs(a))
 	again.Now = now.Add(2 * time.Minute)

@@ -278,7 +278,7 @@ func supersededNotice(a *Approving) Notice {
 		stale[i] = fmt.Sprintf("%s %q%s", kind, name, DigestOf(ref, s.Digest))
 		configs = append(configs, ref)
 	}
-	why := "the config changed again since, or its data was written again after the approval, or nothing of it is pending"
+	why := "the config changed again since, or its data was written again after the approval (a later resourceVersion, or a write time cleared or set ahead), or nothing of it is pending"
 	if a.Expired != "" {
 		why = "the approval has expired: " + a.Expired
 	}

@@ -159,8 +159,11 @@ type Source struct {
 	Others  []digest.Form
 	Created time.Time
 	// Written is when its data was last written (source.Written); zero
-	// when unknown.
+	// when unknown. A client may write it (managedFields), so it is a hint.
 	Written time.Time
+	// Version is its resourceVersion, which only the API server sets: an
+	// approval binds to it.
+	Version string
 	// Mounts are, for a SecretProviderClass, the digests of what its pods
 	// mounted; Digest is then the latest change seen, if any.
 	Mounts map[string]int
