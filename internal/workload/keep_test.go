@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -291,5 +292,77 @@ func TestDeploymentReloadKeepsFieldsRippleNeverSets(t *testing.T) {
 		if !equality.Semantic.DeepEqual(&got, want) {
 			t.Errorf("repeated env names %v: template after the reload\n%+v\nwant all but env kept\n%+v", repeated, got, *want)
 		}
+	}
+}
+
+// storedDiff carries every shape of change a strategy makes: an env list
+// or annotations the template does not have yet, an env var named twice,
+// the last env var removed, an annotation removed. Applied to the stored
+// template, the patch gives the reload and keeps the unknown fields.
+func TestStoredDiffShapes(t *testing.T) {
+	app := func(env string) string {
+		return `{"spec":{"containers":[{"name":"app","image":"app:1","x":1` + env + `}]}}`
+	}
+	cases := []struct {
+		name string
+		raw  string
+		edit func(*corev1.PodTemplateSpec)
+		// keptY is how many env entries the patched template has with their unknown field y.
+		keptY int
+	}{
+		{"no env yet", app(""), func(tpl *corev1.PodTemplateSpec) {
+			strategy.EnvVars{}.Apply(tpl, reloads[0].changes[:1], time.Time{})
+		}, 0},
+		{"no metadata yet", app(""), func(tpl *corev1.PodTemplateSpec) {
+			strategy.Annotations{}.Apply(tpl, reloads[1].changes, time.Time{})
+		}, 0},
+		{"named twice", app(`,"env":[{"name":"STAKATER_APP_CONFIGMAP","value":"a","y":1},{"name":"L","value":"1"},{"name":"STAKATER_APP_CONFIGMAP","value":"b","y":2}]`), func(tpl *corev1.PodTemplateSpec) {
+			strategy.EnvVars{}.Apply(tpl, reloads[0].changes[:1], time.Time{})
+		}, 2},
+		{"the last removed", app(`,"env":[{"name":"STAKATER_OLD_CONFIGMAP","value":"o","y":1}]`), func(tpl *corev1.PodTemplateSpec) {
+			strategy.EnvVars{}.Apply(tpl, reloads[0].changes[2:], time.Time{})
+		}, 0},
+		{"removed twice, one kept", app(`,"env":[{"name":"STAKATER_OLD_CONFIGMAP","value":"o"},{"name":"L","value":"1","y":1},{"name":"STAKATER_OLD_CONFIGMAP","value":"p"}]`), func(tpl *corev1.PodTemplateSpec) {
+			strategy.EnvVars{}.Apply(tpl, reloads[0].changes, time.Time{})
+		}, 1},
+		{"an annotation removed", `{"metadata":{"annotations":{"a":"1","b":"2"},"x":1},"spec":{"containers":[{"name":"app","x":1}]}}`, func(tpl *corev1.PodTemplateSpec) {
+			delete(tpl.Annotations, "a")
+		}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := &corev1.PodTemplateSpec{}
+			if err := json.Unmarshal([]byte(tc.raw), old); err != nil {
+				t.Fatal(err)
+			}
+			next := old.DeepCopy()
+			tc.edit(next)
+			diff, err := storedDiff([]byte(tc.raw), old, next)
+			if err != nil {
+				t.Fatalf("storedDiff: %v", err)
+			}
+			patched, err := jsonpatch.MergePatch([]byte(tc.raw), diff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := &corev1.PodTemplateSpec{}
+			if err := json.Unmarshal(patched, got); err != nil || !equality.Semantic.DeepEqual(got, next) {
+				t.Fatalf("patched template %s (%v), want %+v", patched, err, next)
+			}
+			var before, after map[string]any
+			_ = json.Unmarshal([]byte(tc.raw), &before)
+			_ = json.Unmarshal(patched, &after)
+			for _, p := range [][]any{{"spec", "containers", 0, "x"}, {"metadata", "x"}} {
+				if w, ok := at(before, p); ok {
+					if g, _ := at(after, p); jsonOf(t, g) != jsonOf(t, w) {
+						t.Errorf("%v: %v after the patch, want %v", p, g, w)
+					}
+				}
+			}
+			// Each env entry Ripple kept or rewrote keeps its unknown field.
+			if n := strings.Count(string(patched), `"y":`); n != tc.keptY {
+				t.Errorf("%d env entries keep their unknown field, want %d: %s", n, tc.keptY, patched)
+			}
+		})
 	}
 }
