@@ -166,11 +166,9 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
-	waiting, err := approvable(what, p, settings.Plan.Keys.ReloadPolicy, unpublished(w))
+	w.settings = settings // with what reading the digest key found
+	waiting, revisions, err := waitingOf(ctx, c, what, p, w)
 	if err != nil {
-		return err
-	}
-	if err := keyedUnread(what, p, waiting, settings); err != nil {
 		return err
 	}
 	changes := waiting.Changes
@@ -186,10 +184,13 @@ func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, 
 		fmt.Fprint(stdout, " (--now: even outside its reload window)")
 	}
 	fmt.Fprintln(stdout, ":")
-	for _, ch := range changes {
+	for i, ch := range changes {
 		digest := ch.Hash[:min(len(ch.Hash), 12)] // as ReloadPending and explain show it
-		if ch.Deleted {
+		switch {
+		case ch.Deleted:
 			digest = "(deleted)"
+		case revisions != nil:
+			digest = fmt.Sprintf("(revision %s, resourceVersion %s)", revisions[i], waiting.Versions[ch.Ref])
 		}
 		fmt.Fprintf(stdout, "  %s %q %s\n", ch.Ref.Kind, ch.Ref.Name, digest)
 	}
@@ -213,12 +214,10 @@ func unpublished(w workloadRead) string {
 // settings were found: a policy from the flag is then approve's default,
 // not the controller's, and is not told as the controller's.
 func approvable(what string, p plan.Plan, key, searched string) (plan.Awaiting, error) {
+	if err := manualOnly(what, p, key, searched); err != nil {
+		return plan.Awaiting{}, err
+	}
 	switch {
-	case p.Policy != plan.Manual && p.PolicyFrom == plan.FromFlag && searched != "":
-		return plan.Awaiting{}, fmt.Errorf("%s sets no %s, so the controller's --reload-policy applies, and no published settings of Ripple were found (no reloader-meta-info ConfigMap in %s; Ripple publishes it when run with RELOADER_NAMESPACE set, as the chart does): "+
-			"name Ripple's namespace with --ripple-namespace, or give the controller's setting, e.g. --reload-policy=manual", what, key, searched)
-	case p.Policy != plan.Manual:
-		return plan.Awaiting{}, fmt.Errorf("%s has reload policy %q (from the %s), not manual: it waits for no approval; set %s: manual to gate its reloads", what, p.Policy, p.PolicyFrom, key)
 	case p.Awaiting != nil:
 		return *p.Awaiting, nil
 	case len(p.Changes) > 0 && p.Wait > 0:
@@ -227,8 +226,21 @@ func approvable(what string, p plan.Plan, key, searched string) (plan.Awaiting, 
 	return plan.Awaiting{}, fmt.Errorf("%s: nothing waits for an approval", what)
 }
 
-// keyedUnread refuses an approval of digests made with Ripple's digest
-// key when the user cannot read it: the approval would name digests
+// manualOnly refuses a workload whose policy is not manual: it waits for
+// no approval. searched is as approvable's.
+func manualOnly(what string, p plan.Plan, key, searched string) error {
+	switch {
+	case p.Policy != plan.Manual && p.PolicyFrom == plan.FromFlag && searched != "":
+		return fmt.Errorf("%s sets no %s, so the controller's --reload-policy applies, and no published settings of Ripple were found (no reloader-meta-info ConfigMap in %s; Ripple publishes it when run with RELOADER_NAMESPACE set, as the chart does): "+
+			"name Ripple's namespace with --ripple-namespace, or give the controller's setting, e.g. --reload-policy=manual", what, key, searched)
+	case p.Policy != plan.Manual:
+		return fmt.Errorf("%s has reload policy %q (from the %s), not manual: it waits for no approval; set %s: manual to gate its reloads", what, p.Policy, p.PolicyFrom, key)
+	}
+	return nil
+}
+
+// keyedUnread says why an approval of digests made with Ripple's digest
+// key cannot be made when the user cannot read it: it would name digests
 // Ripple never writes, and be refused as superseded.
 func keyedUnread(what string, p plan.Plan, w plan.Awaiting, s metainfo.Settings) error {
 	if s.KeyUnread == nil {

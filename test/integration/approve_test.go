@@ -127,10 +127,11 @@ func (e *env) approve(t *testing.T, kubeconfig string, args ...string) (string, 
 }
 
 // A per-key workload's digests are keyed with Ripple's digest key, in its
-// own namespace. An approver with the documented Roles but not the key is
-// told so by `ripple approve`, which writes nothing, rather than writing
-// an approval of digests Ripple never writes; with `get` on the key
-// Secret, the approval rolls the workload once.
+// own namespace. An approver with the documented Roles but not the key,
+// nor the ConfigRollouts, is told so by `ripple approve`, which writes
+// nothing, rather than writing an approval of digests Ripple never
+// writes; with the ConfigRollouts readable (still not the key), approve
+// takes what waits from them, and the approval rolls the workload once.
 func TestApproveKeyedNeedsTheDigestKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -169,13 +170,19 @@ func TestApproveKeyedNeedsTheDigestKey(t *testing.T) {
 		t.Errorf("approve refused, yet wrote the approval %s", v)
 	}
 
-	grantIn(t, e, home, "approver-key", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
-		ResourceNames: []string{"ripple-digest-key"}, Verbs: []string{"get"}})
+	// Still without the key: reading the ConfigRollouts (as the view
+	// role does), approve takes what waits from them and approves the
+	// config at its resourceVersion.
+	grantIn(t, e, e.ns, "approver-changes", rbacv1.PolicyRule{APIGroups: []string{"ripple.dev"}, Resources: []string{"configrollouts"},
+		Verbs: []string{"get", "list"}})
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		out, code = e.approve(t, kubeconfig, "--ripple-namespace="+home, "deploy/w")
 		return code == 0, nil
 	}); err != nil {
-		t.Fatalf("approve with get on the digest key: exit %d:\n%s", code, out)
+		t.Fatalf("approve without the digest key, reading the ConfigRollouts: exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "resourceVersion") {
+		t.Errorf("approve without the key does not say what it approved:\n%s", out)
 	}
 	e.waitApplied(t, kit.Deployment, w, appConfig, sum)
 	e.waitEvent(t, "w", corev1.EventTypeNormal, "Reloaded")
