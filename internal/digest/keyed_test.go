@@ -20,10 +20,11 @@ func pinSecret(ns, name, pin string) *corev1.Secret {
 }
 
 // unboundMAC is the digest --digest=hmac-sha256 wrote before digests were
-// bound to their config: the HMAC of Reloader's input alone.
-func unboundMAC(key []byte, input string) string {
+// bound to their config for pinSecret's data with PIN 123456: the HMAC of
+// Reloader's input alone.
+func unboundMAC(key []byte) string {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte(input))
+	m.Write([]byte("pin=123456;user=bob"))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -40,7 +41,7 @@ func TestDigester(t *testing.T) {
 	if unkeyed.Digest != Secret(s) || unkeyed.Keys != SecretKeys(s) || unkeyed.Others != nil {
 		t.Fatalf("the zero Digester: %+v, want Reloader's digest and the unkeyed table alone", unkeyed)
 	}
-	legacy := Form{unboundMAC(k1, "pin=123456;user=bob"), KeyTable("pin=" + unboundEntry(k1, "123456") + ",user=" + unboundEntry(k1, "bob"))}
+	legacy := Form{unboundMAC(k1), KeyTable("pin=" + unboundEntry(k1, "123456") + ",user=" + unboundEntry(k1, "bob"))}
 	sha := Digester{Mode: SHA1, Ring: Ring{Current: k1}}.Secret(s)
 	switch {
 	case sha.Digest != Secret(s):
@@ -121,7 +122,7 @@ func TestEveryEarlierFormIsRecognised(t *testing.T) {
 	}
 	shown := []Form{
 		{Secret(s), SecretKeys(s)}, // Reloader's, or Ripple's before keys
-		{unboundMAC(k1, "pin=123456;user=bob"), KeyTable("pin=" + unboundEntry(k1, "123456") + ",user=" + unboundEntry(k1, "bob"))},
+		{unboundMAC(k1), KeyTable("pin=" + unboundEntry(k1, "123456") + ",user=" + unboundEntry(k1, "bob"))},
 		settings["hmac-sha256, k1"].Secret(s).Form,
 		settings["sha1, k1"].Secret(s).Form,
 	}
@@ -154,7 +155,7 @@ func TestEveryEarlierFormIsRecognised(t *testing.T) {
 // digests were bound, so binding them changes no revision.
 func TestRevisionSum(t *testing.T) {
 	s := pinSecret("prod", "db", "123456")
-	legacy := unboundMAC(k1, "pin=123456;user=bob")
+	legacy := unboundMAC(k1)
 	for _, c := range []struct {
 		d    Digester
 		want string
@@ -162,7 +163,7 @@ func TestRevisionSum(t *testing.T) {
 		{Digester{}, Secret(s)},
 		{Digester{Mode: SHA1, Ring: Ring{Current: k1}}, Secret(s)},
 		{Digester{Mode: HMACSHA256, Ring: Ring{Current: k1}}, legacy},
-		{Digester{Mode: HMACSHA256, Ring: Ring{Current: k2, Previous: k1}}, unboundMAC(k2, "pin=123456;user=bob")},
+		{Digester{Mode: HMACSHA256, Ring: Ring{Current: k2, Previous: k1}}, unboundMAC(k2)},
 		{Digester{Mode: HMACSHA256}, Secret(s)},
 	} {
 		got := c.d.Secret(s)
