@@ -493,7 +493,7 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 	}
 	sum := source.Digest(cfg)
 	cs := step(cr.Status.Canary, key, sum, consumers, Resumes(cfg.GetAnnotations()[k.ResumeKey], cr), k.Timeout, now, k.judge(ctx, key, cr.Status.Canary),
-		func() (plan.Canary, bool) { return k.Records.Carry(ctx, key, sum) })
+		func() (plan.Canary, bool) { return k.Records.Carry(ctx, key, sum, otherDigests(cfg)) })
 	if cs.canary == nil || cs.canary.Phase != plan.CanaryBaking {
 		k.endGates(key)
 	} else if cr.Status.Canary == nil || cr.Status.Canary.Phase != string(plan.CanaryBaking) {
@@ -524,6 +524,15 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 		ctrl.LoggerFrom(ctx).Info("change propagated", "configRollout", klog.KObj(cr), "consumers", st.Counts.Managed, "stale", st.Counts.Stale)
 	}
 	return k.next(st, cs.wake), nil
+}
+
+// otherDigests are the other forms of cfg's data's digest.
+func otherDigests(cfg client.Object) []string {
+	var out []string
+	for _, f := range source.Others(cfg) {
+		out = append(out, f.Digest)
+	}
+	return out
 }
 
 // next is when to look at a change again: while in flight, every poll, or

@@ -2,6 +2,7 @@ package change
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,8 +31,10 @@ type Records struct {
 // Carry is the canaried change of key's config at data digest that its
 // record holds; false when there is none, it cannot be read, it is of
 // other data (deleted then), or it is not the record of this config (a
-// record is verified before it is acted on).
-func (r *Records) Carry(ctx context.Context, key Key, digest string) (plan.Canary, bool) {
+// record is verified before it is acted on). others are the other forms
+// of the same data's digest (an earlier Ripple wrote its record with the
+// form it wrote then): a record of one of them is of this data.
+func (r *Records) Carry(ctx context.Context, key Key, digest string, others []string) (plan.Canary, bool) {
 	if r == nil || r.Namespace == "" {
 		return plan.Canary{}, false
 	}
@@ -47,10 +50,11 @@ func (r *Records) Carry(ctx context.Context, key Key, digest string) (plan.Canar
 		ctrl.LoggerFrom(ctx).Info("ignoring a canary record", "record", klog.KObj(&cm), "error", err.Error())
 		return plan.Canary{}, false
 	}
-	if c.Digest != digest {
+	if c.Digest != digest && !slices.Contains(others, c.Digest) {
 		r.Drop(ctx, key) // of a change the config has moved past
 		return plan.Canary{}, false
 	}
+	c.Digest = digest
 	return c, true
 }
 
