@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ripple-dev/ripple/internal/reason"
 
@@ -39,7 +38,7 @@ func (w *world) approveAs(name string, digests map[string]string) {
 	}
 	a := plan.Approval{By: "alice", At: w.clk.Now()}
 	for c, sum := range digests {
-		a.Changes = append(a.Changes, plan.Approved{Config: c, Digest: sum, Written: w.dataWritten()})
+		a.Changes = append(a.Changes, w.approved(c, sum))
 	}
 	b, _ := json.Marshal(a)
 	d.Annotations[w.deps.Settings.Keys.Approval] = string(b)
@@ -48,19 +47,20 @@ func (w *world) approveAs(name string, digests map[string]string) {
 	}
 }
 
-// dataWritten is when the API server says the config's data was written,
-// as `ripple approve` records it in an approval (the test's clock is not
-// the fake client's).
-func (w *world) dataWritten() time.Time {
+// approved is the config cfg at digest sum as `ripple approve` records it
+// in an approval: when the API server says its data was written (the
+// test's clock is not the fake client's) and the resourceVersion seen.
+func (w *world) approved(config, sum string) plan.Approved {
 	w.t.Helper()
 	cm := &corev1.ConfigMap{}
 	if err := w.c.Get(w.t.Context(), types.NamespacedName{Namespace: ns, Name: "cfg"}, cm); err != nil {
 		w.t.Fatal(err)
 	}
+	version := cm.ResourceVersion
 	if _, err := source.Transform(digest.Digester{}, cm); err != nil {
 		w.t.Fatal(err)
 	}
-	return source.Written(cm)
+	return plan.Approved{Config: config, Digest: sum, Written: source.Written(cm), Version: version}
 }
 
 // A manual workload's change waits: ReloadPending once, the gauge, the
@@ -185,7 +185,7 @@ func TestManualCronJob(t *testing.T) {
 	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "nightly"}, cj); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(plan.Approval{Changes: []plan.Approved{{Config: "ConfigMap/cfg", Digest: sum, Written: w.dataWritten()}}, At: w.clk.Now()})
+	b, _ := json.Marshal(plan.Approval{Changes: []plan.Approved{w.approved("ConfigMap/cfg", sum)}, At: w.clk.Now()})
 	cj.Annotations[k.Approval] = string(b)
 	if err := w.c.Update(t.Context(), cj); err != nil {
 		t.Fatal(err)
