@@ -53,6 +53,15 @@ type rbacMode struct {
 	// restarts: the evict and delete restart methods are on, and a
 	// StatefulSet of each has its pod evicted or deleted.
 	restarts bool
+	// limitDelete: governance.restartDeleteNamespaces lists the workloads'
+	// namespaces, so pods are deleted by a Role there, and Ripple may not
+	// delete pods in the release namespace.
+	limitDelete bool
+}
+
+// limitDelete lists namespaces in governance.restartDeleteNamespaces.
+func limitDelete(values map[string]any, namespaces []string) map[string]any {
+	return deepMerge(values, map[string]any{"ripple": map[string]any{"governance": map[string]any{"restartDeleteNamespaces": namespaces}}})
 }
 
 // optionalKinds are the values that turn on every optional kind.
@@ -95,6 +104,9 @@ func rbacModes() []rbacMode {
 		{name: "restart methods", restarts: true, values: func(string, []string, string) map[string]any {
 			return map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"evict": true, "delete": true}}}
 		}},
+		{name: "restart delete namespaces", restarts: true, limitDelete: true, values: func(string, []string, string) map[string]any {
+			return map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"evict": true, "delete": true}}}
+		}},
 		{name: "optional kinds in one namespace", optional: true, single: true, values: func(string, []string, string) map[string]any {
 			return r(deepMerge(map[string]any{"watchGlobally": false}, optionalKinds))
 		}},
@@ -120,7 +132,9 @@ type ruleRef struct {
 // SecretProviderClass rolls when its SecretProviderClassPodStatus changes.
 // In webhook mode the change is posted instead. With the restart methods
 // on, a StatefulSet with restart-method evict has its pod evicted and one
-// with delete its pod deleted. Then minimality: with any
+// with delete its pod deleted; with restartDeleteNamespaces listing the
+// workloads' namespace too, and Ripple may not delete pods in the release
+// namespace. Then minimality: with any
 // single rule removed, Ripple logs a forbidden error for exactly that rule's
 // resource, or fails to act. The optional kinds are proven with the
 // ClusterRole and with a namespaced Role.
@@ -141,8 +155,11 @@ func TestRBAC(t *testing.T) {
 		modes.Go(func() {
 			t.Run(mode.name, func(t *testing.T) {
 				// Enumerate the rules once, with placeholder names.
-				_, objs := render(t, helmchart.Release{Name: "rel", Namespace: "rel", Values: []map[string]any{
-					mode.values("rel", []string{"rel-a", "rel-b"}, "http://127.0.0.1:1/hook")}})
+				values := mode.values("rel", []string{"rel-a", "rel-b"}, "http://127.0.0.1:1/hook")
+				if mode.limitDelete {
+					values = limitDelete(values, []string{"rel-app"})
+				}
+				_, objs := render(t, helmchart.Release{Name: "rel", Namespace: "rel", Values: []map[string]any{values}})
 				var removals []ruleRef
 				for i, role := range roles(objs) {
 					rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
@@ -253,6 +270,9 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		"reloader": map[string]any{"custom_annotations": map[string]any{"auto": autoKey}},
 		"ripple":   map[string]any{"annotationPrefix": release + ".rbac.test"},
 	}, mode.values(relNS, watched, srv.URL+"/hook"))
+	if mode.limitDelete {
+		values = limitDelete(values, apps)
+	}
 	_, objs := render(t, helmchart.Release{Name: release, Namespace: relNS, Values: []map[string]any{values}})
 
 	var removed, complete *unstructured.Unstructured
@@ -288,6 +308,20 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	}
 	user := "system:serviceaccount:" + relNS + ":" + sa
 	waitAuthorized(t, cs, relNS, sa, roles(objs), apps)
+	if mode.limitDelete && remove == nil {
+		// Outside the listed namespaces Ripple deletes no pods.
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + relNS, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: relNS, Verb: "delete", Resource: "pods"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed {
+			t.Errorf("the chart lets Ripple delete pods in %s, which restartDeleteNamespaces does not list", relNS)
+		}
+	}
 
 	// The workloads, in each namespace: a Deployment, a CronJob and a Job
 	// using a ConfigMap, and with the optional kinds a Rollout and a

@@ -16,6 +16,9 @@ import (
 // restarts nothing), and the --restart-method argument only when the
 // default method is not template. The canary's pod gate
 // (canaryGates: [pods]) adds list and watch on pods, and its argument.
+// With governance.restartDeleteNamespaces, delete is not in the rules
+// Role or ClusterRole but only in a Role <fullname>-pod-delete in each
+// listed namespace Ripple watches, and nowhere in webhook mode.
 func TestRestartMethodRules(t *testing.T) {
 	none := []grant{{"", "pods", nil}, {"", "pods/eviction", nil}}
 	evict := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}}
@@ -27,6 +30,11 @@ func TestRestartMethodRules(t *testing.T) {
 	pods := map[string]any{"canaryGates": []any{"pods"}}
 	methods := func(evict, del bool) map[string]any {
 		return map[string]any{"restartMethods": map[string]any{"evict": evict, "delete": del}}
+	}
+	list := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", nil}}
+	evictList := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}}
+	limited := func(v map[string]any) map[string]any {
+		return deepMerge(map[string]any{"governance": map[string]any{"restartDeleteNamespaces": []any{"team-a", relNS, "batch"}}}, v)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -43,6 +51,10 @@ func TestRestartMethodRules(t *testing.T) {
 		{"restartMethod template", map[string]any{"restartMethod": "template"}, none, ""},
 		{"canaryGates pods", pods, gate, ""},
 		{"canaryGates pods with delete", deepMerge(map[string]any{"canaryGates": []any{"pods"}}, methods(false, true)), gateDel, ""},
+		{"restartDeleteNamespaces", limited(methods(false, true)), list, ""},
+		{"restartDeleteNamespaces with evict", limited(methods(true, true)), evictList, ""},
+		{"restartDeleteNamespaces with restartMethod delete", limited(map[string]any{"restartMethod": "delete"}), list, "--restart-method=delete"},
+		{"restartDeleteNamespaces without delete", limited(methods(true, false)), evict, ""},
 	} {
 		for _, mode := range []struct {
 			name   string
@@ -61,12 +73,31 @@ func TestRestartMethodRules(t *testing.T) {
 				if mode.name == "webhook" {
 					want = none
 				}
+				// The listed namespaces Ripple watches get a pod-delete
+				// Role when delete is on.
+				var wantDelete, gotDelete []string
+				if strings.HasPrefix(tc.name, "restartDeleteNamespaces") && !strings.HasSuffix(tc.name, "without delete") {
+					switch mode.name {
+					case "global":
+						wantDelete = []string{"team-a", relNS, "batch"}
+					case "single namespace":
+						wantDelete = []string{relNS}
+					case "scoped": // the release namespace is watched too
+						wantDelete = []string{"team-a", relNS}
+					}
+				}
 				rules := 0
 				for _, role := range roles(objs) {
 					want := want
-					// The other Roles (leader election, job records,
-					// meta-info) never grant pods.
-					if !strings.HasSuffix(role.GetName(), "-role") || strings.HasSuffix(role.GetName(), "-metadata-role") {
+					if strings.HasSuffix(role.GetName(), "-pod-delete") {
+						gotDelete = append(gotDelete, role.GetNamespace())
+						if role.GetKind() != "Role" {
+							t.Errorf("%s %s: want a Role", role.GetKind(), role.GetName())
+						}
+						want = []grant{{"", "pods", []string{"delete"}}, {"", "pods/eviction", nil}}
+					} else if !strings.HasSuffix(role.GetName(), "-role") || strings.HasSuffix(role.GetName(), "-metadata-role") {
+						// The other Roles (leader election, job records,
+						// meta-info) never grant pods.
 						want = none
 					} else {
 						rules++
@@ -79,6 +110,9 @@ func TestRestartMethodRules(t *testing.T) {
 				}
 				if rules == 0 {
 					t.Fatal("no Ripple rules Role or ClusterRole rendered")
+				}
+				if !slices.Equal(gotDelete, wantDelete) {
+					t.Errorf("pod-delete Roles in %q, want %q", gotDelete, wantDelete)
 				}
 				_, c := rippleDeployment(t, objs)
 				var got []string

@@ -497,9 +497,11 @@ kinds) and the optional kinds change them. */}}
 {{- end }}
 {{- $restart := include "ripple.restartMethods" . | fromJson }}
 {{- $podGate := has "pods" (.Values.ripple.canaryGates | default list) }}
+{{- $delete := and $restart.delete (not (.Values.ripple.governance | default dict).restartDeleteNamespaces) }}
 {{- if or $restart.evict $restart.delete }}
 # Restart methods (docs/restart-methods.md): the pods of a workload being
-# restarted are listed by its selector (never watched){{ if $restart.delete }} and deleted{{ end }}.
+# restarted are listed by its selector (never watched){{ if $delete }} and deleted{{ else if $restart.delete }}; they are deleted
+# only in ripple.governance.restartDeleteNamespaces (the pod-delete Roles){{ end }}.
 {{- end }}
 {{- if $podGate }}
 # The canary's pod gate (ripple.canaryGates: pods, docs/canary.md): the
@@ -509,7 +511,7 @@ kinds) and the optional kinds change them. */}}
 {{- if or $restart.evict $restart.delete $podGate }}
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: [{{ if $restart.delete }}"delete", {{ end }}"list"{{ if $podGate }}, "watch"{{ end }}]
+  verbs: [{{ if $delete }}"delete", {{ end }}"list"{{ if $podGate }}, "watch"{{ end }}]
 {{- end }}
 {{- if $restart.evict }}
 - apiGroups: [""]
@@ -526,6 +528,26 @@ kinds) and the optional kinds change them. */}}
   verbs: ["get", "list", "watch"]
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* The namespaces where Ripple may delete pods, as a JSON array, when
+--restart-delete-namespaces limits the delete restart method to them:
+those of ripple.governance.restartDeleteNamespaces that Ripple watches.
+Empty when the delete method is off, in webhook mode, or when the list is
+empty (delete is allowed everywhere Ripple watches: the rules grant it). */}}
+{{- define "ripple.podDeleteNamespaces" -}}
+{{- $listed := list -}}
+{{- $gov := .Values.ripple.governance | default dict -}}
+{{- if and (include "ripple.restartMethods" . | fromJson).delete (not (include "ripple.webhookMode" .)) -}}
+{{- $mode := include "ripple.mode" . -}}
+{{- $watched := list (include "ripple.namespace" .) -}}
+{{- if eq $mode "scoped" }}{{ $watched = include "ripple.scopedNamespaces" . | fromJsonArray }}{{ end -}}
+{{- range $gov.restartDeleteNamespaces | default list -}}
+{{- $n := trim (toString .) -}}
+{{- if and $n (or (eq $mode "global") (has $n $watched)) }}{{ $listed = append $listed $n }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson ($listed | uniq) -}}
 {{- end -}}
 
 {{/* Which restart methods get their pod permissions, as JSON
