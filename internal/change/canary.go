@@ -220,18 +220,21 @@ func applied(c plan.Canary, cs []Consumer, now time.Time) plan.Canary {
 
 // health is the rollouts of c's canaries that applied its change, and
 // why the others have not. A canary gone meanwhile has stalled: the change
-// does not pass on a workload that is not there; so has one that runs no
-// pods while a workload the change rolls does (scaled to zero after it
-// was chosen): the change does not pass on no pods.
+// does not pass on a workload that is not there; so have canaries none of
+// which runs pods while a workload the change rolls does (scaled to zero
+// after they were chosen): the change does not pass on no pods.
 func health(c plan.Canary, cs []Consumer) map[workload.Ref]rollout.Status {
 	out := map[workload.Ref]rollout.Status{}
-	running := slices.ContainsFunc(cs, func(cons Consumer) bool { return cons.Candidate && cons.Idle == "" })
+	noPods := !slices.ContainsFunc(c.Members, func(m plan.CanaryMember) bool {
+		i := slices.IndexFunc(cs, func(cons Consumer) bool { return cons.Ref == m.Ref })
+		return i >= 0 && cs[i].Idle == ""
+	}) && slices.ContainsFunc(cs, func(cons Consumer) bool { return cons.Candidate && cons.Idle == "" })
 	for _, m := range c.Members {
 		i := slices.IndexFunc(cs, func(cons Consumer) bool { return cons.Ref == m.Ref })
 		switch {
 		case i < 0 || !cs[i].Found:
 			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: "the workload was deleted or reads the config no more"}
-		case cs[i].Idle != "" && running:
+		case cs[i].Idle != "" && noPods:
 			out[m.Ref] = rollout.Status{State: rollout.Stalled, Reason: cs[i].Idle + ": a canary must run pods"}
 		case !m.Applied.IsZero():
 			out[m.Ref] = cs[i].Rollout

@@ -274,11 +274,10 @@ type CanaryAsk struct {
 
 // StartCanary is a canaried change of config in ns to the data digest,
 // seen at now, among the workloads it rolls: the canaries are the first
-// spec.Of(n) of them, those marked canary-first first, then by name and
-// kind. A workload without pods would pass at once, so while any of them
-// runs pods, the canaries are chosen among those that do; when none does,
-// among all (the bake still spaces the change). With no workload to roll,
-// it has passed.
+// spec.Of(n) of them, those that run pods first (a workload without pods
+// would pass at once, so it is a canary only when too few others run
+// pods), then those marked canary-first, then by name and kind. With no
+// workload to roll, it has passed.
 func StartCanary(ns string, ask CanaryAsk, cands []CanaryCandidate, now time.Time) Canary {
 	c := Canary{Namespace: ns, Config: ask.Config, Digest: ask.Digest, Bake: ask.Spec.Bake, Phase: CanaryRolling, Since: now}
 	if len(cands) == 0 {
@@ -286,17 +285,15 @@ func StartCanary(ns string, ask CanaryAsk, cands []CanaryCandidate, now time.Tim
 		return c
 	}
 	cands = slices.Clone(cands)
-	if running := slices.DeleteFunc(slices.Clone(cands), func(w CanaryCandidate) bool { return w.Idle }); len(running) > 0 {
-		cands = running
+	first := func(yes bool) int {
+		if yes {
+			return 0
+		}
+		return 1
 	}
 	slices.SortFunc(cands, func(a, b CanaryCandidate) int {
-		if a.First != b.First {
-			if a.First {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Or(cmp.Compare(a.Ref.Name, b.Ref.Name), cmp.Compare(a.Ref.Kind, b.Ref.Kind))
+		return cmp.Or(cmp.Compare(first(!a.Idle), first(!b.Idle)), cmp.Compare(first(a.First), first(b.First)),
+			cmp.Compare(a.Ref.Name, b.Ref.Name), cmp.Compare(a.Ref.Kind, b.Ref.Kind))
 	})
 	for _, w := range cands[:ask.Spec.Of(len(cands))] {
 		c.Members = append(c.Members, CanaryMember{Ref: w.Ref})

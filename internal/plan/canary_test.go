@@ -100,6 +100,11 @@ func TestStartCanary(t *testing.T) {
 	if c = StartCanary("shop", ask, []CanaryCandidate{{Ref: dep("idle"), Idle: true}}, now); c.Phase != CanaryRolling || len(c.Members) != 1 {
 		t.Errorf("with only idle workloads: %+v, want one of them, rolling: the bake still spaces the change", c)
 	}
+	c = StartCanary("shop", CanaryAsk{Config: cmApp, Digest: "cm2", Spec: CanarySpec{Percent: 100}},
+		[]CanaryCandidate{{Ref: dep("b"), Idle: true}, {Ref: dep("c")}, {Ref: dep("a"), Idle: true, First: true}}, now)
+	if got := memberNames(c.Members); got != `Deployment "c", Deployment "a", Deployment "b"` {
+		t.Errorf("100%% of a fleet with idle workloads: canaries %s, want those that run pods first, then canary-first", got)
+	}
 }
 
 // With --tighten-only, a config may only tighten the canary its floor (its
