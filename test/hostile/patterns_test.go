@@ -3,6 +3,7 @@ package hostile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,10 @@ const (
 // bounded, and the excluded Deployment does not reload.
 func TestCostlyPatterns(t *testing.T) {
 	admin := clientset(t, kc.Config)
+	// The CPU measured is this test's: the namespaces an earlier test
+	// leaves terminating (their objects' deletions are events every
+	// Ripple of the cluster handles) are gone first.
+	waitNoNamespaceTerminating(t, admin)
 	home := kit.NewNamespace(t, admin, "ripple-", nil)
 	tenant := kit.NewNamespace(t, admin, "costly-", nil)
 	victim := kit.NewNamespace(t, admin, "victim-", nil)
@@ -328,5 +333,18 @@ func checkExcluded(t *testing.T, admin kubernetes.Interface, ns string) {
 		if strings.HasPrefix(e.Name, "STAKATER_") {
 			t.Errorf("the excluding Deployment reloaded (%s) past an exclude list over its bound", e.Name)
 		}
+	}
+}
+
+// waitNoNamespaceTerminating waits until no namespace of the cluster is
+// being deleted.
+func waitNoNamespaceTerminating(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		return err == nil && !slices.ContainsFunc(l.Items, func(ns corev1.Namespace) bool { return ns.Status.Phase == corev1.NamespaceTerminating }), err
+	})
+	if err != nil {
+		t.Fatalf("namespaces of earlier tests are still terminating: %v", err)
 	}
 }
