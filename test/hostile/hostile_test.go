@@ -82,7 +82,7 @@ func TestHostileTenant(t *testing.T) {
 
 	changed := time.Now()
 	setData(t, admin, victim, "v2")
-	reloaded := waitReloaded(t, admin, victim, changed)
+	reloaded := waitReloaded(t, admin, victim, changed, reloadBound, "(settle window + 2s)")
 	t.Logf("the other namespace's workload reloaded %s after its change", reloaded.Round(time.Millisecond))
 	recorded := waitVictimEvent(t, admin, victim, changed)
 	t.Logf("its Reloaded Event was recorded %s after its change", recorded.Round(time.Millisecond))
@@ -229,10 +229,10 @@ func setData(t *testing.T, admin kubernetes.Interface, ns, v string) {
 	}
 }
 
-// waitReloaded waits, at most reloadBound after changed, until the
-// victim's Deployment carries Reloader's env var of its ConfigMap, and
-// returns when it did.
-func waitReloaded(t *testing.T, admin kubernetes.Interface, ns string, changed time.Time) time.Duration {
+// waitReloaded waits, at most bound after changed, until the victim's
+// Deployment carries Reloader's env var of its ConfigMap, and returns when
+// it did; while says what the tenant did meanwhile.
+func waitReloaded(t *testing.T, admin kubernetes.Interface, ns string, changed time.Time, bound time.Duration, while string) time.Duration {
 	t.Helper()
 	for {
 		d, err := admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
@@ -244,8 +244,8 @@ func waitReloaded(t *testing.T, admin kubernetes.Interface, ns string, changed t
 				return time.Since(changed)
 			}
 		}
-		if time.Since(changed) > reloadBound {
-			t.Fatalf("the other namespace's workload did not reload within %s of its change (settle window + 2s)", reloadBound)
+		if time.Since(changed) > bound {
+			t.Fatalf("the other namespace's workload did not reload within %s of its change, %s", bound, while)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
