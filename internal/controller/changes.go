@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +78,11 @@ type changes struct {
 	ctrl   controller.TypedController[change.Key]
 	turns  turns
 	queue  atomic.Pointer[changeQueue]
+	// early holds the configs looked at before the controller started
+	// (the CRD is discovered after the workload controllers run): start
+	// queues them, so that a change a workload saw first is not lost.
+	earlyMu sync.Mutex
+	early   map[change.Key]struct{}
 	// base is the change controller's context, once it started: the pod
 	// gate's watches end with it.
 	base    atomic.Pointer[context.Context]
@@ -133,23 +140,51 @@ func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.
 
 func (c *changes) start(ctx context.Context, q changeQueue) error {
 	c.base.Store(&ctx)
+	c.earlyMu.Lock()
+	defer c.earlyMu.Unlock()
 	c.queue.Store(&q)
+	for key := range c.early {
+		c.turns.add(q, key)
+	}
+	c.early = nil
 	return nil
 }
 
-// look queues key's config.
+// maxEarly bounds the configs kept to be looked at once the change
+// controller starts: with the CRD never served, they would otherwise
+// grow with the cluster's pending changes. A config past it gets its
+// ConfigRollout at its workloads' next reconcile, or its next change.
+const maxEarly = 10000
+
+// look queues key's config; before the controller started, at its start.
 func (c *changes) look(key change.Key) {
 	if c == nil {
 		return
 	}
 	if q := c.queue.Load(); q != nil {
 		c.turns.add(*q, key)
+		return
+	}
+	c.earlyMu.Lock()
+	defer c.earlyMu.Unlock()
+	if q := c.queue.Load(); q != nil { // started meanwhile: early is drained
+		c.turns.add(*q, key)
+		return
+	}
+	if c.early == nil {
+		c.early = map[change.Key]struct{}{}
+	}
+	if len(c.early) < maxEarly {
+		c.early[key] = struct{}{}
 	}
 }
 
-// touch queues the configs of ns that the plan p of a workload rolls, or
+// touch queues the configs of ns whose change the plan p of a workload
+// saw (to roll, or held: by an approval, a window, a breaker, a slot), or
 // whose canary it asks for: a change seen by a workload's reconcile only
-// (made while Ripple was down) gets its ConfigRollout and canary too.
+// (made while Ripple was down, or before the change controller started)
+// gets its ConfigRollout and canary too, and an approver reads what waits
+// from it.
 func (c *changes) touch(ns string, p plan.Plan) {
 	if c == nil {
 		return
@@ -157,10 +192,11 @@ func (c *changes) touch(ns string, p plan.Plan) {
 	for _, a := range p.CanaryAsks {
 		c.look(change.Key{Namespace: ns, Config: a.Config})
 	}
-	if !p.Reloads() {
-		return
+	seen := p.Changes
+	if p.Awaiting != nil {
+		seen = append(slices.Clip(seen), p.Awaiting.Changes...)
 	}
-	for _, ch := range p.Changes {
+	for _, ch := range seen {
 		if ch.Ref.Kind == refs.ConfigMap || ch.Ref.Kind == refs.Secret {
 			c.look(change.Key{Namespace: ns, Config: ch.Ref})
 		}
