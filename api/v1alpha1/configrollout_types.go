@@ -201,8 +201,9 @@ type CanaryStatus struct {
 	// +optional
 	Why string `json:"why,omitempty"`
 	// Gate is the gate that halted it: status (the canaries' rollout
-	// status) or pods (their pods during the bake).
-	// +kubebuilder:validation:Enum=status;pods
+	// status), pods (their pods during the bake) or query (a Prometheus
+	// query during the bake).
+	// +kubebuilder:validation:Enum=status;pods;query
 	// +optional
 	Gate string `json:"gate,omitempty"`
 	// Resumed is set on a halted change an operator continued.

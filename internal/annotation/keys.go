@@ -82,7 +82,10 @@ type Keys struct {
 	// config by `ripple resume`: the digest of a halted change to continue.
 	// CanaryRecord labelled the ConfigMaps in which Ripple before
 	// ConfigRollouts recorded a canaried change (carried over once).
-	Canary, CanaryBake, CanaryFirst, CanaryResume, CanaryRecord string
+	// CanaryQuery is a Namespace's own condition for the query gate, beside
+	// --canary-query: read on Namespaces only, as a query runs with
+	// Ripple's credentials.
+	Canary, CanaryBake, CanaryFirst, CanaryResume, CanaryRecord, CanaryQuery string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -138,6 +141,7 @@ func DefaultKeys(prefix string) Keys {
 		CanaryFirst:  prefix + "/canary-first",
 		CanaryResume: prefix + "/canary-resume",
 		CanaryRecord: prefix + "/canary-record",
+		CanaryQuery:  prefix + "/canary-query",
 	}
 }
 
@@ -154,7 +158,7 @@ func (k Keys) All() []string {
 		k.ReloadWindow, k.ReloadPolicy, k.Approval,
 		k.RestartMethod, k.MaxUnavailable, k.RestartedAt,
 		k.RecreateRecord, k.Replaces,
-		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord,
+		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
 	}
 }
 

@@ -47,7 +47,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.ReloadWindow, want.ReloadPolicy, want.Approval = tt.own+"/reload-window", tt.own+"/reload-policy", tt.own+"/approval"
 			want.RecreateRecord, want.Replaces = tt.own+"/recreate-job", tt.own+"/replaces-uid"
 			want.Canary, want.CanaryBake, want.CanaryFirst = tt.own+"/canary", tt.own+"/canary-bake", tt.own+"/canary-first"
-			want.CanaryResume, want.CanaryRecord = tt.own+"/canary-resume", tt.own+"/canary-record"
+			want.CanaryResume, want.CanaryRecord, want.CanaryQuery = tt.own+"/canary-resume", tt.own+"/canary-record", tt.own+"/canary-query"
 			want.RestartMethod, want.MaxUnavailable = tt.own+"/restart-method", tt.own+"/max-unavailable"
 			want.RestartedAt = tt.own + "/restarted-at"
 			if got := DefaultKeys(tt.prefix); got != want {

@@ -39,6 +39,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/metainfo"
+	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/optional"
@@ -129,20 +130,52 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if err := trackPriors(ctx, mgr.GetCache(), priors, source.Watched(cfg.Kinds)); err != nil {
 		return err
 	}
+	changes, err := changeOptions(cfg)
+	if err != nil {
+		return err
+	}
 	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader())), optionalKinds(cfg, mgr.GetClient(), clk)
+	initKinds(m, kinds, optional)
+	return controller.Setup(ctx, mgr, controller.Options{
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
+		Kinds: kinds, Optional: optional,
+		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
+		Changes: changes,
+	})
+}
+
+// initKinds starts every kind's metrics at zero, so that a dashboard
+// shows a kind before its first reload.
+func initKinds(m *metrics.Metrics, kinds []workload.Kind, optional []controller.Optional) {
 	for _, k := range kinds {
 		m.InitKinds(k.Name())
 	}
 	for _, o := range optional {
 		m.InitKinds(o.Kind.Name())
 	}
-	return controller.Setup(ctx, mgr, controller.Options{
-		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
-		Kinds: kinds, Optional: optional,
-		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
-		Changes: controller.ChangeOptions{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace,
-			PodGate: slices.Contains(cfg.CanaryGates, string(plan.GatePods))},
-	})
+}
+
+// changeOptions are the change controller's options of cfg, with its
+// gates; config has validated their flags.
+func changeOptions(cfg config.Config) (controller.ChangeOptions, error) {
+	o := controller.ChangeOptions{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace,
+		PodGate: slices.Contains(cfg.CanaryGates, string(plan.GatePods))}
+	if !slices.Contains(cfg.CanaryGates, string(plan.GateQuery)) {
+		return o, nil
+	}
+	api, err := metricgate.NewAPI(cfg.PrometheusURL, cfg.PrometheusCredentialsDir)
+	if err != nil {
+		return o, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	o.Query = &controller.QueryGate{API: api, Interval: cfg.CanaryQueryInterval, Inconclusive: cfg.CanaryQueryInconclusive == config.InconclusivePass}
+	if cfg.CanaryQuery != "" {
+		q, err := metricgate.Parse(cfg.CanaryQuery)
+		if err != nil {
+			return o, fmt.Errorf("--canary-query: %w", err)
+		}
+		o.Query.Cluster = []metricgate.Query{q}
+	}
+	return o, nil
 }
 
 // alerts returns the function that sends an alert per rollout from a

@@ -12,6 +12,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -68,6 +69,13 @@ type ReloadFlags struct {
 	// CanaryGates are the gates that judge a canaried change's canaries
 	// during its bake beside their rollout status (docs/canary.md).
 	CanaryGates []string
+	// The query gate: the Prometheus-compatible API it asks, with the
+	// credentials a directory holds, the cluster's condition, how often it
+	// is evaluated and what a result without a value does.
+	PrometheusURL, PrometheusCredentialsDir string
+	CanaryQuery                             string
+	CanaryQueryInterval                     time.Duration
+	CanaryQueryInconclusive                 string
 }
 
 // ReloadOptions say when and how a workload is reloaded.
@@ -140,6 +148,7 @@ func defaultReloadOptions() ReloadOptions {
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
 		CanaryBake: plan.DefaultCanaryBake, ApprovalMaxAge: DefaultApprovalMaxAge,
 		ConfigRollouts: true, ConfigRolloutHistory: change.DefaultHistory, ConfigRolloutsPerNamespace: change.DefaultPerNamespace,
+		CanaryQueryInterval: 30 * time.Second, CanaryQueryInconclusive: InconclusiveHold,
 	}}
 }
 
@@ -229,12 +238,58 @@ func (o *ReloadOptions) bindChangeFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ConfigRollouts, "config-rollouts", o.ConfigRollouts, "Keep a ConfigRollout (ripple.dev/v1alpha1) per change of a config that has consumers, in the config's namespace: where each consumer stands, and a Propagated condition to wait on (docs/config-rollouts.md). It starts once the API server serves the CRD; without it Ripple logs so once and reloads as before. It changes nothing of what rolls or when. Helm: ripple.configRollouts.enabled.")
 	fs.IntVar(&o.ConfigRolloutHistory, "config-rollout-history", o.ConfigRolloutHistory, fmt.Sprintf("How many ConfigRollouts of one config are kept, the newest (1 to %d).", maxConfigRolloutHistory))
 	fs.IntVar(&o.ConfigRolloutsPerNamespace, "config-rollouts-per-namespace", o.ConfigRolloutsPerNamespace, fmt.Sprintf("How many ConfigRollouts one namespace keeps at most: past it, the oldest are deleted, those done first (1 to %d).", maxConfigRolloutsPerNamespace))
-	fs.StringSliceVar(&o.CanaryGates, "canary-gates", o.CanaryGates, `What else judges a canaried change's canaries during the bake, beside their rollout status: "pods" watches the canaries' pods (Deployments, StatefulSets, DaemonSets), and a container restart, CrashLoopBackOff or a pod turned unready halts the change; it needs list and watch on pods. Needs --config-rollouts. Helm: ripple.canaryGates. See docs/canary.md.`)
+	fs.StringSliceVar(&o.CanaryGates, "canary-gates", o.CanaryGates, `What else judges a canaried change's canaries during the bake, beside their rollout status: "pods" watches the canaries' pods (Deployments, StatefulSets, DaemonSets), and a container restart, CrashLoopBackOff or a pod turned unready halts the change; it needs list and watch on pods. "query" evaluates --canary-query (and, with --namespace-defaults, the Namespace's <annotation-prefix>/canary-query) against --prometheus-url every --canary-query-interval, bound to the change's namespace, and a value that fails the condition halts the change. Needs --config-rollouts. Helm: ripple.canaryGates. See docs/canary.md.`)
+	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "The Prometheus-compatible API (http or https) the query gate asks (--canary-gates=query). Helm: ripple.prometheus.url.")
+	fs.StringVar(&o.PrometheusCredentialsDir, "prometheus-credentials-dir", o.PrometheusCredentialsDir, "A directory (a mounted Secret) with the query gate's credentials, each used when present: token (a bearer token), ca.crt, tls.crt and tls.key. They are read again as they change. Helm: ripple.prometheus.secret.")
+	fs.StringVar(&o.CanaryQuery, "canary-query", o.CanaryQuery, fmt.Sprintf("The query gate's condition for every canaried change: <PromQL expression> <op> <number>, op one of < <= > >= == !=, which every series of the expression must meet through the bake; $namespace, $workloads and $pods stand for the change's namespace, its canaries' names and their pods' names (regular expressions), and every selector is bound to the change's namespace. At most %d bytes. Helm: ripple.prometheus.query.", metricgate.MaxQuery))
+	fs.DurationVar(&o.CanaryQueryInterval, "canary-query-interval", o.CanaryQueryInterval, fmt.Sprintf("How often the query gate evaluates a baking change's queries (%s to %s).", minQueryInterval, maxQueryInterval))
+	fs.StringVar(&o.CanaryQueryInconclusive, "canary-query-inconclusive", o.CanaryQueryInconclusive, "What a query without a value does (Prometheus unreachable, no series, NaN): hold (the change does not pass, and halts --rollout-timeout past its bake) or pass.")
 }
 
 // CanaryGates are the gates --canary-gates may name (the status always
 // judges).
-var CanaryGates = []plan.Gate{plan.GatePods}
+var CanaryGates = []plan.Gate{plan.GatePods, plan.GateQuery}
+
+// What a query without a value does (--canary-query-inconclusive).
+const (
+	InconclusiveHold = "hold"
+	InconclusivePass = "pass"
+)
+
+// The bounds of --canary-query-interval: often enough to see a bad bake,
+// seldom enough not to load Prometheus.
+const (
+	minQueryInterval = 5 * time.Second
+	maxQueryInterval = 10 * time.Minute
+)
+
+func (o *ReloadOptions) validateQueryGate(errs *problems) {
+	on := slices.Contains(o.CanaryGates, string(plan.GateQuery))
+	if on && o.PrometheusURL == "" {
+		errs.bad("canary-gates", "query needs --prometheus-url")
+	}
+	if o.PrometheusURL != "" {
+		if _, err := metricgate.NewAPI(o.PrometheusURL, o.PrometheusCredentialsDir); err != nil {
+			errs.bad("prometheus-url", "%v", err)
+		}
+	}
+	if o.CanaryQuery != "" {
+		if _, err := metricgate.Parse(o.CanaryQuery); err != nil {
+			errs.bad("canary-query", "%v", err)
+		}
+	}
+	if o.CanaryQueryInterval < minQueryInterval || o.CanaryQueryInterval > maxQueryInterval {
+		errs.bad("canary-query-interval", "%s is not between %s and %s", o.CanaryQueryInterval, minQueryInterval, maxQueryInterval)
+	}
+	if o.CanaryQueryInconclusive != InconclusiveHold && o.CanaryQueryInconclusive != InconclusivePass {
+		errs.bad("canary-query-inconclusive", "%q is neither hold nor pass", o.CanaryQueryInconclusive)
+	}
+	for _, f := range []struct{ flag, v string }{{"canary-query", o.CanaryQuery}, {"prometheus-url", o.PrometheusURL}} {
+		if !on && f.v != "" {
+			errs.bad(f.flag, "is set but the query gate is off: add query to --canary-gates")
+		}
+	}
+}
 
 func (o *ReloadOptions) validateChanges(errs *problems) {
 	if o.ConfigRolloutHistory < 1 || o.ConfigRolloutHistory > maxConfigRolloutHistory {
@@ -245,12 +300,13 @@ func (o *ReloadOptions) validateChanges(errs *problems) {
 	}
 	for _, g := range o.CanaryGates {
 		if !slices.Contains(CanaryGates, plan.Gate(g)) {
-			errs.bad("canary-gates", "%q is not a gate; use pods (the canaries' rollout status always judges)", g)
+			errs.bad("canary-gates", "%q is not a gate; use pods or query (the canaries' rollout status always judges)", g)
 		}
 	}
 	if len(o.CanaryGates) > 0 && !o.ConfigRollouts {
 		errs.bad("canary-gates", "needs --config-rollouts: the change controller runs the gates")
 	}
+	o.validateQueryGate(errs)
 }
 
 // bindBreakerFlags registers the storm breaker's flags.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -33,11 +35,22 @@ import (
 
 // ChangeOptions turn the change controller on, bound what it keeps and
 // choose the gates of canaried changes beside the status (PodGate:
-// --canary-gates=pods).
+// --canary-gates=pods; Query: --canary-gates=query).
 type ChangeOptions struct {
 	On                    bool
 	History, PerNamespace int
 	PodGate               bool
+	Query                 *QueryGate
+}
+
+// QueryGate is the query gate's settings: the API it asks, the cluster's
+// condition (none: only Namespaces' own), how often it is evaluated and
+// whether a query without a value passes.
+type QueryGate struct {
+	API          metricgate.Querier
+	Cluster      []metricgate.Query
+	Interval     time.Duration
+	Inconclusive bool
 }
 
 // new is the change controller as the workload controllers reach it,
@@ -269,11 +282,42 @@ func (s *setup) enableChanges(ctx context.Context) error {
 
 // gates are the change controller's gates beside the canaries' status.
 func (s *setup) gates() []change.Gate {
-	if !s.o.Changes.PodGate {
-		return nil
-	}
 	ch := s.deps.changes
-	return []change.Gate{&podGate{pods: kubernetes.NewForConfigOrDie(s.mgr.GetConfig()), object: s.fleet.canaryObject, look: ch.look, base: ch.context}}
+	var gates []change.Gate
+	if s.o.Changes.PodGate {
+		gates = append(gates, &podGate{pods: kubernetes.NewForConfigOrDie(s.mgr.GetConfig()), object: s.fleet.canaryObject, look: ch.look, base: ch.context})
+	}
+	if q := s.o.Changes.Query; q != nil {
+		gates = append(gates, &queryGate{api: q.API, queries: s.queries(q.Cluster), interval: q.Interval, pass: q.Inconclusive, look: ch.look, base: ch.context})
+	}
+	return gates
+}
+
+// queries are the query gate's conditions for a change in ns: the
+// cluster's, and with --namespace-defaults the Namespace's own beside
+// them (it can add a condition, never lift the cluster's). No config or
+// workload annotation names one: a query runs with Ripple's credentials.
+func (s *setup) queries(cluster []metricgate.Query) func(ctx context.Context, ns string) ([]metricgate.Query, string) {
+	settings := s.deps.Settings
+	g := gather.Gatherer{Reader: s.mgr.GetClient(), Settings: settings}
+	return func(ctx context.Context, ns string) ([]metricgate.Query, string) {
+		if !settings.NamespaceDefaults {
+			return cluster, ""
+		}
+		ann, err := g.NamespaceAnnotations(ctx, ns)
+		if err != nil {
+			return nil, err.Error()
+		}
+		text, ok := ann[settings.Keys.CanaryQuery]
+		if !ok {
+			return cluster, ""
+		}
+		q, err := metricgate.Parse(text)
+		if err != nil {
+			return nil, fmt.Sprintf("Namespace %s's %s is invalid: %v", ns, settings.Keys.CanaryQuery, err)
+		}
+		return append(slices.Clip(cluster), q), ""
+	}
 }
 
 // context is the change controller's context; nil before it started.

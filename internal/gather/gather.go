@@ -76,7 +76,7 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 	in.Workload.RestoredBy = workload.LastForeignWrite(obj)
 	if g.Settings.NamespaceDefaults {
 		var err error
-		if in.Workload.NamespaceAnnotations, err = g.namespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
+		if in.Workload.NamespaceAnnotations, err = g.NamespaceAnnotations(ctx, obj.GetNamespace()); err != nil {
 			return in, err
 		}
 	}
@@ -268,13 +268,13 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	return src, nil
 }
 
-// namespaceAnnotations are the annotations of Namespace ns, for the
+// NamespaceAnnotations are the annotations of Namespace ns, for the
 // defaults it sets for its workloads (--namespace-defaults): nil when it
 // is not found. A Namespace the reader may not read (ripple explain or
 // approve on credentials without that right) is an error naming the
 // permission: taking the flag's default instead could approve nothing or
 // report a wrong policy.
-func (g Gatherer) namespaceAnnotations(ctx context.Context, ns string) (map[string]string, error) {
+func (g Gatherer) NamespaceAnnotations(ctx context.Context, ns string) (map[string]string, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	err := g.Reader.Get(ctx, types.NamespacedName{Name: ns}, obj)

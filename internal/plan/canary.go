@@ -213,6 +213,7 @@ type Gate string
 const (
 	GateStatus = Gate("status")
 	GatePods   = Gate("pods")
+	GateQuery  = Gate("query")
 )
 
 // Verdict is what a gate other than the status says of a baking change's

@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/metricgate"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// queryGate is the canary's query gate (change.Gate): while a change
+// bakes, its queries (the cluster's, and its Namespace's) are evaluated
+// every interval for its canaries, bound to its namespace, and the first
+// value that fails a condition fails it. A query that gives no value
+// (Prometheus unreachable, no series) is inconclusive: it holds the
+// change, or passes it with pass set.
+type queryGate struct {
+	api metricgate.Querier
+	// queries are the conditions for a change in ns; hold says why they
+	// cannot be told (the Namespace's is invalid).
+	queries  func(ctx context.Context, ns string) (qs []metricgate.Query, hold string)
+	interval time.Duration
+	pass     bool
+	// look queues a change whose query failed; base is the change
+	// controller's context, which every evaluation ends with.
+	look func(change.Key)
+	base func() context.Context
+
+	mu   sync.Mutex
+	runs map[change.Key]*queryRun
+}
+
+// queryRun is the evaluations of one baking change's queries: the first
+// failure, and the last evaluation's lack of a value.
+type queryRun struct {
+	canaries     int
+	stop         context.CancelFunc
+	mu           sync.Mutex
+	judged       bool
+	fail, unsure string
+}
+
+// maxQueryRuns bounds the canaries whose queries run at once in one
+// namespace, as maxPodWatches does their watches: a tenant's many bakes
+// cost its own bakes a wait, not Ripple's or Prometheus' work.
+const maxQueryRuns = 100
+
+// Judge starts evaluating key's queries, once, and returns what they
+// said since.
+func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) plan.Verdict {
+	base := g.base()
+	if base == nil {
+		return plan.Verdict{Gate: plan.GateQuery, Hold: "the change controller has not started"}
+	}
+	qs, hold := g.queries(ctx, key.Namespace)
+	switch {
+	case hold != "":
+		return plan.Verdict{Gate: plan.GateQuery, Hold: hold}
+	case len(qs) == 0:
+		return plan.Verdict{Gate: plan.GateQuery} // no query for this namespace
+	}
+	g.mu.Lock()
+	r, ok := g.runs[key]
+	if !ok {
+		if n := g.running(key.Namespace); n+len(canaries) > maxQueryRuns {
+			g.mu.Unlock()
+			return plan.Verdict{Gate: plan.GateQuery, Hold: fmt.Sprintf("the query gate evaluates the queries of at most %d canaries of a namespace at once (%d now): the change waits for another's bake to end", maxQueryRuns, n)}
+		}
+		if g.runs == nil {
+			g.runs = map[change.Key]*queryRun{}
+		}
+		rctx, stop := context.WithCancel(base)
+		r = &queryRun{canaries: len(canaries), stop: stop}
+		g.runs[key] = r
+		names := make([]string, len(canaries))
+		for i, c := range canaries {
+			names[i] = c.Name
+		}
+		go g.run(ctrl.LoggerInto(rctx, ctrl.LoggerFrom(ctx)), key, r, qs, names)
+	}
+	g.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := plan.Verdict{Gate: plan.GateQuery, Fail: r.fail}
+	switch {
+	case !r.judged:
+		v.Hold = "its queries have not been evaluated yet"
+	case r.unsure != "" && !g.pass:
+		v.Hold = "inconclusive: " + r.unsure
+	}
+	return v
+}
+
+// running is how many canaries of ns the gate evaluates; g.mu is held.
+func (g *queryGate) running(ns string) int {
+	n := 0
+	for k, r := range g.runs {
+		if k.Namespace == ns {
+			n += r.canaries
+		}
+	}
+	return n
+}
+
+// Done ends the evaluations of key's change: its bake ended, or it is
+// gone.
+func (g *queryGate) Done(key change.Key) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r, ok := g.runs[key]; ok {
+		r.stop()
+		delete(g.runs, key)
+	}
+}
+
+// run evaluates qs for the canaries names of key's change every interval
+// until ctx ends or one fails; each evaluation that changes what the gate
+// says queues the change.
+func (g *queryGate) run(ctx context.Context, key change.Key, r *queryRun, qs []metricgate.Query, names []string) {
+	t := time.NewTicker(g.interval)
+	defer t.Stop()
+	for {
+		fail, unsure := g.evaluate(ctx, key.Namespace, qs, names)
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		changed := !r.judged || r.unsure != unsure || fail != ""
+		r.judged, r.fail, r.unsure = true, fail, unsure
+		r.mu.Unlock()
+		if changed {
+			g.look(key)
+		}
+		if fail != "" {
+			return // the change halts: nothing more to evaluate
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// evaluate asks each of qs, bound to ns and the canaries names, once: the
+// first failure, else why some gave no value.
+func (g *queryGate) evaluate(ctx context.Context, ns string, qs []metricgate.Query, names []string) (fail, unsure string) {
+	var none []string
+	for _, q := range qs {
+		bound, err := q.Bound(ns, names)
+		if err != nil {
+			none = append(none, err.Error())
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, min(g.interval, queryTimeout))
+		v, _, err := g.api.Query(qctx, bound, time.Time{}) // at the server's time: no skew between the two clocks
+		cancel()
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("a canary query failed", "namespace", ns, "query", bound, "error", err.Error())
+			none = append(none, fmt.Sprintf("%s: %v", shortQuery(q.Text), err))
+			continue
+		}
+		res := q.Judge(v)
+		if res.Fail != "" {
+			return fmt.Sprintf("%s: %s", shortQuery(q.Text), res.Fail), ""
+		}
+		if res.None != "" {
+			none = append(none, fmt.Sprintf("%s: %s", shortQuery(q.Text), res.None))
+		}
+	}
+	return "", strings.Join(none, "; ")
+}
+
+// queryTimeout bounds one evaluation: a slow Prometheus is inconclusive,
+// not a stuck gate.
+const queryTimeout = 10 * time.Second
+
+// shortQuery is a query as an Event and a status name it: its start,
+// where a status keeps 1,024 bytes of why a change halted.
+func shortQuery(text string) string {
+	const most = 160
+	if len(text) <= most {
+		return text
+	}
+	return text[:most] + "…"
+}
