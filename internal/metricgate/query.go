@@ -18,6 +18,10 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
+// promql parses PromQL as Prometheus does by default: without its
+// experimental functions and syntax.
+var promql = parser.NewParser(parser.Options{})
+
 // MaxQuery bounds a query's length: a condition an operator writes, not a
 // program.
 const MaxQuery = 4096
@@ -67,7 +71,7 @@ func Parse(text string) (Query, error) {
 	}
 	// The template variables stand in strings (matchers' values), where
 	// the parser takes them as they are.
-	expr, err := parser.ParseExpr(text)
+	expr, err := promql.ParseExpr(text)
 	if err != nil {
 		return Query{}, fmt.Errorf("the query is not PromQL: %w", err)
 	}
@@ -105,7 +109,7 @@ func unparen(e parser.Expr) parser.Expr {
 // its template variables replaced and every selector bound to ns, what
 // Ripple sends.
 func (q Query) Bound(ns string, names []string) (string, error) {
-	expr, err := parser.ParseExpr(expand(q.value, ns, names))
+	expr, err := promql.ParseExpr(expand(q.value, ns, names))
 	if err != nil {
 		return "", fmt.Errorf("the query for namespace %s is not PromQL: %w", ns, err)
 	}

@@ -47,7 +47,7 @@ func TestBoundReadsTheChangesNamespaceOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expr, err := parser.ParseExpr(got)
+	expr, err := promql.ParseExpr(got)
 	if err != nil {
 		t.Fatalf("bound query %q does not parse: %v", got, err)
 	}
