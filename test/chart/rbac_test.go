@@ -133,8 +133,10 @@ type ruleRef struct {
 // environment, and a ConfigMap change reloads every workload that uses it,
 // with no "forbidden" anywhere in its logs: the Deployments roll, each
 // CronJob starts a Job, and each Job is deleted and created again (its
-// re-create record, kept in the release namespace, gone): with ConfigMaps
-// and Secrets only read outside the release namespace. In the optional-kinds mode an Argo Rollout and a
+// re-create record, kept in the release namespace, written over the one an
+// earlier attempt left, then gone): with ConfigMaps and Secrets only read
+// outside the release namespace. With ignoreSecrets the ServiceAccount may
+// touch no Secret of its namespace but its own keys. In the optional-kinds mode an Argo Rollout and a
 // DeploymentConfig roll on the ConfigMap too, and a Deployment mounting a
 // SecretProviderClass rolls when its SecretProviderClassPodStatus changes.
 // In webhook mode the change is posted instead. With the restart methods

@@ -35,7 +35,8 @@ var (
 // ignoreCronJobs, the optional kinds' with their values, and webhook mode
 // reads only. ConfigMaps are only read there: the Job re-create records
 // are written by the job-records Role in the release namespace, which
-// comes and goes with the Job rule.
+// comes and goes with the Job rule; its rules and the digest-key Role's
+// are exactly what the code needs (the Secrets it reads named).
 func TestWorkloadKindRules(t *testing.T) {
 	cronJobs := grant{"batch", "cronjobs", patchVerbs}
 	cronJobFinalizers := grant{"batch", "cronjobs/finalizers", []string{"update"}}
