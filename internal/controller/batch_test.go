@@ -23,7 +23,9 @@ import (
 func failJobCreates(n *int) option {
 	return withInterceptor(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if _, ok := obj.(*batchv1.Job); ok && *n > 0 {
+			_, typed := obj.(*batchv1.Job)
+			// A re-created Job is sent as it was stored (unstructured).
+			if (typed || obj.GetObjectKind().GroupVersionKind().Kind == "Job") && *n > 0 {
 				*n--
 				return errors.New("the API server went away")
 			}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,7 +89,10 @@ func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Up
 	if u.Template == nil {
 		return Result{}, patch(ctx, c, obj, u, nil)
 	}
-	next := recreated(old, u)
+	next, err := k.recreated(ctx, old, u)
+	if err != nil {
+		return Result{}, err
+	}
 	record, err := k.record(ctx, c, old, next)
 	if err != nil {
 		return Result{}, err
@@ -142,7 +146,7 @@ func (k job) Finish(ctx context.Context, c client.Client, key types.NamespacedNa
 
 // finish creates the recorded Job next unless the Job it replaces is still
 // there, and drops the record once it is of no use.
-func (k job) finish(ctx context.Context, c client.Client, record *corev1.ConfigMap, next *batchv1.Job) error {
+func (k job) finish(ctx context.Context, c client.Client, record *corev1.ConfigMap, next *unstructured.Unstructured) error {
 	cur := &batchv1.Job{}
 	err := k.o.Reader.Get(ctx, client.ObjectKeyFromObject(next), cur)
 	switch {
@@ -188,7 +192,7 @@ func (k job) Recover(ctx context.Context, c client.Client, namespaces []string) 
 			errs = append(errs, errors.Join(err, client.IgnoreNotFound(c.Delete(ctx, record))))
 			continue
 		}
-		if len(namespaces) > 0 && !slices.Contains(namespaces, next.Namespace) {
+		if len(namespaces) > 0 && !slices.Contains(namespaces, next.GetNamespace()) {
 			continue // another Ripple's scope
 		}
 		if err := k.finish(ctx, c, record, next); err != nil {
@@ -209,18 +213,18 @@ func (k job) terminating(ctx context.Context, old *batchv1.Job) bool {
 // create creates next and then drops its record. AlreadyExists means the
 // old Job is still terminating (or the Job was created already): the
 // caller retries, and Finish tells the two apart.
-func (k job) create(ctx context.Context, c client.Client, record *corev1.ConfigMap, next *batchv1.Job) error {
+func (k job) create(ctx context.Context, c client.Client, record *corev1.ConfigMap, next *unstructured.Unstructured) error {
 	if err := c.Create(ctx, next.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("re-creating Job %s/%s (it is recorded in ConfigMap %s and is created as soon as the API server accepts it): %w",
-			next.Namespace, next.Name, record.Name, err)
+			next.GetNamespace(), next.GetName(), record.Name, err)
 	}
 	return client.IgnoreNotFound(c.Delete(ctx, record))
 }
 
 // record is the ConfigMap, in Ripple's namespace, that holds next, sealed,
 // until it is created in place of old.
-func (k job) record(ctx context.Context, c client.Client, old, next *batchv1.Job) (*corev1.ConfigMap, error) {
-	b, err := json.Marshal(next)
+func (k job) record(ctx context.Context, c client.Client, old *batchv1.Job, next *unstructured.Unstructured) (*corev1.ConfigMap, error) {
+	b, err := next.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -255,18 +259,22 @@ func recordName(key types.NamespacedName) string {
 	return key.Namespace + "." + hex.EncodeToString(sum[:16]) + recordSuffix
 }
 
-// recordedJob is the Job a record holds, once its seal verifies and the
-// Job is the one the record is named after.
-func (k job) recordedJob(aead cipher.AEAD, record *corev1.ConfigMap) (*batchv1.Job, error) {
-	next := &batchv1.Job{}
+// recordedJob is the Job a record holds, as it was recorded (every field
+// kept), once its seal verifies and the Job is the one the record is named
+// after.
+func (k job) recordedJob(aead cipher.AEAD, record *corev1.ConfigMap) (*unstructured.Unstructured, error) {
+	next := &unstructured.Unstructured{}
 	err := errUnsealed
 	if sealed, ok := record.BinaryData[recordKey]; ok {
 		var plain []byte
 		if plain, err = open(aead, record.Name, record.Annotations[k.o.ReplacesKey], sealed); err == nil {
-			err = json.Unmarshal(plain, next)
+			err = next.UnmarshalJSON(plain)
 		}
 	}
-	if err == nil && (next.Name == "" || next.Namespace == "" || recordName(client.ObjectKeyFromObject(next)) != record.Name) {
+	if err == nil && next.GroupVersionKind() != jobGVK {
+		err = fmt.Errorf("it holds a %s, not a Job", next.GroupVersionKind())
+	}
+	if err == nil && (next.GetName() == "" || next.GetNamespace() == "" || recordName(client.ObjectKeyFromObject(next)) != record.Name) {
 		err = errors.New("the Job it holds is not the one it is named after")
 	}
 	if err != nil {
@@ -275,29 +283,94 @@ func (k job) recordedJob(aead cipher.AEAD, record *corev1.ConfigMap) (*batchv1.J
 	return next, nil
 }
 
-// recreated is old as a new object with u applied, as Reloader re-creates
-// it: no identity or status, no labels the API server derives from the old
-// UID, and no generated selector.
-func recreated(old *batchv1.Job, u Update) *batchv1.Job {
-	next := &batchv1.Job{
-		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            old.Name,
-			Namespace:       old.Namespace,
-			Labels:          maps.Clone(old.Labels),
-			Annotations:     maps.Clone(old.Annotations),
-			OwnerReferences: old.OwnerReferences,
-		},
-		Spec: *old.Spec.DeepCopy(),
+// jobGVK is the kind of the Jobs Ripple re-creates and records.
+var jobGVK = batchv1.SchemeGroupVersion.WithKind("Job")
+
+// recreated is the Job old as stored, read around the cache, with u
+// applied (recreatedFrom). old, from the cache, holds only the fields
+// Ripple's copy of the Kubernetes types knows; a Job built from it would
+// lose a newer cluster's fields. A Job changed since old was read is left
+// for the reload to be decided again on the cache's next copy.
+func (k job) recreated(ctx context.Context, old *batchv1.Job, u Update) (*unstructured.Unstructured, error) {
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(jobGVK)
+	err := k.o.Reader.Get(ctx, client.ObjectKeyFromObject(old), stored)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading Job %s/%s as stored: %w", old.Namespace, old.Name, err)
+	}
+	if err != nil || stored.GetUID() != old.UID || stored.GetResourceVersion() != old.ResourceVersion {
+		return nil, apierrors.NewConflict(batchv1.Resource("jobs"), old.Name,
+			errors.New("the Job changed since it was read: the reload is decided again"))
+	}
+	next, err := recreatedFrom(stored, &old.Spec.Template, u)
+	if err != nil {
+		return nil, fmt.Errorf("re-creating Job %s/%s: %w", old.Namespace, old.Name, err)
+	}
+	return next, nil
+}
+
+// recreatedFrom is stored, the Job as the API server holds it, as a new
+// object with u applied, as Reloader re-creates it: no identity or status,
+// no labels the API server derives from the old UID, and no generated
+// selector. Every other field is kept as stored, those Ripple's types do
+// not know included; the template is the stored one with the reload from
+// old (the typed reading of it the plan was made on) written on it, and a
+// change other than env vars and annotations is refused (storedEdit).
+func recreatedFrom(stored *unstructured.Unstructured, old *corev1.PodTemplateSpec, u Update) (*unstructured.Unstructured, error) {
+	raw, err := templateJSON(stored, []string{"spec", "template"})
+	if err != nil {
+		return nil, fmt.Errorf("spec.template: %w", err)
+	}
+	if raw == nil {
+		return nil, errors.New("no pod template at spec.template")
+	}
+	b, err := storedEdit(raw, old, u.Template)
+	if err != nil {
+		return nil, fmt.Errorf("spec.template: %w", err)
+	}
+	var tpl any
+	if err := decodeJSON(b, &tpl); err != nil {
+		return nil, err
+	}
+	spec, ok := stored.Object["spec"].(map[string]any)
+	if !ok {
+		return nil, errors.New("spec is not an object")
+	}
+	spec = maps.Clone(spec)
+	spec["template"] = tpl
+	meta, _ := stored.Object["metadata"].(map[string]any)
+	kept := map[string]any{}
+	for _, f := range []string{"name", "namespace", "labels", "annotations", "ownerReferences"} {
+		if v, ok := meta[f]; ok {
+			kept[f] = v
+		}
+	}
+	b, err = json.Marshal(map[string]any{"apiVersion": jobGVK.GroupVersion().String(), "kind": jobGVK.Kind, "metadata": kept, "spec": spec})
+	if err != nil {
+		return nil, err
+	}
+	next := &unstructured.Unstructured{}
+	if err := next.UnmarshalJSON(b); err != nil {
+		return nil, err
 	}
 	setAnnotations(next, u.Annotations)
-	next.Spec.Template = *u.Template.DeepCopy()
-	if next.Spec.ManualSelector == nil || !*next.Spec.ManualSelector {
-		next.Spec.Selector = nil
-		next.Labels = withoutKeys(next.Labels, jobControllerLabels)
-		next.Spec.Template.Labels = withoutKeys(next.Spec.Template.Labels, jobControllerLabels)
+	if manual, _, _ := unstructured.NestedBool(next.Object, "spec", "manualSelector"); !manual {
+		unstructured.RemoveNestedField(next.Object, "spec", "selector")
+		next.SetLabels(withoutKeys(next.GetLabels(), jobControllerLabels))
+		labels, _, err := unstructured.NestedStringMap(next.Object, "spec", "template", "metadata", "labels")
+		if err != nil {
+			return nil, fmt.Errorf("spec.template.metadata.labels: %w", err)
+		}
+		if labels = withoutKeys(labels, jobControllerLabels); len(labels) > 0 {
+			err = unstructured.SetNestedStringMap(next.Object, labels, "spec", "template", "metadata", "labels")
+		} else {
+			unstructured.RemoveNestedField(next.Object, "spec", "template", "metadata", "labels")
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return next
+	return next, nil
 }
 
 func withoutKeys(m map[string]string, keys []string) map[string]string {

@@ -1,11 +1,15 @@
 package workload
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func jobKind(c client.Reader) Kind {
@@ -51,7 +56,7 @@ func TestJobRecreate(t *testing.T) {
 	old := &batchv1.Job{}
 	_ = c.Get(t.Context(), client.ObjectKeyFromObject(migrate()), old)
 	tpl := old.Spec.Template.DeepCopy()
-	tpl.Spec.Containers[0].Image = "v2"
+	tpl.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_CFG_CONFIGMAP", Value: "v2"}}
 	if _, err := kind.Write(t.Context(), c, old, Update{Template: tpl, Annotations: map[string]*string{"applied": ptr.To("1")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +64,7 @@ func TestJobRecreate(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(old), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.UID == "old-uid" || got.Spec.Template.Spec.Containers[0].Image != "v2" || got.Annotations["applied"] != "1" ||
+	if got.UID == "old-uid" || !equality.Semantic.DeepEqual(got.Spec.Template.Spec.Containers[0].Env, tpl.Spec.Containers[0].Env) || got.Annotations["applied"] != "1" ||
 		got.Labels["app"] != "migrate" || got.Labels["controller-uid"] != "" || got.Spec.Selector != nil || got.Spec.Template.Labels["job-name"] != "" {
 		t.Errorf("re-created Job: %+v", got)
 	}
@@ -77,13 +82,209 @@ func TestJobRecreate(t *testing.T) {
 	}
 }
 
+// recreatedAsIs is the new Job that replaces j with no template change.
+func recreatedAsIs(t *testing.T, j *batchv1.Job) *unstructured.Unstructured {
+	t.Helper()
+	next, err := recreatedFrom(jobAsStored(t, j, nil), &j.Spec.Template, Update{Template: &j.Spec.Template})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// jobAsStored is j as the API server would serve it as JSON, with extra
+// set at each of its paths: fields Ripple's types do not know.
+func jobAsStored(t *testing.T, j *batchv1.Job, extra map[string][]any) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
+	for field, path := range extra {
+		parent, ok := at(u.Object, path)
+		if !ok {
+			t.Fatalf("no %v in the Job", path)
+		}
+		switch p := parent.(type) {
+		case map[string]any:
+			p[field] = map[string]any{"kept": true, "n": int64(7)}
+		default:
+			t.Fatalf("%v is not an object", path)
+		}
+	}
+	return u
+}
+
+// jobUnknownFields are fields a newer cluster's Job could hold that
+// Ripple's copy of the Kubernetes types does not know, by the path of the
+// object that holds them: on the Job's spec, the pod's spec, a container
+// and an env entry.
+var jobUnknownFields = map[string][]any{
+	"futureJobField": {"spec"},
+	"futurePodField": {"spec", "template", "spec"},
+	"futureField":    {"spec", "template", "spec", "containers", 0},
+	"futureEnv":      {"spec", "template", "spec", "containers", 0, "env", 0},
+}
+
+// envJob is migrate with an env var of its own, where jobUnknownFields
+// puts a field.
+func envJob() *batchv1.Job {
+	j := migrate()
+	j.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}}
+	return j
+}
+
+// storedJobClient holds objs, serves a Job as the API server stores it,
+// with the fields of jobUnknownFields, to a read as an unstructured object
+// (the fake client keeps only what the types know), and records the JSON
+// of each Job created, as it is sent.
+func storedJobClient(t *testing.T, created *[]map[string]any, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	return fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok || u.GetKind() != "Job" {
+				return c.Get(ctx, key, obj, opts...)
+			}
+			typed := &batchv1.Job{}
+			if err := c.Get(ctx, key, typed, opts...); err != nil {
+				return err
+			}
+			jobAsStored(t, typed, jobUnknownFields).DeepCopyInto(u)
+			return nil
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, isJob := obj.(*batchv1.Job); isJob || obj.GetObjectKind().GroupVersionKind().Kind == "Job" {
+				b, err := json.Marshal(obj)
+				if err != nil {
+					return err
+				}
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					return err
+				}
+				*created = append(*created, m)
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+}
+
+// wantUnknownFields fails t unless the created Job holds every field of
+// jobUnknownFields.
+func wantUnknownFields(t *testing.T, created []map[string]any) {
+	t.Helper()
+	if len(created) != 1 {
+		t.Fatalf("%d Jobs created, want 1", len(created))
+	}
+	for field, path := range jobUnknownFields {
+		parent, _ := at(created[0], path)
+		if m, _ := parent.(map[string]any); m == nil || m[field] == nil {
+			t.Errorf("the re-created Job lost %v.%s; it holds:\n%v", path, field, created[0])
+		}
+	}
+}
+
+// A Job re-created for a reload keeps every field of the Job as stored,
+// those Ripple's types do not know included (a newer cluster's), with the
+// reload written: the Job is built from the API server's JSON, not from
+// the typed copy of the cache. So is one re-created from its record after
+// an interruption.
+func TestJobRecreateKeepsEveryField(t *testing.T) {
+	old := envJob()
+	var created []map[string]any
+	c := storedJobClient(t, &created, old)
+	kind := jobKind(c)
+	cached := &batchv1.Job{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(old), cached); err != nil {
+		t.Fatal(err)
+	}
+	tpl := cached.Spec.Template.DeepCopy()
+	tpl.Spec.Containers[0].Env = append(tpl.Spec.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_CFG_CONFIGMAP", Value: "h2"})
+	if _, err := kind.Write(t.Context(), c, cached, Update{Template: tpl}); err != nil {
+		t.Fatal(err)
+	}
+	wantUnknownFields(t, created)
+	got := &batchv1.Job{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(old), got); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got.Spec.Template.Spec.Containers[0].Env, tpl.Spec.Containers[0].Env) || got.Spec.Selector != nil {
+		t.Errorf("re-created Job: env %v, selector %v; want the reload's env and no selector", got.Spec.Template.Spec.Containers[0].Env, got.Spec.Selector)
+	}
+
+	// From the record, after a stop between the delete and the create.
+	stored := storedJobClient(t, new([]map[string]any), old)
+	recorder := jobKind(stored).(job)
+	if err := stored.Get(t.Context(), client.ObjectKeyFromObject(old), cached); err != nil {
+		t.Fatal(err)
+	}
+	next, err := recorder.recreated(t.Context(), cached, Update{Template: tpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record, err := recorder.record(t.Context(), stored, cached, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created = nil
+	c = storedJobClient(t, &created, record)
+	recorder.o.Reader = c
+	if did, err := recorder.Finish(t.Context(), c, client.ObjectKeyFromObject(old), nil); !did || err != nil {
+		t.Fatalf("Finish = %v, %v", did, err)
+	}
+	wantUnknownFields(t, created)
+}
+
+// A re-create that cannot be written on the Job as stored does nothing: a
+// template change other than the strategies' (env vars, annotations)
+// could not be carried without the types' reading of the rest, and a
+// cached copy older than the stored Job is a conflict, retried on the
+// next copy. The Job stays and no record is left.
+func TestJobRecreateRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(cached *batchv1.Job, tpl *corev1.PodTemplateSpec)
+		check func(error) bool
+	}{
+		{"an image change", func(_ *batchv1.Job, tpl *corev1.PodTemplateSpec) { tpl.Spec.Containers[0].Image = "v2" },
+			func(err error) bool { return err != nil && !apierrors.IsConflict(err) }},
+		{"a stale cached copy", func(cached *batchv1.Job, _ *corev1.PodTemplateSpec) { cached.ResourceVersion = "1" },
+			apierrors.IsConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := storedJobClient(t, new([]map[string]any), envJob())
+			cached := &batchv1.Job{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(migrate()), cached); err != nil {
+				t.Fatal(err)
+			}
+			tpl := cached.Spec.Template.DeepCopy()
+			tpl.Spec.Containers[0].Env = append(tpl.Spec.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_CFG_CONFIGMAP", Value: "h2"})
+			tc.edit(cached, tpl)
+			_, err := jobKind(c).Write(t.Context(), c, cached, Update{Template: tpl})
+			if !tc.check(err) {
+				t.Errorf("Write = %v", err)
+			}
+			got := &batchv1.Job{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(migrate()), got); err != nil || got.UID != "old-uid" {
+				t.Errorf("the Job was replaced (%v, UID %s)", err, got.UID)
+			}
+			if rs := records(t, c); len(rs) != 0 {
+				t.Errorf("records left: %v", rs)
+			}
+		})
+	}
+}
+
 // A re-create interrupted after the delete (the record left, the Job
 // gone) is finished by Finish, and by the recovery at start; a record of a
 // Job that still runs (stopped before the delete) is dropped.
 func TestJobFinishAndRecover(t *testing.T) {
 	keys := fake.NewClientBuilder().Build() // the record key, kept by the kind once read
 	kind := jobKind(keys).(job)
-	next := recreated(migrate(), Update{Template: &migrate().Spec.Template})
+	next := recreatedAsIs(t, migrate())
 	record, err := kind.record(t.Context(), keys, migrate(), next)
 	if err != nil {
 		t.Fatal(err)
@@ -104,11 +305,11 @@ func TestJobFinishAndRecover(t *testing.T) {
 	// The recovery: one record whose Job is gone, one whose Job still runs.
 	running := migrate()
 	running.Name = "still-running"
-	runningNext := recreated(running, Update{Template: &running.Spec.Template})
+	runningNext := recreatedAsIs(t, running)
 	r1, _ := kind.record(t.Context(), keys, running, runningNext)
 	other := migrate()
 	other.Namespace = "elsewhere"
-	r2, _ := kind.record(t.Context(), keys, other, recreated(other, Update{Template: &other.Spec.Template}))
+	r2, _ := kind.record(t.Context(), keys, other, recreatedAsIs(t, other))
 	c = fake.NewClientBuilder().WithObjects(r1, r2, running).Build()
 	kind.o.Reader = c
 	if err := kind.Recover(t.Context(), c, []string{"shop"}); err != nil {

@@ -21,7 +21,8 @@ func privileged() *batchv1.Job {
 	j.Namespace, j.Name = "kube-system", "pwn"
 	j.Spec.Template.Spec.HostPID = true
 	j.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-	return recreated(j, Update{Template: &j.Spec.Template})
+	j.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}
+	return j
 }
 
 // A genuine interrupted re-create still completes after a restart: a new
@@ -30,7 +31,7 @@ func privileged() *batchv1.Job {
 func TestSealedRecordSurvivesRestart(t *testing.T) {
 	c := fake.NewClientBuilder().Build()
 	first := jobKind(c).(job)
-	record, err := first.record(t.Context(), c, migrate(), recreated(migrate(), Update{Template: &migrate().Spec.Template}))
+	record, err := first.record(t.Context(), c, migrate(), recreatedAsIs(t, migrate()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestForgedRecordCreatesNothing(t *testing.T) {
 		}, client.ObjectKeyFromObject(privileged())},
 		{"sealed with another key", func(t *testing.T, _ func(*batchv1.Job) *corev1.ConfigMap) *corev1.ConfigMap {
 			other := jobKind(fake.NewClientBuilder().Build()).(job)
-			r, err := other.record(t.Context(), fake.NewClientBuilder().Build(), privileged(), privileged())
+			r, err := other.record(t.Context(), fake.NewClientBuilder().Build(), privileged(), recreatedAsIs(t, privileged()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +114,7 @@ func TestForgedRecordCreatesNothing(t *testing.T) {
 				c := fake.NewClientBuilder().Build()
 				kind := jobKind(c).(job)
 				genuine := func(j *batchv1.Job) *corev1.ConfigMap {
-					r, err := kind.record(t.Context(), c, j, recreated(j, Update{Template: &j.Spec.Template}))
+					r, err := kind.record(t.Context(), c, j, recreatedAsIs(t, j))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -39,6 +39,16 @@ import (
 // may differ (what the strategies write); anything else is refused, as no
 // other change can be carried without the types' reading of the rest.
 func storedDiff(raw []byte, old, next *corev1.PodTemplateSpec) (json.RawMessage, error) {
+	b, err := storedEdit(raw, old, next)
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.CreateMergePatch(raw, b)
+}
+
+// storedEdit is raw, the JSON of the pod template as stored, with the
+// reload from old to next written on it (storedDiff).
+func storedEdit(raw []byte, old, next *corev1.PodTemplateSpec) ([]byte, error) {
 	if !envAndAnnotationsOnly(old, next) {
 		return nil, errors.New("the reload changes more of the pod template than env vars and annotations")
 	}
@@ -60,7 +70,7 @@ func storedDiff(raw []byte, old, next *corev1.PodTemplateSpec) (json.RawMessage,
 	if err := readsAs(b, next); err != nil {
 		return nil, err
 	}
-	return jsonpatch.CreateMergePatch(raw, b)
+	return b, nil
 }
 
 // envAndAnnotationsOnly reports whether next differs from old in its

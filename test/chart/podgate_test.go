@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -67,22 +66,7 @@ func podGateCase(t *testing.T, withRule bool) {
 	if !found {
 		t.Fatal("ripple.canaryGates: [pods] rendered no rule granting list and watch on pods")
 	}
-	a := newApplier(t, api.Config)
-	var sa string
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			if err := a.apply(ctx, o, false); err != nil {
-				t.Fatal(err)
-			}
-			if o.GetKind() == "ServiceAccount" {
-				sa = o.GetName()
-			}
-			if strings.HasPrefix(o.GetKind(), "Cluster") {
-				t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
-			}
-		}
-	}
+	sa := applyRBAC(t, newApplier(t, api.Config), objs)
 	user := "system:serviceaccount:" + relNS + ":" + sa
 	waitAuthorized(t, cs, relNS, sa, roles(objs), []string{app})
 

@@ -57,6 +57,9 @@ type rbacMode struct {
 	// namespaces, so pods are deleted by a Role there, and Ripple may not
 	// delete pods in the release namespace.
 	limitDelete bool
+	// ignoreSecrets: Ripple may read no Secret in the release namespace
+	// but its own (the Job record key, the digest key).
+	ignoreSecrets bool
 }
 
 // limitDelete lists namespaces in governance.restartDeleteNamespaces.
@@ -101,6 +104,10 @@ func rbacModes() []rbacMode {
 		{name: "ignoreConfigMaps", secretConfig: true, values: func(string, []string, string) map[string]any {
 			return r(map[string]any{"ignoreConfigMaps": true})
 		}},
+		// The Job record key and the digest key are then read by name.
+		{name: "ignoreSecrets", ignoreSecrets: true, values: func(string, []string, string) map[string]any {
+			return r(map[string]any{"ignoreSecrets": true})
+		}},
 		{name: "restart methods", restarts: true, values: func(string, []string, string) map[string]any {
 			return map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"evict": true, "delete": true}}}
 		}},
@@ -126,8 +133,10 @@ type ruleRef struct {
 // environment, and a ConfigMap change reloads every workload that uses it,
 // with no "forbidden" anywhere in its logs: the Deployments roll, each
 // CronJob starts a Job, and each Job is deleted and created again (its
-// re-create record, kept in the release namespace, gone): with ConfigMaps
-// and Secrets only read outside the release namespace. In the optional-kinds mode an Argo Rollout and a
+// re-create record, kept in the release namespace, written over the one an
+// earlier attempt left, then gone): with ConfigMaps and Secrets only read
+// outside the release namespace. With ignoreSecrets the ServiceAccount may
+// touch no Secret of its namespace but its own keys. In the optional-kinds mode an Argo Rollout and a
 // DeploymentConfig roll on the ConfigMap too, and a Deployment mounting a
 // SecretProviderClass rolls when its SecretProviderClassPodStatus changes.
 // In webhook mode the change is posted instead. With the restart methods
@@ -288,38 +297,19 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 		}
 	}
 	a := newApplier(t, api.Config)
-	var sa string
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			if err := a.apply(ctx, o, false); err != nil {
-				t.Fatal(err)
-			}
-			if o.GetKind() == "ServiceAccount" {
-				sa = o.GetName()
-			}
-			if strings.HasPrefix(o.GetKind(), "Cluster") {
-				t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
-			}
-		}
-	}
-	if sa == "" {
-		t.Fatal("the chart rendered no ServiceAccount")
-	}
+	sa := applyRBAC(t, a, objs)
 	user := "system:serviceaccount:" + relNS + ":" + sa
 	waitAuthorized(t, cs, relNS, sa, roles(objs), apps)
-	if mode.limitDelete && remove == nil {
+	if mode.limitDelete && remove == nil && allowed(t, cs, relNS, sa, authorizationv1.ResourceAttributes{Namespace: relNS, Verb: "delete", Resource: "pods"}) {
 		// Outside the listed namespaces Ripple deletes no pods.
-		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               user,
-			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + relNS, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: relNS, Verb: "delete", Resource: "pods"},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sar.Status.Allowed {
-			t.Errorf("the chart lets Ripple delete pods in %s, which restartDeleteNamespaces does not list", relNS)
+		t.Errorf("the chart lets Ripple delete pods in %s, which restartDeleteNamespaces does not list", relNS)
+	}
+	if mode.ignoreSecrets && remove == nil {
+		// Its own Secrets by name, and no other.
+		for _, v := range []string{"get", "list", "watch", "update", "delete"} {
+			if allowed(t, cs, relNS, sa, authorizationv1.ResourceAttributes{Namespace: relNS, Verb: v, Resource: "secrets", Name: "tenant-secret"}) {
+				t.Errorf("with ignoreSecrets the chart lets Ripple %s the Secret tenant-secret in its namespace %s", v, relNS)
+			}
 		}
 	}
 
@@ -401,6 +391,32 @@ func runRBACCase(t *testing.T, mode rbacMode, remove *ruleRef) outcome {
 	return o
 }
 
+// applyRBAC applies the rendered ServiceAccount, (Cluster)Roles and their
+// bindings, deleting the cluster-wide ones when the test ends, and returns
+// the ServiceAccount's name.
+func applyRBAC(t *testing.T, a *applier, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	var sa string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			if err := a.apply(t.Context(), o, false); err != nil {
+				t.Fatal(err)
+			}
+			if o.GetKind() == "ServiceAccount" {
+				sa = o.GetName()
+			}
+			if strings.HasPrefix(o.GetKind(), "Cluster") {
+				t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
+			}
+		}
+	}
+	if sa == "" {
+		t.Fatal("the chart rendered no ServiceAccount")
+	}
+	return sa
+}
+
 // roles returns the rendered Roles and ClusterRoles, in order.
 func roles(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
@@ -460,6 +476,31 @@ func firstLine(s string) string {
 	return s
 }
 
+// allowed reports whether the API server's authorizer lets the
+// ServiceAccount ns/sa do what ra describes.
+func allowed(t *testing.T, cs kubernetes.Interface, ns, sa string, ra authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	ok, err := access(t.Context(), cs, ns, sa, ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// access asks the API server's authorizer whether the ServiceAccount ns/sa
+// may do what ra describes.
+func access(ctx context.Context, cs kubernetes.Interface, ns, sa string, ra authorizationv1.ResourceAttributes) (bool, error) {
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + ns + ":" + sa,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		ResourceAttributes: &ra,
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return sar.Status.Allowed, nil
+}
+
 // waitAuthorized waits until the ServiceAccount holds every rendered rule
 // that is left, as the authorizer sees it: so a forbidden error in a case
 // comes from the removed rule, not from bindings still propagating.
@@ -495,12 +536,7 @@ func waitAuthorized(t *testing.T, cs kubernetes.Interface, ns, sa string, objs [
 	}
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, ra := range checks {
-			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:               "system:serviceaccount:" + ns + ":" + sa,
-				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-				ResourceAttributes: &ra,
-			}}, metav1.CreateOptions{})
-			if err != nil || !sar.Status.Allowed {
+			if ok, err := access(ctx, cs, ns, sa, ra); err != nil || !ok {
 				return false, nil
 			}
 		}
@@ -588,22 +624,7 @@ func TestLeaseWatch(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 	ns := kit.NewNamespace(t, cs, "lease-", nil)
 	_, objs := render(t, helmchart.Release{Name: ns, Namespace: ns, Values: []map[string]any{r(map[string]any{"enableHA": true})}})
-	a := newApplier(t, api.Config)
-	var sa string
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			if err := a.apply(t.Context(), o, false); err != nil {
-				t.Fatal(err)
-			}
-			if o.GetKind() == "ServiceAccount" {
-				sa = o.GetName()
-			}
-			if strings.HasPrefix(o.GetKind(), "Cluster") {
-				t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
-			}
-		}
-	}
+	sa := applyRBAC(t, newApplier(t, api.Config), objs)
 	leases := kubernetes.NewForConfigOrDie(api.ServiceAccountConfig(ns, sa)).CoordinationV1().Leases(ns)
 	watch := func(name string) error {
 		w, err := leases.Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})

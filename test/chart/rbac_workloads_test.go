@@ -110,6 +110,9 @@ func newRBACWorkloads(t *testing.T, cs kubernetes.Interface, mode rbacMode, relN
 			t.Fatal(err)
 		}
 		w.jobUID[ns] = job.UID
+		if !mode.ignoreJobs && !mode.webhook {
+			w.plantJobLeftover(ctx, ns)
+		}
 		if mode.optional {
 			w.createOptional(ctx, ns, autoKey)
 		}
@@ -260,7 +263,6 @@ func (w *rbacWorkloads) jobPodTemplate() corev1.PodTemplateSpec {
 	}}
 }
 
-// writeConfig creates the config in ns, or updates it, with version i.
 // plantCanaryRecord leaves the record an earlier Ripple kept of the
 // config's canaried change in ns, of data long gone: the change controller
 // reads it when the config's change needs a canary and deletes it, so the
@@ -283,6 +285,22 @@ func (w *rbacWorkloads) plantCanaryRecord(ctx context.Context, ns string) {
 	}
 }
 
+// plantJobLeftover leaves a ConfigMap of the Job's re-create record name
+// in Ripple's namespace, as an earlier attempt can: the reload overwrites
+// it (the update rule of the job-records Role) and deletes it once the Job
+// is re-created. Without the record label, Ripple's start does not list
+// (and drop) it first.
+func (w *rbacWorkloads) plantJobLeftover(ctx context.Context, ns string) {
+	w.t.Helper()
+	_, err := w.cs.CoreV1().ConfigMaps(w.recordNS).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: jobRecord(ns)}, Data: map[string]string{"left": "by an earlier attempt"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// writeConfig creates the config in ns, or updates it, with version i.
 func (w *rbacWorkloads) writeConfig(ctx context.Context, ns string, i int, create bool) {
 	w.t.Helper()
 	// Canaried on every workload it rolls, with no bake: they all roll at

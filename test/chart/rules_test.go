@@ -2,13 +2,18 @@ package chart
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
+	"github.com/ripple-dev/ripple/internal/digestkey"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // grant is what a rendered Role or ClusterRole must grant on a resource:
@@ -30,7 +35,8 @@ var (
 // ignoreCronJobs, the optional kinds' with their values, and webhook mode
 // reads only. ConfigMaps are only read there: the Job re-create records
 // are written by the job-records Role in the release namespace, which
-// comes and goes with the Job rule.
+// comes and goes with the Job rule; its rules and the digest-key Role's
+// are exactly what the code needs (the Secrets it reads named).
 func TestWorkloadKindRules(t *testing.T) {
 	cronJobs := grant{"batch", "cronjobs", patchVerbs}
 	cronJobFinalizers := grant{"batch", "cronjobs/finalizers", []string{"update"}}
@@ -40,10 +46,16 @@ func TestWorkloadKindRules(t *testing.T) {
 	noJobs := grant{"batch", "jobs", nil}
 	configMapsRead := grant{"", "configmaps", readVerbs}
 	noConfigMaps := grant{"", "configmaps", nil}
-	// The job-records Role: written, and read with the config rule (read
-	// itself when ConfigMaps are ignored).
-	records := grant{"", "configmaps", []string{"create", "delete", "update"}}
-	recordsRead := grant{"", "configmaps", []string{"create", "delete", "get", "list", "update"}}
+	// The job-records Role: the records written, read with the config
+	// rule (by the Role itself when ConfigMaps are ignored), and the record
+	// key created, read by name when Secrets are ignored.
+	recordsWrite := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "delete"}}
+	recordsRead := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}
+	secretCreate := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}
+	recordKeyGet := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{workload.RecordKeySecret}, Verbs: []string{"get"}}
+	records := []rbacv1.PolicyRule{recordsWrite, secretCreate}
+	// The digest-key Role: what the other rules do not grant.
+	digestKeyGet := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{digestkey.Secret}, Verbs: []string{"get"}}
 	noOptional := []grant{
 		{"argoproj.io", "rollouts", nil},
 		{"apps.openshift.io", "deploymentconfigs", nil},
@@ -57,36 +69,41 @@ func TestWorkloadKindRules(t *testing.T) {
 		name   string
 		values map[string]any
 		want   []grant
-		// recordRules is what the job-records Role grants; nil: no Role.
-		recordRules *grant
+		// recordRules are the job-records Role's rules, keyRules the
+		// digest-key Role's; nil: no such Role.
+		recordRules, keyRules []rbacv1.PolicyRule
 	}{
-		{"defaults", nil, with([]grant{cronJobs, cronJobFinalizers, jobs, configMapsRead}, noOptional), &records},
+		{"defaults", nil, with([]grant{cronJobs, cronJobFinalizers, jobs, configMapsRead}, noOptional), records, nil},
 		{"ignoreJobs", map[string]any{"ignoreJobs": true},
-			with([]grant{cronJobs, cronJobFinalizers, {"batch", "jobs", []string{"create"}}, configMapsRead}, noOptional), nil},
+			with([]grant{cronJobs, cronJobFinalizers, {"batch", "jobs", []string{"create"}}, configMapsRead}, noOptional), nil, []rbacv1.PolicyRule{secretCreate}},
 		{"ignoreCronJobs", map[string]any{"ignoreCronJobs": true},
-			with([]grant{noCronJobs, noCronJobFinalizers, jobs, configMapsRead}, noOptional), &records},
+			with([]grant{noCronJobs, noCronJobFinalizers, jobs, configMapsRead}, noOptional), records, nil},
 		{"ignoreJobs and ignoreCronJobs", map[string]any{"ignoreJobs": true, "ignoreCronJobs": true},
-			with([]grant{noCronJobs, noCronJobFinalizers, noJobs, configMapsRead}, noOptional), nil},
+			with([]grant{noCronJobs, noCronJobFinalizers, noJobs, configMapsRead}, noOptional), nil, []rbacv1.PolicyRule{secretCreate}},
 		// The re-create records are read around the cache: without the
 		// ConfigMap informer their Role reads them itself.
 		{"ignoreConfigMaps", map[string]any{"ignoreConfigMaps": true},
-			with([]grant{cronJobs, jobs, noConfigMaps}, noOptional), &recordsRead},
-		// The record key Secret is then read by the job-records Role.
+			with([]grant{cronJobs, jobs, noConfigMaps}, noOptional), []rbacv1.PolicyRule{recordsWrite, recordsRead, secretCreate}, nil},
+		// The record key and the digest key are then read by name, and no
+		// other Secret of the release namespace.
 		{"ignoreSecrets", map[string]any{"ignoreSecrets": true},
-			with([]grant{cronJobs, cronJobFinalizers, jobs, configMapsRead, {"", "secrets", nil}}, noOptional), &records},
+			with([]grant{cronJobs, cronJobFinalizers, jobs, configMapsRead, {"", "secrets", nil}}, noOptional),
+			[]rbacv1.PolicyRule{recordsWrite, secretCreate, recordKeyGet}, []rbacv1.PolicyRule{digestKeyGet}},
+		{"ignoreSecrets and ignoreJobs", map[string]any{"ignoreSecrets": true, "ignoreJobs": true},
+			[]grant{cronJobs, {"batch", "jobs", []string{"create"}}, {"", "secrets", nil}}, nil, []rbacv1.PolicyRule{secretCreate, digestKeyGet}},
 		{"ignoreConfigMaps and ignoreJobs", map[string]any{"ignoreConfigMaps": true, "ignoreJobs": true},
-			[]grant{cronJobs, {"batch", "jobs", []string{"create"}}, noConfigMaps}, nil},
+			[]grant{cronJobs, {"batch", "jobs", []string{"create"}}, noConfigMaps}, nil, []rbacv1.PolicyRule{secretCreate}},
 		{"optional kinds", optional, []grant{
 			cronJobs, jobs, configMapsRead,
 			{"argoproj.io", "rollouts", patchVerbs},
 			{"apps.openshift.io", "deploymentconfigs", patchVerbs},
 			{"secrets-store.csi.x-k8s.io", "secretproviderclasspodstatuses", readVerbs},
 			{"secrets-store.csi.x-k8s.io", "secretproviderclasses", readVerbs},
-		}, &records},
+		}, records, nil},
 		{"webhook with the optional kinds", deepMerge(map[string]any{"webhookUrl": "https://hooks.example.com/ripple"}, optional),
-			with([]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, {"batch", "jobs", readVerbs}, configMapsRead}, noOptional), nil},
+			with([]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, {"batch", "jobs", readVerbs}, configMapsRead}, noOptional), nil, nil},
 		{"webhook without Jobs", map[string]any{"webhookUrl": "https://hooks.example.com/ripple", "ignoreJobs": true},
-			[]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, noJobs, configMapsRead}, nil},
+			[]grant{{"batch", "cronjobs", readVerbs}, noCronJobFinalizers, noJobs, configMapsRead}, nil, nil},
 	} {
 		for _, mode := range []struct {
 			name   string
@@ -114,11 +131,8 @@ func TestWorkloadKindRules(t *testing.T) {
 				if len(roles) != mode.roles {
 					t.Fatalf("%d Ripple Roles and ClusterRoles, want %d", len(roles), mode.roles)
 				}
-				secrets := []string{"create"} // the record key; read with the Secret rule
-				if tc.values["ignoreSecrets"] == true {
-					secrets = []string{"create", "get"}
-				}
-				checkRecordsRole(t, objs, tc.recordRules, secrets)
+				checkReleaseRole(t, objs, "-job-records", tc.recordRules)
+				checkReleaseRole(t, objs, "-digest-key", tc.keyRules)
 				for _, role := range roles {
 					if role.GetKind() != mode.kind {
 						t.Errorf("%s %s rendered, want only %ss", role.GetKind(), role.GetName(), mode.kind)
@@ -135,29 +149,30 @@ func TestWorkloadKindRules(t *testing.T) {
 	}
 }
 
-// checkRecordsRole checks that the job-records Role, in the release
-// namespace, grants exactly want on its resource and secrets on Secrets
-// (the record key), or is not rendered when want is nil.
-func checkRecordsRole(t *testing.T, objs []*unstructured.Unstructured, want *grant, secrets []string) {
+// checkReleaseRole checks that the Role whose name ends in suffix, in the
+// release namespace, has exactly the rules want (no more verbs, no fewer
+// resourceNames), or is not rendered when want is nil.
+func checkReleaseRole(t *testing.T, objs []*unstructured.Unstructured, suffix string, want []rbacv1.PolicyRule) {
 	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range objs {
-		if (o.GetKind() == "Role" || o.GetKind() == "ClusterRole") && strings.HasSuffix(o.GetName(), "-job-records") {
+		if (o.GetKind() == "Role" || o.GetKind() == "ClusterRole") && strings.HasSuffix(o.GetName(), suffix) {
 			found = append(found, o)
 		}
 	}
 	switch {
 	case want == nil && len(found) > 0:
-		t.Errorf("%s %s rendered, want no job-records Role", found[0].GetKind(), found[0].GetName())
+		t.Errorf("%s %s rendered, want no %s Role", found[0].GetKind(), found[0].GetName(), suffix)
 	case want == nil:
 	case len(found) != 1 || found[0].GetKind() != "Role" || found[0].GetNamespace() != relNS:
-		t.Errorf("%d job-records (Cluster)Roles rendered, want one Role in %s", len(found), relNS)
+		t.Errorf("%d %s (Cluster)Roles rendered, want one Role in %s", len(found), suffix, relNS)
 	default:
-		if got := grantedVerbs(found[0], want.group, want.resource); !slices.Equal(got, want.verbs) {
-			t.Errorf("Role %s: %s/%s verbs %q, want %q", found[0].GetName(), want.group, want.resource, got, want.verbs)
+		role := &rbacv1.Role{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Object, role); err != nil {
+			t.Fatal(err)
 		}
-		if got := grantedVerbs(found[0], "", "secrets"); !slices.Equal(got, secrets) {
-			t.Errorf("Role %s: secrets verbs %q, want %q", found[0].GetName(), got, secrets)
+		if !reflect.DeepEqual(role.Rules, want) {
+			t.Errorf("Role %s rules:\n%+v\nwant exactly:\n%+v", role.Name, role.Rules, want)
 		}
 	}
 }

@@ -677,3 +677,68 @@ func (e *env) complete(t *testing.T, job *batchv1.Job) {
 		t.Fatal(err)
 	}
 }
+
+// A Job re-created for a reload keeps every field Ripple did not set:
+// fields the types know but Ripple never sets on the Job, its pod and a
+// container (the API server would prune a field it does not know; that a
+// newer cluster's survive is proven by workload's
+// TestJobRecreateKeepsEveryField). The new Job is the old one with the
+// strategy's env var added, and only the selector and labels the API
+// server derives from the new UID differ.
+func TestJobRecreateKeepsFieldsRippleNeverSets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.withHome(t)
+	e.run(t)
+	r := refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
+	e.newConfig(t, r)
+	spec := podSpec(envFrom(r.Kind, r.Name))
+	spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](7)
+	spec.NodeSelector = map[string]string{"disk": "ssd"}
+	spec.Tolerations = []corev1.Toleration{{Key: "batch", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
+	spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	c := &spec.Containers[0]
+	c.Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	c.Args = []string{"--once"}
+	c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: e.ns, Labels: map[string]string{"team": "shop"},
+			Annotations: map[string]string{autoKey: "true", "owner": "shop"}},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](2), ActiveDeadlineSeconds: ptr.To[int64](600), TTLSecondsAfterFinished: ptr.To[int32](3600),
+			Completions: ptr.To[int32](3), Parallelism: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "batch"},
+				Annotations: map[string]string{"note": "kept"}}, Spec: spec},
+		},
+	}
+	if err := e.c.Create(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, job, "the baseline record", hasBaseline)
+	before := &batchv1.Job{}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(job), before); err != nil {
+		t.Fatal(err)
+	}
+
+	st := strategy.EnvVars{}
+	sum := e.setConfig(t, r, "v2")
+	after := e.waitRecreated(t, job, "the new digest", shows(st, r, sum))
+
+	// The old Job with the reload's env var, and the new UID's selector
+	// and labels, is the new one.
+	want := before.Spec.DeepCopy()
+	want.Template.Spec.Containers[0].Env = after.Spec.Template.Spec.Containers[0].Env
+	if n := len(after.Spec.Template.Spec.Containers[0].Env); n != len(before.Spec.Template.Spec.Containers[0].Env)+1 {
+		t.Errorf("%d env vars after the reload, want the Job's own and the reload's", n)
+	}
+	want.Selector, want.Template.Labels = after.Spec.Selector, after.Spec.Template.Labels
+	if !equality.Semantic.DeepEqual(want, &after.Spec) {
+		t.Errorf("the re-created Job's spec:\n%+v\nwant the old one's with the reload:\n%+v", after.Spec, *want)
+	}
+	if after.Spec.Template.Labels["tier"] != "batch" || after.Labels["team"] != "shop" || after.Annotations["owner"] != "shop" {
+		t.Errorf("the re-created Job lost its labels or annotations: %v, %v, template %v", after.Labels, after.Annotations, after.Spec.Template.Labels)
+	}
+}
