@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -188,40 +189,45 @@ func (f *planFlags) checkLimit(vs []impact.Verdict) error {
 	return overLimit{fmt.Errorf("above --max-rollouts=%d: %s", f.maxRollouts, strings.Join(over, "; "))}
 }
 
-// configWrite is a config of the new manifests and its old version (nil
-// when the old manifests do not have it).
+// configWrite is a config's write: its old version (nil when the old
+// manifests do not have it) and its new one (nil when the new ones do
+// not).
 type configWrite struct{ old, cur client.Object }
 
-// changedConfigs are the ConfigMaps and Secrets of cur whose data differs
-// from old's (or that old lacks), by namespace, kind and name, as the
-// digests of a tell it: the data itself is compared nowhere else.
+// changedConfigs are the ConfigMaps and Secrets whose data differs
+// between old and cur, created or deleted, by namespace, kind and name, as
+// their digests tell it: the data itself is compared nowhere else.
 func changedConfigs(a impact.Assessor, old, cur []client.Object) []configWrite {
-	type key struct{ kind, ns, name string }
-	keyOf := func(o client.Object) key { return key{string(source.KindOf(o)), o.GetNamespace(), o.GetName()} }
-	before := map[key]client.Object{}
-	for _, o := range old {
-		if source.KindOf(o) != "" {
-			before[keyOf(o)] = o
+	type key struct{ ns, kind, name string }
+	keyOf := func(o client.Object) key { return key{o.GetNamespace(), string(source.KindOf(o)), o.GetName()} }
+	writes := map[key]*configWrite{}
+	for _, side := range []struct {
+		objs []client.Object
+		set  func(*configWrite, client.Object)
+	}{
+		{old, func(w *configWrite, o client.Object) { w.old = o }},
+		{cur, func(w *configWrite, o client.Object) { w.cur = o }},
+	} {
+		for _, o := range side.objs {
+			if source.KindOf(o) == "" {
+				continue
+			}
+			if writes[keyOf(o)] == nil {
+				writes[keyOf(o)] = &configWrite{}
+			}
+			side.set(writes[keyOf(o)], o)
 		}
 	}
-	var out []configWrite
-	for _, o := range cur {
-		if source.KindOf(o) == "" {
-			continue
-		}
-		prev, ok := before[keyOf(o)]
-		if ok && a.SameData(prev, o) {
-			continue
-		}
-		w := configWrite{cur: o}
-		if ok {
-			w.old = prev
-		}
-		out = append(out, w)
-	}
-	slices.SortFunc(out, func(x, y configWrite) int {
-		kx, ky := keyOf(x.cur), keyOf(y.cur)
-		return cmp.Or(strings.Compare(kx.ns, ky.ns), strings.Compare(kx.kind, ky.kind), strings.Compare(kx.name, ky.name))
+	keys := slices.SortedFunc(maps.Keys(writes), func(x, y key) int {
+		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.kind, y.kind), strings.Compare(x.name, y.name))
 	})
+	var out []configWrite
+	for _, k := range keys {
+		w := writes[k]
+		if w.old != nil && w.cur != nil && a.SameData(w.old, w.cur) {
+			continue
+		}
+		out = append(out, *w)
+	}
 	return out
 }

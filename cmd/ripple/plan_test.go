@@ -28,7 +28,7 @@ import (
 // The manifests of testdata/plan: app-config changes (canaried; read by
 // workloads that roll, wait for a window or an approval, reload on a key
 // that did not change, or are not opted in), a Secret's value changes,
-// and a ConfigMap is created.
+// a ConfigMap is created and one deleted.
 const planOld, planNew = "testdata/plan/old", "testdata/plan/new"
 
 // planNow is the clock of the plan tests: a Friday noon, when the window
@@ -51,8 +51,9 @@ func TestPlanGolden(t *testing.T) {
 		{"plan.txt", nil},
 		{"plan.json", []string{"-o", "json"}},
 		{"plan.md", []string{"--output=markdown"}},
-		// Created configs roll their readers with --reload-on-create.
-		{"plan-reload-on-create.txt", []string{"--reload-on-create"}},
+		// Created and deleted configs roll their readers with
+		// --reload-on-create and --reload-on-delete.
+		{"plan-create-delete.txt", []string{"--reload-on-create", "--reload-on-delete"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -62,6 +63,18 @@ func TestPlanGolden(t *testing.T) {
 			}
 			compareGoldenIn(t, "plan", tt.golden, stdout)
 		})
+	}
+}
+
+// docs/blast-radius.md shows the text output of testdata/plan as it is.
+func TestPlanDocShowsTheOutput(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/blast-radius.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, _ := runPlanT(t, "", "--old", planOld, "--new", planNew)
+	if !strings.Contains(string(doc), "```text\n"+stdout+"```") {
+		t.Errorf("docs/blast-radius.md does not show the output of ripple plan --old %s --new %s:\n%s", planOld, planNew, stdout)
 	}
 }
 
@@ -155,7 +168,7 @@ func TestPlanHoldsNoValue(t *testing.T) {
 		}
 	}
 	for _, format := range impact.Formats {
-		stdout, _, _ := runPlanT(t, "", "--old", planOld, "--new", planNew, "-o", format, "--reload-on-create")
+		stdout, _, _ := runPlanT(t, "", "--old", planOld, "--new", planNew, "-o", format, "--reload-on-create", "--reload-on-delete")
 		for _, s := range secrets {
 			if len(s) > 3 && strings.Contains(stdout, s) {
 				t.Errorf("-o %s holds %q:\n%s", format, s, stdout)
@@ -192,7 +205,7 @@ func configValues(o client.Object) []string {
 func TestPlanCountsEqualTheCacheVerdict(t *testing.T) {
 	stdout, stderr, code := runPlanT(t, "", "--old", planOld, "--new", planNew, "-o", "json")
 	var report impact.Report
-	if err := json.Unmarshal([]byte(stdout), &report); err != nil || code != 0 || len(report.Configs) != 3 {
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil || code != 0 || len(report.Configs) != 4 {
 		t.Fatalf("plan: exit code %d, stderr %q, %d configs (%v)", code, stderr, len(report.Configs), err)
 	}
 	oldObjs, err := manifest.Load([]string{planOld}, nil, "")
@@ -233,12 +246,15 @@ func TestPlanCountsEqualTheCacheVerdict(t *testing.T) {
 	index.Reader = cache
 	a := impact.Assessor{Reader: cache, Settings: settings.Plan, Kinds: reloadedKinds(settings, cache), Find: index.Of}
 	for _, want := range report.Configs {
+		// The admission request: the new object (none for a delete), and
+		// the old one (none for a create), as the cache holds it.
 		cur := find(newObjs, want.Kind, want.Namespace, want.Name)
-		old, _ := cur.DeepCopyObject().(client.Object)
-		err := cache.Get(t.Context(), client.ObjectKeyFromObject(cur), old)
+		old := find(append(newObjs, oldObjs...), want.Kind, want.Namespace, want.Name)
+		old, _ = old.DeepCopyObject().(client.Object)
+		err := cache.Get(t.Context(), client.ObjectKeyFromObject(old), old)
 		switch {
 		case apierrors.IsNotFound(err):
-			old = nil // a create
+			old = nil
 		case err != nil:
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package impact
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +42,8 @@ type Assessor struct {
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
-// (nil when cur is created), at now. Neither is changed.
+// (nil when cur is created; cur is nil when old is deleted), at now.
+// Neither is changed.
 func (a Assessor) Assess(ctx context.Context, old, cur client.Object, now time.Time) (Verdict, error) {
 	ch, cs, err := a.Consumers(ctx, old, cur)
 	if err != nil {
@@ -54,18 +56,24 @@ func (a Assessor) Assess(ctx context.Context, old, cur client.Object, now time.T
 // workloads that may read cur with their plan inputs gathered as the
 // write leaves it: what Of decides from.
 func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change, []Consumer, error) {
-	kind := source.KindOf(cur)
-	if kind == "" {
-		return Change{}, nil, fmt.Errorf("%T is not a ConfigMap or a Secret", cur)
+	either := cur
+	if either == nil {
+		either = old
 	}
-	ch := Change{Namespace: cur.GetNamespace(), Config: refs.Ref{Kind: kind, Name: cur.GetName()}}
-	next := digested(a.Digester, cur)
-	ch.After = digest.Form{Digest: source.Digest(next), Keys: source.Keys(next)}
+	kind := source.KindOf(either)
+	if kind == "" {
+		return Change{}, nil, fmt.Errorf("%T is not a ConfigMap or a Secret", either)
+	}
+	ch := Change{Namespace: either.GetNamespace(), Config: refs.Ref{Kind: kind, Name: either.GetName()}}
+	r := withConfig{Reader: a.Reader, kind: kind, key: client.ObjectKeyFromObject(either)}
+	if cur != nil {
+		r.config = digested(a.Digester, cur)
+		ch.After = &digest.Form{Digest: source.Digest(r.config), Keys: source.Keys(r.config)}
+	}
 	if old != nil {
 		prev := digested(a.Digester, old)
 		ch.Before = &digest.Form{Digest: source.Digest(prev), Keys: source.Keys(prev)}
 	}
-	r := withConfig{Reader: a.Reader, config: next}
 	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester}
 	var cs []Consumer
 	for _, k := range a.Kinds {
@@ -127,30 +135,33 @@ func Listed(r client.Reader) Finder {
 	}
 }
 
-// withConfig reads config, digested, in place of what Reader holds of it
-// (a cache holds the version before the write).
+// withConfig reads the config of kind at key as the write leaves it,
+// digested, in place of what Reader holds of it (a cache holds the
+// version before the write): config, or not found once deleted (nil).
 type withConfig struct {
 	client.Reader
+	kind   refs.Kind
+	key    client.ObjectKey
 	config client.Object
 }
 
 func (r withConfig) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if key != client.ObjectKeyFromObject(r.config) {
+	if key != r.key || source.KindOf(obj) != r.kind {
 		return r.Reader.Get(ctx, key, obj, opts...)
 	}
 	switch c := r.config.(type) {
 	case *corev1.ConfigMap:
-		if o, ok := obj.(*corev1.ConfigMap); ok {
+		if o, ok := obj.(*corev1.ConfigMap); ok { // KindOf(obj) says it is
 			c.DeepCopyInto(o)
-			return nil
 		}
 	case *corev1.Secret:
 		if o, ok := obj.(*corev1.Secret); ok {
 			c.DeepCopyInto(o)
-			return nil
 		}
+	default:
+		return apierrors.NewNotFound(corev1.Resource(strings.ToLower(string(r.kind))+"s"), key.Name)
 	}
-	return r.Reader.Get(ctx, key, obj, opts...)
+	return nil
 }
 
 // SameData reports whether two versions of a config hold the same data,

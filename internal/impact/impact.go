@@ -16,6 +16,8 @@ package impact
 
 import (
 	"cmp"
+	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -30,21 +32,24 @@ import (
 )
 
 // Change is one write of a config: its data before (nil for a create) and
-// after, as digests and key tables (never the data).
+// after (nil for a delete), as digests and key tables (never the data).
 type Change struct {
 	Namespace string
 	Config    refs.Ref
 	// Before is the data before the write; nil when the write creates the
 	// config.
 	Before *digest.Form
-	// After is the data the write leaves.
-	After digest.Form
+	// After is the data the write leaves; nil when it deletes the config.
+	After *digest.Form
 }
 
 // Op is what the write does to the config.
 func (c Change) Op() Op {
-	if c.Before == nil {
+	switch {
+	case c.Before == nil:
 		return Created
+	case c.After == nil:
+		return Deleted
 	}
 	return Updated
 }
@@ -56,6 +61,7 @@ type Op string
 const (
 	Created = Op("created")
 	Updated = Op("updated")
+	Deleted = Op("deleted")
 )
 
 // Consumer is a workload that may read the config, as gathered for its
@@ -215,16 +221,16 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 // inputOf is in planned at now with ch's old data as what the workload
 // applied when it shows nothing applied yet: the planner's own rule for a
 // workload that existed before a change (plan.Before). A created config
-// is created now.
+// is created now; a deleted one was applied as the record would say.
 func inputOf(ch Change, in plan.Input, now time.Time) plan.Input {
 	in.Now = now
 	in.Sources = slices.Clone(in.Sources)
 	for i := range in.Sources {
 		src := &in.Sources[i]
-		if src.Ref != ch.Config || !src.Found {
-			continue
-		}
 		switch {
+		case src.Ref != ch.Config:
+		case !src.Found && ch.Before != nil:
+			in.Workload.Annotations = recorded(in, ch.Config, ch.Before.Digest)
 		case ch.Before == nil:
 			src.Created = now
 		case src.Before == nil:
@@ -232,6 +238,28 @@ func inputOf(ch Change, in plan.Input, now time.Time) plan.Input {
 		}
 	}
 	return in
+}
+
+// recorded are the workload's annotations with its applied record
+// holding sum for config when neither its template nor its record shows
+// what it applied: plan.Before stands for a config that exists only, and a
+// delete rolls only a workload that applied the config (plan's gone).
+func recorded(in plan.Input, config refs.Ref, sum string) map[string]string {
+	record := plan.AppliedRecord(in.Workload.Annotations, in.Keys)
+	if _, ok := in.Strategy.Applied(in.Workload.Template, config); ok || record[config.String()] != "" {
+		return in.Workload.Annotations
+	}
+	record[config.String()] = sum
+	b, err := json.Marshal(record)
+	if err != nil {
+		return in.Workload.Annotations
+	}
+	out := maps.Clone(in.Workload.Annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[in.Keys.Applied] = string(b)
+	return out
 }
 
 // settled is the plan of in once its settle window has passed: what the
@@ -307,6 +335,8 @@ func unaffected(sp plan.SourcePlan) string {
 		return "none of the keys it reloads on changed"
 	case sp.State == plan.Unchanged:
 		return "it runs this data already"
+	case sp.State == plan.Missing:
+		return "a deleted config rolls nothing (--reload-on-delete is off)"
 	}
 	return string(sp.State)
 }
@@ -352,7 +382,11 @@ func keyChanges(ch Change, readers []plan.Input) []KeyChange {
 	}
 	out := []KeyChange{}
 	after := map[string]bool{}
-	for k, d := range ch.After.Keys.All() {
+	var table digest.KeyTable
+	if ch.After != nil {
+		table = ch.After.Keys
+	}
+	for k, d := range table.All() {
 		after[k] = true
 		old, ok := before[k]
 		switch {

@@ -293,6 +293,29 @@ func TestVerdictHoldsNoValueNorDigest(t *testing.T) {
 	}
 }
 
+// A config deleted with --reload-on-delete rolls the workloads that name
+// it; without it, nothing rolls.
+func TestVerdictDeleted(t *testing.T) {
+	web := deployment("web", nil)
+	web.Spec.Template.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Optional = new(bool)
+	for _, tc := range []struct {
+		args  []string
+		rolls int
+		want  Outcome
+	}{{[]string{"--reload-on-delete"}, 1, Rolls}, {nil, 0, Unaffected}} {
+		v, err := assessor(settings(t, tc.args...), web).Assess(t.Context(), configMap(before, nil), nil, saturday)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Op != Deleted || v.Rolls != tc.rolls || outcomes(v)["web"] != tc.want {
+			t.Errorf("%v: %+v; want deleted, %d rolled, web %s", tc.args, v, tc.rolls, tc.want)
+		}
+		if want := []KeyChange{{"db.url", "removed", 1}, {"log.level", "removed", 1}}; !slices.Equal(v.Keys, want) {
+			t.Errorf("%v: keys %+v; want %+v", tc.args, v.Keys, want)
+		}
+	}
+}
+
 // A config created with --reload-on-create rolls its readers; without
 // it, it is their baseline.
 func TestVerdictCreated(t *testing.T) {
