@@ -329,6 +329,19 @@ func TestVerdictCreated(t *testing.T) {
 	}
 }
 
+// A line with long key names is cut to MaxLine, keeping the counts.
+func TestLineIsBounded(t *testing.T) {
+	old, cur := map[string]string{}, map[string]string{}
+	for i := range 8 {
+		cur[fmt.Sprintf("%s-%d", strings.Repeat("k", 60), i)] = "v"
+	}
+	v := assess(t, settings(t), saturday, configMap(old, nil), configMap(cur, nil), deployment("web", nil))
+	line := []rune(Line(v))
+	if len(line) != MaxLine || line[MaxLine-1] != '…' || !strings.HasPrefix(string(line), "ripple: this change rolls 1 workload in shop (web): keys changed: ") {
+		t.Errorf("line of %d characters: %s", len(line), string(line))
+	}
+}
+
 func TestPrintRejectsAnUnknownFormat(t *testing.T) {
 	if err := Print(&bytes.Buffer{}, "yaml", nil); err == nil || !strings.Contains(err.Error(), `"yaml" is not a format`) {
 		t.Errorf("err %v", err)

@@ -26,10 +26,21 @@ const (
 	shownKeys  = 5
 )
 
+// MaxLine bounds a warning line: the API server may truncate an
+// admission warning longer than 256 characters.
+const MaxLine = 256
+
 // Line is the verdict as one warning line, e.g. `ripple: this change rolls
 // 47 workloads in shop (web, api, +45): canary web first, bake 30s; 3 wait
-// for the window Mon-Fri 02:00; keys changed: db.url (read by 3)`.
-func Line(v Verdict) string { return "ripple: this change " + v.Summary }
+// for the window Mon-Fri 02:00; keys changed: db.url (read by 3)`, cut
+// to MaxLine characters (the counts come first).
+func Line(v Verdict) string {
+	line := []rune("ripple: this change " + v.Summary)
+	if len(line) <= MaxLine {
+		return string(line)
+	}
+	return string(line[:MaxLine-1]) + "…"
+}
 
 // summary is the verdict in one sentence, without its subject: every
 // rendering says it with these words.
