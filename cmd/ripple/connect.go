@@ -119,7 +119,7 @@ func (c *clusterFlags) connect(userAgent string) (client.Client, string, error) 
 
 // exitCode prints a command's error, each line prefixed with the command,
 // and returns its exit code: 0 without an error, 2 for a bad argument,
-// else 1.
+// exitOverLimit for a change above `plan --max-rollouts`, else 1.
 func exitCode(err error, stderr io.Writer, command string) int {
 	if err == nil {
 		return 0
@@ -129,6 +129,9 @@ func exitCode(err error, stderr io.Writer, command string) int {
 	}
 	if errors.As(err, &usageError{}) {
 		return 2
+	}
+	if errors.As(err, &overLimit{}) {
+		return exitOverLimit
 	}
 	return 1
 }

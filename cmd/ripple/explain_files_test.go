@@ -14,9 +14,9 @@ import (
 	"github.com/ripple-dev/ripple/internal/explain"
 )
 
-// update rewrites the golden files of `explain -f` instead of comparing
-// with them: go test ./cmd/ripple -run TestExplainFiles -update.
-var update = flag.Bool("update", false, "rewrite testdata/explain/golden from the current output")
+// update rewrites the golden files of `explain -f` and `plan` instead of
+// comparing with them: go test ./cmd/ripple -run 'TestExplainFiles|TestPlan' -update.
+var update = flag.Bool("update", false, "rewrite testdata/*/golden from the current output")
 
 // fixedNow is the clock of the golden reports.
 func fixedNow() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
@@ -33,7 +33,14 @@ func explainFiles(t *testing.T, stdin string, args ...string) (stdout, stderr st
 // writes it with -update.
 func compareGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "explain", "golden", name)
+	compareGoldenIn(t, "explain", name, got)
+}
+
+// compareGoldenIn compares got with testdata/<command>/golden/<name>, or
+// writes it with -update.
+func compareGoldenIn(t *testing.T, command, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", command, "golden", name)
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@
 //	ripple history <kind>/<name>   the configs each revision was built for
 //	ripple approve <kind>/<name>   approve the reload a manual workload waits for
 //	ripple resume configmap/<name> continue a canaried change its canary halted
+//	ripple plan --old <m> --new <m> what a change of manifests will roll, for CI
 //	ripple version                 print the version
 //	ripple help                    list the commands
 //
@@ -94,6 +95,8 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			return runApprove(ctx, name, args[1:], stdout, stderr, time.Now)
 		case "resume":
 			return runResume(ctx, name, args[1:], stdout, stderr)
+		case "plan":
+			return runPlan(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
 		case "help":
 			commandsUsage(stdout, name, plugin)
 			return 0
@@ -126,7 +129,7 @@ func pluginFlags(name string, args []string, stdout, stderr io.Writer) int {
 }
 
 // commandNames are the commands, as errors list them.
-const commandNames = "explain, history, approve, resume, version, help"
+const commandNames = "explain, plan, history, approve, resume, version, help"
 
 // unknownCommand says that arg is no command, and which to use instead.
 func unknownCommand(name, arg string) string {
@@ -165,6 +168,7 @@ Usage:
   %[1]s explain --all              the state of every opted-in workload
   %[1]s explain --pending          the workloads whose reload waits (approval, window)
   %[1]s explain -f <manifests>     the same from files, offline, with lint findings
+  %[1]s plan --old <m> --new <m>   what a change of manifests will roll, offline, for CI
   %[1]s history <kind>/<name>      the configs and digests each revision was built for
   %[1]s approve <kind>/<name>      approve the reload a manual workload waits for
   %[1]s resume configmap/<name>    continue a canaried change its canary halted

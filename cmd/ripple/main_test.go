@@ -93,7 +93,7 @@ func TestUnknownCommands(t *testing.T) {
 		{[]string{"lint"}, "ripple: there is no lint command: the lint is ripple explain -f <file|dir|->"},
 		{[]string{"lint", "--help"}, "ripple: there is no lint command: the lint is ripple explain -f <file|dir|->"},
 		{[]string{"lint", "-f", "app.yaml"}, "the lint is ripple explain -f"},
-		{[]string{"explian", "deploy/web"}, `ripple: unknown command "explian"; commands: explain, history, approve, resume, version, help`},
+		{[]string{"explian", "deploy/web"}, `ripple: unknown command "explian"; commands: explain, plan, history, approve, resume, version, help`},
 		{[]string{"--dry-run", "explain"}, `unexpected argument "explain" after --dry-run: a boolean flag takes true or false, as --dry-run=true or --dry-run false; commands (first, before any flag): explain`},
 		{[]string{"--settle-window=2s", "explain"}, `unexpected argument "explain": the controller takes flags only; commands (first, before any flag): explain`},
 	} {
@@ -142,7 +142,7 @@ func TestKubectlPluginNeverRunsTheController(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(t.Context(), "kubectl-ripple", args, &stdout, &stderr)
 		want := "kubectl ripple: " + args[0] + " is not a command: the kubectl plugin never runs the controller"
-		if code != 2 || stdout.Len() > 0 || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "commands: explain, history, approve") {
+		if code != 2 || stdout.Len() > 0 || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "commands: explain, plan, history, approve") {
 			t.Errorf("kubectl-ripple %v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, stdout.String(), stderr.String(), want)
 		}
 	}

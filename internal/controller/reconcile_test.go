@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/dependents/dependentstest"
 	"github.com/ripple-dev/ripple/internal/reason"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,14 +71,6 @@ func withInterceptor(f interceptor.Funcs) option {
 	return func(_ *plan.Settings, b *fake.ClientBuilder) { b.WithInterceptorFuncs(f) }
 }
 
-// indexer registers the Finder's indexes on the fake client's builder.
-type indexer struct{ b *fake.ClientBuilder }
-
-func (i indexer) IndexField(_ context.Context, obj client.Object, field string, f client.IndexerFunc) error {
-	i.b.WithIndex(obj, field, f)
-	return nil
-}
-
 func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	t.Helper()
 	cfg, err := config.NewOptions().Config()
@@ -92,7 +85,7 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	}
 	finder := &dependents.Finder{Index: dependents.Index{Keys: settings.Keys, SourceKinds: settings.SourceKinds}}
 	for _, k := range kinds {
-		if err := finder.Register(t.Context(), indexer{b}, k); err != nil {
+		if err := finder.Register(t.Context(), dependentstest.Indexer(b), k); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,20 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/dependents/dependentstest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 var keys = annotation.DefaultKeys("")
-
-// builderIndexer registers Register's indexes on a fake client builder,
-// as the manager's field indexer does on the cache.
-type builderIndexer struct{ b *fake.ClientBuilder }
-
-func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
-	i.b.WithIndex(obj, field, fn)
-	return nil
-}
 
 func deployment(ns, name string, ann map[string]string, spec corev1.PodSpec) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
@@ -70,7 +62,7 @@ func newIndex(t *testing.T, objs []client.Object, kinds ...workload.Kind) *Index
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
 	ix := &Index{Keys: keys, SourceKinds: refs.Kinds()}
 	for _, k := range kinds {
-		if err := ix.Register(t.Context(), builderIndexer{b}, k); err != nil {
+		if err := ix.Register(t.Context(), dependentstest.Indexer(b), k); err != nil {
 			t.Fatal(err)
 		}
 	}

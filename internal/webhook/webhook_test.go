@@ -27,6 +27,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/dependents/dependentstest"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -36,15 +37,6 @@ import (
 )
 
 var keys = annotation.DefaultKeys("")
-
-// builderIndexer registers the Finder's indexes on a fake client builder,
-// as the manager's field indexer does on the cache.
-type builderIndexer struct{ b *fake.ClientBuilder }
-
-func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
-	i.b.WithIndex(obj, field, fn)
-	return nil
-}
 
 // readerCache is the cache as post reads it: the informers are never
 // asked for.
@@ -82,7 +74,7 @@ func notifier(t *testing.T, scope dependents.Scope, settings plan.Settings) (*No
 	t.Helper()
 	b := fake.NewClientBuilder().WithObjects(deployment("opted-in", map[string]string{keys.Auto: "true"}), deployment("not-opted-in", nil))
 	f := &dependents.Finder{Index: dependents.Index{Keys: keys, SourceKinds: refs.Kinds()}, Scope: scope}
-	if err := f.Register(t.Context(), builderIndexer{b}, workload.Deployment); err != nil {
+	if err := f.Register(t.Context(), dependentstest.Indexer(b), workload.Deployment); err != nil {
 		t.Fatal(err)
 	}
 	c := b.Build()

@@ -1,0 +1,171 @@
+package impact
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// Finder lists the workloads of kind in ns that may use config: the
+// controller's cache index (dependents.Index.Of), or every workload of
+// the kind (Listed) where there is no index, as in manifest files. It
+// may list more than use it: the planner decides.
+type Finder func(ctx context.Context, kind workload.Kind, ns string, config refs.Ref) ([]client.Object, error)
+
+// Assessor makes the verdict of a write of a config from what Reader
+// holds of the rest of the cluster: the workloads, their Namespaces and
+// the other configs, as manifest files (`ripple plan`) or the
+// controller's caches (an admission webhook) hold them. Both make it
+// here, so that both say the same of the same state.
+type Assessor struct {
+	Reader   client.Reader
+	Settings plan.Settings
+	// Kinds are the workload kinds Ripple reloads.
+	Kinds []workload.Kind
+	Find  Finder
+	// Digester digests the configs as the controller's caches do.
+	Digester digest.Digester
+}
+
+// Assess is the verdict of writing cur, a ConfigMap or Secret, over old
+// (nil when cur is created; cur is nil when old is deleted), at now.
+// Neither is changed.
+func (a Assessor) Assess(ctx context.Context, old, cur client.Object, now time.Time) (Verdict, error) {
+	ch, cs, err := a.Consumers(ctx, old, cur)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return Of(ch, cs, now), nil
+}
+
+// Consumers reads the write of cur over old as a Change, and the
+// workloads that may read cur with their plan inputs gathered as the
+// write leaves it: what Of decides from.
+func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change, []Consumer, error) {
+	either := cur
+	if either == nil {
+		either = old
+	}
+	kind := source.KindOf(either)
+	if kind == "" {
+		return Change{}, nil, fmt.Errorf("%T is not a ConfigMap or a Secret", either)
+	}
+	ch := Change{Namespace: either.GetNamespace(), Config: refs.Ref{Kind: kind, Name: either.GetName()}}
+	r := withConfig{Reader: a.Reader, kind: kind, key: client.ObjectKeyFromObject(either)}
+	if cur != nil {
+		r.config = digested(a.Digester, cur)
+		ch.After = &digest.Form{Digest: source.Digest(r.config), Keys: source.Keys(r.config)}
+	}
+	if old != nil {
+		prev := digested(a.Digester, old)
+		ch.Before = &digest.Form{Digest: source.Digest(prev), Keys: source.Keys(prev)}
+	}
+	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester}
+	var cs []Consumer
+	for _, k := range a.Kinds {
+		objs, err := a.Find(ctx, k, ch.Namespace, ch.Config)
+		if err != nil {
+			return ch, nil, err
+		}
+		for _, obj := range objs {
+			tpl, err := workload.Template(ctx, r, k, obj)
+			if err != nil {
+				return ch, nil, err
+			}
+			if tpl == nil || obj.GetDeletionTimestamp() != nil {
+				continue // nothing to roll
+			}
+			in, err := g.Input(ctx, k, obj, tpl)
+			if err != nil {
+				return ch, nil, fmt.Errorf("reading the configs of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
+			}
+			cs = append(cs, Consumer{Ref: workload.RefTo(k, obj), Input: in,
+				First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""})
+		}
+	}
+	return ch, cs, nil
+}
+
+// digested is a copy of a config with its data replaced by its digests,
+// as the controller's cache holds it (source.Transform): nothing after
+// this holds the data.
+func digested(d digest.Digester, obj client.Object) client.Object {
+	c, _ := obj.DeepCopyObject().(client.Object)
+	_, _ = source.Transform(d, c) // a ConfigMap or Secret: it cannot fail
+	return c
+}
+
+// Listed is the Finder of a reader without an index: every workload of
+// the kind in the namespace (a kind whose API is not served has none).
+func Listed(r client.Reader) Finder {
+	return func(ctx context.Context, kind workload.Kind, ns string, _ refs.Ref) ([]client.Object, error) {
+		list := kind.NewList()
+		err := r.List(ctx, list, client.InNamespace(ns))
+		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %ss: %w", kind.Name(), err)
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]client.Object, 0, len(items))
+		for _, item := range items {
+			if obj, ok := item.(client.Object); ok {
+				out = append(out, obj)
+			}
+		}
+		return out, nil
+	}
+}
+
+// withConfig reads the config of kind at key as the write leaves it,
+// digested, in place of what Reader holds of it (a cache holds the
+// version before the write): config, or not found once deleted (nil).
+type withConfig struct {
+	client.Reader
+	kind   refs.Kind
+	key    client.ObjectKey
+	config client.Object
+}
+
+func (r withConfig) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key != r.key || source.KindOf(obj) != r.kind {
+		return r.Reader.Get(ctx, key, obj, opts...)
+	}
+	switch c := r.config.(type) {
+	case *corev1.ConfigMap:
+		if o, ok := obj.(*corev1.ConfigMap); ok { // KindOf(obj) says it is
+			c.DeepCopyInto(o)
+		}
+	case *corev1.Secret:
+		if o, ok := obj.(*corev1.Secret); ok {
+			c.DeepCopyInto(o)
+		}
+	default:
+		return apierrors.NewNotFound(corev1.Resource(strings.ToLower(string(r.kind))+"s"), key.Name)
+	}
+	return nil
+}
+
+// SameData reports whether two versions of a config hold the same data,
+// by their digests.
+func (a Assessor) SameData(x, y client.Object) bool {
+	return source.Digest(digested(a.Digester, x)) == source.Digest(digested(a.Digester, y))
+}
