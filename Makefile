@@ -133,7 +133,7 @@ test-hostile: tools build ## The hostile-tenant tier: a tenant with edit rights 
 
 .PHONY: test-chart
 test-chart: tools ## Helm chart tests: lint, schema, golden files, flag parsing, dry runs, install and RBAC on a real API server.
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(TIMED) $(GOTEST) -count=1 -timeout 10m ./test/chart/...
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(TIMED) $(GOTEST) -count=1 -timeout 20m ./test/chart/...
 
 .PHONY: test-docs
 test-docs: ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code, and what they say of the Makefile holds (no cluster; 1-2 min).
