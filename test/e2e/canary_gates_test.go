@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -102,5 +103,114 @@ func restartContainer(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod, wh
 		StartedAt: metav1.NewTime(time.Now().Add(-time.Minute)), FinishedAt: metav1.Now()}}
 	if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// canaryErrors is the series the query gate reads in its e2e tests: a
+// ratio of errors per pod, as an application's metrics would give it.
+const canaryErrors = "app_error_ratio"
+
+// queryGateRipple is Ripple with the query gate asking prom, every 5s,
+// that the canaries' pods' error ratio stay under 0.05.
+func queryGateRipple(t *testing.T, ns string, prom *kit.Prometheus) *ripple {
+	r := newRipple(t, ns, "--canary-gates=query", "--prometheus-url="+prom.URL,
+		"--canary-query=max("+canaryErrors+`{pod=~"$pods"}) < 0.05`, "--canary-query-interval=5s")
+	r.env = []string{"POD_NAMESPACE=" + ns}
+	return r
+}
+
+// A change that keeps every pod Ready but raises the canary's error
+// ratio halts, with the value in the Event, after a kill -9 of Ripple in
+// the bake; no other workload rolls. The query reads the change's
+// namespace only: another namespace's failing series is not seen.
+func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
+	const fleet, bake = 3, 40 * time.Second
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	prom := kit.NewPrometheus(t)
+	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
+	prom.Set(0.9, canaryErrors, "namespace", "elsewhere", "pod", "d00-5d8f-abcde")
+	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())
+	r := queryGateRipple(t, ns, prom)
+	r.Start()
+	waitFleetBaseline(t, cs, ns, "", fleet)
+
+	cm = updateConfig(t, cs, cm, "v2")
+	bad := digest.ConfigMap(cm)
+	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
+		cr, ok, err := latestChange(ctx, t, ns)
+		return ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking), err
+	})
+	bakeStarted := time.Now()
+	r.Kill()
+	r.Start()
+	time.Sleep(6 * time.Second) // an evaluation of the restarted gate passed: the other namespace's 0.9 is not read
+	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryBaking) {
+		t.Fatalf("the change's canary %+v, want still baking while the namespace's error ratio is 0.01", st)
+	}
+
+	prom.Set(0.3, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
+	halt := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
+	for _, want := range []string{"the query gate", "the query gave 0.3", "not < 0.05"} {
+		if !strings.Contains(halt.Note, want) {
+			t.Errorf("RolloutHalted %q does not say %q", halt.Note, want)
+		}
+	}
+	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryHalted) || st.Gate != "query" {
+		t.Errorf("the change's canary %+v, want halted by the query gate", st)
+	}
+	for _, q := range prom.Queries() {
+		if !strings.Contains(q, `namespace="`+ns+`"`) || !strings.Contains(q, `pod=~"(?:d00)-.*"`) {
+			t.Errorf("Ripple asked %s: want it bound to namespace %s and the canary d00's pods", q, ns)
+		}
+	}
+	time.Sleep(time.Until(bakeStarted.Add(bake + 5*time.Second))) // past the bake's end
+	if rolled := fleetWith(t, cs, ns, canaryEnv, bad); len(rolled) != 1 || rolled[0] != "d00" {
+		t.Errorf("the Deployments written with the halted change are %v, want only the canary d00", rolled)
+	}
+	checkFleetRevisions(t, cs, ns, map[string]string{"d01": "1", "d02": "1"})
+}
+
+// The same change with the query holding rolls every workload once, after
+// the bake and within an evaluation of its end, across a kill -9 of
+// Ripple in the bake.
+func TestCanaryQueryGatePasses(t *testing.T) {
+	const fleet, bake = 3, 20 * time.Second
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	prom := kit.NewPrometheus(t)
+	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
+	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())
+	r := queryGateRipple(t, ns, prom)
+	r.Start()
+	waitFleetBaseline(t, cs, ns, "", fleet)
+
+	cm = updateConfig(t, cs, cm, "v2")
+	good := digest.ConfigMap(cm)
+	var since time.Time
+	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
+		cr, ok, err := latestChange(ctx, t, ns)
+		if ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking) {
+			since = cr.Status.Canary.Since.Time
+			return true, nil
+		}
+		return false, err
+	})
+	r.Kill()
+	r.Start()
+	waitFleetRolled(t, cs, ns, good, fleet, bake+2*time.Minute)
+	st := newestChange(t, ns).Status.Canary
+	if st == nil || st.Phase != string(plan.CanaryPassed) {
+		t.Fatalf("the change's canary %+v, want passed", st)
+	}
+	// The status keeps times to the second, rounded up.
+	if passed := st.Since.Time; passed.Before(since.Add(bake)) {
+		t.Errorf("the canary passed at %s, before its bake's end %s", passed, since.Add(bake))
+	} else {
+		t.Logf("the canary passed %s after its bake's end (the query is evaluated every 5s)", passed.Sub(since.Add(bake)))
+	}
+	checkFleetRevisions(t, cs, ns, nil)
+	if len(prom.Queries()) == 0 {
+		t.Error("Ripple never asked the query")
 	}
 }
