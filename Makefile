@@ -275,6 +275,10 @@ bench: tools build ## Benchmark Ripple on local control planes (~10 min on 2 cor
 	$(GOTEST) -tags bench -count=1 ./hack/bench/ # the benchmark's proxy, against a fake API server, before it measures
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/bench --ripple $(BIN)/ripple $(BENCH_ARGS)
 
+.PHONY: bench-gates
+bench-gates: tools ## The pod gate's watches at 1,000 bakes on a real API server: the heap and goroutines after the bakes end (~1 min).
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -run '^$$' -bench BenchmarkPodGateBakes -benchtime 3x -timeout 10m ./internal/controller/
+
 .PHONY: soak
 SOAK_DURATION ?= 30m
 soak: tools build ## Soak (not in `make test`): SOAK_DURATION (30m) of config changes, kill -9 of Ripple, API server restarts, a competing writer and undos over 1,000 Deployments; results in soak-results/<timestamp>/ (SOAK_ARGS for more flags).
