@@ -90,6 +90,10 @@ func TestSchemaRejects(t *testing.T) {
 		{"misspelled declared kind field", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "tmplate": "spec.template"}}}}}, "at '/ripple/workloadKinds/declared/0': additional properties 'tmplate' not allowed"},
 		{"declared kind in lower case", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "widget", "template": "spec.template"}}}}}, `ripple.workloadKinds.declared entry 1 (widget): kind: "widget" is not a kind`},
 		{"unknown restart method", map[string]any{"ripple": map[string]any{"restartMethod": "rolling"}}, "at '/ripple/restartMethod'"},
+		{"query gate without a Prometheus", map[string]any{"ripple": map[string]any{"canaryGates": []any{"query"}}}, "ripple.canaryGates has query but ripple.prometheus.url is empty"},
+		{"unknown inconclusive", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"inconclusive": "fail"}}}, "at '/ripple/prometheus/inconclusive'"},
+		{"Prometheus URL of another scheme", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"url": "ftp://prometheus"}}}, "at '/ripple/prometheus/url'"},
+		{"unknown gate", map[string]any{"ripple": map[string]any{"canaryGates": []any{"metrics"}}}, "at '/ripple/canaryGates/0'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

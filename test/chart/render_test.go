@@ -291,6 +291,16 @@ func valueSets() []valueSet {
 			}
 			wantNetpol(t, objs, "443/TCP 6443/TCP", "53/UDP 53/TCP")
 		}},
+		// The query gate's values reach Ripple's flags as it parses them;
+		// TestQueryGateValues holds the Deployment to them.
+		{name: "query gate", values: queryGateValues(), check: func(t *testing.T, objs []*unstructured.Unstructured, opts *config.Options, _ config.Config) {
+			o := opts.ReloadOptions
+			if !slices.Equal(o.CanaryGates, []string{"pods", "query"}) || o.PrometheusURL != queryGateURL || o.CanaryQuery != queryGateCondition ||
+				o.CanaryQueryInterval != 15*time.Second || o.CanaryQueryInconclusive != "pass" || o.PrometheusCredentialsDir != queryGateDir {
+				t.Errorf("Ripple's query gate: gates %v, url %q, query %q, interval %v, inconclusive %q, credentials %q",
+					o.CanaryGates, o.PrometheusURL, o.CanaryQuery, o.CanaryQueryInterval, o.CanaryQueryInconclusive, o.PrometheusCredentialsDir)
+			}
+		}},
 	}
 }
 

@@ -255,6 +255,10 @@ says what to change. */}}
 {{- if and .Values.ripple.canaryGates (not (.Values.ripple.configRollouts | default dict).enabled) -}}
 {{- fail "ripple.canaryGates needs ripple.configRollouts.enabled: the change controller runs the gates (--canary-gates needs --config-rollouts)." -}}
 {{- end -}}
+{{- $prom := .Values.ripple.prometheus | default dict -}}
+{{- if and (has "query" (.Values.ripple.canaryGates | default list)) (not $prom.url) -}}
+{{- fail "ripple.canaryGates has query but ripple.prometheus.url is empty: the query gate asks that Prometheus (--canary-gates=query needs --prometheus-url)." -}}
+{{- end -}}
 {{- with include "ripple.workloadKindErrors" . | fromJsonArray -}}
 {{- fail (printf "ripple.workloadKinds: Ripple would refuse these kinds at start (docs/workload-kinds.md):\n%s" (join "\n" .)) -}}
 {{- end -}}
@@ -617,6 +621,12 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
 {{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
 {{- with $rp.canaryGates -}}{{- $args = append $args (printf "--canary-gates=%s" (join "," .)) -}}{{- end -}}
+{{- $prom := $rp.prometheus | default dict -}}
+{{- if $prom.url -}}{{- $args = append $args (printf "--prometheus-url=%s" (toString $prom.url)) -}}{{- end -}}
+{{- if $prom.secret -}}{{- $args = append $args (printf "--prometheus-credentials-dir=%s" (include "ripple.prometheusDir" .)) -}}{{- end -}}
+{{- if $prom.query -}}{{- $args = append $args (printf "--canary-query=%s" (toString $prom.query)) -}}{{- end -}}
+{{- if $prom.interval -}}{{- $args = append $args (printf "--canary-query-interval=%s" (toString $prom.interval)) -}}{{- end -}}
+{{- if $prom.inconclusive -}}{{- $args = append $args (printf "--canary-query-inconclusive=%s" (toString $prom.inconclusive)) -}}{{- end -}}
 {{- $cro := $rp.configRollouts | default dict -}}
 {{- if not $cro.enabled -}}{{- $args = append $args "--config-rollouts=false" -}}{{- end -}}
 {{- if $cro.history -}}{{- $args = append $args (printf "--config-rollout-history=%s" (toString $cro.history)) -}}{{- end -}}
@@ -721,6 +731,10 @@ The schema accepts these forms; nothing here fails. */}}
 
 {{/* Where the kinds file of ripple.workloadKinds.declared is mounted. */}}
 {{- define "ripple.workloadKindsDir" -}}/etc/ripple/workload-kinds{{- end -}}
+
+{{/* Where the Secret of ripple.prometheus.secret is mounted (read-only),
+passed as --prometheus-credentials-dir. */}}
+{{- define "ripple.prometheusDir" -}}/etc/ripple/prometheus{{- end -}}
 
 {{/* The resources of the declared kinds, as a JSON list of {kind, group,
 resource}: the presets' (as internal/declared ships them; test/chart
