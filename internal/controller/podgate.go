@@ -38,16 +38,13 @@ type podGate struct {
 	look func(change.Key)
 	base func() context.Context
 
-	mu      sync.Mutex
-	watches map[change.Key]*podWatch
+	watches bakes[podWatch]
 }
 
 // podWatch is the watch of one baking change's canaries' pods, the first
 // signal it saw, and why it cannot watch a canary's pods (blind): a gate
 // that cannot see holds the change rather than pass it.
 type podWatch struct {
-	canaries      int
-	stop          context.CancelFunc
 	mu            sync.Mutex
 	signal, blind string
 	// synced are the watches' HasSynced: until each has listed its pods,
@@ -68,27 +65,16 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 	if base == nil {
 		return plan.Verdict{Gate: plan.GatePods, Hold: "the change controller has not started"}
 	}
-	g.mu.Lock()
-	w, ok := g.watches[key]
-	if !ok {
-		if n := g.watched(key.Namespace); n+len(canaries) > maxPodWatches {
-			g.mu.Unlock()
-			return plan.Verdict{Gate: plan.GatePods, Hold: fmt.Sprintf("the pod gate watches the pods of at most %d canaries of a namespace at once (%d now): the change waits for another's bake to end", maxPodWatches, n)}
-		}
-		if g.watches == nil {
-			g.watches = map[change.Key]*podWatch{}
-		}
-		wctx, stop := context.WithCancel(base)
-		w = &podWatch{stop: stop, canaries: len(canaries)}
-		g.watches[key] = w
-		g.mu.Unlock()
+	w, wctx, busy := g.watches.start(base, key, len(canaries), "the pod gate watches the pods of")
+	if busy != "" {
+		return plan.Verdict{Gate: plan.GatePods, Hold: busy}
+	}
+	if wctx != nil { // a new watch: not watched since an earlier look
 		for _, c := range canaries {
 			if err := g.watch(wctx, key, w, c); err != nil {
 				w.cannot(c, err)
 			}
 		}
-	} else {
-		g.mu.Unlock()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -102,31 +88,8 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 	return plan.Verdict{Gate: plan.GatePods, Fail: w.signal, Hold: hold}
 }
 
-// maxPodWatches bounds the canaries whose pods the gate watches at once in
-// one namespace: a tenant's many baking changes cost its own bakes a
-// wait, not Ripple's memory or the API server's watches.
-const maxPodWatches = 100
-
-// watched is how many canaries of ns the gate watches; g.mu is held.
-func (g *podGate) watched(ns string) int {
-	n := 0
-	for k, w := range g.watches {
-		if k.Namespace == ns {
-			n += w.canaries
-		}
-	}
-	return n
-}
-
 // Done ends the watch of key's change: its bake ended, or it is gone.
-func (g *podGate) Done(key change.Key) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if w, ok := g.watches[key]; ok {
-		w.stop()
-		delete(g.watches, key)
-	}
-}
+func (g *podGate) Done(key change.Key) { g.watches.done(key) }
 
 // watch starts watching the pods of canary c of key's change, until ctx
 // ends. A kind without a pod selector (a declared kind, an Argo Rollout)

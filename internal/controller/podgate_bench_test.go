@@ -29,7 +29,7 @@ func BenchmarkPodGateBakes(b *testing.B) {
 	if os.Getenv("RIPPLE_TOOLS_DIR") == "" {
 		b.Skip("needs the built API server: run `make bench-gates`")
 	}
-	const namespaces, perNamespace = 10, maxPodWatches
+	const namespaces, perNamespace = 10, maxBaking
 	api, err := cluster.StartAPI(cluster.APIOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -63,10 +63,10 @@ func BenchmarkPodGateBakes(b *testing.B) {
 	// more as the watches pass its streams per connection): they stay,
 	// pooled, as Ripple's client keeps them. The rounds measured after it
 	// must each leave the heap and the goroutines where they found them.
-	bakes(b, cs, canaries, deployments)
+	bakeAll(b, cs, canaries, deployments)
 	for b.Loop() {
 		before, goroutines := settledHeap(), runtime.NumGoroutine()
-		baking := bakes(b, cs, canaries, deployments)
+		baking := bakeAll(b, cs, canaries, deployments)
 		deadline := time.Now().Add(30 * time.Second)
 		for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
@@ -85,10 +85,10 @@ func BenchmarkPodGateBakes(b *testing.B) {
 	}
 }
 
-// bakes starts the pod gate's watch of each canary's pods, each its own
+// bakeAll starts the pod gate's watch of each canary's pods, each its own
 // change's, waits until every watch has listed them, ends every bake and
 // returns the heap while they baked.
-func bakes(b *testing.B, cs kubernetes.Interface, canaries map[workload.Ref]*appsv1.Deployment, kind workload.Kind) float64 {
+func bakeAll(b *testing.B, cs kubernetes.Interface, canaries map[workload.Ref]*appsv1.Deployment, kind workload.Kind) float64 {
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	g := &podGate{pods: cs, look: func(change.Key) {}, base: func() context.Context { return ctx },
@@ -107,9 +107,7 @@ func bakes(b *testing.B, cs kubernetes.Interface, canaries map[workload.Ref]*app
 		}
 	}
 	watched := 0
-	for _, w := range g.watches {
-		watched += len(w.synced)
-	}
+	g.watches.each(func(w *podWatch) { watched += len(w.synced) })
 	if watched != len(keys) {
 		b.Fatalf("the gate watches %d canaries' pods, want %d", watched, len(keys))
 	}
@@ -127,4 +125,13 @@ func settledHeap() float64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return float64(m.HeapAlloc) / (1 << 20)
+}
+
+// each calls f with every run kept.
+func (b *bakes[T]) each(f func(*T)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.runs {
+		f(r.run)
+	}
 }

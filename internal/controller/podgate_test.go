@@ -63,7 +63,7 @@ func TestPodSignal(t *testing.T) {
 	}
 }
 
-// The pod gate watches at most maxPodWatches canaries of a namespace at
+// The pod gate watches at most maxBaking canaries of a namespace at
 // once: past it a change holds (its bake waits), other namespaces do not,
 // and a bake that ends frees its watches.
 func TestPodGateBoundPerNamespace(t *testing.T) {
@@ -79,8 +79,8 @@ func TestPodGateBoundPerNamespace(t *testing.T) {
 	key := func(ns, name string) change.Key {
 		return change.Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: name}}
 	}
-	if v := g.Judge(t.Context(), key("tenant", "a"), canaries("tenant", maxPodWatches)); v.Hold != "" {
-		t.Fatalf("the first %d canaries: held %q", maxPodWatches, v.Hold)
+	if v := g.Judge(t.Context(), key("tenant", "a"), canaries("tenant", maxBaking)); v.Hold != "" {
+		t.Fatalf("the first %d canaries: held %q", maxBaking, v.Hold)
 	}
 	if v := g.Judge(t.Context(), key("tenant", "b"), canaries("tenant", 1)); !strings.Contains(v.Hold, "at most 100 canaries of a namespace") {
 		t.Errorf("one canary more in the namespace: hold %q, want the bound", v.Hold)

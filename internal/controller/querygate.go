@@ -33,24 +33,16 @@ type queryGate struct {
 	look func(change.Key)
 	base func() context.Context
 
-	mu   sync.Mutex
-	runs map[change.Key]*queryRun
+	runs bakes[queryRun]
 }
 
 // queryRun is the evaluations of one baking change's queries: the first
 // failure, and the last evaluation's lack of a value.
 type queryRun struct {
-	canaries     int
-	stop         context.CancelFunc
 	mu           sync.Mutex
 	judged       bool
 	fail, unsure string
 }
-
-// maxQueryRuns bounds the canaries whose queries run at once in one
-// namespace, as maxPodWatches does their watches: a tenant's many bakes
-// cost its own bakes a wait, not Ripple's or Prometheus' work.
-const maxQueryRuns = 100
 
 // Judge starts evaluating key's queries, once, and returns what they
 // said since.
@@ -66,26 +58,17 @@ func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []worklo
 	case len(qs) == 0:
 		return plan.Verdict{Gate: plan.GateQuery} // no query for this namespace
 	}
-	g.mu.Lock()
-	r, ok := g.runs[key]
-	if !ok {
-		if n := g.running(key.Namespace); n+len(canaries) > maxQueryRuns {
-			g.mu.Unlock()
-			return plan.Verdict{Gate: plan.GateQuery, Hold: fmt.Sprintf("the query gate evaluates the queries of at most %d canaries of a namespace at once (%d now): the change waits for another's bake to end", maxQueryRuns, n)}
-		}
-		if g.runs == nil {
-			g.runs = map[change.Key]*queryRun{}
-		}
-		rctx, stop := context.WithCancel(base)
-		r = &queryRun{canaries: len(canaries), stop: stop}
-		g.runs[key] = r
+	r, rctx, busy := g.runs.start(base, key, len(canaries), "the query gate evaluates the queries of")
+	if busy != "" {
+		return plan.Verdict{Gate: plan.GateQuery, Hold: busy}
+	}
+	if rctx != nil { // a new run
 		names := make([]string, len(canaries))
 		for i, c := range canaries {
 			names[i] = c.Name
 		}
 		go g.run(ctrl.LoggerInto(rctx, ctrl.LoggerFrom(ctx)), key, r, qs, names)
 	}
-	g.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := plan.Verdict{Gate: plan.GateQuery, Fail: r.fail}
@@ -98,27 +81,9 @@ func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []worklo
 	return v
 }
 
-// running is how many canaries of ns the gate evaluates; g.mu is held.
-func (g *queryGate) running(ns string) int {
-	n := 0
-	for k, r := range g.runs {
-		if k.Namespace == ns {
-			n += r.canaries
-		}
-	}
-	return n
-}
-
 // Done ends the evaluations of key's change: its bake ended, or it is
 // gone.
-func (g *queryGate) Done(key change.Key) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if r, ok := g.runs[key]; ok {
-		r.stop()
-		delete(g.runs, key)
-	}
-}
+func (g *queryGate) Done(key change.Key) { g.runs.done(key) }
 
 // run evaluates qs for the canaries names of key's change every interval
 // until ctx ends or one fails; each evaluation that changes what the gate

@@ -148,11 +148,11 @@ func TestQueryGateInconclusive(t *testing.T) {
 	}
 }
 
-// One namespace's bakes evaluate the queries of at most maxQueryRuns
+// One namespace's bakes evaluate the queries of at most maxBaking
 // canaries at once; another namespace's are not held by them.
 func TestQueryGateBoundPerNamespace(t *testing.T) {
 	g, _ := newQueryGate(t, &fakeProm{value: scalar(1)}, "sum(up) >= 1", false)
-	many := make([]workload.Ref, maxQueryRuns)
+	many := make([]workload.Ref, maxBaking)
 	for i := range many {
 		many[i] = workload.Ref{Kind: "Deployment", Namespace: "tenant", Name: "w"}
 	}

@@ -33,15 +33,7 @@ func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
-	cm = updateConfig(t, cs, cm, "v2")
-	bad := digest.ConfigMap(cm)
-	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
-		cr, ok, err := latestChange(ctx, t, ns)
-		return ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking), err
-	})
-	bakeStarted := time.Now()
-	r.Kill()
-	r.Start()
+	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r)
 
 	pod := canaryPod(t, cs, ns, "d00", bad)
 	time.Sleep(2 * time.Second) // the restarted gate's watch has listed the pod
@@ -60,6 +52,26 @@ func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 		t.Errorf("the Deployments written with the halted change are %v, want only the canary d00", rolled)
 	}
 	checkFleetRevisions(t, cs, ns, map[string]string{"d01": "1", "d02": "1"})
+}
+
+// changeAndKillInBake changes cm (the canaried fleet's config), waits
+// until its canary bakes, and kills Ripple (kill -9) and starts it again:
+// the digest of the change, and when the bake started as its status says.
+func changeAndKillInBake(t *testing.T, cs kubernetes.Interface, ns string, cm *corev1.ConfigMap, r *ripple) (string, time.Time) {
+	t.Helper()
+	cm = updateConfig(t, cs, cm, "v2")
+	var since time.Time
+	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
+		cr, ok, err := latestChange(ctx, t, ns)
+		if ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking) {
+			since = cr.Status.Canary.Since.Time
+			return true, nil
+		}
+		return false, err
+	})
+	r.Kill()
+	r.Start()
+	return digest.ConfigMap(cm), since
 }
 
 // canaryPod is the running pod of Deployment name whose container has the
@@ -135,15 +147,7 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
-	cm = updateConfig(t, cs, cm, "v2")
-	bad := digest.ConfigMap(cm)
-	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
-		cr, ok, err := latestChange(ctx, t, ns)
-		return ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking), err
-	})
-	bakeStarted := time.Now()
-	r.Kill()
-	r.Start()
+	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r)
 	time.Sleep(6 * time.Second) // an evaluation of the restarted gate passed: the other namespace's 0.9 is not read
 	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryBaking) {
 		t.Fatalf("the change's canary %+v, want still baking while the namespace's error ratio is 0.01", st)
@@ -185,19 +189,7 @@ func TestCanaryQueryGatePasses(t *testing.T) {
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
-	cm = updateConfig(t, cs, cm, "v2")
-	good := digest.ConfigMap(cm)
-	var since time.Time
-	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
-		cr, ok, err := latestChange(ctx, t, ns)
-		if ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking) {
-			since = cr.Status.Canary.Since.Time
-			return true, nil
-		}
-		return false, err
-	})
-	r.Kill()
-	r.Start()
+	good, since := changeAndKillInBake(t, cs, ns, cm, r)
 	waitFleetRolled(t, cs, ns, good, fleet, bake+2*time.Minute)
 	st := newestChange(t, ns).Status.Canary
 	if st == nil || st.Phase != string(plan.CanaryPassed) {
