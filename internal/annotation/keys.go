@@ -86,6 +86,11 @@ type Keys struct {
 	// --canary-query: read on Namespaces only, as a query runs with
 	// Ripple's credentials.
 	Canary, CanaryBake, CanaryFirst, CanaryResume, CanaryRecord, CanaryQuery string
+	// AckRollouts is Ripple's own, on a config: how many rollouts its
+	// writer acknowledges, which lets a write above the admission guard's
+	// limit through. MaxRollouts is a Namespace's own limit for that
+	// guard, in place of --admission-max-rollouts.
+	AckRollouts, MaxRollouts string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -142,6 +147,9 @@ func DefaultKeys(prefix string) Keys {
 		CanaryResume: prefix + "/canary-resume",
 		CanaryRecord: prefix + "/canary-record",
 		CanaryQuery:  prefix + "/canary-query",
+
+		AckRollouts: prefix + "/ack-rollouts",
+		MaxRollouts: prefix + "/max-rollouts",
 	}
 }
 
@@ -159,6 +167,7 @@ func (k Keys) All() []string {
 		k.RestartMethod, k.MaxUnavailable, k.RestartedAt,
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
+		k.AckRollouts, k.MaxRollouts,
 	}
 }
 

@@ -50,6 +50,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.CanaryResume, want.CanaryRecord, want.CanaryQuery = tt.own+"/canary-resume", tt.own+"/canary-record", tt.own+"/canary-query"
 			want.RestartMethod, want.MaxUnavailable = tt.own+"/restart-method", tt.own+"/max-unavailable"
 			want.RestartedAt = tt.own + "/restarted-at"
+			want.AckRollouts, want.MaxRollouts = tt.own+"/ack-rollouts", tt.own+"/max-rollouts"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)
 			}

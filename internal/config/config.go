@@ -34,6 +34,7 @@ type Options struct {
 	OperationsOptions
 	AlertOptions
 	ElectionOptions
+	AdmissionOptions
 }
 
 // NewOptions returns the defaults.
@@ -45,6 +46,7 @@ func NewOptions() *Options {
 		KeyOptions:        defaultKeyOptions(),
 		OperationsOptions: defaultOperationsOptions(),
 		ElectionOptions:   defaultElectionOptions(),
+		AdmissionOptions:  defaultAdmissionOptions(),
 	}
 }
 
@@ -69,6 +71,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.OperationsOptions.BindFlags(fs)
 	o.AlertOptions.BindFlags(fs)
 	o.ElectionOptions.BindFlags(fs)
+	o.AdmissionOptions.BindFlags(fs)
 }
 
 // Config is the validated configuration; it is not changed after start.
@@ -82,6 +85,7 @@ type Config struct {
 	Reload
 	Operations
 	Election
+	Admission
 	// Alert, when URL is set, sends a message per rollout.
 	Alert Alert
 	// MetaInfo, when Namespace is set, is published in Reloader's
@@ -116,6 +120,7 @@ func (o *Options) Config() (Config, error) {
 	}
 	cfg.Operations = o.OperationsOptions.validate(&errs)
 	cfg.Election = o.ElectionOptions.validate(&errs, cfg.Shard)
+	cfg.Admission = o.AdmissionOptions.validate(&errs, cfg.Operations)
 	cfg.Namespace = ownNamespace(o.PodNamespace)
 	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))
