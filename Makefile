@@ -285,6 +285,10 @@ soak: tools build ## Soak (not in `make test`): SOAK_DURATION (30m) of config ch
 	$(GOTEST) -count=1 ./hack/soak/
 	@RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go run ./hack/soak --ripple $(BIN)/ripple --duration $(SOAK_DURATION) $(SOAK_ARGS)
 
+.PHONY: bench-admission
+bench-admission: tools ## The admission webhook's latency at 10,000 workloads on a real API server (~3 min).
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -run '^$$' -bench BenchmarkAdmissionLatency -benchtime 1000x -timeout 20m ./internal/admission/
+
 .PHONY: bench-large
 bench-large: tools build ## The large set: 10,000 and 50,000 Deployments with 5,000 configs, cold start, memory model, a 3,000-Deployment fan-out (~4-6 min on 2 cores).
 	$(GOTEST) -tags bench -count=1 ./hack/bench/

@@ -5,17 +5,25 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/ripple-dev/ripple/internal/admission"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/dependents/dependentstest"
 	"github.com/ripple-dev/ripple/internal/digest"
@@ -201,7 +209,8 @@ func configValues(o client.Object) []string {
 // data, and the old version of each changed one; the workloads found by
 // the cache's index), with the new config as the admission request
 // brings it, counts what `ripple plan` counts for the same state: both
-// are impact.Assessor.Assess.
+// are impact.Assessor.Assess. The admission webhook, answering the same
+// write from that state, warns with plan's summary, word for word.
 func TestPlanCountsEqualTheCacheVerdict(t *testing.T) {
 	stdout, stderr, code := runPlanT(t, "", "--old", planOld, "--new", planNew, "-o", "json")
 	var report impact.Report
@@ -262,6 +271,7 @@ func TestPlanCountsEqualTheCacheVerdict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		warnedAsPlanned(t, a, old, cur, want)
 		if got.Rolls != want.Rolls || got.Summary != want.Summary || len(got.Workloads) != len(want.Workloads) {
 			t.Errorf("%s %s: from the cache, rolls %d: %s\nfrom plan, rolls %d: %s", want.Kind, want.Name, got.Rolls, got.Summary, want.Rolls, want.Summary)
 		}
@@ -273,6 +283,37 @@ func TestPlanCountsEqualTheCacheVerdict(t *testing.T) {
 	}
 	if report.Rolls != 5 {
 		t.Errorf("plan rolls %d workloads in all; want 5 (4 of app-config, 1 of db-creds)", report.Rolls)
+	}
+}
+
+// warnedAsPlanned checks that the admission webhook, answering the
+// write of cur over old from a's state, warns with plan's verdict want:
+// its summary for an update; nothing for a create or a delete, which
+// roll nothing without --reload-on-create or --reload-on-delete.
+func warnedAsPlanned(t *testing.T, a impact.Assessor, old, cur client.Object, want impact.Verdict) {
+	t.Helper()
+	h := &admission.Handler{Assessor: func() impact.Assessor { return a }, Keys: a.Settings.Keys,
+		Clock: clocktesting.NewFakePassiveClock(planNow()), Log: logr.Discard()}
+	raw := func(obj client.Object) runtime.RawExtension {
+		if obj == nil {
+			return runtime.RawExtension{}
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.RawExtension{Raw: b}
+	}
+	op := map[impact.Op]admissionv1.Operation{impact.Updated: admissionv1.Update, impact.Created: admissionv1.Create, impact.Deleted: admissionv1.Delete}[want.Op]
+	resp := h.Handle(t.Context(), ctrladmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, Kind: metav1.GroupVersionKind{Version: "v1", Kind: want.Kind}, Namespace: want.Namespace, Name: want.Name,
+		OldObject: raw(old), Object: raw(cur)}})
+	wantWarnings := []string{impact.Line(want)}
+	if want.Op != impact.Updated {
+		wantWarnings = nil
+	}
+	if !resp.Allowed || !slices.Equal(resp.Warnings, wantWarnings) {
+		t.Errorf("%s %s: the webhook answers allowed %v, warnings %q; plan says %q", want.Kind, want.Name, resp.Allowed, resp.Warnings, wantWarnings)
 	}
 }
 

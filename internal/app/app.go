@@ -34,10 +34,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/admission"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/dependents"
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/impact"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/metrics"
@@ -101,14 +104,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	if cfg.Shard.Sharded() {
 		log.Info("acting only in this shard's namespaces", "shard", cfg.Shard.Index, "of", cfg.Shard.Count, "lease", cfg.LeaderElectionID)
 	}
-	finder := &dependents.Finder{
-		Index: dependents.Index{
-			Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds,
-			Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
-		},
-		Scope: dependents.Scope{
-			Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil, ShardCount: cfg.Shard.Count, ShardIndex: cfg.Shard.Index,
-		},
+	finder := newFinder(mgr, cfg)
+	if cfg.Admission.Addr != "" {
+		if err := serveAdmission(mgr, cfg, finder, settings, clk); err != nil {
+			return err
+		}
 	}
 	if cfg.WebhookURL != "" {
 		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped, Sink: "the --webhook-url endpoint"}, log.WithName("webhook"))
@@ -142,6 +142,45 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
 		Changes: changes,
 	})
+}
+
+// newFinder is the Finder of the workloads that use a config, over mgr's
+// cache, in this replica's scope.
+func newFinder(mgr ctrl.Manager, cfg config.Config) *dependents.Finder {
+	log := mgr.GetLogger()
+	return &dependents.Finder{
+		Index: dependents.Index{
+			Reader: mgr.GetClient(), Keys: cfg.Keys, SourceKinds: cfg.Kinds,
+			Error: func(err error, obj client.Object) { log.Error(err, "indexing a workload", "workload", klog.KObj(obj)) },
+		},
+		Scope: dependents.Scope{
+			Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil, ShardCount: cfg.Shard.Count, ShardIndex: cfg.Shard.Index,
+		},
+	}
+}
+
+// serveAdmission adds the admission webhook (--admission-bind-address),
+// its verdicts made from the caches and indexes the controllers use. The
+// digest key is read per review: the manager loads it when it starts.
+func serveAdmission(mgr ctrl.Manager, cfg config.Config, finder *dependents.Finder, settings plan.Settings, clk clock.PassiveClock) error {
+	digester := func() digest.Digester { return digest.Digester{Mode: cfg.Digest} }
+	if m, ok := mgr.(*rippleManager); ok {
+		digester = func() digest.Digester { return m.priors.Digester }
+	}
+	kinds := withRestarts(Kinds(cfg, mgr.GetAPIReader()))
+	// Any replica answers for any namespace, shard or not: every one
+	// caches them all.
+	scope := dependents.Scope{Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil}
+	h := &admission.Handler{
+		Assessor: func() impact.Assessor {
+			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester()}
+		},
+		InScope: scope.InScope, Selector: cfg.ResourceSelector, Keys: cfg.Keys,
+		MaxRollouts: cfg.Admission.MaxRollouts, NamespaceLimits: cfg.NamespaceDefaults,
+		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete,
+		Clock: clk, Log: mgr.GetLogger().WithName("admission"),
+	}
+	return admission.Serve(mgr, cfg.Admission.Addr, cfg.Admission.CertDir, h)
 }
 
 // initKinds starts every kind's metrics at zero, so that a dashboard

@@ -85,7 +85,8 @@ type Config struct {
 	Reload
 	Operations
 	Election
-	Admission
+	// Admission is the admission webhook's (off without an address).
+	Admission Admission
 	// Alert, when URL is set, sends a message per rollout.
 	Alert Alert
 	// MetaInfo, when Namespace is set, is published in Reloader's

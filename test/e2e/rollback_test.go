@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
 )
@@ -94,13 +92,7 @@ func TestRollbackIsKept(t *testing.T) {
 // cluster.
 func kubectl(t *testing.T, args ...string) {
 	t.Helper()
-	bin, err := cluster.Kubectl()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--kubeconfig=" + kc.Kubeconfig}, args...)...)
-	cmd.Env = []string{"HOME=" + t.TempDir()}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := kubectlOut(t, args...); err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }

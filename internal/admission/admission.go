@@ -1,0 +1,271 @@
+// Package admission is Ripple's validating admission webhook: it tells,
+// at the write of a ConfigMap or Secret, what the write will roll, as
+// warnings that kubectl prints (apply, diff and --dry-run=server alike),
+// and with a limit (the guard) denies a write that rolls more workloads
+// than its writer acknowledged.
+//
+// The verdict is impact's, made from the replica's own caches: every
+// replica answers, leader or not, and nothing is written. The webhook is
+// registered with failurePolicy Ignore, so a Ripple that is down, slow
+// or unsure never blocks a write; it denies only a write it has judged
+// above the limit. Warnings and denials hold key names and workload names
+// of the config's own namespace, never a value nor a digest.
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/gather"
+	"github.com/ripple-dev/ripple/internal/impact"
+)
+
+// Path is where the webhook is served.
+const Path = "/validate-configs"
+
+// DefaultBudget is how long a verdict may take: under the 2 s the
+// webhook's registration allows, so that Ripple answers (without a
+// verdict) before the API server gives up on it.
+const DefaultBudget = 1500 * time.Millisecond
+
+// Handler answers the admission reviews of ConfigMap and Secret writes.
+type Handler struct {
+	// Assessor makes the verdicts. It is called per review: its digester
+	// is known only once the manager has started.
+	Assessor func() impact.Assessor
+	// InScope reports whether Ripple acts in a namespace
+	// (--namespace-selector); nil is every namespace.
+	InScope func(ctx context.Context, ns string) (bool, error)
+	// Selector is --resource-label-selector: the configs Ripple watches
+	// (nil is all).
+	Selector labels.Selector
+	// Keys name the acknowledgement (on the config) and a Namespace's
+	// limit.
+	Keys annotation.Keys
+	// MaxRollouts is the guard's cluster limit; 0 is none.
+	MaxRollouts int
+	// NamespaceLimits reads a Namespace's own limit (with
+	// --namespace-defaults, whose cache holds the Namespaces).
+	NamespaceLimits bool
+	// ReloadOnCreate and ReloadOnDelete: a create or delete rolls nothing
+	// without them, so it gets no verdict.
+	ReloadOnCreate, ReloadOnDelete bool
+	Clock                          clock.PassiveClock
+	// Budget bounds a verdict; zero is DefaultBudget.
+	Budget time.Duration
+	Log    logr.Logger
+}
+
+// Webhook is h served as an admission webhook.
+func (h *Handler) Webhook() *admission.Webhook {
+	return &admission.Webhook{Handler: h, RecoverPanic: new(true)}
+}
+
+// Handle answers one review: allowed, with the verdict as a warning when
+// a workload reads the config; denied when the guard's limit holds it.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	old, cur, err := h.decode(req)
+	if err != nil { // an error answer would deny: only the guard denies
+		h.Log.Error(err, "reading a config write; it is let through", "config", klog.KRef(req.Namespace, req.Name), "kind", req.Kind.Kind)
+		return admission.Allowed("").WithWarnings("ripple: could not read this write; it is not checked")
+	}
+	if old == nil && cur == nil {
+		return admission.Allowed("")
+	}
+	budget := h.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	v, ok, err := h.verdict(ctx, old, cur)
+	switch {
+	case err != nil:
+		h.Log.Error(err, "no verdict for a config write; it is let through", "config", klog.KRef(req.Namespace, req.Name), "kind", req.Kind.Kind)
+		return admission.Allowed("").WithWarnings("ripple: could not tell in time what this change rolls; it is not checked")
+	case !ok:
+		return admission.Allowed("")
+	}
+	warnings := []string{impact.Line(v)}
+	limit, source, bad := h.limit(ctx, v.Namespace)
+	if bad != "" {
+		warnings = append(warnings, bad)
+	}
+	if limit > 0 && v.Rolls > limit {
+		either := cur
+		if either == nil {
+			either = old
+		}
+		if deny := h.guard(v, either, limit, source); deny != "" {
+			return admission.Denied(deny).WithWarnings(warnings...)
+		}
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// decode reads the config before and after the write, nil where there
+// is none or where the write gets no verdict (a create or delete that
+// rolls nothing, a config Ripple does not watch).
+func (h *Handler) decode(req admission.Request) (old, cur client.Object, err error) {
+	var mk func() client.Object
+	switch req.Kind.Kind {
+	case "ConfigMap":
+		mk = func() client.Object { return &corev1.ConfigMap{} }
+	case "Secret":
+		mk = func() client.Object { return &corev1.Secret{} }
+	default:
+		return nil, nil, nil // registered for configs only
+	}
+	oldRaw, curRaw := h.judged(req)
+	if old, err = read(oldRaw, mk); err == nil {
+		cur, err = read(curRaw, mk)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("decoding the %s: %w", req.Kind.Kind, err)
+	}
+	if (old == nil || !h.watched(old)) && (cur == nil || !h.watched(cur)) {
+		return nil, nil, nil
+	}
+	return old, cur, nil
+}
+
+// judged are the objects of req that a verdict reads: both of an update,
+// the new one of a create with --reload-on-create, the old one of a
+// delete with --reload-on-delete; none otherwise.
+func (h *Handler) judged(req admission.Request) (old, cur runtime.RawExtension) {
+	switch {
+	case req.Operation == admissionv1.Update:
+		return req.OldObject, req.Object
+	case req.Operation == admissionv1.Create && h.ReloadOnCreate:
+		return runtime.RawExtension{}, req.Object
+	case req.Operation == admissionv1.Delete && h.ReloadOnDelete:
+		return req.OldObject, runtime.RawExtension{}
+	}
+	return runtime.RawExtension{}, runtime.RawExtension{}
+}
+
+// read decodes raw into a new object of mk; nil when raw is empty.
+func read(raw runtime.RawExtension, mk func() client.Object) (client.Object, error) {
+	if len(raw.Raw) == 0 {
+		return nil, nil
+	}
+	obj := mk()
+	if err := decoder.DecodeRaw(raw, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// decoder decodes the built-in types the webhook reviews.
+var decoder = admission.NewDecoder(clientgoscheme.Scheme)
+
+// watched reports whether Ripple watches config obj
+// (--resource-label-selector).
+func (h *Handler) watched(obj client.Object) bool {
+	return h.Selector == nil || h.Selector.Matches(labels.Set(obj.GetLabels()))
+}
+
+// verdict is the write's verdict; false when there is nothing to say:
+// the data is the same, the namespace is not Ripple's, or no workload
+// reads the config.
+func (h *Handler) verdict(ctx context.Context, old, cur client.Object) (impact.Verdict, bool, error) {
+	a := h.Assessor()
+	if old != nil && cur != nil && a.SameData(old, cur) {
+		return impact.Verdict{}, false, nil
+	}
+	ns := cur
+	if ns == nil {
+		ns = old
+	}
+	if h.InScope != nil {
+		in, err := h.InScope(ctx, ns.GetNamespace())
+		if err != nil || !in {
+			return impact.Verdict{}, false, err
+		}
+	}
+	v, err := a.Assess(ctx, old, cur, h.Clock.Now())
+	if err != nil {
+		return v, false, err
+	}
+	return v, len(v.Workloads) > 0, nil
+}
+
+// limit is the guard's limit in namespace ns and what sets it; bad says
+// why a Namespace's own limit was not taken.
+func (h *Handler) limit(ctx context.Context, ns string) (limit int, source, bad string) {
+	limit, source = h.MaxRollouts, "--admission-max-rollouts"
+	if !h.NamespaceLimits {
+		return limit, source, ""
+	}
+	ann, err := gather.Gatherer{Reader: h.Assessor().Reader}.NamespaceAnnotations(ctx, ns)
+	raw, ok := ann[h.Keys.MaxRollouts]
+	if err != nil || !ok {
+		return limit, source, ""
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil || n < 0 {
+		return limit, source, fmt.Sprintf("ripple: the Namespace's %s %q is not a count of workloads; the limit is %s's", h.Keys.MaxRollouts, raw, source)
+	}
+	return n, "the Namespace's " + h.Keys.MaxRollouts, ""
+}
+
+// guard is the denial of a write above limit that config does not
+// acknowledge, or "" when it does.
+func (h *Handler) guard(v impact.Verdict, config client.Object, limit int, source string) string {
+	raw, ok := config.GetAnnotations()[h.Keys.AckRollouts]
+	ack, err := strconv.Atoi(strings.TrimSpace(raw))
+	if ok && err == nil && ack >= v.Rolls {
+		return ""
+	}
+	msg := fmt.Sprintf("ripple: this change rolls %d workloads in %s, above the limit of %d (%s); to apply it, annotate the %s %s: %q",
+		v.Rolls, v.Namespace, limit, source, v.Kind, h.Keys.AckRollouts, strconv.Itoa(v.Rolls))
+	switch {
+	case ok && err != nil:
+		msg += fmt.Sprintf(" (its %q is not a number)", raw)
+	case ok:
+		msg += fmt.Sprintf(" (it acknowledges %d)", ack)
+	}
+	return msg
+}
+
+// Serve adds the webhook server to mgr: h on Path, at addr, with the
+// serving certificate of certDir, which controller-runtime's certificate
+// watcher reads again when the files change (a mounted Secret's update).
+// The server runs on every replica, not only the leader.
+func Serve(mgr manager.Manager, addr, certDir string, h *Handler) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--admission-bind-address: %w", err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("--admission-bind-address: port %q: %w", port, err)
+	}
+	srv := webhook.NewServer(webhook.Options{
+		Host: host, Port: p, CertDir: certDir, CertName: "tls.crt", KeyName: "tls.key",
+		// HTTP/1.1 only: HTTP/2's stream resets (CVE-2023-44487) cost a
+		// server more than the API server's calls gain from it.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	})
+	srv.Register(Path, h.Webhook())
+	return mgr.Add(srv)
+}
