@@ -18,8 +18,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/decide"
@@ -174,11 +177,10 @@ type Verdict struct {
 // window, an approval) that the wait for the canary hides until then.
 func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 	ins := make([]plan.Input, len(cs))
-	plans := make([]plan.Plan, len(cs))
 	for i, c := range cs {
 		ins[i] = inputOf(ch, c.Input, now)
-		plans[i] = settled(ins[i])
 	}
+	plans := settledAll(ins)
 	var canary *plan.Canary
 	if ask, cands := asked(ch.Config, cs, plans); ask != nil {
 		c := plan.StartCanary(ch.Namespace, *ask, cands, now)
@@ -187,8 +189,8 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 		passed.Phase = plan.CanaryPassed
 		for i := range ins {
 			ins[i].Canaries = map[refs.Ref]plan.Canary{ch.Config: passed}
-			plans[i] = settled(ins[i])
 		}
+		plans = settledAll(ins)
 	}
 	v := Verdict{Namespace: ch.Namespace, Kind: string(ch.Config.Kind), Name: ch.Config.Name, Op: ch.Op(), Keys: []KeyChange{}, Workloads: []Workload{}}
 	var readers []plan.Input
@@ -272,6 +274,24 @@ func settled(in plan.Input) plan.Plan {
 		p = plan.For(in)
 	}
 	return p
+}
+
+// settledAll is the settled plan of each input, planned on every CPU at
+// once: a plan costs about a tenth of a millisecond, and an admission
+// review waits for all of a shared config's readers (plan.For is pure).
+func settledAll(ins []plan.Input) []plan.Plan {
+	plans := make([]plan.Plan, len(ins))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ins)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ins); i = int(next.Add(1) - 1) {
+				plans[i] = settled(ins[i])
+			}
+		})
+	}
+	wg.Wait()
+	return plans
 }
 
 // asked is the canary ask of config's change, if a plan asks for one, and
