@@ -47,7 +47,7 @@ func newPlanFlags(name string) *planFlags {
 	f.own.StringArrayVar(&f.cur, "new", nil, "The manifests after the change, as --old; repeatable. Required. The workloads that read a changed config are read from these.")
 	f.own.StringVarP(&f.namespace, "namespace", "n", "", "Namespace of the objects that have none (default \"default\"), as kubectl apply -n.")
 	f.own.StringVarP(&f.output, "output", "o", impact.FormatText, "Output format: "+strings.Join(impact.Formats, ", ")+" (GitHub-flavoured, for a pull-request comment).")
-	f.own.IntVar(&f.maxRollouts, "max-rollouts", 0, fmt.Sprintf("Exit %d when one change rolls more than this many workloads; 0: no limit.", exitOverLimit))
+	f.own.IntVar(&f.maxRollouts, "max-rollouts", 0, fmt.Sprintf("Exit %d when one change rolls more than this many workloads, unless its config's <annotation-prefix>/ack-rollouts acknowledges as many (as the admission guard decides); 0: no limit.", exitOverLimit))
 	f.rippleFlags = pflag.NewFlagSet("ripple", pflag.ContinueOnError)
 	f.ripple = metainfo.BindFlags(f.rippleFlags)
 	_ = f.rippleFlags.MarkHidden("cronjob-reload") // bound with its group, it changes no decision
@@ -147,17 +147,19 @@ func (f *planFlags) plan(ctx context.Context, stdin io.Reader, stdout io.Writer,
 	reader := manifest.NewReader(cur)
 	a := impact.Assessor{Reader: reader, Settings: settings.Plan, Kinds: reloadedKinds(settings, reader), Find: impact.Listed(reader)}
 	var verdicts []impact.Verdict
+	var acks []impact.Ack
 	for _, c := range changedConfigs(a, old, cur) {
 		v, err := a.Assess(ctx, c.old, c.cur, now)
 		if err != nil {
 			return err
 		}
 		verdicts = append(verdicts, v)
+		acks = append(acks, impact.AckOf(cmp.Or[client.Object](c.cur, c.old), settings.Plan.Keys.AckRollouts))
 	}
 	if err := impact.Print(stdout, f.output, verdicts); err != nil {
 		return err
 	}
-	return f.checkLimit(verdicts)
+	return f.checkLimit(verdicts, acks)
 }
 
 // reloadedKinds are the workload kinds Ripple reloads under settings; r
@@ -172,14 +174,16 @@ func reloadedKinds(settings metainfo.Settings, r client.Reader) []workload.Kind 
 	return kinds
 }
 
-// checkLimit fails when a verdict rolls more than --max-rollouts.
-func (f *planFlags) checkLimit(vs []impact.Verdict) error {
+// checkLimit fails when a verdict rolls more than --max-rollouts and its
+// config does not acknowledge as many (acks[i] is vs[i]'s), as the
+// admission guard decides.
+func (f *planFlags) checkLimit(vs []impact.Verdict, acks []impact.Ack) error {
 	if f.maxRollouts == 0 {
 		return nil
 	}
 	var over []string
-	for _, v := range vs {
-		if v.Rolls > f.maxRollouts {
+	for i, v := range vs {
+		if v.Rolls > f.maxRollouts && !acks[i].Covers(v.Rolls) {
 			over = append(over, fmt.Sprintf("%s %s/%s rolls %d", v.Kind, v.Namespace, v.Name, v.Rolls))
 		}
 	}

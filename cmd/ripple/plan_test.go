@@ -97,6 +97,30 @@ func TestPlanMaxRollouts(t *testing.T) {
 	if _, stderr, code := runPlanT(t, "", append(args, "--max-rollouts=4")...); code != 0 || stderr != "" {
 		t.Errorf("at the limit: exit code %d, stderr %q", code, stderr)
 	}
+	// The config acknowledges 4, as the admission guard takes it; 3 is
+	// too few.
+	configs, err := os.ReadFile(filepath.Join(planNew, "configs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloads, err := os.ReadFile(filepath.Join(planNew, "workloads.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bake = "ripple.dev/canary-bake: 30s}"
+	for ack, want := range map[string]int{"4": 0, "3": exitOverLimit} {
+		dir := t.TempDir()
+		acked := strings.Replace(string(configs), bake, `ripple.dev/canary-bake: 30s, ripple.dev/ack-rollouts: "`+ack+`"}`, 1)
+		if err := os.WriteFile(filepath.Join(dir, "configs.yaml"), []byte(acked), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "workloads.yaml"), workloads, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := runPlanT(t, "", "--old", planOld, "--new", dir, "--max-rollouts", "3"); code != want {
+			t.Errorf("acknowledging %s: exit code %d, stderr %q; want %d", ack, code, stderr, want)
+		}
+	}
 }
 
 func TestPlanErrors(t *testing.T) {

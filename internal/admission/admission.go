@@ -231,18 +231,17 @@ func (h *Handler) limit(ctx context.Context, ns string) (limit int, source, bad 
 // guard is the denial of a write above limit that config does not
 // acknowledge, or "" when it does.
 func (h *Handler) guard(v impact.Verdict, config client.Object, limit int, source string) string {
-	raw, ok := config.GetAnnotations()[h.Keys.AckRollouts]
-	ack, err := strconv.Atoi(strings.TrimSpace(raw))
-	if ok && err == nil && ack >= v.Rolls {
+	ack := impact.AckOf(config, h.Keys.AckRollouts)
+	if ack.Covers(v.Rolls) {
 		return ""
 	}
 	msg := fmt.Sprintf("ripple: this change rolls %d workloads in %s, above the limit of %d (%s); to apply it, annotate the %s %s: %q",
 		v.Rolls, v.Namespace, limit, source, v.Kind, h.Keys.AckRollouts, strconv.Itoa(v.Rolls))
 	switch {
-	case ok && err != nil:
-		msg += fmt.Sprintf(" (its %q is not a number)", raw)
-	case ok:
-		msg += fmt.Sprintf(" (it acknowledges %d)", ack)
+	case ack.Set && !ack.Valid:
+		msg += fmt.Sprintf(" (its %q is not a count)", ack.Raw)
+	case ack.Set:
+		msg += fmt.Sprintf(" (it acknowledges %d)", ack.Count)
 	}
 	return msg
 }

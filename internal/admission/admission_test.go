@@ -167,7 +167,8 @@ func TestGuard(t *testing.T) {
 	}{
 		{"", false, `ripple: this change rolls 3 workloads in shop, above the limit of 2 (--admission-max-rollouts); to apply it, annotate the ConfigMap ripple.dev/ack-rollouts: "3"`},
 		{"2", false, "(it acknowledges 2)"},
-		{"many", false, `(its "many" is not a number)`},
+		{"many", false, `(its "many" is not a count)`},
+		{"-5", false, `(its "-5" is not a count)`},
 		{"3", true, ""},
 		{"10", true, ""},
 	} {
