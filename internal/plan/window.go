@@ -92,12 +92,14 @@ func deferral(in Input, p *Plan, period time.Duration) bool {
 	if len(p.Changes) == 0 {
 		return false
 	}
-	if u, _ := update(in, *p, period); !u.Reloads() {
-		return false // rolls nothing, e.g. the delete of an env var never written
-	}
+	// The window first: it is open for most workloads, and the write is
+	// the dearer question.
 	s, value, from, err := ReloadWindow(in.Workload, in.Settings, in.Now)
 	if err == nil && s.Open(in.Now) {
 		return false
+	}
+	if u, _ := update(in, *p, period); !u.Reloads() {
+		return false // rolls nothing, e.g. the delete of an env var never written
 	}
 	d := &Deferred{Window: value, From: from, Began: in.Deferred != changeID(p.Changes), Closed: in.Turn.Waiting()}
 	wait := invalidWindowPoll
