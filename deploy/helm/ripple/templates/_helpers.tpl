@@ -814,7 +814,8 @@ which the chart or cert-manager writes. */}}
 {{- end -}}
 
 {{/* The label that keeps the webhook off a Namespace or a config, with the
-value disabled: <annotationPrefix>/admission. */}}
+value disabled: <annotationPrefix>/admission, ripple.dev/admission by
+default. */}}
 {{- define "ripple.admissionOptOut" -}}
 {{- printf "%s/admission" (.Values.ripple.annotationPrefix | default "ripple.dev") -}}
 {{- end -}}
