@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +36,7 @@ func admissionCM(cm map[string]any) map[string]any {
 }
 
 // webhookConfig returns the rendered ValidatingWebhookConfiguration, or nil.
-func webhookConfig(t *testing.T, objs []*unstructured.Unstructured) *admissionv1.ValidatingWebhookConfiguration {
+func webhookConfig(t *testing.T, objs []*unstructured.Unstructured) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	t.Helper()
 	found := find(objs, "ValidatingWebhookConfiguration")
 	if len(found) == 0 {
@@ -45,7 +45,7 @@ func webhookConfig(t *testing.T, objs []*unstructured.Unstructured) *admissionv1
 	if len(found) > 1 {
 		t.Fatalf("%d ValidatingWebhookConfigurations, want 1", len(found))
 	}
-	w := &admissionv1.ValidatingWebhookConfiguration{}
+	w := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Object, w); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func renderedSecret(t *testing.T, objs []*unstructured.Unstructured, name string
 // admission v1 and calls /validate-configs on the Service
 // <fullname>-admission in Ripple's namespace, which forwards 443 to the
 // container's admission port.
-func checkWebhook(t *testing.T, objs []*unstructured.Unstructured, fullname, ns string) admissionv1.ValidatingWebhook {
+func checkWebhook(t *testing.T, objs []*unstructured.Unstructured, fullname, ns string) admissionregistrationv1.ValidatingWebhook {
 	t.Helper()
 	w := webhookConfig(t, objs)
 	if w == nil {
@@ -86,16 +86,16 @@ func checkWebhook(t *testing.T, objs []*unstructured.Unstructured, fullname, ns 
 		t.Errorf("webhook configuration %q, want %q", w.Name, fullname)
 	}
 	wh := w.Webhooks[0]
-	if wh.FailurePolicy == nil || *wh.FailurePolicy != admissionv1.Ignore {
+	if wh.FailurePolicy == nil || *wh.FailurePolicy != admissionregistrationv1.Ignore {
 		t.Errorf("failurePolicy %v: Ripple down must never block a write", wh.FailurePolicy)
 	}
 	if wh.TimeoutSeconds == nil || *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 2 {
 		t.Errorf("timeoutSeconds %v, want 1 or 2", wh.TimeoutSeconds)
 	}
-	if wh.SideEffects == nil || *wh.SideEffects != admissionv1.SideEffectClassNone {
+	if wh.SideEffects == nil || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone {
 		t.Errorf("sideEffects %v, want None", wh.SideEffects)
 	}
-	if wh.MatchPolicy == nil || *wh.MatchPolicy != admissionv1.Equivalent {
+	if wh.MatchPolicy == nil || *wh.MatchPolicy != admissionregistrationv1.Equivalent {
 		t.Errorf("matchPolicy %v, want Equivalent", wh.MatchPolicy)
 	}
 	if !slices.Equal(wh.AdmissionReviewVersions, []string{"v1"}) {
@@ -132,38 +132,38 @@ func TestAdmissionWebhook(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		values     map[string]any
-		operations []admissionv1.OperationType
+		operations []admissionregistrationv1.OperationType
 		resources  []string
 		nsSel      metav1.LabelSelector
 		objSel     metav1.LabelSelector
 	}{
-		{"defaults", nil, []admissionv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
+		{"defaults", nil, []admissionregistrationv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
-		{"reloadOnCreate", r(map[string]any{"reloadOnCreate": true}), []admissionv1.OperationType{"UPDATE", "CREATE"}, []string{"configmaps", "secrets"},
+		{"reloadOnCreate", r(map[string]any{"reloadOnCreate": true}), []admissionregistrationv1.OperationType{"UPDATE", "CREATE"}, []string{"configmaps", "secrets"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
-		{"reloadOnDelete", r(map[string]any{"reloadOnDelete": true}), []admissionv1.OperationType{"UPDATE", "DELETE"}, []string{"configmaps", "secrets"},
+		{"reloadOnDelete", r(map[string]any{"reloadOnDelete": true}), []admissionregistrationv1.OperationType{"UPDATE", "DELETE"}, []string{"configmaps", "secrets"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
-		{"both, Secrets ignored", r(map[string]any{"reloadOnCreate": true, "reloadOnDelete": true, "ignoreSecrets": true}), []admissionv1.OperationType{"UPDATE", "CREATE", "DELETE"}, []string{"configmaps"},
+		{"both, Secrets ignored", r(map[string]any{"reloadOnCreate": true, "reloadOnDelete": true, "ignoreSecrets": true}), []admissionregistrationv1.OperationType{"UPDATE", "CREATE", "DELETE"}, []string{"configmaps"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
-		{"ConfigMaps ignored", r(map[string]any{"ignoreConfigMaps": true}), []admissionv1.OperationType{"UPDATE"}, []string{"secrets"},
+		{"ConfigMaps ignored", r(map[string]any{"ignoreConfigMaps": true}), []admissionregistrationv1.OperationType{"UPDATE"}, []string{"secrets"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
-		{"ignoreNamespaces", r(map[string]any{"ignoreNamespaces": "kube-system, kube-public"}), []admissionv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
+		{"ignoreNamespaces", r(map[string]any{"ignoreNamespaces": "kube-system, kube-public"}), []admissionregistrationv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{relNS, "kube-system", "kube-public"}}, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
-		{"scoped", r(map[string]any{"namespaces": []any{"team-b", "team-a"}}), []admissionv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
+		{"scoped", r(map[string]any{"namespaces": []any{"team-b", "team-a"}}), []admissionregistrationv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn,
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-b"}}, optOut}},
 			metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{optOut}}},
 		{"annotation prefix and extra selectors", map[string]any{"ripple": map[string]any{"annotationPrefix": "ripple.example.com", "admission": map[string]any{
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"}, "matchExpressions": []any{map[string]any{"key": "tier", "operator": "Exists"}}},
 			"objectSelector":    map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "In", "values": []any{"web"}}}},
-		}}}, []admissionv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
+		}}}, []admissionregistrationv1.OperationType{"UPDATE"}, []string{"configmaps", "secrets"},
 			metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}, MatchExpressions: []metav1.LabelSelectorRequirement{notOwn,
 				{Key: "ripple.example.com/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}},
 				{Key: "tier", Operator: metav1.LabelSelectorOpExists}}},
@@ -180,7 +180,7 @@ func TestAdmissionWebhook(t *testing.T) {
 			}
 			rule := wh.Rules[0]
 			if !slices.Equal(rule.Operations, tc.operations) || !slices.Equal(rule.Resources, tc.resources) ||
-				!slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.APIVersions, []string{"v1"}) || rule.Scope == nil || *rule.Scope != admissionv1.NamespacedScope {
+				!slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.APIVersions, []string{"v1"}) || rule.Scope == nil || *rule.Scope != admissionregistrationv1.NamespacedScope {
 				t.Errorf("rule %+v: want operations %v on %v, core v1, namespaced", rule, tc.operations, tc.resources)
 			}
 			if got := describeSelector(wh.NamespaceSelector); got != describeSelector(&tc.nsSel) {
@@ -516,5 +516,35 @@ func TestAdmissionInstall(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the webhook configuration outlived the release: %v", err)
+	}
+}
+
+// TestAdmissionShards: with ripple.shards every shard's Deployment serves
+// the webhook (each caches every namespace), behind one Service and one
+// webhook configuration.
+func TestAdmissionShards(t *testing.T) {
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{admissionValues(map[string]any{"ripple": map[string]any{"shards": 3}})}})
+	checkWebhook(t, objs, relName, relNS)
+	deps := find(objs, "Deployment")
+	if len(deps) != 3 {
+		t.Fatalf("%d Deployments, want 3", len(deps))
+	}
+	for _, o := range deps {
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			t.Fatal(err)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if !slices.Contains(c.Args, "--admission-bind-address=:9443") || !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "admission" }) {
+			t.Errorf("%s: args %q, ports %+v: want the webhook served", d.Name, c.Args, c.Ports)
+		}
+		checkTLSMount(t, d, c, "ripple-admission-tls")
+	}
+	var services []string
+	for _, o := range find(objs, "Service") {
+		services = append(services, o.GetName())
+	}
+	if !slices.Equal(services, []string{"ripple-admission"}) {
+		t.Errorf("Services %q, want one ripple-admission", services)
 	}
 }

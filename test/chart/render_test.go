@@ -317,7 +317,7 @@ func valueSets() []valueSet {
 		}},
 		// With the generated certificate and HA: every replica serves it.
 		{name: "admission webhook with a generated certificate", reloader: true, values: admissionValues(r(map[string]any{"reloadOnDelete": true, "enableHA": true, "deployment": map[string]any{"replicas": 2}})), check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
-			if cfg.Admission.Addr != ":9443" || cfg.Admission.MaxRollouts != 0 || !cfg.LeaderElection {
+			if cfg.Admission != (config.Admission{Addr: ":9443", CertDir: config.DefaultAdmissionCertDir}) || !cfg.LeaderElection {
 				t.Errorf("Ripple's admission config %+v, leader election %v", cfg.Admission, cfg.LeaderElection)
 			}
 			if renderedSecret(t, objs, "ripple-admission-tls") == nil {
