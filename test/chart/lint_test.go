@@ -94,6 +94,23 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown inconclusive", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"inconclusive": "fail"}}}, "at '/ripple/prometheus/inconclusive'"},
 		{"Prometheus URL of another scheme", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"url": "ftp://prometheus"}}}, "at '/ripple/prometheus/url'"},
 		{"unknown gate", map[string]any{"ripple": map[string]any{"canaryGates": []any{"metrics"}}}, "at '/ripple/canaryGates/0'"},
+		// The admission webhook: never blocking, never slow, and coherent.
+		{"admission timeout over 2s", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"timeoutSeconds": 3}}}), "at '/ripple/admission/timeoutSeconds'"},
+		{"admission timeout 0", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"timeoutSeconds": 0}}}), "at '/ripple/admission/timeoutSeconds'"},
+		{"admission failurePolicy Fail", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"failurePolicy": "Fail"}}}), "at '/ripple/admission/failurePolicy'"},
+		{"negative maxRollouts", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"maxRollouts": -1}}}), "at '/ripple/admission/maxRollouts'"},
+		{"admission on the metrics port", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"port": 9090}}}), "ripple.admission.port is 9090"},
+		{"admission on the pprof port", admissionValues(deepMerge(r(map[string]any{"enablePProf": true}), map[string]any{"ripple": map[string]any{"admission": map[string]any{"port": 6060}}})), "ripple.admission.port 6060 is reloader.pprofAddr's port"},
+		{"admission port out of range", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"port": 70000}}}), "at '/ripple/admission/port'"},
+		{"admission in one namespace", admissionValues(r(map[string]any{"watchGlobally": false})), "ripple.admission.enabled with reloader.watchGlobally: false"},
+		{"admission scoped to its own namespace", admissionValues(r(map[string]any{"namespaces": []any{relNS}})), "reloader.namespaces lists only Ripple's own namespace"},
+		{"admission Secret without a CA", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"certificate": map[string]any{"secretName": "tls"}}}}), "secretName and caBundle go together"},
+		{"admission CA not PEM", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"certificate": map[string]any{"secretName": "tls", "caBundle": "LS0tLS1CRUdJTg=="}}}}), "at '/ripple/admission/certificate/caBundle'"},
+		{"admission cert-manager and a Secret", admissionValues(deepMerge(admissionCM(map[string]any{"enabled": true}), map[string]any{"ripple": map[string]any{"admission": map[string]any{"certificate": map[string]any{"secretName": "tls", "caBundle": "-----BEGIN CERTIFICATE-----"}}}})), "certManager.enabled and ripple.admission.certificate.secretName are both set"},
+		{"admission issuerRef without a name", admissionValues(admissionCM(map[string]any{"enabled": true, "issuerRef": map[string]any{"kind": "ClusterIssuer"}})), "issuerRef has no name"},
+		{"admission renewal not before expiry", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"certificate": map[string]any{"validityDays": 30, "renewBeforeDays": 30}}}}), "renewBeforeDays (30) must be less than validityDays (30)"},
+		{"admission selector operator", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"objectSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "a", "operator": "Equals"}}}}}}), "at '/ripple/admission/objectSelector/matchExpressions/0/operator'"},
+		{"misspelled admission key", map[string]any{"ripple": map[string]any{"admission": map[string]any{"enable": true}}}, "at '/ripple/admission': additional properties 'enable' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

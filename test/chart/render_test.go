@@ -301,6 +301,29 @@ func valueSets() []valueSet {
 					o.CanaryGates, o.PrometheusURL, o.CanaryQuery, o.CanaryQueryInterval, o.CanaryQueryInconclusive, o.PrometheusCredentialsDir)
 			}
 		}},
+		// The admission webhook with cert-manager (a golden file: no
+		// generated key in it), the guard, reloadOnCreate and the
+		// NetworkPolicy; TestAdmission* hold the webhook to its rules.
+		{name: "admission webhook", golden: "admission", values: admissionValues(deepMerge(admissionCM(map[string]any{"enabled": true}), map[string]any{
+			"reloader": map[string]any{"reloadOnCreate": true, "netpol": map[string]any{"enabled": true}},
+			"ripple":   map[string]any{"admission": map[string]any{"maxRollouts": 40, "timeoutSeconds": 1}},
+		})), check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			if cfg.Admission != (config.Admission{Addr: ":9443", CertDir: config.DefaultAdmissionCertDir, MaxRollouts: 40}) {
+				t.Errorf("Ripple's admission config %+v", cfg.Admission)
+			}
+			wantKinds(t, objs, "Certificate", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Issuer", "NetworkPolicy",
+				"Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration")
+			wantNetpol(t, objs, "443/TCP 6443/TCP", "53/UDP 53/TCP")
+		}},
+		// With the generated certificate and HA: every replica serves it.
+		{name: "admission webhook with a generated certificate", reloader: true, values: admissionValues(r(map[string]any{"reloadOnDelete": true, "enableHA": true, "deployment": map[string]any{"replicas": 2}})), check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			if cfg.Admission != (config.Admission{Addr: ":9443", CertDir: config.DefaultAdmissionCertDir}) || !cfg.LeaderElection {
+				t.Errorf("Ripple's admission config %+v, leader election %v", cfg.Admission, cfg.LeaderElection)
+			}
+			if renderedSecret(t, objs, "ripple-admission-tls") == nil {
+				t.Error("no generated Secret")
+			}
+		}},
 	}
 }
 
@@ -513,8 +536,9 @@ func wantHA(t *testing.T, objs []*unstructured.Unstructured, cfg config.Config, 
 	}
 }
 
-// wantNetpol checks the NetworkPolicy: ingress only to the metrics port,
-// and egress rules with exactly these ports, in order (the API server
+// wantNetpol checks the NetworkPolicy: ingress only to the metrics port
+// (and, with the admission webhook, to its port from anywhere: the API
+// server calls it), and egress rules with exactly these ports, in order (the API server
 // first, then DNS, then any other).
 func wantNetpol(t *testing.T, objs []*unstructured.Unstructured, egress ...string) {
 	t.Helper()
@@ -533,8 +557,19 @@ func wantNetpol(t *testing.T, objs []*unstructured.Unstructured, egress ...strin
 		}
 		return strings.Join(out, " ")
 	}
-	if len(np.Spec.Ingress) != 1 || ports(np.Spec.Ingress[0].Ports) != "http/TCP" {
-		t.Errorf("ingress %+v: want the http (metrics) port only", np.Spec.Ingress)
+	var ingress []string
+	for _, i := range np.Spec.Ingress {
+		ingress = append(ingress, ports(i.Ports))
+	}
+	wantIngress := []string{"http/TCP"}
+	if len(find(objs, "ValidatingWebhookConfiguration")) > 0 {
+		wantIngress = append(wantIngress, "admission/TCP")
+		if len(np.Spec.Ingress) == 2 && len(np.Spec.Ingress[1].From) > 0 {
+			t.Errorf("the admission port admits only %+v; the API server's address is no pod's", np.Spec.Ingress[1].From)
+		}
+	}
+	if !slices.Equal(ingress, wantIngress) {
+		t.Errorf("ingress ports %q, want %q", ingress, wantIngress)
 	}
 	var got []string
 	for _, e := range np.Spec.Egress {
@@ -602,7 +637,12 @@ func checkSecureDefaults(t *testing.T, objs []*unstructured.Unstructured) {
 		c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Error("liveness must probe /live and readiness /readyz")
 	}
-	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9090 || c.Ports[0].Name != "http" {
-		t.Errorf("ports %+v: want http on 9090", c.Ports)
+	// With the admission webhook, its port as well, and nothing else.
+	wantPorts := 1
+	if len(find(objs, "ValidatingWebhookConfiguration")) > 0 {
+		wantPorts = 2
+	}
+	if len(c.Ports) != wantPorts || c.Ports[0].ContainerPort != 9090 || c.Ports[0].Name != "http" || (wantPorts == 2 && c.Ports[1].Name != "admission") {
+		t.Errorf("ports %+v: want http on 9090 (and admission with the webhook)", c.Ports)
 	}
 }

@@ -259,6 +259,33 @@ says what to change. */}}
 {{- if and (has "query" (.Values.ripple.canaryGates | default list)) (not $prom.url) -}}
 {{- fail "ripple.canaryGates has query but ripple.prometheus.url is empty: the query gate asks that Prometheus (--canary-gates=query needs --prometheus-url)." -}}
 {{- end -}}
+{{- $adm := .Values.ripple.admission | default dict -}}
+{{- if $adm.enabled -}}
+{{- $cert := $adm.certificate | default dict -}}
+{{- $cm := $cert.certManager | default dict -}}
+{{- if eq (include "ripple.mode" .) "single" -}}
+{{- fail "ripple.admission.enabled with reloader.watchGlobally: false: Ripple watches only its own namespace, and the webhook is kept off Ripple's own namespace, so it would see no write. Install Ripple in a namespace of its own and list the namespaces to watch in reloader.namespaces." -}}
+{{- end -}}
+{{- $port := int ($adm.port | default 9443) -}}
+{{- if eq $port 9090 -}}
+{{- fail "ripple.admission.port is 9090, the metrics and health port: choose another, such as 9443." -}}
+{{- end -}}
+{{- if and .Values.reloader.enablePProf (hasSuffix (printf ":%d" $port) (toString .Values.reloader.pprofAddr)) -}}
+{{- fail (printf "ripple.admission.port %d is reloader.pprofAddr's port (%s): choose another." $port (toString .Values.reloader.pprofAddr)) -}}
+{{- end -}}
+{{- if and $cm.enabled $cert.secretName -}}
+{{- fail "ripple.admission.certificate.certManager.enabled and ripple.admission.certificate.secretName are both set: set one of them (cert-manager writes the Secret <fullname>-admission-tls itself)." -}}
+{{- end -}}
+{{- if ne (not $cert.secretName) (not $cert.caBundle) -}}
+{{- fail "ripple.admission.certificate.secretName and caBundle go together: the Secret of your own serving certificate, and the PEM of the CA that signed it (which the API server is told to trust)." -}}
+{{- end -}}
+{{- if and $cm.enabled $cm.issuerRef (not $cm.issuerRef.name) -}}
+{{- fail "ripple.admission.certificate.certManager.issuerRef has no name: name your Issuer or ClusterIssuer (with kind), or leave issuerRef empty for a self-signed Issuer." -}}
+{{- end -}}
+{{- if ge (int ($cert.renewBeforeDays | default 30)) (int ($cert.validityDays | default 365)) -}}
+{{- fail (printf "ripple.admission.certificate.renewBeforeDays (%d) must be less than validityDays (%d), or every upgrade would make a new certificate." (int ($cert.renewBeforeDays | default 30)) (int ($cert.validityDays | default 365))) -}}
+{{- end -}}
+{{- end -}}
 {{- with include "ripple.workloadKindErrors" . | fromJsonArray -}}
 {{- fail (printf "ripple.workloadKinds: Ripple would refuse these kinds at start (docs/workload-kinds.md):\n%s" (join "\n" .)) -}}
 {{- end -}}
@@ -664,6 +691,12 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- with (index $le $key) | default (index $rle $key) -}}{{- $args = append $args (printf "--leader-election-%s=%s" $flag .) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
+{{- $adm := $rp.admission | default dict -}}
+{{- if $adm.enabled -}}
+{{- /* The certificate is mounted at Ripple's default --admission-cert-dir. */ -}}
+{{- $args = append $args (printf "--admission-bind-address=:%d" (int ($adm.port | default 9443))) -}}
+{{- if gt (int ($adm.maxRollouts | default 0)) 0 -}}{{- $args = append $args (printf "--admission-max-rollouts=%d" (int $adm.maxRollouts)) -}}{{- end -}}
+{{- end -}}
 {{- range $rp.extraArgs -}}{{- $args = append $args (toString .) -}}{{- end -}}
 {{- toJson $args -}}
 {{- end -}}
@@ -767,4 +800,22 @@ resource defaults to the kind's lower-case plural as Ripple makes it. */}}
 {{- $out = append $out (dict "kind" .kind "group" .group "resource" $res "from" (printf "ripple.workloadKinds.declared entry %d" (add1 $i))) -}}
 {{- end -}}
 {{- toJson $out -}}
+{{- end -}}
+
+{{/* Where the webhook's serving certificate is mounted (read-only): Ripple's
+default --admission-cert-dir, so no flag is passed. */}}
+{{- define "ripple.admissionCertDir" -}}/etc/ripple/admission-tls{{- end -}}
+
+{{/* The Secret holding the webhook's serving certificate: the user's
+(ripple.admission.certificate.secretName), else <fullname>-admission-tls,
+which the chart or cert-manager writes. */}}
+{{- define "ripple.admissionSecretName" -}}
+{{- ((.Values.ripple.admission | default dict).certificate | default dict).secretName | default (printf "%s-admission-tls" (include "ripple.fullname" .)) -}}
+{{- end -}}
+
+{{/* The label that keeps the webhook off a Namespace or a config, with the
+value disabled: <annotationPrefix>/admission, ripple.dev/admission by
+default. */}}
+{{- define "ripple.admissionOptOut" -}}
+{{- printf "%s/admission" (.Values.ripple.annotationPrefix | default "ripple.dev") -}}
 {{- end -}}
