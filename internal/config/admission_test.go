@@ -26,6 +26,7 @@ func TestAdmission(t *testing.T) {
 		{[]string{"--admission-bind-address=:http"}, "--admission-bind-address"},
 		{[]string{"--admission-bind-address=:9090"}, "--admission-bind-address"},
 		{[]string{"--admission-bind-address=:9443", "--admission-cert-dir="}, "--admission-cert-dir"},
+		{[]string{"--admission-bind-address=:9443", "--webhook-url=https://hooks.example.com/ripple"}, "--admission-bind-address"},
 	} {
 		if _, err := parse(t, nil, tt.args...); err == nil || !strings.Contains(err.Error(), tt.flag) {
 			t.Errorf("%v: error %v, want one naming %s", tt.args, err, tt.flag)

@@ -122,6 +122,9 @@ func (o *Options) Config() (Config, error) {
 	cfg.Operations = o.OperationsOptions.validate(&errs)
 	cfg.Election = o.ElectionOptions.validate(&errs, cfg.Shard)
 	cfg.Admission = o.AdmissionOptions.validate(&errs, cfg.Operations)
+	if cfg.Admission.Addr != "" && cfg.WebhookURL != "" {
+		errs.bad("admission-bind-address", "webhook mode (--webhook-url) rolls nothing: the admission webhook would warn of rollouts that never happen")
+	}
 	cfg.Namespace = ownNamespace(o.PodNamespace)
 	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("$POD_NAMESPACE: %q is not a namespace: %s", cfg.Namespace, strings.Join(msgs, "; ")))

@@ -98,6 +98,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"admission timeout over 2s", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"timeoutSeconds": 3}}}), "at '/ripple/admission/timeoutSeconds'"},
 		{"admission timeout 0", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"timeoutSeconds": 0}}}), "at '/ripple/admission/timeoutSeconds'"},
 		{"admission failurePolicy Fail", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"failurePolicy": "Fail"}}}), "at '/ripple/admission/failurePolicy'"},
+		{"admission in webhook mode", admissionValues(map[string]any{"reloader": map[string]any{"webhookUrl": "https://hooks.example.com/a"}}), "in webhook mode Ripple posts changes and rolls nothing"},
 		{"negative maxRollouts", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"maxRollouts": -1}}}), "at '/ripple/admission/maxRollouts'"},
 		{"admission on the metrics port", admissionValues(map[string]any{"ripple": map[string]any{"admission": map[string]any{"port": 9090}}}), "ripple.admission.port is 9090"},
 		{"admission on the pprof port", admissionValues(deepMerge(r(map[string]any{"enablePProf": true}), map[string]any{"ripple": map[string]any{"admission": map[string]any{"port": 6060}}})), "ripple.admission.port 6060 is reloader.pprofAddr's port"},

@@ -266,6 +266,9 @@ says what to change. */}}
 {{- if eq (include "ripple.mode" .) "single" -}}
 {{- fail "ripple.admission.enabled with reloader.watchGlobally: false: Ripple watches only its own namespace, and the webhook is kept off Ripple's own namespace, so it would see no write. Install Ripple in a namespace of its own and list the namespaces to watch in reloader.namespaces." -}}
 {{- end -}}
+{{- if or .Values.reloader.webhookUrl (.Values.ripple.webhookUrlSecret | default dict).name -}}
+{{- fail "ripple.admission.enabled with reloader.webhookUrl (or ripple.webhookUrlSecret): in webhook mode Ripple posts changes and rolls nothing, so the webhook would warn of rollouts that never happen. Turn one of them off." -}}
+{{- end -}}
 {{- $port := int ($adm.port | default 9443) -}}
 {{- if eq $port 9090 -}}
 {{- fail "ripple.admission.port is 9090, the metrics and health port: choose another, such as 9443." -}}
