@@ -15,6 +15,7 @@ package admission
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -98,10 +99,19 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	v, ok, err := h.verdict(ctx, old, cur)
+	if err == nil {
+		// The planner does not watch the clock: a verdict past its budget
+		// is one the API server may have stopped waiting for.
+		err = ctx.Err()
+	}
 	switch {
 	case err != nil:
 		h.Log.Error(err, "no verdict for a config write; it is let through", "config", klog.KRef(req.Namespace, req.Name), "kind", req.Kind.Kind)
-		return admission.Allowed("").WithWarnings("ripple: could not tell in time what this change rolls; it is not checked")
+		why := "could not tell what this change rolls"
+		if errors.Is(err, context.DeadlineExceeded) {
+			why = "could not tell in time what this change rolls"
+		}
+		return admission.Allowed("").WithWarnings("ripple: " + why + "; it is not checked")
 	case !ok:
 		return admission.Allowed("")
 	}

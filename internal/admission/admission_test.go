@@ -279,7 +279,7 @@ func TestNoVerdictLetsTheWriteThrough(t *testing.T) {
 		a := inner()
 		a.Find = func(ctx context.Context, _ workload.Kind, _ string, _ refs.Ref) ([]client.Object, error) {
 			<-ctx.Done()
-			return nil, errors.New("the cache did not answer")
+			return nil, fmt.Errorf("the cache did not answer: %w", ctx.Err())
 		}
 		return a
 	}
@@ -291,6 +291,33 @@ func TestNoVerdictLetsTheWriteThrough(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %s, want about the 50ms budget", took)
+	}
+	// A verdict that ends past its budget, the planner not watching the
+	// clock, is not given either: the API server may have stopped waiting.
+	h.Assessor = func() impact.Assessor {
+		a := inner()
+		find := a.Find
+		a.Find = func(ctx context.Context, k workload.Kind, ns string, c refs.Ref) ([]client.Object, error) {
+			<-ctx.Done()
+			return find(context.WithoutCancel(ctx), k, ns, c)
+		}
+		return a
+	}
+	resp = h.Handle(t.Context(), review(t, admissionv1.Update, configMap("shop", before, nil), configMap("shop", after, nil)))
+	if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "could not tell in time") {
+		t.Errorf("a late verdict: allowed %v, warnings %q; want allowed with the warning", resp.Allowed, resp.Warnings)
+	}
+	// Any other failure is told without "in time".
+	h.Assessor = func() impact.Assessor {
+		a := inner()
+		a.Find = func(context.Context, workload.Kind, string, refs.Ref) ([]client.Object, error) {
+			return nil, errors.New("the index is missing")
+		}
+		return a
+	}
+	resp = h.Handle(t.Context(), review(t, admissionv1.Update, configMap("shop", before, nil), configMap("shop", after, nil)))
+	if !resp.Allowed || len(resp.Warnings) != 1 || resp.Warnings[0] != "ripple: could not tell what this change rolls; it is not checked" {
+		t.Errorf("a failed verdict: allowed %v, warnings %q", resp.Allowed, resp.Warnings)
 	}
 }
 
