@@ -22,6 +22,11 @@ type Rollout struct {
 	Restart workload.Restart
 }
 
+// IsZero reports whether r is no rollout at all.
+func (r Rollout) IsZero() bool {
+	return r.Started.IsZero() && r.StaleVersion == "" && r.Restart.IsZero()
+}
+
 // Followed reports whether there is a rollout to follow.
 func (r Rollout) Followed() bool { return !r.Started.IsZero() }
 

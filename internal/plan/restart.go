@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -19,14 +21,44 @@ import (
 // the plan's clock and the Restart the controller carries out.
 
 // ParseRestartMethod reads a restart method as written on a workload, its
-// Namespace or --restart-method: template, evict or delete, in any case,
-// spaces trimmed.
+// Namespace or --restart-method: template, evict, delete or in-place, in
+// any case, spaces trimmed.
 func ParseRestartMethod(v string) (string, error) {
 	switch m := strings.ToLower(strings.TrimSpace(v)); m {
-	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
+	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete, workload.RestartInPlace:
 		return m, nil
 	}
-	return "", fmt.Errorf("%q is not a restart method: use %s, %s or %s", v, workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+	return "", fmt.Errorf("%q is not a restart method: use %s, %s, %s or %s", v,
+		workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete, workload.RestartInPlace)
+}
+
+// ParseInPlaceFallback reads an in-place-fallback value: none or evict, in
+// any case, spaces trimmed; empty is none.
+func ParseInPlaceFallback(v string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(v)); f {
+	case "":
+		return workload.FallbackNone, nil
+	case workload.FallbackNone, workload.FallbackEvict:
+		return f, nil
+	}
+	return "", fmt.Errorf("%q is not an in-place fallback: use %s or %s", v, workload.FallbackNone, workload.FallbackEvict)
+}
+
+// ParseContainers reads a restart-containers value: container names,
+// comma-separated, spaces trimmed; empty is none named (the default).
+func ParseContainers(v string) ([]string, error) {
+	var out []string
+	for n := range strings.SplitSeq(v, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(n); len(msgs) > 0 {
+			return nil, fmt.Errorf("%q is not a container name: %s", n, strings.Join(msgs, "; "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // ParseMaxUnavailable reads a max-unavailable value: a whole number of
@@ -81,10 +113,39 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 			r.MaxUnavailable = n
 		}
 	}
+	if r.Method == workload.RestartInPlace {
+		problems = append(problems, inPlaceOf(w, keys.RestartContainers, keys.InPlaceFallback, &r)...)
+	}
 	if t, err := time.Parse(time.RFC3339, w.Annotations[keys.RestartedAt]); err == nil {
 		r.At = t
 	}
 	return r, problems
+}
+
+// inPlaceOf reads the in-place settings governing w (its containers
+// annotation and its fallback annotation, keys containers and fallback)
+// into r; an invalid value is a problem, and the default applies: the
+// containers with a RestartContainer policy, no fallback.
+func inPlaceOf(w Workload, containers, fallback string, r *workload.Restart) []string {
+	var problems []string
+	r.Fallback = workload.FallbackNone
+	if v, from := w.Governing(fallback, ""); from != FromFlag {
+		f, err := ParseInPlaceFallback(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v; using %q", governingAnnotation(fallback, from), err, workload.FallbackNone))
+		} else {
+			r.Fallback = f
+		}
+	}
+	if v, from := w.Governing(containers, ""); from != FromFlag {
+		names, err := ParseContainers(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v; using the containers with a RestartContainer resize policy", governingAnnotation(containers, from), err))
+		} else {
+			r.Containers = names
+		}
+	}
+	return problems
 }
 
 // deleteRefused says why the delete restart method, from where from
@@ -142,6 +203,14 @@ type Pod struct {
 	// Ready is its Ready condition; Terminating is set once it is being
 	// deleted (it no longer counts).
 	Ready, Terminating bool
+	// Under the in-place method, Restarted is when its containers were
+	// restarted after the restart time (zero while they were not), and
+	// Busy is set while a resize is in flight: it counts as unavailable
+	// and is not restarted again. Skipped is set for a pod that cannot be
+	// restarted in place and is not evicted instead: it is not left to
+	// restart.
+	Restarted     time.Time
+	Busy, Skipped bool
 }
 
 // PodRestart is a pod restart in progress, as read from the workload and
@@ -172,9 +241,10 @@ type RestartStep struct {
 	Requeue time.Duration
 }
 
-// left reports whether p was created up to at, by whole seconds.
+// left reports whether p is left to restart: created up to at, by whole
+// seconds, and not restarted in place since (nor skipped).
 func left(p Pod, at time.Time) bool {
-	return !p.Created.Truncate(time.Second).After(at.Truncate(time.Second))
+	return p.Restarted.IsZero() && !p.Skipped && !p.Created.Truncate(time.Second).After(at.Truncate(time.Second))
 }
 
 // NextRestart decides the next step of the pod restart r at now, with the
@@ -217,12 +287,14 @@ func count(r PodRestart) (old []Pod, unavailable int, progress time.Time) {
 			continue
 		}
 		present++
-		if !p.Ready {
+		if !p.Ready || p.Busy {
 			unavailable++
 		}
 		switch {
 		case left(p, r.At):
 			old = append(old, p)
+		case p.Restarted.After(progress):
+			progress = p.Restarted
 		case p.Created.After(progress):
 			progress = p.Created
 		}
@@ -248,6 +320,9 @@ func next(old []Pod, budget int) []string {
 	})
 	var out []string
 	for _, p := range old {
+		if p.Busy {
+			continue // its resize is in flight
+		}
 		if p.Ready {
 			if budget <= 0 {
 				break
