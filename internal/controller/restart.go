@@ -117,6 +117,7 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 		return ctrl.Result{}, false, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
+	r.tellSkipped(ctx, obj, rst, pr)
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
 		r.refusals.forget(client.ObjectKeyFromObject(obj))
@@ -133,7 +134,6 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 		}
 		return ctrl.Result{}, err == nil, client.IgnoreNotFound(err)
 	}
-	r.tellSkipped(ctx, obj, rst, pr)
 	res, err := r.restartPods(ctx, obj, rst, pr, log)
 	return res, false, err
 }
