@@ -47,7 +47,7 @@ type inPlaceWorld struct {
 	started bool
 }
 
-func newInPlaceWorld(t *testing.T, n int, ann map[string]string, f interceptor.Funcs, pod ...func(*corev1.Pod)) *inPlaceWorld {
+func newInPlaceWorld(t *testing.T, n int32, ann map[string]string, f interceptor.Funcs) *inPlaceWorld {
 	t.Helper()
 	iw := &inPlaceWorld{}
 	failWith := f.SubResourcePatch
@@ -82,14 +82,14 @@ func newInPlaceWorld(t *testing.T, n int, ann map[string]string, f interceptor.F
 	w := iw.world
 	w.deps.Pods = w.c
 	d := deployment("web")
-	d.Spec.Replicas = ptr.To(int32(n))
+	d.Spec.Replicas = ptr.To(n)
 	d.Annotations[w.deps.Settings.Keys.RestartMethod] = workload.RestartInPlace
 	for k, v := range ann {
 		d.Annotations[k] = v
 	}
 	w.create(configMap(), d)
 	for i := range n {
-		iw.inPlacePod(fmt.Sprintf("web-%d", i), pod...)
+		iw.inPlacePod(fmt.Sprintf("web-%d", i))
 	}
 	w.baseline("web")
 	iw.started = true
