@@ -139,7 +139,7 @@ func (iw *inPlaceWorld) inPlacePod(name string, opts ...func(*corev1.Pod)) {
 			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}}}},
 		Status: corev1.PodStatus{
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Resources: rr.DeepCopy(),
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Resources: rr.DeepCopy(), AllocatedResources: rr.Requests.DeepCopy(),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created}}}},
 		},
 	}
@@ -167,6 +167,7 @@ func (iw *inPlaceWorld) kubelet(name string, ready bool) {
 	p := iw.getPod(name)
 	cs := &p.Status.ContainerStatuses[0]
 	cs.Resources = p.Spec.Containers[0].Resources.DeepCopy()
+	cs.AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
 	cs.RestartCount++
 	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(iw.clk.Now())}}
 	cs.Ready = ready
@@ -353,6 +354,7 @@ func TestInPlaceNotEligible(t *testing.T) {
 		{"BestEffort", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 			p.Status.ContainerStatuses[0].Resources = nil
+			p.Status.ContainerStatuses[0].AllocatedResources = nil
 		}, "BestEffort"},
 		{"infeasible", func(p *corev1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,

@@ -177,9 +177,9 @@ func infeasible(p *corev1.Pod) string {
 }
 
 // resizing says which resize of p is in flight: one the kubelet deferred,
-// is making, or has not seen yet (a spec the kubelet did not observe, or
-// resources that differ from what its containers run with); empty when
-// none is.
+// is making, or has not seen yet (a spec the kubelet did not observe,
+// requests it has not admitted, limits its containers do not run with);
+// empty when none is.
 func resizing(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -197,7 +197,7 @@ func resizing(p *corev1.Pod) string {
 	}
 	for _, c := range p.Spec.Containers {
 		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == c.Name && cs.Resources != nil && !sameResources(c.Resources, *cs.Resources) {
+			if cs.Name == c.Name && !running(c.Resources, cs) {
 				return "container " + c.Name + " does not run with its resources yet"
 			}
 		}
@@ -205,20 +205,35 @@ func resizing(p *corev1.Pod) string {
 	return ""
 }
 
-// sameResources compares the resizable resources of two requirements.
-func sameResources(a, b corev1.ResourceRequirements) bool {
+// running reports whether a container whose status is cs runs with the
+// resources rr, as far as its status tells: its requests as the kubelet
+// admitted them (exact copies), its limits as the runtime reports them
+// (within less than a unit: a memory limit reads back in whole pages).
+// Requests as the runtime reports them are not compared: a CPU request
+// reads back through cgroup shares, a millicore off.
+func running(rr corev1.ResourceRequirements, cs corev1.ContainerStatus) bool {
 	for _, r := range resizable {
-		if !equalQuantity(a.Requests, b.Requests, r) || !equalQuantity(a.Limits, b.Limits, r) {
+		if cs.AllocatedResources != nil && !near(rr.Requests, cs.AllocatedResources, r, 0) {
+			return false
+		}
+		if cs.Resources != nil && !near(rr.Limits, cs.Resources.Limits, r, 1) {
 			return false
 		}
 	}
 	return true
 }
 
-func equalQuantity(a, b corev1.ResourceList, r corev1.ResourceName) bool {
+// near reports whether a and b both lack resource r, or both have it
+// within less than slack units (0: equal).
+func near(a, b corev1.ResourceList, r corev1.ResourceName, slack int64) bool {
 	qa, oka := a[r]
 	qb, okb := b[r]
-	return oka == okb && qa.Cmp(qb) == 0
+	if oka != okb || !oka {
+		return oka == okb
+	}
+	value, _ := unitsOf(r)
+	d := value(qa) - value(qb)
+	return d == 0 || (d < 0 && -d < slack*value(unitOf(r))) || (d > 0 && d < slack*value(unitOf(r)))
 }
 
 // podRefused says why no container of p can be restarted in place,

@@ -192,6 +192,17 @@ func TestInPlaceOf(t *testing.T) {
 			rr := resources(map[corev1.ResourceName]string{"cpu": "101m", "memory": "64Mi"}, map[corev1.ResourceName]string{"cpu": "201m"})
 			p.Status.ContainerStatuses[0].Resources = &rr
 		}), busy: "container app does not run with its resources yet"},
+		{name: "requests the kubelet has not admitted", pod: inPlacePod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].AllocatedResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("101m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+		}), busy: "container app does not run with its resources yet"},
+		{name: "a cpu request read back through shares, a memory limit in whole pages", pod: inPlacePod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("100M")
+			p.Status.ContainerStatuses[0].AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
+			p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("99m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: *resource.NewQuantity(100000000/4096*4096, resource.BinarySI)},
+			}
+		}), resize: []string{"app=101m"}},
 		{name: "resources the container runs with", pod: inPlacePod(func(p *corev1.Pod) {
 			rr := p.Spec.Containers[0].Resources
 			p.Status.ContainerStatuses[0].Resources = &rr
