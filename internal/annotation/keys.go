@@ -64,9 +64,10 @@ type Keys struct {
 	// set (configs and digests) its approver lets roll.
 	Approval string
 	// RestartMethod and MaxUnavailable are Ripple's own: how a reload
-	// restarts the workload ("template", "evict" or "delete"; overrides
-	// --restart-method) and how many pods an evict or delete restart takes
-	// down at once. Both are read on the workload, else its pod template.
+	// restarts the workload ("template", "evict", "delete" or "in-place";
+	// overrides --restart-method) and how many pods a restart of its pods
+	// takes down at once. Both are read on the workload, else its pod
+	// template.
 	RestartMethod, MaxUnavailable string
 	// RestartContainers and InPlaceFallback are Ripple's own, read like
 	// RestartMethod: which containers the in-place method restarts, and

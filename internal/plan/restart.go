@@ -13,12 +13,13 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// The restart method of a workload (template, evict or delete, and how
-// many pods may be down at once) is resolved once per reconcile, by
-// gather, with RestartOf: the same lookup as the reload window and policy
-// (Governing). The plan of an evict or delete workload then builds no pod
-// template: its update is the applied record, the restarted-at time from
-// the plan's clock and the Restart the controller carries out.
+// The restart method of a workload (template, evict, delete or in-place,
+// and how many pods may be down at once) is resolved once per reconcile,
+// by gather, with RestartOf: the same lookup as the reload window and
+// policy (Governing). The plan of an evict, delete or in-place workload
+// then builds no pod template: its update is the applied record, the
+// restarted-at time from the plan's clock and the Restart the controller
+// carries out.
 
 // ParseRestartMethod reads a restart method as written on a workload, its
 // Namespace or --restart-method: template, evict, delete or in-place, in
@@ -78,7 +79,7 @@ func ParseMaxUnavailable(v string) (int, error) {
 // value is a problem naming the annotation, and the default applies: the
 // workload still reloads, and no other workload is concerned. A kind that
 // takes no restart method (w.Restartable unset) reloads its own way; it is
-// told so when its own annotations ask for evict or delete.
+// told so when its own annotations ask for another method.
 func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 	keys := s.Keys
 	r := workload.Restart{Method: workload.RestartTemplate, MaxUnavailable: 1}
@@ -179,10 +180,11 @@ func restartNow(w Workload, now time.Time) *workload.Restart {
 	return &r
 }
 
-// A reload under the evict or delete restart method writes no template:
-// the write records the change set's time on the workload (the
+// A reload under the evict, delete or in-place restart method writes no
+// template: the write records the change set's time on the workload (the
 // restarted-at annotation, next to the applied record), and the workload's
-// pods created up to that time are the ones left to restart. Each step
+// pods created up to that time are the ones left to restart (under
+// in-place, until their containers started after it: inplace.go). Each step
 // reads the pods again and restarts the next ones, so a restart that a
 // Ripple restart or failover interrupted continues where the pods show it
 // stands, and a pod is never restarted twice for one change set.
@@ -229,7 +231,7 @@ type PodRestart struct {
 
 // RestartStep is what to do next in a pod restart.
 type RestartStep struct {
-	// Restart are the pods to evict or delete now, oldest first.
+	// Restart are the pods to evict, delete or resize now, oldest first.
 	Restart []string
 	// Left is how many pods created up to the restart time remain.
 	Left int
