@@ -266,7 +266,7 @@ func nudgeContainer(p *corev1.Pod, c *corev1.Container) (ContainerResize, string
 			return ContainerResize{Name: c.Name, Resource: r, Resources: rr}, ""
 		}
 	}
-	return ContainerResize{}, fmt.Sprintf("container %s has no cpu or memory request whose resizePolicy is RestartContainer", c.Name)
+	return ContainerResize{}, fmt.Sprintf("container %s has no cpu request (of 2m or more), nor a memory limit, whose resizePolicy is RestartContainer", c.Name)
 }
 
 // subPathConfig names a volume of ConfigMap or Secret data that c mounts
@@ -290,11 +290,19 @@ func subPathConfig(p *corev1.Pod, c *corev1.Container) string {
 // counts an even number of units, down when odd, so a second nudge takes
 // it back; up from one unit, never to zero. Moving both by the same amount
 // keeps a request equal to its limit (Guaranteed) or below it (Burstable).
-// False when r has no request to move (a container without one would
-// change its QoS class).
+// False when the move would not restart the container: no request (adding
+// one would change its QoS class), a memory request without a limit (the
+// kubelet restarts a container for its memory limit only), a CPU request
+// under 2m (the kubelet's floor of 2 CPU shares makes 1m and 2m the same).
 func Nudge(rr corev1.ResourceRequirements, r corev1.ResourceName) (corev1.ResourceRequirements, bool) {
 	req, ok := rr.Requests[r]
-	if !ok || req.Sign() <= 0 {
+	_, limited := rr.Limits[r]
+	switch {
+	case !ok || req.Sign() <= 0:
+		return rr, false
+	case r == corev1.ResourceMemory && !limited:
+		return rr, false
+	case r == corev1.ResourceCPU && req.MilliValue() < 2:
 		return rr, false
 	}
 	value, quantity := unitsOf(r)

@@ -65,12 +65,20 @@ func TestNudge(t *testing.T) {
 			wantReq: "2001m", wantLim: "4001m", ok: true},
 		{name: "the limit moves with the request", req: map[corev1.ResourceName]string{cpu: "101m"}, lim: map[corev1.ResourceName]string{cpu: "102m"}, r: cpu,
 			wantReq: "100m", wantLim: "101m", ok: true},
+		{name: "a cpu request alone", req: map[corev1.ResourceName]string{cpu: "250m"}, r: cpu, wantReq: "251m", ok: true},
 		{name: "Guaranteed stays equal", req: map[corev1.ResourceName]string{cpu: "500m", mem: "256Mi"}, lim: map[corev1.ResourceName]string{cpu: "500m", mem: "256Mi"},
 			r: mem, wantReq: "257Mi", wantLim: "257Mi", ok: true},
-		{name: "memory odd MiB goes down", req: map[corev1.ResourceName]string{mem: "129Mi"}, r: mem, wantReq: "128Mi", ok: true},
-		{name: "memory not in whole MiB", req: map[corev1.ResourceName]string{mem: "100M"}, r: mem, wantReq: "98951424", ok: true},
-		{name: "one unit goes up, never to zero", req: map[corev1.ResourceName]string{cpu: "1m"}, r: cpu, wantReq: "2m", ok: true},
-		{name: "less than a MiB goes up", req: map[corev1.ResourceName]string{mem: "512Ki"}, r: mem, wantReq: "1536Ki", ok: true},
+		{name: "memory odd MiB goes down", req: map[corev1.ResourceName]string{mem: "129Mi"}, lim: map[corev1.ResourceName]string{mem: "1Gi"}, r: mem,
+			wantReq: "128Mi", wantLim: "1023Mi", ok: true},
+		{name: "memory not in whole MiB", req: map[corev1.ResourceName]string{mem: "100M"}, lim: map[corev1.ResourceName]string{mem: "100M"}, r: mem,
+			wantReq: "98951424", wantLim: "98951424", ok: true},
+		{name: "one unit goes up, never to zero", req: map[corev1.ResourceName]string{mem: "1Mi"}, lim: map[corev1.ResourceName]string{mem: "1Mi"}, r: mem,
+			wantReq: "2Mi", wantLim: "2Mi", ok: true},
+		{name: "less than a MiB goes up", req: map[corev1.ResourceName]string{mem: "512Ki"}, lim: map[corev1.ResourceName]string{mem: "512Ki"}, r: mem,
+			wantReq: "1536Ki", wantLim: "1536Ki", ok: true},
+		{name: "two millicores go up", req: map[corev1.ResourceName]string{cpu: "2m"}, r: cpu, wantReq: "3m", ok: true},
+		{name: "a memory request without a limit", req: map[corev1.ResourceName]string{mem: "64Mi"}, r: mem},
+		{name: "a cpu request under 2m", req: map[corev1.ResourceName]string{cpu: "1m"}, r: cpu},
 		{name: "no request", lim: nil, req: map[corev1.ResourceName]string{mem: "1Gi"}, r: cpu},
 		{name: "a zero request", req: map[corev1.ResourceName]string{cpu: "0"}, r: cpu},
 	} {
@@ -174,14 +182,18 @@ func TestInPlaceOf(t *testing.T) {
 		}), restarted: true},
 		{name: "named containers", names: []string{"app"}, pod: inPlacePod(), resize: []string{"app=101m"}},
 		{name: "a named container without a RestartContainer policy", names: []string{"sidecar"}, pod: inPlacePod(),
-			refused: "container sidecar has no cpu or memory request whose resizePolicy is RestartContainer"},
+			refused: "container sidecar has no cpu request (of 2m or more), nor a memory limit, whose resizePolicy is RestartContainer"},
 		{name: "a named container the pod lacks", names: []string{"app", "worker"}, pod: inPlacePod(), refused: "it has no container worker"},
 		{name: "no RestartContainer policy", pod: inPlacePod(func(p *corev1.Pod) { p.Spec.Containers[0].ResizePolicy = nil }),
 			refused: "no container has a resizePolicy of RestartContainer"},
 		{name: "a RestartContainer policy on memory, without a memory request", pod: inPlacePod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
 			delete(p.Spec.Containers[0].Resources.Requests, corev1.ResourceMemory)
-		}), refused: "no cpu or memory request"},
+		}), refused: "no cpu request (of 2m or more), nor a memory limit"},
+		{name: "a RestartContainer policy on memory, with a memory limit", pod: inPlacePod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+		}), resize: []string{"app=100m"}},
 		{name: "BestEffort", pod: inPlacePod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} }),
 			refused: "BestEffort"},
 		{name: "an infeasible resize", pod: inPlacePod(condition(corev1.PodResizePending, corev1.PodReasonInfeasible)), refused: "infeasible on its node: node is full"},
