@@ -26,10 +26,12 @@ import (
 
 // refusals are, per workload restarting in place, for the restart time
 // then read, the pods whose resize the API server refused (which the pod
-// does not show), so the resize is not sent again, and the pods Ripple
-// told cannot be restarted in place, so each is told once per restart.
-// Only memory: after a Ripple restart a pod is told once more, and a
-// refused resize is sent once more.
+// does not show), so the resize is not sent again; when Ripple resized
+// each pod, so a resize the kubelet made without restarting the container
+// is found out rather than sent again and again; and the pods Ripple told
+// cannot be restarted in place, so each is told once per restart. Only
+// memory: after a Ripple restart a pod is told once more, and a refused
+// resize is sent once more.
 type refusals struct {
 	mu  sync.Mutex
 	all map[types.NamespacedName]*refused
@@ -41,7 +43,15 @@ type refused struct {
 	// are the pods told of.
 	why  map[types.UID]string
 	told map[types.UID]bool
+	// sent is when Ripple resized each pod.
+	sent map[types.UID]time.Time
 }
+
+// resizeGrace is how long after Ripple resized a pod it waits for the
+// restart of its containers when the pod shows no resize in flight (a
+// kubelet that reports no observed generation): then the resize is taken
+// to have been made without a restart.
+const resizeGrace = 30 * time.Second
 
 // get returns what is kept of workload n for the restart at at, creating
 // it; rs.mu is held.
@@ -51,7 +61,7 @@ func (rs *refusals) get(n types.NamespacedName, at time.Time) *refused {
 	}
 	r, ok := rs.all[n]
 	if !ok || !r.at.Equal(at) {
-		r = &refused{at: at, why: map[types.UID]string{}, told: map[types.UID]bool{}}
+		r = &refused{at: at, why: map[types.UID]string{}, told: map[types.UID]bool{}, sent: map[types.UID]time.Time{}}
 		rs.all[n] = r
 	}
 	return r
@@ -74,6 +84,25 @@ func (rs *refusals) refuse(n types.NamespacedName, at time.Time, uid types.UID, 
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.get(n, at).why[uid] = why
+}
+
+// sentAt returns when Ripple resized the pod uid of workload n for the
+// restart at at; zero when it did not.
+func (rs *refusals) sentAt(n types.NamespacedName, at time.Time, uid types.UID) time.Time {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.all[n]; ok && r.at.Equal(at) {
+		return r.sent[uid]
+	}
+	return time.Time{}
+}
+
+// send records that Ripple resized the pod uid of workload n at t, for
+// the restart at at.
+func (rs *refusals) send(n types.NamespacedName, at time.Time, uid types.UID, t time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.get(n, at).sent[uid] = t
 }
 
 // tell reports whether the pod uid of workload n is yet to be told of for
@@ -101,8 +130,15 @@ func (rs *refusals) forget(n types.NamespacedName) {
 func (d *Deps) inPlacePod(r workload.Restart, n types.NamespacedName, p *corev1.Pod, pp *plan.Pod) plan.InPlacePod {
 	st := plan.InPlaceOf(p, r.Containers, r.At)
 	if st.Refused == "" && st.Restarted.IsZero() && st.Busy == "" {
-		if why := d.refusals.of(n, r.At, p.UID); why != "" {
-			st.Refused, st.Resize = why, nil
+		sent := d.refusals.sentAt(n, r.At, p.UID)
+		switch since := d.Clock.Since(sent); {
+		case d.refusals.of(n, r.At, p.UID) != "":
+			st.Refused, st.Resize = d.refusals.of(n, r.At, p.UID), nil
+		case sent.IsZero():
+		case since < resizeGrace:
+			st.Busy = fmt.Sprintf("Ripple resized it %s ago", since.Round(time.Second))
+		default:
+			st.Refused, st.Resize = fmt.Sprintf("its containers did not restart within %s of its resize (the kubelet resized them without a restart)", resizeGrace), nil
 		}
 	}
 	pp.Restarted, pp.Busy = st.Restarted, st.Busy != ""
@@ -179,10 +215,13 @@ func (r *Reconciler) restartInPlace(ctx context.Context, obj client.Object, rst 
 		}
 	}
 	err = r.Client.SubResource("resize").Patch(ctx, resized, client.StrategicMergeFrom(p, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		why := "the API server refused its resize: " + err.Error()
 		r.refusals.refuse(client.ObjectKeyFromObject(obj), rst.At, p.UID, why)
 		return false, nil // the next step sees the refusal (inPlacePod)
+	case err == nil:
+		r.refusals.send(client.ObjectKeyFromObject(obj), rst.At, p.UID, r.Clock.Now())
 	}
 	return false, err
 }

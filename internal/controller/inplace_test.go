@@ -498,3 +498,36 @@ func TestInPlaceSecondChangeGoesBack(t *testing.T) {
 		t.Errorf("resizes %s, want up one millicore and back", got)
 	}
 }
+
+// A resize the kubelet makes without restarting the container (the pod
+// shows it done, its container never restarted) is not sent again and
+// again: Ripple waits resizeGrace, then tells the pod is not restarted in
+// place, once, and the restart completes without it.
+func TestInPlaceResizeWithoutRestart(t *testing.T) {
+	iw := newInPlaceWorld(t, 1, nil, interceptor.Funcs{})
+	iw.change("Deployment", "v2")
+	iw.reconcile("Deployment", "web")
+	iw.drain()
+	iw.step()
+	// The kubelet resizes without a restart.
+	p := iw.getPod("web-0")
+	p.Status.ContainerStatuses[0].Resources = p.Spec.Containers[0].Resources.DeepCopy()
+	p.Status.ContainerStatuses[0].AllocatedResources = p.Spec.Containers[0].Resources.Requests.DeepCopy()
+	if err := iw.c.Status().Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	for range resizeGrace / time.Second {
+		iw.step()
+	}
+	iw.step()
+	if got := iw.resized(); len(got) != 1 {
+		t.Fatalf("resized %v, want once", got)
+	}
+	ev := iw.wantEvent(iw.drain(), string(reason.RestartNotInPlace))
+	if !strings.Contains(ev, "did not restart within 30s of its resize") {
+		t.Errorf("Warning %q does not say the resize restarted nothing", ev)
+	}
+	if _, ok := iw.webAnnotations()[iw.deps.Settings.Keys.RestartedAt]; ok {
+		t.Error("the restart did not complete")
+	}
+}
