@@ -221,7 +221,7 @@ func restartMethod(v string) string {
 // (plan.ParseContainers).
 func containerNames(v string) string {
 	if _, err := plan.ParseContainers(v); err != nil {
-		return fmt.Sprintf("%v, so Ripple restarts the containers with a RestartContainer resizePolicy", err)
+		return fmt.Sprintf("is not a list of container names (%v), so Ripple restarts the containers with a RestartContainer resizePolicy", err)
 	}
 	return ""
 }
