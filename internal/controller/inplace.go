@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -217,13 +218,29 @@ func (r *Reconciler) restartInPlace(ctx context.Context, obj client.Object, rst 
 	err = r.Client.SubResource("resize").Patch(ctx, resized, client.StrategicMergeFrom(p, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		why := "the API server refused its resize: " + err.Error()
+		why := "the API server refused its resize: " + clip(err.Error(), maxRefusal)
 		r.refusals.refuse(client.ObjectKeyFromObject(obj), rst.At, p.UID, why)
-		return false, nil // the next step sees the refusal (inPlacePod)
+		return false, errNotResized // the next step tells it (inPlacePod)
 	case err == nil:
 		r.refusals.send(client.ObjectKeyFromObject(obj), rst.At, p.UID, r.Clock.Now())
 	}
 	return false, err
+}
+
+// errNotResized is a resize the API server refused: the pod is then
+// refused (refusals), and told of by the next step.
+var errNotResized = errors.New("resize refused")
+
+// maxRefusal bounds the API server's message in a refusal: an Event, not
+// a dump of the pod.
+const maxRefusal = 300
+
+// clip cuts s to n bytes at most, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // resizeSummary says what a resize sent, for the log line of a restarted

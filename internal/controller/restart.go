@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -164,8 +165,9 @@ func (r *Reconciler) restartPods(ctx context.Context, obj client.Object, rst wor
 		case apierrors.IsForbidden(err):
 			r.forbidden(ctx, obj, method, verbOf(method), err)
 			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Gone or replaced since it was read: the next step sees it.
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err), errors.Is(err, errNotResized):
+			// Gone or replaced since it was read, or its resize
+			// refused: the next step sees it.
 		case err != nil:
 			return ctrl.Result{}, fmt.Errorf("restarting pod %s: %w", name, err)
 		default:

@@ -327,6 +327,8 @@ func TestRestartOfInPlace(t *testing.T) {
 		{name: "defaults", meta: map[string]string{keys.RestartMethod: "in-place"}, fallback: workload.FallbackNone},
 		{name: "on the workload", meta: map[string]string{keys.RestartMethod: "In-Place", keys.RestartContainers: "app, worker", keys.InPlaceFallback: "Evict"},
 			containers: []string{"app", "worker"}, fallback: workload.FallbackEvict},
+		{name: "a container named twice", meta: map[string]string{keys.RestartMethod: "in-place", keys.RestartContainers: "app,app"},
+			containers: []string{"app"}, fallback: workload.FallbackNone},
 		{name: "the Namespace's fallback", meta: map[string]string{keys.RestartMethod: "in-place"}, ns: map[string]string{keys.InPlaceFallback: "evict"},
 			fallback: workload.FallbackEvict},
 		{name: "invalid values", meta: map[string]string{keys.RestartMethod: "in-place", keys.RestartContainers: "App_1", keys.InPlaceFallback: "delete"},

@@ -46,7 +46,8 @@ func ParseInPlaceFallback(v string) (string, error) {
 }
 
 // ParseContainers reads a restart-containers value: container names,
-// comma-separated, spaces trimmed; empty is none named (the default).
+// comma-separated, spaces trimmed, each once; empty is none named (the
+// default).
 func ParseContainers(v string) ([]string, error) {
 	var out []string
 	for n := range strings.SplitSeq(v, ",") {
@@ -57,7 +58,9 @@ func ParseContainers(v string) ([]string, error) {
 		if msgs := validation.IsDNS1123Label(n); len(msgs) > 0 {
 			return nil, fmt.Errorf("%q is not a container name: %s", n, strings.Join(msgs, "; "))
 		}
-		out = append(out, n)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
 	return out, nil
 }
