@@ -253,7 +253,7 @@ metadata:
 			},
 		},
 		{
-			name: "in-place on a template whose pods cannot be restarted in place",
+			name:      "in-place on a template whose pods cannot be restarted in place",
 			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/restart-method: in-place}`, `{}`),
 			want: []Finding{
 				{Warning, "Deployment shop/web", "ripple.dev/restart-method", "restart method in-place, but a pod of this template cannot be restarted in place: no container has a resizePolicy of RestartContainer; such pods keep their old configuration at a reload"},
