@@ -64,10 +64,16 @@ type Keys struct {
 	// set (configs and digests) its approver lets roll.
 	Approval string
 	// RestartMethod and MaxUnavailable are Ripple's own: how a reload
-	// restarts the workload ("template", "evict" or "delete"; overrides
-	// --restart-method) and how many pods an evict or delete restart takes
-	// down at once. Both are read on the workload, else its pod template.
+	// restarts the workload ("template", "evict", "delete" or "in-place";
+	// overrides --restart-method) and how many pods a restart of its pods
+	// takes down at once. Both are read on the workload, else its pod
+	// template.
 	RestartMethod, MaxUnavailable string
+	// RestartContainers and InPlaceFallback are Ripple's own, read like
+	// RestartMethod: which containers the in-place method restarts, and
+	// what it does with a pod it cannot restart in place ("none" or
+	// "evict").
+	RestartContainers, InPlaceFallback string
 	// RestartedAt is written by Ripple with the applied record when a
 	// reload restarts pods: the change set's time, so the pods created up
 	// to it are the ones left to restart.
@@ -136,6 +142,9 @@ func DefaultKeys(prefix string) Keys {
 		MaxUnavailable: prefix + "/max-unavailable",
 		RestartedAt:    prefix + "/restarted-at",
 
+		RestartContainers: prefix + "/restart-containers",
+		InPlaceFallback:   prefix + "/in-place-fallback",
+
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",
 		RecreateRecord: prefix + "/recreate-job",
@@ -164,7 +173,7 @@ func (k Keys) All() []string {
 		k.RolloutStrategy, k.PausePeriod, k.PausedAt,
 		k.SettleWindow, k.MinRolloutInterval, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
 		k.ReloadWindow, k.ReloadPolicy, k.Approval,
-		k.RestartMethod, k.MaxUnavailable, k.RestartedAt,
+		k.RestartMethod, k.MaxUnavailable, k.RestartedAt, k.RestartContainers, k.InPlaceFallback,
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
 		k.AckRollouts, k.MaxRollouts,

@@ -49,6 +49,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.Canary, want.CanaryBake, want.CanaryFirst = tt.own+"/canary", tt.own+"/canary-bake", tt.own+"/canary-first"
 			want.CanaryResume, want.CanaryRecord, want.CanaryQuery = tt.own+"/canary-resume", tt.own+"/canary-record", tt.own+"/canary-query"
 			want.RestartMethod, want.MaxUnavailable = tt.own+"/restart-method", tt.own+"/max-unavailable"
+			want.RestartContainers, want.InPlaceFallback = tt.own+"/restart-containers", tt.own+"/in-place-fallback"
 			want.RestartedAt = tt.own + "/restarted-at"
 			want.AckRollouts, want.MaxRollouts = tt.own+"/ack-rollouts", tt.own+"/max-rollouts"
 			if got := DefaultKeys(tt.prefix); got != want {

@@ -32,7 +32,7 @@ type Workloads struct {
 	ArgoRollouts, OpenShift, CSI bool
 	// CronJobReload is "run" or "template".
 	CronJobReload string
-	// RestartMethod is "template", "evict" or "delete".
+	// RestartMethod is "template", "evict", "delete" or "in-place".
 	RestartMethod string
 	// DeleteNamespaces allow the delete method only in those namespaces;
 	// empty allows it everywhere.
@@ -46,7 +46,7 @@ func (o *WorkloadOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.OpenShift, "is-openshift", o.OpenShift, "Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1), once their API is served.")
 	fs.BoolVar(&o.CSIIntegration, "enable-csi-integration", o.CSIIntegration, "Also reload on Secrets Store CSI driver changes: the SecretProviderClassPodStatus objects of a SecretProviderClass a workload mounts, once their API is served.")
 	fs.StringVar(&o.CronJobReload, "cronjob-reload", o.CronJobReload, `How a CronJob takes a reload: "run" starts a Job from its template now (Reloader's behaviour, except that a suspended CronJob starts nothing; Reloader starts one anyway), "template" patches its job template so the next scheduled runs carry the change. The <annotation-prefix>/cronjob-reload annotation overrides it per CronJob.`)
-	fs.StringVar(&o.RestartMethod, "restart-method", o.RestartMethod, `How a reload restarts a Deployment, StatefulSet or DaemonSet: "template" writes the change on its pod template and its controller rolls it out (Reloader's behaviour); "evict" leaves the template alone and evicts its pods through the Eviction API, honouring PodDisruptionBudgets; "delete" deletes them (OnDelete workloads without a PodDisruptionBudget). evict and delete need the pod permissions the Helm chart grants with ripple.restartMethods.evict and ripple.restartMethods.delete. The <annotation-prefix>/restart-method annotation overrides it per workload; other kinds always use their own method. See docs/restart-methods.md.`)
+	fs.StringVar(&o.RestartMethod, "restart-method", o.RestartMethod, `How a reload restarts a Deployment, StatefulSet or DaemonSet: "template" writes the change on its pod template and its controller rolls it out (Reloader's behaviour); "evict" leaves the template alone and evicts its pods through the Eviction API, honouring PodDisruptionBudgets; "delete" deletes them (OnDelete workloads without a PodDisruptionBudget); "in-place" keeps the pods and restarts their containers, by resizing a resource whose resizePolicy is RestartContainer through pods/resize (Kubernetes 1.35+; environment values only, not subPath files). evict and delete need the pod permissions the Helm chart grants with ripple.restartMethods.evict and ripple.restartMethods.delete; in-place needs list pods and patch pods/resize (docs/restart-methods.md, Permissions). The <annotation-prefix>/restart-method annotation overrides it per workload; other kinds always use their own method. See docs/restart-methods.md.`)
 	fs.StringSliceVar(&o.RestartDeleteNamespaces, "restart-delete-namespaces", o.RestartDeleteNamespaces, `Namespaces where the delete restart method is allowed (comma-separated). A workload elsewhere that asks for delete, by its annotation, its Namespace's or --restart-method, is refused: an InvalidAnnotation Warning names this flag, and it reloads with the template method. Empty allows delete in every namespace. Helm: ripple.governance.restartDeleteNamespaces.`)
 }
 

@@ -64,6 +64,9 @@ type Deps struct {
 	Pods client.Reader
 	// changes is the change controller; nil when it is off.
 	changes *changes
+	// refusals are the pods the in-place restart method could not restart
+	// (inplace.go).
+	refusals *refusals
 }
 
 // Reconciler reconciles one workload kind.

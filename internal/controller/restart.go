@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +30,9 @@ type podRestart struct {
 	step plan.RestartStep
 	// pods are the workload's pods by name, for their UIDs.
 	pods map[string]corev1.Pod
+	// inPlace are, under the in-place method, how the pods created up to
+	// the restart time stand, by name.
+	inPlace map[string]plan.InPlacePod
 }
 
 // restarting returns the kind's pod scope when r, a workload's restart
@@ -49,14 +54,18 @@ func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workloa
 	if err := d.Pods.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: scope.Selector}); err != nil {
 		return podRestart{}, fmt.Errorf("listing the pods: %w", err)
 	}
-	pr := podRestart{pods: map[string]corev1.Pod{}}
+	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]plan.InPlacePod{}}
 	in := plan.PodRestart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable}
 	for _, p := range list.Items {
 		if !scope.Owns(&p) {
 			continue
 		}
 		pr.pods[p.Name] = p
-		in.Pods = append(in.Pods, plan.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil})
+		pp := plan.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil}
+		if r.Method == workload.RestartInPlace && !pp.Terminating && !pp.Created.After(r.At) {
+			pr.inPlace[p.Name] = d.inPlacePod(r, client.ObjectKeyFromObject(obj), &p, &pp)
+		}
+		in.Pods = append(in.Pods, pp)
 	}
 	pr.step = plan.NextRestart(in, d.Clock.Now(), d.Settings.Rollouts.Timeout)
 	return pr, nil
@@ -109,8 +118,10 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 		return ctrl.Result{}, false, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
+	r.tellSkipped(ctx, obj, rst, pr)
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
+		r.refusals.forget(client.ObjectKeyFromObject(obj))
 		done, ok := obj.DeepCopyObject().(client.Object)
 		if !ok {
 			return ctrl.Result{}, false, fmt.Errorf("copying %T", obj)
@@ -124,26 +135,46 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 		}
 		return ctrl.Result{}, err == nil, client.IgnoreNotFound(err)
 	}
+	res, err := r.restartPods(ctx, obj, rst, pr, log)
+	return res, false, err
+}
+
+// restartPods restarts the pods the step of pr names, as rst's method
+// says: a PodDisruptionBudget's refusal is waiting, a missing permission
+// is told (forbidden) and tried again later.
+func (r *Reconciler) restartPods(ctx context.Context, obj client.Object, rst workload.Restart, pr podRestart, log logr.Logger) (ctrl.Result, error) {
 	for _, name := range pr.step.Restart {
 		p := pr.pods[name]
-		err := r.restartPod(ctx, rst.Method, &p)
+		method, how, err := rst.Method, "", error(nil)
+		if method == workload.RestartInPlace {
+			st := pr.inPlace[name]
+			var evicted bool
+			if evicted, err = r.restartInPlace(ctx, obj, rst, &p, st); evicted {
+				method = workload.RestartEvict
+			} else {
+				how = resizeSummary(st)
+			}
+		} else {
+			err = r.restartPod(ctx, method, &p)
+		}
 		switch {
 		case apierrors.IsTooManyRequests(err):
 			// A PodDisruptionBudget allows no disruption now: wait.
 			log.V(1).Info("eviction refused by a PodDisruptionBudget; waiting", "pod", name)
-			return ctrl.Result{RequeueAfter: pr.step.Requeue}, false, nil
+			return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
 		case apierrors.IsForbidden(err):
-			r.forbidden(ctx, obj, rst.Method, verbOf(rst.Method), err)
-			return ctrl.Result{RequeueAfter: forbiddenRetry}, false, nil
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Gone or replaced since it was read: the next step sees it.
+			r.forbidden(ctx, obj, method, verbOf(method), err)
+			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err), errors.Is(err, errNotResized):
+			// Gone or replaced since it was read, or its resize
+			// refused: the next step sees it.
 		case err != nil:
-			return ctrl.Result{}, false, fmt.Errorf("restarting pod %s: %w", name, err)
+			return ctrl.Result{}, fmt.Errorf("restarting pod %s: %w", name, err)
 		default:
-			log.Info("restarted pod", "pod", name, "uid", p.UID, "left", pr.step.Left-1)
+			log.Info("restarted pod", "pod", name, "uid", p.UID, "left", pr.step.Left-1, "how", method, "resize", how)
 		}
 	}
-	return ctrl.Result{RequeueAfter: pr.step.Requeue}, false, nil
+	return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
 }
 
 // restartPod evicts or deletes p, only if it is still the pod that was
@@ -162,17 +193,30 @@ func (r *Reconciler) restartPod(ctx context.Context, method string, p *corev1.Po
 
 // verbOf is the permission a restart method needs on pods.
 func verbOf(method string) string {
-	if method == workload.RestartDelete {
+	switch method {
+	case workload.RestartDelete:
 		return "delete pods"
+	case workload.RestartInPlace:
+		return "patch pods/resize"
 	}
 	return "create pods/eviction"
+}
+
+// chartValue is the Helm chart value that grants a restart method's
+// permissions: ripple.restartMethods.<method>, in-place as inPlace (a
+// Helm value name takes no hyphen without quoting).
+func chartValue(method string) string {
+	if method == workload.RestartInPlace {
+		return "ripple.restartMethods.inPlace"
+	}
+	return "ripple.restartMethods." + method
 }
 
 // forbidden tells that a restart lacks a permission, naming it and the
 // chart value that grants it.
 func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, verb string, err error) {
 	n := plan.Notice{Reason: reason.RestartFailed, Message: fmt.Sprintf(
-		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value ripple.restartMethods.%s=true", method, verb, method)}
+		"Cannot restart the pods (restart method %s): Ripple may not %s; grant it with the Helm chart value %s=true", method, verb, chartValue(method))}
 	r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}, "permission", verb, "error", err.Error())
 }
 

@@ -35,6 +35,28 @@ import (
 // restart e2e tests run there): the interceptor puts it back.
 func restartWorld(t *testing.T, f interceptor.Funcs) *world {
 	t.Helper()
+	f = keepSelector(f)
+	cfg, err := config.NewOptions().Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *world
+	kind := workload.WithRestarts(workload.Deployment)
+	w = newWorld(t, []workload.Kind{kind}, noSettle, withInterceptor(f))
+	w.deps.Pods = w.c
+	d := deployment("web")
+	d.Spec.Replicas = ptr.To[int32](2)
+	d.Annotations[cfg.Keys.RestartMethod] = "evict"
+	w.create(configMap(), d)
+	w.pod("web-a", w.clk.Now().Add(-time.Hour))
+	w.pod("web-b", w.clk.Now().Add(-time.Hour))
+	w.baseline("web")
+	return w
+}
+
+// keepSelector adds to f the interceptor that puts the selector of
+// Deployment web back after an apply (restartWorld).
+func keepSelector(f interceptor.Funcs) interceptor.Funcs {
 	f.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 		if p.Type() != types.ApplyPatchType {
 			return c.Patch(ctx, obj, p, opts...)
@@ -52,22 +74,7 @@ func restartWorld(t *testing.T, f interceptor.Funcs) *world {
 		}
 		return c.Patch(ctx, d, client.RawPatch(types.MergePatchType, sel))
 	}
-	cfg, err := config.NewOptions().Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w *world
-	kind := workload.WithRestarts(workload.Deployment)
-	w = newWorld(t, []workload.Kind{kind}, noSettle, withInterceptor(f))
-	w.deps.Pods = w.c
-	d := deployment("web")
-	d.Spec.Replicas = ptr.To[int32](2)
-	d.Annotations[cfg.Keys.RestartMethod] = "evict"
-	w.create(configMap(), d)
-	w.pod("web-a", w.clk.Now().Add(-time.Hour))
-	w.pod("web-b", w.clk.Now().Add(-time.Hour))
-	w.baseline("web")
-	return w
+	return f
 }
 
 // pod creates a Ready pod of web's ReplicaSet, created at created.

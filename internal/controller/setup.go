@@ -71,6 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		d.Priors = &rsource.Priors{}
 	}
 	d.Pods = mgr.GetAPIReader()
+	d.refusals = &refusals{}
 	fl := &fleet{Deps: &d}
 	var err error
 	if d.Recorder, err = eventrec.New(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetLogger().WithName("events"), m.EventDropped); err != nil {

@@ -66,7 +66,10 @@ func Build(f Facts) Report {
 		Settings: f.Settings.Shown, SettingsFrom: f.Settings.From, Events: ages(f.Events, f.Now),
 	}
 	if m := f.Input.Workload.Restart; m.Pods() {
-		r.Restart = &Restart{Method: m.Method, MaxUnavailable: m.MaxUnavailable}
+		r.Restart = &Restart{Method: m.Method, MaxUnavailable: m.MaxUnavailable, Containers: m.Containers}
+		if m.Method == workload.RestartInPlace {
+			r.Restart.Fallback = m.Fallback
+		}
 		if !m.At.IsZero() {
 			r.Restart.Since = &m.At
 		}
@@ -75,9 +78,13 @@ func Build(f Facts) Report {
 		r.Shard = &Shard{Index: dependents.ShardOf(r.Workload.Namespace, n), Count: n}
 	}
 	if r.Restart != nil && r.Restart.Since != nil {
+		which := "the pods created before"
+		if r.Restart.Method == workload.RestartInPlace {
+			which = "the containers of the pods, not restarted since"
+		}
 		r.Waiting = append(r.Waiting, Wait{For: waitRestart, Setting: f.Settings.Plan.Keys.RestartMethod, Message: fmt.Sprintf(
-			"the restart method %s is restarting the pods created before %s, up to %d at a time",
-			r.Restart.Method, stamp(*r.Restart.Since), r.Restart.MaxUnavailable)})
+			"the restart method %s is restarting %s %s, up to %d pods at a time",
+			r.Restart.Method, which, stamp(*r.Restart.Since), r.Restart.MaxUnavailable)})
 	}
 	r.ReloadWindow = reloadWindow(f)
 	r.ReloadPolicy = reloadPolicy(f)

@@ -41,6 +41,7 @@ func policyKeys(k annotation.Keys) []policyKey {
 		keys = append(keys, policyKey{key: key})
 	}
 	return append(keys, policyKey{key: k.RestartMethod, template: true}, policyKey{key: k.MaxUnavailable, template: true},
+		policyKey{key: k.RestartContainers, template: true}, policyKey{key: k.InPlaceFallback, template: true},
 		policyKey{key: k.RestartedAt})
 }
 

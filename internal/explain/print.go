@@ -133,6 +133,9 @@ func printReport(w io.Writer, r Report) error {
 	}
 	if rs := r.Restart; rs != nil {
 		fmt.Fprintf(tw, "Restart:\t%s, up to %d pods at a time, the pod template is left alone", rs.Method, rs.MaxUnavailable)
+		if rs.Fallback != "" {
+			fmt.Fprintf(tw, "; containers %s, fallback %s", containersText(rs.Containers), rs.Fallback)
+		}
 		if rs.Since != nil {
 			fmt.Fprintf(tw, "; restarting the pods created up to %s", rs.Since.UTC().Format(time.RFC3339))
 		}
@@ -237,4 +240,12 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// containersText names the containers the in-place method restarts.
+func containersText(names []string) string {
+	if len(names) == 0 {
+		return "with a RestartContainer resize policy"
+	}
+	return strings.Join(names, ", ")
 }

@@ -40,7 +40,7 @@ type Report struct {
 	// what waits for an approval; nil without a pod template.
 	ReloadPolicy *ReloadPolicy `json:"reloadPolicy,omitempty"`
 	// Restart is how a reload restarts the workload, when not by its pod
-	// template (the evict or delete restart method).
+	// template (the evict, delete or in-place restart method).
 	Restart *Restart `json:"restart,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
@@ -71,9 +71,14 @@ type Report struct {
 // Restart is the restart method in effect on a workload
 // (docs/restart-methods.md).
 type Restart struct {
-	// Method is "evict" or "delete".
+	// Method is "evict", "delete" or "in-place".
 	Method         string `json:"method"`
 	MaxUnavailable int    `json:"maxUnavailable"`
+	// Containers and Fallback are the in-place method's: the containers
+	// named to restart (none: those with a RestartContainer resize
+	// policy), and "none" or "evict".
+	Containers []string `json:"containers,omitempty"`
+	Fallback   string   `json:"inPlaceFallback,omitempty"`
 	// Since is the restart in progress: the change set's time, whose
 	// older pods are left to restart; nil when none is.
 	Since *time.Time `json:"since,omitempty"`

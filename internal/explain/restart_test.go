@@ -35,3 +35,25 @@ func TestBuildShowsRestartMethod(t *testing.T) {
 		t.Errorf("text report does not show the restart:\n%s", b.String())
 	}
 }
+
+// Under in-place the report names the containers and the fallback.
+func TestBuildShowsInPlace(t *testing.T) {
+	s := defaults(t)
+	current := strings.Repeat("c", 40)
+	f := facts(t, map[string]string{"reloader.stakater.com/auto": "true", s.Plan.Keys.RestartMethod: "in-place",
+		s.Plan.Keys.RestartContainers: "app", s.Plan.Keys.InPlaceFallback: "evict", s.Plan.Keys.RestartedAt: "2026-01-02T03:04:05Z"},
+		current, current, time.Now(), s)
+	f.Kind = Kind{Kind: workload.WithRestarts(workload.Deployment)}
+	r := Build(f)
+	if r.Restart == nil || r.Restart.Method != workload.RestartInPlace || r.Restart.Fallback != workload.FallbackEvict {
+		t.Fatalf("restart %+v, want in-place with the evict fallback", r.Restart)
+	}
+	var b bytes.Buffer
+	if err := Print(&b, FormatTable, r); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "in-place, up to 1 pods") || !strings.Contains(out, "containers app, fallback evict") ||
+		!strings.Contains(out, "the containers of the pods, not restarted since 2026-01-02T03:04:05Z") {
+		t.Errorf("text report does not show the in-place restart:\n%s", out)
+	}
+}

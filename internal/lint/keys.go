@@ -57,6 +57,8 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.ReloadPolicy] = home{valid: reloadPolicy, namespace: true, strict: true}
 	h[k.RestartMethod] = home{valid: restartMethod, namespace: true}
 	h[k.MaxUnavailable] = home{valid: podCount, namespace: true}
+	h[k.RestartContainers] = home{valid: containerNames, namespace: true}
+	h[k.InPlaceFallback] = home{valid: inPlaceFallback, namespace: true}
 	h[k.ReloadOnKeys] = home{valid: reloadOnKeys}
 	h[k.Canary] = home{config: true, valid: canary, namespace: true}
 	h[k.CanaryBake] = home{config: true, valid: canaryBake, namespace: true}
@@ -210,7 +212,24 @@ func reloadWindow(v string) string {
 // restartMethod checks a workload's restart method (plan.ParseRestartMethod).
 func restartMethod(v string) string {
 	if _, err := plan.ParseRestartMethod(v); err != nil {
-		return fmt.Sprintf("is not %q, %q or %q, so Ripple uses --restart-method", workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+		return fmt.Sprintf("is not %q, %q, %q or %q, so Ripple uses --restart-method", workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete, workload.RestartInPlace)
+	}
+	return ""
+}
+
+// containerNames checks the containers the in-place method restarts
+// (plan.ParseContainers).
+func containerNames(v string) string {
+	if _, err := plan.ParseContainers(v); err != nil {
+		return fmt.Sprintf("is not a list of container names (%v), so Ripple restarts the containers with a RestartContainer resizePolicy", err)
+	}
+	return ""
+}
+
+// inPlaceFallback checks an in-place fallback (plan.ParseInPlaceFallback).
+func inPlaceFallback(v string) string {
+	if _, err := plan.ParseInPlaceFallback(v); err != nil {
+		return fmt.Sprintf("is not %q or %q, so Ripple uses %q", workload.FallbackNone, workload.FallbackEvict, workload.FallbackNone)
 	}
 	return ""
 }

@@ -253,6 +253,24 @@ metadata:
 			},
 		},
 		{
+			name:      "in-place on a template whose pods cannot be restarted in place",
+			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/restart-method: in-place}`, `{}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "ripple.dev/restart-method", "restart method in-place, but a pod of this template cannot be restarted in place: no container has a resizePolicy of RestartContainer; such pods keep their old configuration at a reload"},
+			},
+		},
+		{
+			name: "in-place settings: an invalid container name or fallback is a warning naming the default",
+			manifests: configs + web(
+				`{reloader.stakater.com/auto: "true", ripple.dev/restart-method: in-place, ripple.dev/restart-containers: "app, Side_Car", ripple.dev/in-place-fallback: delete}`,
+				`{}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "ripple.dev/in-place-fallback", `annotation "ripple.dev/in-place-fallback": "delete" is not "none" or "evict", so Ripple uses "none"`},
+				{Warning, "Deployment shop/web", "ripple.dev/restart-containers", `annotation "ripple.dev/restart-containers": "app, Side_Car" is not a list of container names ("Side_Car" is not a container name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')), so Ripple restarts the containers with a RestartContainer resizePolicy`},
+				{Warning, "Deployment shop/web", "ripple.dev/restart-method", "restart method in-place, but a pod of this template cannot be restarted in place: no container has a resizePolicy of RestartContainer; such pods keep their old configuration at a reload"},
+			},
+		},
+		{
 			name: "named reloads that match nothing in the namespace",
 			manifests: configs + web(
 				`{configmap.reloader.stakater.com/reload: "app-config, missing, gone-.*", secret.reloader.stakater.com/reload: elsewhere}`, `{}`) + `---

@@ -27,6 +27,7 @@ func (c *checker) workload(ctx context.Context, kind workload.Kind, o *target) [
 	if tpl != nil && own {
 		out = append(out, c.annotations(o, tpl.Annotations, true)...)
 	}
+	out = append(out, c.inPlace(o, tpl)...)
 	return append(out, c.reloads(o, tpl)...)
 }
 

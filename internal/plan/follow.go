@@ -16,10 +16,15 @@ type Rollout struct {
 	// StaleVersion is the resourceVersion the write was made on: a cached
 	// copy still at it does not show the write yet.
 	StaleVersion string
-	// Restart is the pod restart the write asked for (evict or delete,
-	// workload.Update.Restart): its progress is then the pods', not the
-	// workload's status. Zero for a template write.
+	// Restart is the pod restart the write asked for (evict, delete or
+	// in-place, workload.Update.Restart): its progress is then the pods',
+	// not the workload's status. Zero for a template write.
 	Restart workload.Restart
+}
+
+// IsZero reports whether r is no rollout at all.
+func (r Rollout) IsZero() bool {
+	return r.Started.IsZero() && r.StaleVersion == "" && r.Restart.IsZero()
 }
 
 // Followed reports whether there is a rollout to follow.

@@ -64,7 +64,7 @@ type Memory struct {
 
 // IsZero reports whether m remembers nothing: the store then drops it.
 func (m Memory) IsZero() bool {
-	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout == (Rollout{}) && m.Applied == "" &&
+	return m.Pending == (Pending{}) && m.Storm.IsZero() && m.Turn == (Turn{}) && m.Rollout.IsZero() && m.Applied == "" &&
 		m.Deferred == "" && m.Awaiting == (AwaitingState{}) &&
 		m.OnTemplate == "" && m.RevertSeen == "" && m.Held == "" && m.Tries == 0 &&
 		m.Template == (TemplateSeen{}) && m.Canary == ""

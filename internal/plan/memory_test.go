@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func TestWrote(t *testing.T) {
 }
 
 func equalMemory(a, b Memory) bool {
-	return a.Pending == b.Pending && a.Turn == b.Turn && a.Rollout == b.Rollout &&
+	return a.Pending == b.Pending && a.Turn == b.Turn && reflect.DeepEqual(a.Rollout, b.Rollout) &&
 		a.Storm.ID == b.Storm.ID && a.Storm.Held.Equal(b.Storm.Held) && a.Storm.Rolled.Equal(b.Storm.Rolled) && len(a.Storm.Seen) == len(b.Storm.Seen)
 }
 
@@ -68,17 +69,17 @@ func TestMemoryTransitions(t *testing.T) {
 	if m := (Memory{}).Notice(at(1)).Notice(at(2)); m.Pending.First != at(1) || m.Pending.Last != at(2) {
 		t.Errorf("Notice twice: %+v, want first 1s, last 2s", m.Pending)
 	}
-	if m := full.LeftScope(); m.Pending != (Pending{}) || m.Rollout != full.Rollout || m.Storm.Held != full.Storm.Held {
+	if m := full.LeftScope(); m.Pending != (Pending{}) || !reflect.DeepEqual(m.Rollout, full.Rollout) || m.Storm.Held != full.Storm.Held {
 		t.Errorf("LeftScope = %+v, want only the window closed", m)
 	}
 	if m := full.Gone(); !m.IsZero() {
 		t.Errorf("Gone = %+v, want nothing", m)
 	}
-	if m := full.LeaveLine(); m.Turn != (Turn{}) || m.Rollout != full.Rollout {
+	if m := full.LeaveLine(); m.Turn != (Turn{}) || !reflect.DeepEqual(m.Rollout, full.Rollout) {
 		t.Errorf("LeaveLine = %+v, want only the turn dropped", m)
 	}
 	p := Plan{Pending: Pending{ID: "y"}, Storm: Storm{ID: "y"}}
-	if m := full.Planned(p); m.Pending != p.Pending || m.Storm.ID != "y" || m.Turn != full.Turn || m.Rollout != full.Rollout {
+	if m := full.Planned(p); m.Pending != p.Pending || m.Storm.ID != "y" || m.Turn != full.Turn || !reflect.DeepEqual(m.Rollout, full.Rollout) {
 		t.Errorf("Planned = %+v, want the plan's window and storm, the rest kept", m)
 	}
 	if m := full.Expire(at(5)); m.Turn != full.Turn {

@@ -7,26 +7,62 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// The restart method of a workload (template, evict or delete, and how
-// many pods may be down at once) is resolved once per reconcile, by
-// gather, with RestartOf: the same lookup as the reload window and policy
-// (Governing). The plan of an evict or delete workload then builds no pod
-// template: its update is the applied record, the restarted-at time from
-// the plan's clock and the Restart the controller carries out.
+// The restart method of a workload (template, evict, delete or in-place,
+// and how many pods may be down at once) is resolved once per reconcile,
+// by gather, with RestartOf: the same lookup as the reload window and
+// policy (Governing). The plan of an evict, delete or in-place workload
+// then builds no pod template: its update is the applied record, the
+// restarted-at time from the plan's clock and the Restart the controller
+// carries out.
 
 // ParseRestartMethod reads a restart method as written on a workload, its
-// Namespace or --restart-method: template, evict or delete, in any case,
-// spaces trimmed.
+// Namespace or --restart-method: template, evict, delete or in-place, in
+// any case, spaces trimmed.
 func ParseRestartMethod(v string) (string, error) {
 	switch m := strings.ToLower(strings.TrimSpace(v)); m {
-	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete:
+	case workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete, workload.RestartInPlace:
 		return m, nil
 	}
-	return "", fmt.Errorf("%q is not a restart method: use %s, %s or %s", v, workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete)
+	return "", fmt.Errorf("%q is not a restart method: use %s, %s, %s or %s", v,
+		workload.RestartTemplate, workload.RestartEvict, workload.RestartDelete, workload.RestartInPlace)
+}
+
+// ParseInPlaceFallback reads an in-place-fallback value: none or evict, in
+// any case, spaces trimmed; empty is none.
+func ParseInPlaceFallback(v string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(v)); f {
+	case "":
+		return workload.FallbackNone, nil
+	case workload.FallbackNone, workload.FallbackEvict:
+		return f, nil
+	}
+	return "", fmt.Errorf("%q is not an in-place fallback: use %s or %s", v, workload.FallbackNone, workload.FallbackEvict)
+}
+
+// ParseContainers reads a restart-containers value: container names,
+// comma-separated, spaces trimmed, each once; empty is none named (the
+// default).
+func ParseContainers(v string) ([]string, error) {
+	var out []string
+	for n := range strings.SplitSeq(v, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(n); len(msgs) > 0 {
+			return nil, fmt.Errorf("%q is not a container name: %s", n, strings.Join(msgs, "; "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // ParseMaxUnavailable reads a max-unavailable value: a whole number of
@@ -46,7 +82,7 @@ func ParseMaxUnavailable(v string) (int, error) {
 // value is a problem naming the annotation, and the default applies: the
 // workload still reloads, and no other workload is concerned. A kind that
 // takes no restart method (w.Restartable unset) reloads its own way; it is
-// told so when its own annotations ask for evict or delete.
+// told so when its own annotations ask for another method.
 func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 	keys := s.Keys
 	r := workload.Restart{Method: workload.RestartTemplate, MaxUnavailable: 1}
@@ -81,10 +117,39 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 			r.MaxUnavailable = n
 		}
 	}
+	if r.Method == workload.RestartInPlace {
+		problems = append(problems, inPlaceOf(w, keys.RestartContainers, keys.InPlaceFallback, &r)...)
+	}
 	if t, err := time.Parse(time.RFC3339, w.Annotations[keys.RestartedAt]); err == nil {
 		r.At = t
 	}
 	return r, problems
+}
+
+// inPlaceOf reads the in-place settings governing w (its containers
+// annotation and its fallback annotation, keys containers and fallback)
+// into r; an invalid value is a problem, and the default applies: the
+// containers with a RestartContainer policy, no fallback.
+func inPlaceOf(w Workload, containers, fallback string, r *workload.Restart) []string {
+	var problems []string
+	r.Fallback = workload.FallbackNone
+	if v, from := w.Governing(fallback, ""); from != FromFlag {
+		f, err := ParseInPlaceFallback(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v; using %q", governingAnnotation(fallback, from), err, workload.FallbackNone))
+		} else {
+			r.Fallback = f
+		}
+	}
+	if v, from := w.Governing(containers, ""); from != FromFlag {
+		names, err := ParseContainers(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v; using the containers with a RestartContainer resize policy", governingAnnotation(containers, from), err))
+		} else {
+			r.Containers = names
+		}
+	}
+	return problems
 }
 
 // deleteRefused says why the delete restart method, from where from
@@ -118,10 +183,11 @@ func restartNow(w Workload, now time.Time) *workload.Restart {
 	return &r
 }
 
-// A reload under the evict or delete restart method writes no template:
-// the write records the change set's time on the workload (the
+// A reload under the evict, delete or in-place restart method writes no
+// template: the write records the change set's time on the workload (the
 // restarted-at annotation, next to the applied record), and the workload's
-// pods created up to that time are the ones left to restart. Each step
+// pods created up to that time are the ones left to restart (under
+// in-place, until their containers started after it: inplace.go). Each step
 // reads the pods again and restarts the next ones, so a restart that a
 // Ripple restart or failover interrupted continues where the pods show it
 // stands, and a pod is never restarted twice for one change set.
@@ -142,6 +208,14 @@ type Pod struct {
 	// Ready is its Ready condition; Terminating is set once it is being
 	// deleted (it no longer counts).
 	Ready, Terminating bool
+	// Under the in-place method, Restarted is when its containers were
+	// restarted after the restart time (zero while they were not), and
+	// Busy is set while a resize is in flight: it counts as unavailable
+	// and is not restarted again. Skipped is set for a pod that cannot be
+	// restarted in place and is not evicted instead: it is not left to
+	// restart.
+	Restarted     time.Time
+	Busy, Skipped bool
 }
 
 // PodRestart is a pod restart in progress, as read from the workload and
@@ -160,7 +234,7 @@ type PodRestart struct {
 
 // RestartStep is what to do next in a pod restart.
 type RestartStep struct {
-	// Restart are the pods to evict or delete now, oldest first.
+	// Restart are the pods to evict, delete or resize now, oldest first.
 	Restart []string
 	// Left is how many pods created up to the restart time remain.
 	Left int
@@ -172,9 +246,10 @@ type RestartStep struct {
 	Requeue time.Duration
 }
 
-// left reports whether p was created up to at, by whole seconds.
+// left reports whether p is left to restart: created up to at, by whole
+// seconds, and not restarted in place since (nor skipped).
 func left(p Pod, at time.Time) bool {
-	return !p.Created.Truncate(time.Second).After(at.Truncate(time.Second))
+	return p.Restarted.IsZero() && !p.Skipped && !p.Created.Truncate(time.Second).After(at.Truncate(time.Second))
 }
 
 // NextRestart decides the next step of the pod restart r at now, with the
@@ -217,12 +292,14 @@ func count(r PodRestart) (old []Pod, unavailable int, progress time.Time) {
 			continue
 		}
 		present++
-		if !p.Ready {
+		if !p.Ready || p.Busy {
 			unavailable++
 		}
 		switch {
 		case left(p, r.At):
 			old = append(old, p)
+		case p.Restarted.After(progress):
+			progress = p.Restarted
 		case p.Created.After(progress):
 			progress = p.Created
 		}
@@ -248,6 +325,9 @@ func next(old []Pod, budget int) []string {
 	})
 	var out []string
 	for _, p := range old {
+		if p.Busy {
+			continue // its resize is in flight
+		}
 		if p.Ready {
 			if budget <= 0 {
 				break

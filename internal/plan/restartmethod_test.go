@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ func TestParseRestartMethod(t *testing.T) {
 		{"template", workload.RestartTemplate, true},
 		{" Evict ", workload.RestartEvict, true},
 		{"DELETE", workload.RestartDelete, true},
+		{"In-Place", workload.RestartInPlace, true},
 		{"evicted", "", false},
 		{"", "", false},
 	} {
@@ -25,7 +27,7 @@ func TestParseRestartMethod(t *testing.T) {
 		if got != tc.want || (err == nil) != tc.ok {
 			t.Errorf("ParseRestartMethod(%q) = %q, %v; want %q, ok %v", tc.v, got, err, tc.want, tc.ok)
 		}
-		if err != nil && !strings.Contains(err.Error(), "template, evict or delete") {
+		if err != nil && !strings.Contains(err.Error(), "template, evict, delete or in-place") {
 			t.Errorf("ParseRestartMethod(%q): %v does not list the methods", tc.v, err)
 		}
 	}
@@ -121,7 +123,7 @@ func TestRestartMethodPlansNoTemplate(t *testing.T) {
 		t.Fatal("the plan of an evict workload built a pod template")
 	}
 	want := workload.Restart{Method: workload.RestartEvict, MaxUnavailable: 2, At: now}
-	if r := p.Update.Restart; r == nil || *r != want || !p.Reloads() {
+	if r := p.Update.Restart; r == nil || !reflect.DeepEqual(*r, want) || !p.Reloads() {
 		t.Fatalf("restart %+v (reloads %v), want %+v", r, p.Reloads(), want)
 	}
 	if v := p.Update.Annotations[keys.RestartedAt]; v == nil || *v != now.Format(time.RFC3339) {

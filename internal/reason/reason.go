@@ -33,6 +33,7 @@ const (
 	ReloadDeferred     Reason = "ReloadDeferred"
 	RestartFailed      Reason = "RestartFailed"
 	RestartInProgress  Reason = "RestartInProgress"
+	RestartNotInPlace  Reason = "RestartNotInPlace"
 	RolledBack         Reason = "RolledBack"
 	ReloadReverted     Reason = "ReloadReverted"
 	SettleWindow       Reason = "SettleWindow"
@@ -107,9 +108,11 @@ func All() []Info {
 		{Reason: ReloadDeferred, Event: true, Log: "reload deferred by the reload window", Alert: Warning, NotRolled: true,
 			When: "The reload waits for the workload's reload window (or for an invalid window to be fixed); once per change set, naming the next opening (docs/change-policies.md)."},
 		{Reason: RestartFailed, Event: true, Warning: true, Log: "restart failed", NotRolled: true,
-			When: "With the evict or delete restart method: Ripple may not list, evict or delete the workload's pods; the message names the permission and the Helm chart value that grants it (docs/restart-methods.md)."},
+			When: "With the evict, delete or in-place restart method: Ripple may not list, evict, delete or resize the workload's pods; the message names the permission and the Helm chart value that grants it (docs/restart-methods.md)."},
+		{Reason: RestartNotInPlace, Event: true, Warning: true, Log: "pod not restarted in place", Alert: Warning,
+			When: "With the in-place restart method: a pod cannot be restarted in place (no RestartContainer resizePolicy, BestEffort, a resize infeasible or refused, a Vertical Pod Autoscaler resizing it in place, a config mounted with subPath); the message names the pod, its containers and why, and says whether Ripple evicts it instead (in-place-fallback) or leaves it with its old configuration; once per pod and restart (docs/restart-methods.md)."},
 		{Reason: RestartInProgress, NotRolled: true,
-			When: "Not an Event: `ripple explain` says the evict or delete restart method is restarting the workload's pods, max-unavailable at a time (docs/restart-methods.md)."},
+			When: "Not an Event: `ripple explain` says the evict, delete or in-place restart method is restarting the workload's pods, max-unavailable at a time (docs/restart-methods.md)."},
 		{Reason: RolledBack, Event: true, Log: "rolled back", NotRolled: true,
 			When: "The pod template was rolled back to a revision built for older config data than Ripple applied: nothing rolls; the message names the data the revision was built for and the data its pods read (docs/rollbacks.md)."},
 		{Reason: ReloadReverted, Event: true, Warning: true, Log: "reload reverted", Alert: Warning, NotRolled: true,

@@ -23,6 +23,21 @@ const (
 	// RestartDelete leaves the template alone and deletes the pods (for
 	// OnDelete StatefulSets and DaemonSets without a PodDisruptionBudget).
 	RestartDelete = "delete"
+	// RestartInPlace leaves the template and the pods alone and restarts
+	// containers in their pods: the kubelet restarts a container whose
+	// resource is resized through pods/resize when that resource's
+	// resizePolicy is RestartContainer (docs/restart-methods.md).
+	RestartInPlace = "in-place"
+)
+
+// The in-place fallbacks (the in-place-fallback annotation): what Ripple
+// does with a pod it cannot restart in place.
+const (
+	// FallbackNone leaves the pod as it is, with a Warning: it reads the
+	// new data once it restarts for another reason.
+	FallbackNone = "none"
+	// FallbackEvict evicts it, as the evict method does.
+	FallbackEvict = "evict"
 )
 
 // Restart is how a workload takes a reload, as the planner resolved it
@@ -36,11 +51,25 @@ type Restart struct {
 	At time.Time
 	// MaxUnavailable is how many pods may be restarted at once (>= 1).
 	MaxUnavailable int
+	// Containers are the containers the in-place method restarts (the
+	// restart-containers annotation); empty: each container with a
+	// RestartContainer resize policy.
+	Containers []string
+	// Fallback is what the in-place method does with a pod it cannot
+	// restart in place: FallbackNone or FallbackEvict.
+	Fallback string
+}
+
+// IsZero reports whether r is the zero Restart (a template write).
+func (r Restart) IsZero() bool {
+	return r.Method == "" && r.At.IsZero() && r.MaxUnavailable == 0 && len(r.Containers) == 0 && r.Fallback == ""
 }
 
 // Pods reports whether the reload restarts pods rather than writing the
 // template.
-func (r Restart) Pods() bool { return r.Method == RestartEvict || r.Method == RestartDelete }
+func (r Restart) Pods() bool {
+	return r.Method == RestartEvict || r.Method == RestartDelete || r.Method == RestartInPlace
+}
 
 // PodScope is which pods are a workload's: those its selector matches
 // that it owns, and how many it wants.
