@@ -12,7 +12,8 @@ import (
 // restart methods on (docs/restart-methods.md) in global, single-namespace
 // and scoped mode, and checks the exact pod verbs every Ripple
 // (Cluster)Role grants: none by default, list and create pods/eviction
-// for evict, list and delete for delete, none in webhook mode (which
+// for evict, list and delete for delete, list and patch pods/resize for
+// in-place, none in webhook mode (which
 // restarts nothing), and the --restart-method argument only when the
 // default method is not template. The canary's pod gate
 // (canaryGates: [pods]) adds list and watch on pods, and its argument.
@@ -20,8 +21,9 @@ import (
 // Role or ClusterRole but only in a Role <fullname>-pod-delete in each
 // listed namespace Ripple watches, and nowhere in webhook mode.
 func TestRestartMethodRules(t *testing.T) {
-	none := []grant{{"", "pods", nil}, {"", "pods/eviction", nil}}
-	evict := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}}
+	none := []grant{{"", "pods", nil}, {"", "pods/eviction", nil}, {"", "pods/resize", nil}}
+	evict := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}, {"", "pods/resize", nil}}
+	inPlace := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", nil}, {"", "pods/resize", []string{"patch"}}}
 	del := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", nil}}
 	both := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", []string{"create"}}}
 	// The canary's pod gate watches the canaries' pods.
@@ -49,6 +51,8 @@ func TestRestartMethodRules(t *testing.T) {
 		{"restartMethod evict", map[string]any{"restartMethod": "evict"}, evict, "--restart-method=evict"},
 		{"restartMethod delete with evict on", deepMerge(map[string]any{"restartMethod": "delete"}, methods(true, false)), both, "--restart-method=delete"},
 		{"restartMethod template", map[string]any{"restartMethod": "template"}, none, ""},
+		{"restartMethods.inPlace", map[string]any{"restartMethods": map[string]any{"inPlace": true}}, inPlace, ""},
+		{"restartMethod in-place", map[string]any{"restartMethod": "in-place"}, inPlace, "--restart-method=in-place"},
 		{"canaryGates pods", pods, gate, ""},
 		{"canaryGates pods with delete", deepMerge(map[string]any{"canaryGates": []any{"pods"}}, methods(false, true)), gateDel, ""},
 		{"restartDeleteNamespaces", limited(methods(false, true)), list, ""},

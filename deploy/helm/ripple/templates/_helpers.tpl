@@ -532,17 +532,18 @@ kinds) and the optional kinds change them. */}}
 {{- $restart := include "ripple.restartMethods" . | fromJson }}
 {{- $podGate := has "pods" (.Values.ripple.canaryGates | default list) }}
 {{- $delete := and $restart.delete (not (.Values.ripple.governance | default dict).restartDeleteNamespaces) }}
-{{- if or $restart.evict $restart.delete }}
+{{- if or $restart.evict $restart.delete $restart.inPlace }}
 # Restart methods (docs/restart-methods.md): the pods of a workload being
 # restarted are listed by its selector (never watched){{ if $delete }} and deleted{{ else if $restart.delete }}; they are deleted
-# only in ripple.governance.restartDeleteNamespaces (the pod-delete Roles){{ end }}.
+# only in ripple.governance.restartDeleteNamespaces (the pod-delete Roles){{ end }}{{ if $restart.inPlace }}; in-place resizes
+# one container of each by a unit (pods/resize){{ end }}.
 {{- end }}
 {{- if $podGate }}
 # The canary's pod gate (ripple.canaryGates: pods, docs/canary.md): the
 # pods of a baking change's canaries are listed and watched by their
 # selector until the bake ends.
 {{- end }}
-{{- if or $restart.evict $restart.delete $podGate }}
+{{- if or $restart.evict $restart.delete $restart.inPlace $podGate }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: [{{ if $delete }}"delete", {{ end }}"list"{{ if $podGate }}, "watch"{{ end }}]
@@ -551,6 +552,11 @@ kinds) and the optional kinds change them. */}}
 - apiGroups: [""]
   resources: ["pods/eviction"]
   verbs: ["create"]
+{{- end }}
+{{- if $restart.inPlace }}
+- apiGroups: [""]
+  resources: ["pods/resize"]
+  verbs: ["patch"]
 {{- end }}
 {{- if $r.enableCSIIntegration }}
 # Secrets Store CSI: the pod statuses show the versions each pod mounted.
@@ -585,13 +591,13 @@ empty (delete is allowed everywhere Ripple watches: the rules grant it). */}}
 {{- end -}}
 
 {{/* Which restart methods get their pod permissions, as JSON
-{"evict": bool, "delete": bool}: those turned on under
+{"evict": bool, "delete": bool, "inPlace": bool}: those turned on under
 ripple.restartMethods, and the default ripple.restartMethod. */}}
 {{- define "ripple.restartMethods" -}}
 {{- $rp := .Values.ripple -}}
 {{- $on := $rp.restartMethods | default dict -}}
 {{- $default := lower (trim (toString ($rp.restartMethod | default ""))) | default "template" -}}
-{{- toJson (dict "evict" (or $on.evict (eq $default "evict")) "delete" (or $on.delete (eq $default "delete"))) -}}
+{{- toJson (dict "evict" (or $on.evict (eq $default "evict")) "delete" (or $on.delete (eq $default "delete")) "inPlace" (or $on.inPlace (eq $default "in-place"))) -}}
 {{- end -}}
 
 {{/* The container arguments, one flag per item, as Reloader's chart maps
