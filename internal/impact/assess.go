@@ -2,6 +2,7 @@ package impact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,30 +75,52 @@ func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change
 		prev := digested(a.Digester, old)
 		ch.Before = &digest.Form{Digest: source.Digest(prev), Keys: source.Keys(prev)}
 	}
-	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester}
-	var cs []Consumer
+	type found struct {
+		kind workload.Kind
+		obj  client.Object
+	}
+	var objs []found
 	for _, k := range a.Kinds {
-		objs, err := a.Find(ctx, k, ch.Namespace, ch.Config)
+		of, err := a.Find(ctx, k, ch.Namespace, ch.Config)
 		if err != nil {
 			return ch, nil, err
 		}
-		for _, obj := range objs {
-			tpl, err := workload.Template(ctx, r, k, obj)
-			if err != nil {
-				return ch, nil, err
-			}
-			if tpl == nil || obj.GetDeletionTimestamp() != nil {
-				continue // nothing to roll
-			}
-			in, err := g.Input(ctx, k, obj, tpl)
-			if err != nil {
-				return ch, nil, fmt.Errorf("reading the configs of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
-			}
-			cs = append(cs, Consumer{Ref: workload.RefTo(k, obj), Input: in,
-				First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""})
+		for _, obj := range of {
+			objs = append(objs, found{k, obj})
 		}
 	}
-	return ch, cs, nil
+	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester}
+	cs := make([]*Consumer, len(objs))
+	errs := make([]error, len(objs))
+	eachAtOnce(len(objs), func(i int) { cs[i], errs[i] = a.consumer(ctx, g, objs[i].kind, objs[i].obj) })
+	if err := errors.Join(errs...); err != nil {
+		return ch, nil, err
+	}
+	out := make([]Consumer, 0, len(cs))
+	for _, c := range cs {
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	return ch, out, nil
+}
+
+// consumer is obj, of kind, gathered with g as a consumer; nil when it has
+// nothing to roll.
+func (a Assessor) consumer(ctx context.Context, g gather.Gatherer, k workload.Kind, obj client.Object) (*Consumer, error) {
+	tpl, err := workload.Template(ctx, g.Reader, k, obj)
+	if err != nil {
+		return nil, err
+	}
+	if tpl == nil || obj.GetDeletionTimestamp() != nil {
+		return nil, nil // nothing to roll
+	}
+	in, err := g.Input(ctx, k, obj, tpl)
+	if err != nil {
+		return nil, fmt.Errorf("reading the configs of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return &Consumer{Ref: workload.RefTo(k, obj), Input: in,
+		First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}, nil
 }
 
 // digested is a copy of a config with its data replaced by its digests,

@@ -226,6 +226,7 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 // is created now; a deleted one was applied as the record would say.
 func inputOf(ch Change, in plan.Input, now time.Time) plan.Input {
 	in.Now = now
+	in.Workload.TemplateHash = plan.TemplateHash(in.Workload.Template) // planned two to four times
 	in.Sources = slices.Clone(in.Sources)
 	for i := range in.Sources {
 		src := &in.Sources[i]
@@ -276,22 +277,29 @@ func settled(in plan.Input) plan.Plan {
 	return p
 }
 
-// settledAll is the settled plan of each input, planned on every CPU at
-// once: a plan costs about a tenth of a millisecond, and an admission
-// review waits for all of a shared config's readers (plan.For is pure).
+// settledAll is the settled plan of each input: a plan costs about a
+// tenth of a millisecond, and an admission review waits for all of a
+// shared config's readers.
 func settledAll(ins []plan.Input) []plan.Plan {
 	plans := make([]plan.Plan, len(ins))
+	eachAtOnce(len(ins), func(i int) { plans[i] = settled(ins[i]) })
+	return plans
+}
+
+// eachAtOnce calls f for every index below n, on every CPU at once; f
+// must only read what the calls share (plan.For is pure, the readers
+// are caches).
+func eachAtOnce(n int, f func(i int)) {
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ins)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(ins); i = int(next.Add(1) - 1) {
-				plans[i] = settled(ins[i])
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
 			}
 		})
 	}
 	wg.Wait()
-	return plans
 }
 
 // asked is the canary ask of config's change, if a plan asks for one, and

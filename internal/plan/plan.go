@@ -97,6 +97,10 @@ type Workload struct {
 	// Template is the pod template the reload is written on (for a Rollout
 	// with a workloadRef, its Deployment's). Never nil.
 	Template *corev1.PodTemplateSpec
+	// TemplateHash is TemplateHash(Template) when the caller plans the
+	// same template more than once (a verdict's plans); empty, For
+	// computes it.
+	TemplateHash string
 	// KeepsTemplate is set when the kind's reload leaves its own template
 	// alone (a CronJob starting a Job, an Argo Rollout restart): only the
 	// applied record then tells what was applied.
@@ -432,7 +436,11 @@ func (pl *planning) settings() bool {
 	p.Warnings = appendNonEmpty(append(p.Warnings, in.Workload.Invalid...), warning)
 	pl.period, warning = pausePeriod(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
-	p.Template = in.Template.Saw(TemplateHash(in.Workload.Template), in.Now, in.Workload.Version)
+	hash := in.Workload.TemplateHash
+	if hash == "" {
+		hash = TemplateHash(in.Workload.Template)
+	}
+	p.Template = in.Template.Saw(hash, in.Now, in.Workload.Version)
 	p.Policy, p.PolicyFrom, warning = policy(in)
 	p.Warnings = appendNonEmpty(p.Warnings, warning)
 	if in.TightenOnly {
