@@ -3,8 +3,6 @@
 # kwok and helm from the Go modules under hack/tools into a versioned cache
 # directory outside the repo (the e2e tests run this kubectl, so none need be
 # installed).
-# outside the repo (the e2e tests run this kubectl, so none need be
-# installed).
 # A binary is rebuilt only when it is missing or its pinned version changed,
 # so a second run with everything present takes a second or two.
 #
