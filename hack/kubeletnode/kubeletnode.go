@@ -91,8 +91,10 @@ func StartT(t testing.TB, api *cluster.API, name string) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test's context is cancelled before cleanups run.
+	ctx := context.WithoutCancel(t.Context())
 	t.Cleanup(func() {
-		if err := n.Stop(); err != nil {
+		if err := n.Stop(ctx); err != nil {
 			t.Error(err)
 		}
 	})
@@ -125,7 +127,7 @@ func Start(ctx context.Context, api *cluster.API, name string) (n *Node, err err
 	n = &Node{Name: name, IP: ip, dir: dir, record: filepath.Join(dir, "containers.jsonl"), cs: cs}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, n.Stop())
+			err = errors.Join(err, n.Stop(context.WithoutCancel(ctx)))
 		}
 	}()
 	removeStaleCgroups()
@@ -209,7 +211,7 @@ func (n *Node) startCRI(ctx context.Context) error {
 	// The kubelet gives up on a runtime that is not there when it starts.
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if n.cri.Exited() {
-			return false, fmt.Errorf("the fake runtime exited: %v", n.cri.Err())
+			return false, fmt.Errorf("the fake runtime exited: %w", n.cri.Err())
 		}
 		c, err := net.Dial("unix", n.socket())
 		if err != nil {
@@ -331,7 +333,7 @@ serializeImagePulls: false
 func (n *Node) waitReady(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if n.kubelet.Exited() {
-			return false, fmt.Errorf("the kubelet exited: %v", n.kubelet.Err())
+			return false, fmt.Errorf("the kubelet exited: %w", n.kubelet.Err())
 		}
 		node, err := n.cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
@@ -352,8 +354,9 @@ func (n *Node) waitReady(ctx context.Context) error {
 
 // Stop ends the kubelet and the fake runtime, removes the cgroups, the
 // Node, its RBAC binding and the scratch directory. The kubelet's mounts
-// end with its mount namespace, when it exits.
-func (n *Node) Stop() error {
+// end with its mount namespace, when it exits. ctx bounds the API calls;
+// a second Stop does nothing.
+func (n *Node) Stop(ctx context.Context) error {
 	if n.stopOnce.Swap(true) {
 		return nil
 	}
@@ -369,7 +372,7 @@ func (n *Node) Stop() error {
 		paths, err := cgroupPaths(n.cgroup)
 		errs = append(errs, err, removeCgroups(paths))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if n.binding != "" {
 		errs = append(errs, n.cs.RbacV1().ClusterRoleBindings().Delete(ctx, n.binding, metav1.DeleteOptions{}))
