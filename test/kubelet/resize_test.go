@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -246,6 +247,11 @@ func deployOne(t *testing.T, cs kubernetes.Interface, ns, name string, spec core
 	})
 	if err != nil {
 		t.Fatalf("the Deployment %s/%s has no Ready pod after %v: %v", ns, name, podReadyTimeout, err)
+	}
+	// The pod runs on the kubelet, with an address of the fake runtime's
+	// in 127.0.0.0/8: a test that dials it stays on loopback.
+	if ip := net.ParseIP(pod.Status.PodIP); ip == nil || !ip.IsLoopback() {
+		t.Errorf("pod %s has address %q, expected one in 127.0.0.0/8", pod.Name, pod.Status.PodIP)
 	}
 	return pod
 }
