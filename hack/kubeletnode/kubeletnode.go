@@ -87,13 +87,19 @@ var seq atomic.Int32
 // failed or not.
 func StartT(t testing.TB, api *cluster.API, name string) *Node {
 	t.Helper()
+	start := time.Now()
 	n, err := Start(t.Context(), api, name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("kubelet node %s Ready in %v (scratch directory %s)", name, time.Since(start).Round(100*time.Millisecond), n.dir)
 	// The test's context is cancelled before cleanups run.
 	ctx := context.WithoutCancel(t.Context())
 	t.Cleanup(func() {
+		// Stop removes the logs: a failure's are shown first.
+		if t.Failed() {
+			t.Logf("the end of the kubelet's log:\n%s", n.LogTail(40))
+		}
 		if err := n.Stop(ctx); err != nil {
 			t.Error(err)
 		}
