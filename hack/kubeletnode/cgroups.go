@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// cgroupPrefix names the cgroup roots Start makes: the prefix, the test
-// binary's pid and a sequence number, so that a later run can tell a root
-// left by a process that was killed (its pid gone) from one in use.
-const cgroupPrefix = "ripple-kubelet-"
+// stalePrefix begins the names of the cgroup roots and the scratch
+// directories Start makes, followed by the test binary's pid: a later run
+// tells what a killed test binary left (its pid gone) from what is in use.
+const stalePrefix = "ripple-kubelet-"
 
 // hierarchies returns the mount points of the host's cgroup v1
 // hierarchies (v1) and of its cgroup v2 one (v2): on cgroup v1 the
@@ -129,23 +129,31 @@ func removeCgroups(roots []string) error {
 	return errors.Join(errs...)
 }
 
-// removeStaleCgroups removes the cgroup roots of test binaries that are
-// gone (killed before their cleanup ran), best effort.
-func removeStaleCgroups() {
-	v1, v2, err := hierarchies()
-	if err != nil {
-		return
+// removeStale removes the cgroup roots and the scratch directories of
+// test binaries that are gone (killed before their cleanup ran: the
+// kubelet and the fake runtime died with them, and the kubelet's mounts
+// with its mount namespace), best effort.
+func removeStale() {
+	var stale []string
+	if v1, v2, err := hierarchies(); err == nil {
+		for _, h := range append(v1, v2...) {
+			dirs, _ := filepath.Glob(filepath.Join(h, stalePrefix+"*"))
+			stale = append(stale, dirs...)
+		}
 	}
-	for _, h := range append(v1, v2...) {
-		stale, _ := filepath.Glob(filepath.Join(h, cgroupPrefix+"*"))
-		for _, dir := range stale {
-			pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), cgroupPrefix), "-")
-			if _, err := strconv.Atoi(pid); err != nil {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join("/proc", pid)); errors.Is(err, fs.ErrNotExist) {
-				_ = removeCgroups([]string{dir})
-			}
+	scratch, _ := filepath.Glob(filepath.Join(os.TempDir(), stalePrefix+"*"))
+	for _, dir := range append(stale, scratch...) {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), stalePrefix), "-")
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/proc", pid)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if strings.HasPrefix(dir, os.TempDir()) {
+			_ = os.RemoveAll(dir)
+		} else {
+			_ = removeCgroups([]string{dir})
 		}
 	}
 }

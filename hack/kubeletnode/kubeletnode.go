@@ -126,7 +126,8 @@ func Start(ctx context.Context, api *cluster.API, name string) (n *Node, err err
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ripple-kubelet-")
+	removeStale()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", stalePrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +137,7 @@ func Start(ctx context.Context, api *cluster.API, name string) (n *Node, err err
 			err = errors.Join(err, n.Stop(context.WithoutCancel(ctx)))
 		}
 	}()
-	removeStaleCgroups()
-	n.cgroup = fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), seq.Add(1))
+	n.cgroup = fmt.Sprintf("%s%d-%d", stalePrefix, os.Getpid(), seq.Add(1))
 	if err = makeCgroups(n.cgroup); err != nil {
 		return n, err
 	}
