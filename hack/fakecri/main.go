@@ -10,8 +10,9 @@
 //     to start, which a container runtime would have handed the process;
 //   - each pod sandbox gets an address of its own in 127.0.0.0/8, so no
 //     test is ever led to dial any other range;
-//   - images report a size above zero: the kubelet's image manager
-//     refuses an image of size 0;
+//   - images report a size above zero: the kubelet's CRI client rejects
+//     an image status without one ("Id or size of image ... is not set"),
+//     and the pod never starts;
 //   - the runtime reports the cgroupfs driver, the one the tier's kubelet
 //     is configured with.
 //
