@@ -256,7 +256,7 @@ func podRefused(p *corev1.Pod) string {
 // whose resize restarts it with a request to move.
 func nudgeContainer(p *corev1.Pod, c *corev1.Container) (ContainerResize, string) {
 	if v := subPathConfig(p, c); v != "" {
-		return ContainerResize{}, fmt.Sprintf("container %s mounts volume %s with subPath, which a restart in place does not update", c.Name, v)
+		return ContainerResize{}, fmt.Sprintf("container %s mounts volume %s with subPath, which a restart in place may leave with the old file (the kubelet rewrites it only at its next volume sync)", c.Name, v)
 	}
 	for _, r := range resizable {
 		if !slices.Contains(c.ResizePolicy, corev1.ContainerResizePolicy{ResourceName: r, RestartPolicy: corev1.RestartContainer}) {
