@@ -109,15 +109,9 @@ func TestPlanMaxRollouts(t *testing.T) {
 	}
 	const bake = "ripple.dev/canary-bake: 30s}"
 	for ack, want := range map[string]int{"4": 0, "3": exitOverLimit} {
-		dir := t.TempDir()
 		acked := strings.Replace(string(configs), bake, `ripple.dev/canary-bake: 30s, ripple.dev/ack-rollouts: "`+ack+`"}`, 1)
-		if err := os.WriteFile(filepath.Join(dir, "configs.yaml"), []byte(acked), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "workloads.yaml"), workloads, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, stderr, code := runPlanT(t, "", "--old", planOld, "--new", dir, "--max-rollouts", "3"); code != want {
+		stdin := acked + "\n---\n" + string(workloads)
+		if _, stderr, code := runPlanT(t, stdin, "--old", planOld, "--new", "-", "--max-rollouts", "3"); code != want {
 			t.Errorf("acknowledging %s: exit code %d, stderr %q; want %d", ack, code, stderr, want)
 		}
 	}
