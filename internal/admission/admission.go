@@ -233,7 +233,7 @@ func (h *Handler) limit(ctx context.Context, ns string) (limit int, source, bad 
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || n < 0 {
-		return limit, source, fmt.Sprintf("ripple: the Namespace's %s %q is not a count of workloads; the limit is %s's", h.Keys.MaxRollouts, raw, source)
+		return limit, source, fmt.Sprintf("ripple: the Namespace's %s %q is not a count of workloads; %s holds", h.Keys.MaxRollouts, clip(raw), source)
 	}
 	return n, "the Namespace's " + h.Keys.MaxRollouts, ""
 }
@@ -249,11 +249,20 @@ func (h *Handler) guard(v impact.Verdict, config client.Object, limit int, sourc
 		v.Rolls, v.Namespace, limit, source, v.Kind, h.Keys.AckRollouts, strconv.Itoa(v.Rolls))
 	switch {
 	case ack.Set && !ack.Valid:
-		msg += fmt.Sprintf(" (its %q is not a count)", ack.Raw)
+		msg += fmt.Sprintf(" (its %q is not a count)", clip(ack.Raw))
 	case ack.Set:
 		msg += fmt.Sprintf(" (it acknowledges %d)", ack.Count)
 	}
 	return msg
+}
+
+// clip is at most the first 32 characters of an annotation's value for a
+// message: whoever wrote it, it must not make the answer long.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 32 {
+		return string(r[:32]) + "…"
+	}
+	return s
 }
 
 // Serve adds the webhook server to mgr: h on Path, at addr, with the

@@ -169,6 +169,7 @@ func TestGuard(t *testing.T) {
 		{"2", false, "(it acknowledges 2)"},
 		{"many", false, `(its "many" is not a count)`},
 		{"-5", false, `(its "-5" is not a count)`},
+		{strings.Repeat("9", 1000), false, `(its "` + strings.Repeat("9", 32) + `…" is not a count)`},
 		{"3", true, ""},
 		{"10", true, ""},
 	} {
