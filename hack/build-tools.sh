@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes control plane, kubectl, etcd, kwok and helm
-# from the Go modules under hack/tools into a versioned cache directory
-# outside the repo (the e2e tests run this kubectl, so none need be
+# Builds the pinned Kubernetes control plane, kubectl, the kubelet, etcd,
+# kwok and helm from the Go modules under hack/tools into a versioned cache
+# directory outside the repo (the e2e tests run this kubectl, so none need be
 # installed).
 # A binary is rebuilt only when it is missing or its pinned version changed,
 # so a second run with everything present takes a second or two.
@@ -74,7 +74,7 @@ build() { # name module-dir package pin [ldflags]
 		fi
 	done
 	if [[ -z ${announced:-} ]]; then
-		log "building into $cache; the first build of all seven takes about 14 minutes on 2 cores"
+		log "building into $cache; the first build of all eight takes about 17 minutes on 2 cores"
 		announced=1
 	fi
 	log "$name $pin: building..."
@@ -99,6 +99,9 @@ done
 # version they run; the oldest minor runs only the integration tier.
 if [[ $kube_module == kube ]]; then
 	build kubectl kube k8s.io/kubernetes/cmd/kubectl "$k8s_version" "$kube_ldflags"
+	# The kubelet, for the real-kubelet tier (test/kubelet), which runs it
+	# on a fake container runtime (hack/fakecri); the longest of the builds.
+	build kubelet kube k8s.io/kubernetes/cmd/kubelet "$k8s_version" "$kube_ldflags"
 fi
 build etcd "$kube_module" go.etcd.io/etcd/server/v3 "$(version_of "$kube_module" go.etcd.io/etcd/server/v3)" "-s -w"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$(version_of kwok sigs.k8s.io/kwok)" "-s -w"

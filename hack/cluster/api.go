@@ -105,3 +105,23 @@ func (a *API) ServiceAccountConfig(namespace, name string) *rest.Config {
 	}
 	return cfg
 }
+
+// UserKubeconfig writes a kubeconfig for the user name in groups (a client
+// certificate the API server trusts, as a node's would be) into Dir and
+// returns its path. RBAC grants the user nothing until a binding does.
+func (a *API) UserKubeconfig(name string, groups ...string) (string, error) {
+	user, err := a.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(a.dir, "user-*.kubeconfig")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(kc)
+	return f.Name(), errors.Join(err, f.Close())
+}
