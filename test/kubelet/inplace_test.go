@@ -86,12 +86,13 @@ func inPlaceFleet(t *testing.T, name string, kill bool) {
 		w.until(inPlaceDone, "a third of the pods restarted", func() bool { return w.anyRestarted() >= replicas/3 })
 		r.kill()
 		w.mu.Lock()
-		done := w.anyRestarted()
+		done, inFlight := w.anyRestarted(), w.disrupted()
 		w.mu.Unlock()
 		if done >= replicas {
 			t.Fatalf("every pod had restarted when Ripple was killed: the test shows nothing of a kill midway")
 		}
-		t.Logf("Ripple killed (SIGKILL) with %d of %d pods restarted, %v after the change", done, replicas, time.Since(changed).Round(100*time.Millisecond))
+		t.Logf("Ripple killed (SIGKILL) with %d of %d pods restarted and %d resized and not yet restarted and Ready, %v after the change",
+			done, replicas, inFlight, time.Since(changed).Round(100*time.Millisecond))
 		r.start()
 	}
 	w.until(inPlaceDone, "every pod restarted and Ready", func() bool { return w.restarted() == replicas })

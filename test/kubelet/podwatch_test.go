@@ -122,20 +122,26 @@ func (w *podWatch) event(ev watch.Event) {
 			w.marker = m
 		}
 	}
-	notReady, disrupted := 0, 0
+	notReady := 0
 	for uid, p := range w.pods {
-		if !w.start[uid] {
-			continue
-		}
-		if !kit.PodReady(p) {
+		if w.start[uid] && !kit.PodReady(p) {
 			notReady++
-		}
-		if cpuOf(p) != w.startCPU[uid] && (restartCount(p) == 0 || !kit.PodReady(p)) {
-			disrupted++
 		}
 	}
 	w.maxNotReady = max(w.maxNotReady, notReady)
-	w.maxDisrupted = max(w.maxDisrupted, disrupted)
+	w.maxDisrupted = max(w.maxDisrupted, w.disrupted())
+}
+
+// disrupted counts the pods of the start resized and not yet restarted
+// and Ready; w.mu is held.
+func (w *podWatch) disrupted() int {
+	n := 0
+	for uid, p := range w.pods {
+		if w.start[uid] && cpuOf(p) != w.startCPU[uid] && (restartCount(p) == 0 || !kit.PodReady(p)) {
+			n++
+		}
+	}
+	return n
 }
 
 // markerKey is the annotation sync writes on a pod.

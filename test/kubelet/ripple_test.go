@@ -130,15 +130,15 @@ func (r *ripple) kill() {
 }
 
 // waitLog waits until the current run has logged n lines holding every
-// one of subs, within timeout, and returns them.
-func (r *ripple) waitLog(timeout time.Duration, n int, subs ...string) []string {
+// one of subs, within timeout.
+func (r *ripple) waitLog(timeout time.Duration, n int, subs ...string) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), timeout)
 	defer cancel()
 	var lines []string
 	for {
 		if lines = r.lines(subs...); len(lines) >= n {
-			return lines
+			return
 		}
 		select {
 		case <-ctx.Done():
