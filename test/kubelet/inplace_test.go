@@ -240,7 +240,7 @@ func inPlaceSpec(node, cm string, policy corev1.ResourceResizeRestartPolicy) cor
 
 // createDeployment creates a Deployment that reloads in place on changes
 // of the configs it references, with annotations added.
-func createDeployment(t *testing.T, cs kubernetes.Interface, ns, name string, n int32, annotations map[string]string, spec corev1.PodSpec) *appsv1.Deployment {
+func createDeployment(t testing.TB, cs kubernetes.Interface, ns, name string, n int32, annotations map[string]string, spec corev1.PodSpec) *appsv1.Deployment {
 	t.Helper()
 	ann := map[string]string{
 		"reloader.stakater.com/auto": "true",
@@ -266,14 +266,14 @@ func createDeployment(t *testing.T, cs kubernetes.Interface, ns, name string, n 
 
 // waitFleetReady waits until the Deployment name has n pods, all Ready,
 // and returns their UIDs.
-func waitFleetReady(t *testing.T, cs kubernetes.Interface, ns, name string, n int) map[types.UID]bool {
+func waitFleetReady(t testing.TB, cs kubernetes.Interface, ns, name string, n int) map[types.UID]bool {
 	t.Helper()
 	return waitFleet(t, cs, ns, name, n, kit.PodReady)
 }
 
 // waitFleet waits until the Deployment name has exactly n pods, each of
 // which ok accepts, and returns their UIDs.
-func waitFleet(t *testing.T, cs kubernetes.Interface, ns, name string, n int, ok func(*corev1.Pod) bool) map[types.UID]bool {
+func waitFleet(t testing.TB, cs kubernetes.Interface, ns, name string, n int, ok func(*corev1.Pod) bool) map[types.UID]bool {
 	t.Helper()
 	var uids map[types.UID]bool
 	var seen int

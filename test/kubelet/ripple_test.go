@@ -32,7 +32,7 @@ const (
 // ripple is a Ripple process watching one namespace. Its output, across
 // every run, is kept and printed when the test fails.
 type ripple struct {
-	t    *testing.T
+	t    testing.TB
 	args []string
 	out  *kit.LogBuffer
 	runs int
@@ -40,11 +40,11 @@ type ripple struct {
 	proc *kit.Process
 }
 
-// startRipple runs Ripple on namespace ns with extra flags, with kubeconfig
-// (the admin's when empty), and waits until its controllers run. Metrics
+// startRipple runs Ripple on namespace ns with kubeconfig (the admin's
+// when empty), and waits until its controllers run. Metrics
 // and health endpoints are off: it binds no port. It is stopped when the
 // test ends.
-func startRipple(t *testing.T, ns, kubeconfig string, flags ...string) *ripple {
+func startRipple(t testing.TB, ns, kubeconfig string) *ripple {
 	t.Helper()
 	bin := os.Getenv("RIPPLE_BINARY")
 	if bin == "" {
@@ -57,13 +57,13 @@ func startRipple(t *testing.T, ns, kubeconfig string, flags ...string) *ripple {
 	if kubeconfig == "" {
 		kubeconfig = kc.Kubeconfig
 	}
-	r := &ripple{t: t, out: &kit.LogBuffer{}, args: append([]string{
+	r := &ripple{t: t, out: &kit.LogBuffer{}, args: []string{
 		bin,
 		"--kubeconfig=" + kubeconfig,
 		"--namespaces=" + ns,
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=0",
-	}, flags...)}
+	}}
 	t.Cleanup(func() {
 		r.stop()
 		if t.Failed() {
