@@ -20,8 +20,9 @@ import (
 // on a real kubelet, a ConfigMap change to the moment the last pod runs
 // the new value (20 Ready pods, none terminating, whose running container
 // the kubelet created with the new value), for the in-place method
-// (max-unavailable 1, Ripple's default, and 5, the Deployment's default
-// 25%) and for the template method (the Deployment's rolling update, 25%
+// (max-unavailable 1, Ripple's default; 5, the Deployment's default 25%;
+// 10, as many as its rolling update starts at once) and for the template
+// method (the Deployment's rolling update, 25%
 // surge and 25% unavailable). Each configuration runs on a kubelet node,
 // a namespace and a Ripple of its own. Not part of make test:
 //
@@ -39,6 +40,9 @@ func BenchmarkReloadInPlaceVsTemplate(b *testing.B) {
 	}{
 		{"in-place/max-unavailable=1", nil},
 		{"in-place/max-unavailable=5", map[string]string{"ripple.dev/max-unavailable": "5"}},
+		// As many at once as the rolling update below starts: 5 surge
+		// and 5 unavailable.
+		{"in-place/max-unavailable=10", map[string]string{"ripple.dev/max-unavailable": "10"}},
 		{"template", map[string]string{"ripple.dev/restart-method": "template"}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
