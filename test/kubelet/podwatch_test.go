@@ -153,10 +153,14 @@ const markerKey = "test.ripple.dev/marker"
 func (w *podWatch) sync() {
 	w.t.Helper()
 	w.mu.Lock()
+	// A pod not being deleted: a terminating one may be gone before the
+	// write.
 	var name string
 	for _, p := range w.pods {
-		name = p.Name
-		break
+		if p.DeletionTimestamp == nil {
+			name = p.Name
+			break
+		}
 	}
 	m := w.marker + 1
 	w.mu.Unlock()
