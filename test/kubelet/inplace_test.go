@@ -82,16 +82,22 @@ func inPlaceFleet(t *testing.T, name string, kill bool) {
 	}
 	if kill {
 		// Some pods restarted, not all: a third of them, well before the
-		// last (two at a time, a second or two each).
-		w.until(inPlaceDone, "a third of the pods restarted", func() bool { return w.anyRestarted() >= replicas/3 })
+		// last (two at a time, a second or two each); and the kill falls
+		// when a pod was resized and its container not restarted yet, the
+		// moment a Ripple that kept what it did in memory would resize
+		// again (the condition is checked at each event, and holds for
+		// most of a second each time).
+		w.until(inPlaceDone, "a third of the pods restarted, and a resize in flight", func() bool {
+			return w.anyRestarted() >= replicas/3 && w.resizedNotRestarted() > 0
+		})
 		r.kill()
 		w.mu.Lock()
-		done, inFlight := w.anyRestarted(), w.disrupted()
+		done, inFlight := w.anyRestarted(), w.resizedNotRestarted()
 		w.mu.Unlock()
 		if done >= replicas {
 			t.Fatalf("every pod had restarted when Ripple was killed: the test shows nothing of a kill midway")
 		}
-		t.Logf("Ripple killed (SIGKILL) with %d of %d pods restarted and %d resized and not yet restarted and Ready, %v after the change",
+		t.Logf("Ripple killed (SIGKILL) with %d of %d pods restarted and %d resized and not restarted yet, %v after the change",
 			done, replicas, inFlight, time.Since(changed).Round(100*time.Millisecond))
 		r.start()
 	}

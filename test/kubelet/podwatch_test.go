@@ -219,6 +219,18 @@ func (w *podWatch) anyRestarted() int {
 	return n
 }
 
+// resizedNotRestarted counts the pods of the start resized and whose
+// container has not restarted yet; w.mu is held.
+func (w *podWatch) resizedNotRestarted() int {
+	n := 0
+	for uid, p := range w.pods {
+		if w.start[uid] && cpuOf(p) != w.startCPU[uid] && restartCount(p) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // seen is what a pod watch saw.
 type seen struct {
 	// added and deleted are the pods created, and deleted (or marked for
