@@ -29,6 +29,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -145,6 +146,18 @@ func (r *runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	for _, m := range cfg.GetMounts() {
 		rec.Mounts = append(rec.Mounts, record.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), ReadOnly: m.GetReadonly()})
+	}
+	// The fake keeps no log path; the kubelet, when it removes a
+	// container, deletes the files matching "<log path>*", which for an
+	// empty one is every file of its working directory. A real runtime
+	// reports the sandbox's log directory joined with the container's.
+	if cfg.GetLogPath() != "" && sb.GetLogDirectory() != "" {
+		rs := r.RuntimeService
+		rs.Lock()
+		if c, ok := rs.Containers[resp.GetContainerId()]; ok {
+			c.LogPath = filepath.Join(sb.GetLogDirectory(), cfg.GetLogPath())
+		}
+		rs.Unlock()
 	}
 	line, err := json.Marshal(rec)
 	if err != nil {

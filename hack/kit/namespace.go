@@ -11,7 +11,7 @@ import (
 
 // NewNamespace creates a namespace of the test's own, named prefix plus a
 // random suffix and labelled labels, and deletes it when the test ends.
-func NewNamespace(t *testing.T, cs kubernetes.Interface, prefix string, labels map[string]string) string {
+func NewNamespace(t testing.TB, cs kubernetes.Interface, prefix string, labels map[string]string) string {
 	t.Helper()
 	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: labels},

@@ -285,7 +285,16 @@ func (n *Node) startKubelet(kubelet, kubeconfig string) error {
 		return err
 	}
 	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
+	// The kubelet works in an empty directory of the node's: it removes a
+	// container's logs by a pattern, which a runtime that reports no log
+	// path turns into "*" in its working directory (else the test
+	// package's directory, whose files a test run once lost that way).
+	cwd := filepath.Join(n.dir, "cwd")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		return err
+	}
 	cmd := exec.Command(self)
+	cmd.Dir = cwd
 	cmd.Env = append(os.Environ(), launchEnv+"="+string(spec))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Go's exec makes the new namespace's mounts private (MS_REC|

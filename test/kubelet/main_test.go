@@ -10,7 +10,13 @@
 // container restarted by a resize through pods/resize, in the same pod,
 // is created with the new values of a changed ConfigMap and Secret, and a
 // subPath file keeps its old content while a plain configMap volume is
-// updated.
+// updated. The in-place e2e tests (inplace_test.go) run Ripple's in-place
+// method end to end, the Ripple binary as a child process: on 20-pod
+// Deployments no pod is created or deleted, each container restarts once
+// with the new value, never more than max-unavailable down (a pod watch
+// counts at each event), also with Ripple killed with SIGKILL midway; a
+// pod that is not eligible is warned of and evicted only with the
+// fallback; the pods/resize right is needed.
 //
 // The kubelet runs as root on the host, fenced in a mount namespace and a
 // cgroup root of its own: the tier must run as root (`make test-kubelet`).
