@@ -52,7 +52,17 @@ func TestAdmissionWarnsAtApply(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns, other := newNamespace(t, cs), newNamespace(t, cs)
-	createCanaryFleet(t, cs, ns, admissionFleet, "3s")
+	// The canary's own progress deadline is the default: a canary slow
+	// to start on a busy machine must not halt the change counted here.
+	createNamedFleet(t, cs, ns, "d", admissionFleet)
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), canaryConfig, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Annotations = map[string]string{"ripple.dev/canary": "1", "ripple.dev/canary-bake": "3s"}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	createNamedFleet(t, cs, other, "neighbour", 2)
 	certs := newServingCert(t, t.TempDir())
 	addr := freeAddr(t)
@@ -66,10 +76,10 @@ func TestAdmissionWarnsAtApply(t *testing.T) {
 	dry := applyFile(t, path, "--dry-run=server")
 	t.Logf("kubectl apply --dry-run=server:\n%s", dry)
 	warned, warnedNS := warnedRolls(t, dry)
-	if warned != admissionFleet || warnedNS != ns || !strings.Contains(dry, "canary d00 first, bake 3s") {
-		t.Fatalf("kubectl apply --dry-run=server printed:\n%s\nwant a warning that %d workloads in %s roll, canary d00 first", dry, admissionFleet, ns)
+	if warned != admissionFleet || warnedNS != ns || !strings.Contains(dry, "canary d-00 first, bake 3s") {
+		t.Fatalf("kubectl apply --dry-run=server printed:\n%s\nwant a warning that %d workloads in %s roll, canary d-00 first", dry, admissionFleet, ns)
 	}
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), canaryConfig, metav1.GetOptions{})
+	cm, err = cs.CoreV1().ConfigMaps(ns).Get(t.Context(), canaryConfig, metav1.GetOptions{})
 	if err != nil || cm.Data["value"] != "v1" {
 		t.Fatalf("after the dry run the ConfigMap holds %v (%v), want v1", cm.Data, err)
 	}
@@ -216,9 +226,8 @@ func createNamedFleet(t *testing.T, cs kubernetes.Interface, ns, prefix string, 
 }
 
 // configFile writes the manifest of ConfigMap canaryConfig in ns with
-// value, keeping the canary's annotations of createCanaryFleet (which a
-// ConfigMap of createNamedFleet does not read: it has no readers of them),
-// and the annotations given as pairs.
+// value, keeping its canary's annotations, if any, and the annotations
+// given as pairs.
 func configFile(t *testing.T, ns, value string, ann ...string) string {
 	t.Helper()
 	cm, err := kubernetes.NewForConfigOrDie(kc.Config).CoreV1().ConfigMaps(ns).Get(t.Context(), canaryConfig, metav1.GetOptions{})
