@@ -74,6 +74,11 @@ type Keys struct {
 	// what it does with a pod it cannot restart in place ("none" or
 	// "evict").
 	RestartContainers, InPlaceFallback string
+	// ReloadAction and ReloadDelay are Ripple's own, read on the workload,
+	// else its pod template: the HTTP call ("[METHOD ]:PORT/PATH") that
+	// reloads each pod instead of a restart, and how long after a change
+	// Ripple makes it (the kubelet's time to update mounted files).
+	ReloadAction, ReloadDelay string
 	// RestartedAt is written by Ripple with the applied record when a
 	// reload restarts pods: the change set's time, so the pods created up
 	// to it are the ones left to restart.
@@ -144,6 +149,8 @@ func DefaultKeys(prefix string) Keys {
 
 		RestartContainers: prefix + "/restart-containers",
 		InPlaceFallback:   prefix + "/in-place-fallback",
+		ReloadAction:      prefix + "/reload-action",
+		ReloadDelay:       prefix + "/reload-delay",
 
 		CronJobReload:  prefix + "/cronjob-reload",
 		PendingJob:     prefix + "/pending-job",
@@ -174,6 +181,7 @@ func (k Keys) All() []string {
 		k.SettleWindow, k.MinRolloutInterval, k.Applied, k.ReloadOnKeys, k.AppliedAlias, k.CronJobReload, k.PendingJob,
 		k.ReloadWindow, k.ReloadPolicy, k.Approval,
 		k.RestartMethod, k.MaxUnavailable, k.RestartedAt, k.RestartContainers, k.InPlaceFallback,
+		k.ReloadAction, k.ReloadDelay,
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
 		k.AckRollouts, k.MaxRollouts,

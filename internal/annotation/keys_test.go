@@ -50,6 +50,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.CanaryResume, want.CanaryRecord, want.CanaryQuery = tt.own+"/canary-resume", tt.own+"/canary-record", tt.own+"/canary-query"
 			want.RestartMethod, want.MaxUnavailable = tt.own+"/restart-method", tt.own+"/max-unavailable"
 			want.RestartContainers, want.InPlaceFallback = tt.own+"/restart-containers", tt.own+"/in-place-fallback"
+			want.ReloadAction, want.ReloadDelay = tt.own+"/reload-action", tt.own+"/reload-delay"
 			want.RestartedAt = tt.own + "/restarted-at"
 			want.AckRollouts, want.MaxRollouts = tt.own+"/ack-rollouts", tt.own+"/max-rollouts"
 			if got := DefaultKeys(tt.prefix); got != want {

@@ -46,6 +46,9 @@ type refused struct {
 	told map[types.UID]bool
 	// sent is when Ripple resized each pod.
 	sent map[types.UID]time.Time
+	// calls are how each pod's reload endpoint answered, under the
+	// reload-action method (reloadaction.go).
+	calls map[types.UID]*call
 }
 
 // resizeGrace is how long after Ripple resized a pod it waits for the
@@ -62,7 +65,7 @@ func (rs *refusals) get(n types.NamespacedName, at time.Time) *refused {
 	}
 	r, ok := rs.all[n]
 	if !ok || !r.at.Equal(at) {
-		r = &refused{at: at, why: map[types.UID]string{}, told: map[types.UID]bool{}, sent: map[types.UID]time.Time{}}
+		r = &refused{at: at, why: map[types.UID]string{}, told: map[types.UID]bool{}, sent: map[types.UID]time.Time{}, calls: map[types.UID]*call{}}
 		rs.all[n] = r
 	}
 	return r
@@ -165,13 +168,16 @@ func (r *Reconciler) tellSkipped(ctx context.Context, obj client.Object, rst wor
 }
 
 // refuse tells, once per restart, that pod p of obj cannot be restarted in
-// place (why), and what Ripple does instead.
+// place, or reloaded by its action (why), and what Ripple does instead.
 func (r *Reconciler) refuse(ctx context.Context, obj client.Object, rst workload.Restart, p *corev1.Pod, why, instead string) {
 	if !r.refusals.tell(client.ObjectKeyFromObject(obj), rst.At, p.UID) {
 		return
 	}
 	n := plan.Notice{Reason: reason.RestartNotInPlace, Message: fmt.Sprintf(
 		"Cannot restart pod %s in place (containers %s): %s; %s", p.Name, containersOf(p, rst.Containers), why, instead)}
+	if rst.Method == workload.RestartReloadAction {
+		n = actionNotice(p, rst, why, instead)
+	}
 	r.emit(ctx, r.Kind.Name(), obj, []plan.Notice{n}, "pod", p.Name)
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -48,6 +49,18 @@ type inPlaceWorld struct {
 }
 
 func newInPlaceWorld(t *testing.T, n int32, ann map[string]string, f interceptor.Funcs) *inPlaceWorld {
+	t.Helper()
+	return newPodWorld(t, n, f, func(d *appsv1.Deployment, keys annotation.Keys) {
+		d.Annotations[keys.RestartMethod] = workload.RestartInPlace
+		for k, v := range ann {
+			d.Annotations[k] = v
+		}
+	})
+}
+
+// newPodWorld is newInPlaceWorld with Deployment web as edit makes it, and
+// each pod as the opts make it.
+func newPodWorld(t *testing.T, n int32, f interceptor.Funcs, edit func(*appsv1.Deployment, annotation.Keys), opts ...func(*corev1.Pod)) *inPlaceWorld {
 	t.Helper()
 	iw := &inPlaceWorld{}
 	failWith := f.SubResourcePatch
@@ -83,13 +96,10 @@ func newInPlaceWorld(t *testing.T, n int32, ann map[string]string, f interceptor
 	w.deps.Pods = w.c
 	d := deployment("web")
 	d.Spec.Replicas = ptr.To(n)
-	d.Annotations[w.deps.Settings.Keys.RestartMethod] = workload.RestartInPlace
-	for k, v := range ann {
-		d.Annotations[k] = v
-	}
+	edit(d, w.deps.Settings.Keys)
 	w.create(configMap(), d)
 	for i := range n {
-		iw.inPlacePod(fmt.Sprintf("web-%d", i))
+		iw.inPlacePod(fmt.Sprintf("web-%d", i), opts...)
 	}
 	w.baseline("web")
 	iw.started = true

@@ -19,6 +19,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +65,10 @@ type Deps struct {
 	Pods client.Reader
 	// changes is the change controller; nil when it is off.
 	changes *changes
-	// refusals are the pods the in-place restart method could not restart
-	// (inplace.go).
+	// Calls makes the reload-action method's calls (ActionClient).
+	Calls *http.Client
+	// refusals are the pods the in-place restart method could not restart,
+	// and how the reload-action method's calls answered (inplace.go).
 	refusals *refusals
 }
 

@@ -33,6 +33,10 @@ type podRestart struct {
 	// inPlace are, under the in-place method, how the pods created up to
 	// the restart time stand, by name.
 	inPlace map[string]plan.InPlacePod
+	// Under the reload-action method, calls are the URLs of the pods to
+	// call now, and unreloaded why each pod that cannot be reloaded by its
+	// action cannot, by name.
+	calls, unreloaded map[string]string
 }
 
 // restarting returns the kind's pod scope when r, a workload's restart
@@ -54,16 +58,23 @@ func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workloa
 	if err := d.Pods.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: scope.Selector}); err != nil {
 		return podRestart{}, fmt.Errorf("listing the pods: %w", err)
 	}
-	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]plan.InPlacePod{}}
-	in := plan.PodRestart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable}
+	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]plan.InPlacePod{}, calls: map[string]string{}, unreloaded: map[string]string{}}
+	in := plan.PodRestart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable, Delay: r.Delay}
 	for _, p := range list.Items {
 		if !scope.Owns(&p) {
 			continue
 		}
 		pr.pods[p.Name] = p
 		pp := plan.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil}
-		if r.Method == workload.RestartInPlace && !pp.Terminating && !pp.Created.After(r.At) {
+		switch old := !pp.Terminating && !pp.Created.After(r.At); {
+		case old && r.Method == workload.RestartInPlace:
 			pr.inPlace[p.Name] = d.inPlacePod(r, client.ObjectKeyFromObject(obj), &p, &pp)
+		case old && r.Method == workload.RestartReloadAction:
+			if url, why := d.actionPod(r, client.ObjectKeyFromObject(obj), &p, &pp); why != "" {
+				pr.unreloaded[p.Name] = why
+			} else if url != "" {
+				pr.calls[p.Name] = url
+			}
 		}
 		in.Pods = append(in.Pods, pp)
 	}
@@ -119,6 +130,9 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
 	r.tellSkipped(ctx, obj, rst, pr)
+	if rst.Method == workload.RestartReloadAction {
+		r.tellUnreloaded(ctx, obj, rst, pr.unreloaded, pr.pods)
+	}
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
 		r.refusals.forget(client.ObjectKeyFromObject(obj))
@@ -143,6 +157,9 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 // says: a PodDisruptionBudget's refusal is waiting, a missing permission
 // is told (forbidden) and tried again later.
 func (r *Reconciler) restartPods(ctx context.Context, obj client.Object, rst workload.Restart, pr podRestart, log logr.Logger) (ctrl.Result, error) {
+	if rst.Method == workload.RestartReloadAction {
+		return r.reloadPods(ctx, obj, rst, pr, log)
+	}
 	for _, name := range pr.step.Restart {
 		p := pr.pods[name]
 		method, how, err := rst.Method, "", error(nil)
@@ -198,6 +215,8 @@ func verbOf(method string) string {
 		return "delete pods"
 	case workload.RestartInPlace:
 		return "patch pods/resize"
+	case workload.RestartReloadAction:
+		return "list pods"
 	}
 	return "create pods/eviction"
 }
@@ -206,8 +225,11 @@ func verbOf(method string) string {
 // permissions: ripple.restartMethods.<method>, in-place as inPlace (a
 // Helm value name takes no hyphen without quoting).
 func chartValue(method string) string {
-	if method == workload.RestartInPlace {
+	switch method {
+	case workload.RestartInPlace:
 		return "ripple.restartMethods.inPlace"
+	case workload.RestartReloadAction:
+		return "ripple.restartMethods.reloadAction"
 	}
 	return "ripple.restartMethods." + method
 }
@@ -224,7 +246,9 @@ func (r *Reconciler) forbidden(ctx context.Context, obj client.Object, method, v
 // Reloaded Event: the strategy written on the template, or the restart
 // method.
 func (r *Reconciler) reloadedHow(u workload.Update) string {
-	if rst := u.Restart; rst != nil {
+	if rst := u.Restart; rst != nil && rst.Action != nil {
+		return fmt.Sprintf("reload action %s, %s after the change, up to %d pods at a time", rst.Action, rst.Delay, rst.MaxUnavailable)
+	} else if rst != nil {
 		return fmt.Sprintf("restart method %s, up to %d pods at a time", rst.Method, rst.MaxUnavailable)
 	}
 	return "strategy " + r.Settings.Strategy.Name()

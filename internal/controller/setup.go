@@ -72,6 +72,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	d.Pods = mgr.GetAPIReader()
 	d.refusals = &refusals{}
+	if d.Calls == nil {
+		d.Calls = ActionClient()
+	}
 	fl := &fleet{Deps: &d}
 	var err error
 	if d.Recorder, err = eventrec.New(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetLogger().WithName("events"), m.EventDropped); err != nil {

@@ -67,8 +67,11 @@ func Build(f Facts) Report {
 	}
 	if m := f.Input.Workload.Restart; m.Pods() {
 		r.Restart = &Restart{Method: m.Method, MaxUnavailable: m.MaxUnavailable, Containers: m.Containers}
-		if m.Method == workload.RestartInPlace {
+		switch m.Method {
+		case workload.RestartInPlace:
 			r.Restart.Fallback = m.Fallback
+		case workload.RestartReloadAction:
+			r.Restart.Fallback, r.Restart.Action, r.Restart.Delay = m.Fallback, m.Action.String(), m.Delay.String()
 		}
 		if !m.At.IsZero() {
 			r.Restart.Since = &m.At
@@ -79,8 +82,11 @@ func Build(f Facts) Report {
 	}
 	if r.Restart != nil && r.Restart.Since != nil {
 		which := "the pods created before"
-		if r.Restart.Method == workload.RestartInPlace {
+		switch r.Restart.Method {
+		case workload.RestartInPlace:
 			which = "the containers of the pods, not restarted since"
+		case workload.RestartReloadAction:
+			which = "by their reload action the pods created before"
 		}
 		r.Waiting = append(r.Waiting, Wait{For: waitRestart, Setting: f.Settings.Plan.Keys.RestartMethod, Message: fmt.Sprintf(
 			"the restart method %s is restarting %s %s, up to %d pods at a time",

@@ -133,7 +133,9 @@ func printReport(w io.Writer, r Report) error {
 	}
 	if rs := r.Restart; rs != nil {
 		fmt.Fprintf(tw, "Restart:\t%s, up to %d pods at a time, the pod template is left alone", rs.Method, rs.MaxUnavailable)
-		if rs.Fallback != "" {
+		if rs.Action != "" {
+			fmt.Fprintf(tw, "; calls %s %s after a change, fallback %s", rs.Action, rs.Delay, rs.Fallback)
+		} else if rs.Fallback != "" {
 			fmt.Fprintf(tw, "; containers %s, fallback %s", containersText(rs.Containers), rs.Fallback)
 		}
 		if rs.Since != nil {

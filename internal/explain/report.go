@@ -71,7 +71,7 @@ type Report struct {
 // Restart is the restart method in effect on a workload
 // (docs/restart-methods.md).
 type Restart struct {
-	// Method is "evict", "delete" or "in-place".
+	// Method is "evict", "delete", "in-place" or "reload-action".
 	Method         string `json:"method"`
 	MaxUnavailable int    `json:"maxUnavailable"`
 	// Containers and Fallback are the in-place method's: the containers
@@ -79,6 +79,10 @@ type Restart struct {
 	// policy), and "none" or "evict".
 	Containers []string `json:"containers,omitempty"`
 	Fallback   string   `json:"inPlaceFallback,omitempty"`
+	// Action and Delay are the reload-action method's: the call, and how
+	// long after a change it is made.
+	Action string `json:"reloadAction,omitempty"`
+	Delay  string `json:"reloadDelay,omitempty"`
 	// Since is the restart in progress: the change set's time, whose
 	// older pods are left to restart; nil when none is.
 	Since *time.Time `json:"since,omitempty"`

@@ -59,6 +59,8 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.MaxUnavailable] = home{valid: podCount, namespace: true}
 	h[k.RestartContainers] = home{valid: containerNames, namespace: true}
 	h[k.InPlaceFallback] = home{valid: inPlaceFallback, namespace: true}
+	h[k.ReloadAction] = home{valid: reloadAction}
+	h[k.ReloadDelay] = home{valid: reloadDelay, namespace: true}
 	h[k.ReloadOnKeys] = home{valid: reloadOnKeys}
 	h[k.Canary] = home{config: true, valid: canary, namespace: true}
 	h[k.CanaryBake] = home{config: true, valid: canaryBake, namespace: true}
@@ -230,6 +232,22 @@ func containerNames(v string) string {
 func inPlaceFallback(v string) string {
 	if _, err := plan.ParseInPlaceFallback(v); err != nil {
 		return fmt.Sprintf("is not %q or %q, so Ripple uses %q", workload.FallbackNone, workload.FallbackEvict, workload.FallbackNone)
+	}
+	return ""
+}
+
+// reloadAction checks a reload action (plan.ParseReloadAction).
+func reloadAction(v string) string {
+	if _, err := plan.ParseReloadAction(v); err != nil {
+		return fmt.Sprintf("is not a reload action (%v), so Ripple reloads by the restart method", err)
+	}
+	return ""
+}
+
+// reloadDelay checks a reload delay (plan.ParseReloadDelay).
+func reloadDelay(v string) string {
+	if _, err := plan.ParseReloadDelay(v); err != nil {
+		return fmt.Sprintf("is not a duration from 0 to %s, so Ripple waits %s", plan.MaxReloadDelay, plan.DefaultReloadDelay)
 	}
 	return ""
 }

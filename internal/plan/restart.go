@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -87,12 +88,7 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 	keys := s.Keys
 	r := workload.Restart{Method: workload.RestartTemplate, MaxUnavailable: 1}
 	if !w.Restartable {
-		v, from := w.Governing(keys.RestartMethod, workload.RestartTemplate)
-		if m, _ := ParseRestartMethod(v); m != workload.RestartTemplate && (from == FromWorkload || from == FromTemplate) {
-			return r, []string{fmt.Sprintf("annotation %q: a %s takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does",
-				keys.RestartMethod, w.Kind)}
-		}
-		return r, nil
+		return r, ownWay(w, keys)
 	}
 	var problems []string
 	v, from := w.Governing(keys.RestartMethod, s.RestartMethod)
@@ -117,8 +113,16 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 			r.MaxUnavailable = n
 		}
 	}
-	if r.Method == workload.RestartInPlace {
+	problems = append(problems, reloadActionOf(w, keys, &r)...)
+	switch r.Method {
+	case workload.RestartInPlace:
 		problems = append(problems, inPlaceOf(w, keys.RestartContainers, keys.InPlaceFallback, &r)...)
+	case workload.RestartReloadAction:
+		containers := "" // the action restarts no container, but its fallback may
+		if r.Instead == workload.RestartInPlace {
+			containers = keys.RestartContainers
+		}
+		problems = append(problems, inPlaceOf(w, containers, keys.InPlaceFallback, &r)...)
 	}
 	if t, err := time.Parse(time.RFC3339, w.Annotations[keys.RestartedAt]); err == nil {
 		r.At = t
@@ -126,10 +130,26 @@ func RestartOf(w Workload, s Settings) (workload.Restart, []string) {
 	return r, problems
 }
 
+// ownWay tells w, a kind that reloads its own way, when its own
+// annotations ask for a restart method or a reload action.
+func ownWay(w Workload, keys annotation.Keys) []string {
+	v, from := w.Governing(keys.RestartMethod, workload.RestartTemplate)
+	if m, _ := ParseRestartMethod(v); m != workload.RestartTemplate && (from == FromWorkload || from == FromTemplate) {
+		return []string{fmt.Sprintf("annotation %q: a %s takes no restart method (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does",
+			keys.RestartMethod, w.Kind)}
+	}
+	if _, from := w.Governing(keys.ReloadAction, ""); from == FromWorkload || from == FromTemplate {
+		return []string{fmt.Sprintf("annotation %q: a %s takes no reload action (only Deployments, StatefulSets and DaemonSets do); it reloads as it always does",
+			keys.ReloadAction, w.Kind)}
+	}
+	return nil
+}
+
 // inPlaceOf reads the in-place settings governing w (its containers
-// annotation and its fallback annotation, keys containers and fallback)
-// into r; an invalid value is a problem, and the default applies: the
-// containers with a RestartContainer policy, no fallback.
+// annotation and its fallback annotation, keys containers and fallback;
+// no containers key under reload-action, which restarts none) into r; an
+// invalid value is a problem, and the default applies: the containers
+// with a RestartContainer policy, no fallback.
 func inPlaceOf(w Workload, containers, fallback string, r *workload.Restart) []string {
 	var problems []string
 	r.Fallback = workload.FallbackNone
@@ -140,6 +160,9 @@ func inPlaceOf(w Workload, containers, fallback string, r *workload.Restart) []s
 		} else {
 			r.Fallback = f
 		}
+	}
+	if containers == "" {
+		return problems
 	}
 	if v, from := w.Governing(containers, ""); from != FromFlag {
 		names, err := ParseContainers(v)
@@ -213,7 +236,8 @@ type Pod struct {
 	// Busy is set while a resize is in flight: it counts as unavailable
 	// and is not restarted again. Skipped is set for a pod that cannot be
 	// restarted in place and is not evicted instead: it is not left to
-	// restart.
+	// restart. Under reload-action, Restarted is when its reload endpoint
+	// answered, and Busy is set while it waits to be called again.
 	Restarted     time.Time
 	Busy, Skipped bool
 }
@@ -229,7 +253,10 @@ type PodRestart struct {
 	// MaxUnavailable is how many pods may be unavailable at once (at
 	// least 1).
 	MaxUnavailable int
-	Pods           []Pod
+	// Delay is how long after At the first pod is restarted (the
+	// reload-action method's reload-delay).
+	Delay time.Duration
+	Pods  []Pod
 }
 
 // RestartStep is what to do next in a pod restart.
@@ -272,7 +299,11 @@ func NextRestart(r PodRestart, now time.Time, timeout time.Duration) RestartStep
 		s.Status = rollout.Status{State: rollout.Stalled,
 			Reason: fmt.Sprintf("no pod replaced for %s (--rollout-timeout): %s", timeout, s.Status.Reason)}
 	}
-	if start := r.At.Truncate(time.Second).Add(time.Second); now.Before(start) {
+	start := r.At.Truncate(time.Second).Add(time.Second)
+	if d := r.At.Add(r.Delay); d.After(start) {
+		start = d
+	}
+	if now.Before(start) {
 		s.Requeue = start.Sub(now)
 		return s
 	}

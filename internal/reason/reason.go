@@ -34,6 +34,7 @@ const (
 	RestartFailed      Reason = "RestartFailed"
 	RestartInProgress  Reason = "RestartInProgress"
 	RestartNotInPlace  Reason = "RestartNotInPlace"
+	ReloadActionFailed Reason = "ReloadActionFailed"
 	RolledBack         Reason = "RolledBack"
 	ReloadReverted     Reason = "ReloadReverted"
 	SettleWindow       Reason = "SettleWindow"
@@ -111,6 +112,8 @@ func All() []Info {
 			When: "With the evict, delete or in-place restart method: Ripple may not list, evict, delete or resize the workload's pods; the message names the permission and the Helm chart value that grants it (docs/restart-methods.md)."},
 		{Reason: RestartNotInPlace, Event: true, Warning: true, Log: "pod not restarted in place", Alert: Warning,
 			When: "With the in-place restart method: a pod cannot be restarted in place (no RestartContainer resizePolicy, BestEffort, a resize infeasible or refused, a Vertical Pod Autoscaler resizing it in place, a config mounted with subPath); the message names the pod, its containers and why, and says whether Ripple evicts it instead (in-place-fallback) or leaves it with its old configuration; once per pod and restart (docs/restart-methods.md)."},
+		{Reason: ReloadActionFailed, Event: true, Warning: true, Log: "pod not reloaded by its reload action", Alert: Warning,
+			When: "With a reload action: a pod cannot be reloaded by it (its endpoint failed 3 times, it uses the host's network, or no container has the named port); the message names the pod, the action and why, and says whether Ripple evicts it instead (in-place-fallback) or leaves it with its old configuration; once per pod and restart (docs/restart-methods.md)."},
 		{Reason: RestartInProgress, NotRolled: true,
 			When: "Not an Event: `ripple explain` says the evict, delete or in-place restart method is restarting the workload's pods, max-unavailable at a time (docs/restart-methods.md)."},
 		{Reason: RolledBack, Event: true, Log: "rolled back", NotRolled: true,

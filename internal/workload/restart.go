@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,6 +29,11 @@ const (
 	// resource is resized through pods/resize when that resource's
 	// resizePolicy is RestartContainer (docs/restart-methods.md).
 	RestartInPlace = "in-place"
+	// RestartReloadAction leaves the template and the pods alone and calls
+	// each pod's reload endpoint (the reload-action annotation): the app
+	// reads its mounted files again. It is never a --restart-method value:
+	// the endpoint is the workload's own.
+	RestartReloadAction = "reload-action"
 )
 
 // The in-place fallbacks (the in-place-fallback annotation): what Ripple
@@ -43,7 +49,8 @@ const (
 // Restart is how a workload takes a reload, as the planner resolved it
 // (plan.RestartOf), and in an Update the restart a reload carries out.
 type Restart struct {
-	// Method is RestartTemplate, RestartEvict or RestartDelete.
+	// Method is RestartTemplate, RestartEvict, RestartDelete, RestartInPlace
+	// or RestartReloadAction.
 	Method string
 	// At is the restart time: recorded by the last reload that restarted
 	// pods (zero when there is none), or in an Update the time this
@@ -55,20 +62,44 @@ type Restart struct {
 	// restart-containers annotation); empty: each container with a
 	// RestartContainer resize policy.
 	Containers []string
-	// Fallback is what the in-place method does with a pod it cannot
-	// restart in place: FallbackNone or FallbackEvict.
+	// Fallback is what the in-place and reload-action methods do with a
+	// pod they cannot restart in place or reload: FallbackNone or
+	// FallbackEvict.
 	Fallback string
+	// Action is the reload-action method's call; Delay is how long after
+	// the restart time it is made, so the kubelet has written the changed
+	// files into the pods' volumes first.
+	Action *Action
+	Delay  time.Duration
+	// Instead is the method of a reload-action workload when its action
+	// cannot deliver a change (plan.ActionBlocked): its restart method.
+	Instead string
+}
+
+// Action is an HTTP call that makes a pod's app read its configuration
+// again, as Prometheus' /-/reload or Spring's /actuator/refresh: Method
+// to Port (a number or a container port's name) and Path (with its query)
+// of the pod's IP.
+type Action struct {
+	Method string
+	Port   intstr.IntOrString
+	Path   string
+}
+
+// String is the action as annotated: "POST :9090/-/reload".
+func (a Action) String() string {
+	return a.Method + " :" + a.Port.String() + a.Path
 }
 
 // IsZero reports whether r is the zero Restart (a template write).
 func (r Restart) IsZero() bool {
-	return r.Method == "" && r.At.IsZero() && r.MaxUnavailable == 0 && len(r.Containers) == 0 && r.Fallback == ""
+	return r.Method == "" && r.At.IsZero() && r.MaxUnavailable == 0 && len(r.Containers) == 0 && r.Fallback == "" && r.Action == nil && r.Delay == 0 && r.Instead == ""
 }
 
 // Pods reports whether the reload restarts pods rather than writing the
 // template.
 func (r Restart) Pods() bool {
-	return r.Method == RestartEvict || r.Method == RestartDelete || r.Method == RestartInPlace
+	return r.Method == RestartEvict || r.Method == RestartDelete || r.Method == RestartInPlace || r.Method == RestartReloadAction
 }
 
 // PodScope is which pods are a workload's: those its selector matches

@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/workload"
+)
+
+// The reload-action method (docs/restart-methods.md) on the pod restart
+// machinery of restart.go: the same restart time and pace
+// (plan.NextRestart, from reload-delay after the change), but a pod is
+// "restarted" by calling its reload endpoint, and it is done once the
+// endpoint answered 2xx. What was called is kept in memory only (the pod
+// shows nothing of it): a Ripple restarted mid-way calls again the pods it
+// had called, which a reload endpoint takes as one more reload.
+
+// actionTries is how many times Ripple calls a pod's reload endpoint before
+// it gives up on it (the fallback); actionBackoff is the wait after the
+// first failure, doubled after each.
+const (
+	actionTries   = 3
+	actionBackoff = 2 * time.Second
+)
+
+// actionTimeout bounds one call, its answer included: a reload endpoint
+// answers once the app has read its files, in a second or two.
+const actionTimeout = 5 * time.Second
+
+// maxActionAnswer is how much of an answer's body Ripple reads (and
+// discards: it may hold anything, and is never logged) so the connection
+// ends cleanly.
+const maxActionAnswer = 64 << 10
+
+// call is how a pod's reload endpoint answered in one restart.
+type call struct {
+	// answered is when it answered 2xx; zero while it did not.
+	answered time.Time
+	// tries are the failed calls, the last at last, failing with err.
+	tries int
+	last  time.Time
+	err   string
+}
+
+// ActionClient is the HTTP client of reload actions: no proxy (a pod's
+// address is reached directly), no redirect followed (an answer is the
+// pod's own), a bounded wait, and no connection kept between calls.
+func ActionClient() *http.Client {
+	return &http.Client{
+		Timeout: actionTimeout,
+		Transport: &http.Transport{
+			DialContext:            (&net.Dialer{Timeout: actionTimeout}).DialContext,
+			DisableKeepAlives:      true,
+			MaxResponseHeaderBytes: maxActionAnswer,
+			ResponseHeaderTimeout:  actionTimeout,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// callOf returns how pod uid of workload n answered in the restart at at.
+func (rs *refusals) callOf(n types.NamespacedName, at time.Time, uid types.UID) call {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.all[n]; ok && r.at.Equal(at) {
+		if c := r.calls[uid]; c != nil {
+			return *c
+		}
+	}
+	return call{}
+}
+
+// answer records how pod uid of workload n answered at t in the restart
+// at at: err nil is a 2xx.
+func (rs *refusals) answer(n types.NamespacedName, at time.Time, uid types.UID, t time.Time, err error) call {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.get(n, at)
+	c := r.calls[uid]
+	if c == nil {
+		c = &call{}
+		r.calls[uid] = c
+	}
+	if err == nil {
+		c.answered = t
+	} else {
+		c.tries, c.last, c.err = c.tries+1, t, clip(err.Error(), maxRefusal)
+	}
+	return *c
+}
+
+// actionPod reads how pod p, of a workload reloading by its action under
+// r, stands into pp, and returns the URL to call (empty: none now) or why
+// it cannot be reloaded.
+func (d *Deps) actionPod(r workload.Restart, n types.NamespacedName, p *corev1.Pod, pp *plan.Pod) (url, refused string) {
+	c := d.refusals.callOf(n, r.At, p.UID)
+	port, portErr := actionPort(p, r.Action.Port)
+	switch {
+	case !c.answered.IsZero():
+		pp.Restarted = c.answered
+	case p.Spec.HostNetwork:
+		refused = "it uses the host's network, so its address is its node's, which Ripple does not call"
+	case portErr != "":
+		refused = portErr
+	case c.tries >= actionTries:
+		refused = fmt.Sprintf("its reload endpoint failed %d times, the last: %s", c.tries, c.err)
+	case !pp.Ready || p.Status.PodIP == "":
+		pp.Busy = true // called once Ready, as an app not ready may not reload
+	case c.tries > 0 && d.Clock.Since(c.last) < actionBackoff<<(c.tries-1):
+		pp.Busy = true
+	default:
+		url = "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + r.Action.Path
+	}
+	pp.Skipped = refused != "" && r.Fallback != workload.FallbackEvict
+	return url, refused
+}
+
+// actionPort resolves port on pod p: a number, or the name of one of its
+// containers' ports; else why not.
+func actionPort(p *corev1.Pod, port intstr.IntOrString) (int32, string) {
+	if port.Type == intstr.Int {
+		return port.IntVal, ""
+	}
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name == port.StrVal {
+				return cp.ContainerPort, ""
+			}
+		}
+	}
+	return 0, fmt.Sprintf("no container of it has a port named %q", port.StrVal)
+}
+
+// callPods calls the reload endpoint of each pod named in urls, of
+// workload n, at once, and records each answer; it returns the pods that
+// answered 2xx.
+func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods map[string]corev1.Pod, urls map[string]string, n types.NamespacedName, log logr.Logger) []string {
+	var mu sync.Mutex
+	var ok []string
+	var wg sync.WaitGroup
+	for name, url := range urls {
+		p := pods[name]
+		wg.Go(func() {
+			err := r.callPod(ctx, rst.Action.Method, url)
+			c := r.refusals.answer(n, rst.At, p.UID, r.Clock.Now(), err)
+			if err != nil {
+				log.Info("reload action failed", "pod", name, "try", c.tries, "of", actionTries, "error", c.err)
+				return
+			}
+			mu.Lock()
+			ok = append(ok, name)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return ok
+}
+
+// callPod makes one call of a reload action: nil when it answered 2xx.
+// The answer's body is read in part and dropped, never kept or logged.
+func (r *Reconciler) callPod(ctx context.Context, method, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "ripple")
+	res, err := r.Calls.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close() //nolint:errcheck // a read-only body; nothing to do on error
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxActionAnswer))
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return fmt.Errorf("%s %s answered %s", method, url, res.Status)
+	}
+	return nil
+}
+
+// reloadPods takes a step of a reload-action restart: each pod of the step
+// that cannot be reloaded by its action is evicted (the fallback: a pod
+// without one is never in a step), the others are called at once.
+func (r *Reconciler) reloadPods(ctx context.Context, obj client.Object, rst workload.Restart, pr podRestart, log logr.Logger) (ctrl.Result, error) {
+	urls := map[string]string{}
+	for _, name := range pr.step.Restart {
+		p := pr.pods[name]
+		why, refused := pr.unreloaded[name]
+		if !refused {
+			urls[name] = pr.calls[name]
+			continue
+		}
+		r.refuse(ctx, obj, rst, &p, why, "evicting it instead (annotation "+r.Settings.Keys.InPlaceFallback+")")
+		switch err := r.restartPod(ctx, workload.RestartEvict, &p); {
+		case apierrors.IsTooManyRequests(err):
+			log.V(1).Info("eviction refused by a PodDisruptionBudget; waiting", "pod", name)
+			return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
+		case apierrors.IsForbidden(err):
+			r.forbidden(ctx, obj, workload.RestartEvict, verbOf(workload.RestartEvict), err)
+			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("evicting pod %s: %w", name, err)
+		default:
+			log.Info("restarted pod", "pod", name, "uid", p.UID, "how", workload.RestartEvict)
+		}
+	}
+	for _, name := range r.callPods(ctx, rst, pr.pods, urls, client.ObjectKeyFromObject(obj), log) {
+		log.Info("reloaded pod", "pod", name, "uid", pr.pods[name].UID, "action", rst.Action.String())
+	}
+	return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
+}
+
+// tellUnreloaded warns, once per restart, of each pod of obj whose reload
+// action cannot be made (why) and that no fallback restarts.
+func (r *Reconciler) tellUnreloaded(ctx context.Context, obj client.Object, rst workload.Restart, refused map[string]string, pods map[string]corev1.Pod) {
+	if rst.Fallback == workload.FallbackEvict {
+		return
+	}
+	for name, why := range refused {
+		p := pods[name]
+		r.refuse(ctx, obj, rst, &p, why, fmt.Sprintf(
+			"it keeps its old configuration until it restarts; annotation %s: %s evicts such pods instead", r.Settings.Keys.InPlaceFallback, workload.FallbackEvict))
+	}
+}
+
+// actionNotice is the Warning of a pod whose reload action failed.
+func actionNotice(p *corev1.Pod, rst workload.Restart, why, instead string) plan.Notice {
+	return plan.Notice{Reason: reason.ReloadActionFailed, Message: fmt.Sprintf(
+		"Cannot reload pod %s by its reload action (%s): %s; %s", p.Name, rst.Action, why, instead)}
+}
