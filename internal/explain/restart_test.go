@@ -57,3 +57,33 @@ func TestBuildShowsInPlace(t *testing.T) {
 		t.Errorf("text report does not show the in-place restart:\n%s", out)
 	}
 }
+
+// Under a reload action the report names the call, its delay and the
+// fallback, in text and in JSON.
+func TestBuildShowsReloadAction(t *testing.T) {
+	s := defaults(t)
+	current := strings.Repeat("c", 40)
+	f := facts(t, map[string]string{"reloader.stakater.com/auto": "true", s.Plan.Keys.ReloadAction: ":9090/-/reload",
+		s.Plan.Keys.ReloadDelay: "90s", s.Plan.Keys.RestartedAt: "2026-01-02T03:04:05Z"},
+		current, current, time.Now(), s)
+	f.Kind = Kind{Kind: workload.WithRestarts(workload.Deployment)}
+	r := Build(f)
+	if r.Restart == nil || r.Restart.Method != workload.RestartReloadAction || r.Restart.Action != "POST :9090/-/reload" || r.Restart.Delay != "1m30s" {
+		t.Fatalf("restart %+v, want reload-action POST :9090/-/reload after 1m30s", r.Restart)
+	}
+	var b bytes.Buffer
+	if err := Print(&b, FormatTable, r); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "calls POST :9090/-/reload 1m30s after a change, fallback none") ||
+		!strings.Contains(out, "by their reload action the pods created before 2026-01-02T03:04:05Z") {
+		t.Errorf("text report does not show the reload action:\n%s", out)
+	}
+	b.Reset()
+	if err := Print(&b, FormatJSON, r); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, `"reloadAction": "POST :9090/-/reload"`) || !strings.Contains(out, `"reloadDelay": "1m30s"`) {
+		t.Errorf("JSON report does not show the reload action:\n%s", out)
+	}
+}

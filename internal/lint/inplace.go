@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -39,4 +40,27 @@ func (c *checker) inPlace(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	}
 	return []Finding{o.finding(Warning, c.keys.RestartMethod, fmt.Sprintf(
 		"restart method in-place, but a pod of this template cannot be restarted in place: %s; %s", st.Refused, instead))}
+}
+
+// reloadAction checks a workload whose own annotations ask for a reload
+// action against its pod template: a config it reads as environment
+// variables, through subPath or in an init container is a warning, as
+// the controller's InvalidAnnotation would be at the first reload (lint
+// does not know which configs Ripple watches, so it counts every config
+// the template reads).
+func (c *checker) reloadAction(o *target, tpl *corev1.PodTemplateSpec) []Finding {
+	if tpl == nil || (o.kind != "Deployment" && o.kind != "StatefulSet" && o.kind != "DaemonSet") {
+		return nil
+	}
+	w := plan.Workload{Annotations: o.obj.GetAnnotations(), Template: tpl}
+	v, from := w.Governing(c.keys.ReloadAction, "")
+	if _, err := plan.ParseReloadAction(v); err != nil || (from != plan.FromWorkload && from != plan.FromTemplate) {
+		return nil
+	}
+	why := plan.ActionBlocked(&tpl.Spec, refs.All(&tpl.Spec))
+	if why == "" {
+		return nil
+	}
+	return []Finding{o.finding(Warning, c.keys.ReloadAction, fmt.Sprintf(
+		"a reload action cannot deliver a change of what this template reads: %s; Ripple reloads it by its restart method instead", why))}
 }

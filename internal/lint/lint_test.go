@@ -271,6 +271,21 @@ metadata:
 			},
 		},
 		{
+			name:      "a reload action on a template that reads its config as environment variables",
+			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/reload-action: ":9090/-/reload"}`, `{}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "ripple.dev/reload-action", "a reload action cannot deliver a change of what this template reads: container app reads ConfigMap app-config as environment variables, which never change in a running container; Ripple reloads it by its restart method instead"},
+			},
+		},
+		{
+			name:      "reload-action settings: an invalid action or delay is a warning naming the default",
+			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/reload-action: "9090/-/reload", ripple.dev/reload-delay: 2h}`, `{}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "ripple.dev/reload-action", `annotation "ripple.dev/reload-action": "9090/-/reload" is not a reload action ("9090/-/reload" is not a reload action such as ":9090/-/reload" or "PUT :http/reload" (a colon, the port, then the path)), so Ripple reloads by the restart method`},
+				{Warning, "Deployment shop/web", "ripple.dev/reload-delay", `annotation "ripple.dev/reload-delay": "2h" is not a duration from 0 to 1h0m0s, so Ripple waits 2m0s`},
+			},
+		},
+		{
 			name: "named reloads that match nothing in the namespace",
 			manifests: configs + web(
 				`{configmap.reloader.stakater.com/reload: "app-config, missing, gone-.*", secret.reloader.stakater.com/reload: elsewhere}`, `{}`) + `---

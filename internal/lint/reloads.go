@@ -28,6 +28,7 @@ func (c *checker) workload(ctx context.Context, kind workload.Kind, o *target) [
 		out = append(out, c.annotations(o, tpl.Annotations, true)...)
 	}
 	out = append(out, c.inPlace(o, tpl)...)
+	out = append(out, c.reloadAction(o, tpl)...)
 	return append(out, c.reloads(o, tpl)...)
 }
 
