@@ -246,10 +246,10 @@ func (s *setup) enableChanges(ctx context.Context) error {
 	c, err := controller.NewTyped("configrollout", s.mgr, controller.TypedOptions[change.Key]{
 		Reconciler: ch.turns.reconciler(k), MaxConcurrentReconciles: changeWorkers,
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[change.Key]) changeQueue {
-			return priorityqueue.New(name, func(o *priorityqueue.Opts[change.Key]) {
+			return newShutdownSafe(priorityqueue.New(name, func(o *priorityqueue.Opts[change.Key]) {
 				o.RateLimiter = rl
 				o.Log = s.mgr.GetLogger().WithValues("controller", name)
-			})
+			}), wakeChange)
 		},
 	})
 	if err != nil {

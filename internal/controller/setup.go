@@ -227,13 +227,13 @@ func (s *setup) addFollower(r *Reconciler) error {
 
 // newQueue is controller-runtime's default queue (a priority queue) with
 // Ripple's queue metrics: Reloader's reloader_workqueue_* and the depth per
-// controller.
+// controller; it shuts down without the queue's deadlock (shutdownSafe).
 func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+	return newShutdownSafe(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rl
 		o.MetricProvider = s.deps.Metrics.QueueMetrics()
 		o.Log = s.mgr.GetLogger().WithValues("controller", name)
-	})
+	}), wakeRequest)
 }
 
 // enableCSI watches the CSI driver's objects from every controller, once
