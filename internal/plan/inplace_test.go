@@ -341,15 +341,7 @@ func TestRestartOfInPlace(t *testing.T) {
 			if strings.Join(r.Containers, ",") != strings.Join(tc.containers, ",") || r.Fallback != tc.fallback {
 				t.Errorf("containers %v, fallback %q; want %v, %q", r.Containers, r.Fallback, tc.containers, tc.fallback)
 			}
-			all := strings.Join(problems, "\n")
-			for _, s := range tc.problemsNamed {
-				if !strings.Contains(all, s) {
-					t.Errorf("problems %q do not say %s", all, s)
-				}
-			}
-			if len(tc.problemsNamed) == 0 && all != "" {
-				t.Errorf("problems %q, want none", all)
-			}
+			wantProblems(t, problems, tc.problemsNamed)
 		})
 	}
 }

@@ -92,15 +92,7 @@ func TestRestartOfReloadAction(t *testing.T) {
 			if r.Method != tc.method || r.Delay != tc.delay || r.Instead != tc.instead || (r.Action != nil) != (tc.method == workload.RestartReloadAction) {
 				t.Errorf("got %+v, want %s, delay %s, instead %q", r, tc.method, tc.delay, tc.instead)
 			}
-			all := strings.Join(problems, "\n")
-			for _, s := range tc.problemsNamed {
-				if !strings.Contains(all, s) {
-					t.Errorf("problems %q do not say %s", all, s)
-				}
-			}
-			if len(tc.problemsNamed) == 0 && all != "" {
-				t.Errorf("problems %q, want none", all)
-			}
+			wantProblems(t, problems, tc.problemsNamed)
 		})
 	}
 }

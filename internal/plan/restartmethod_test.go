@@ -33,6 +33,21 @@ func TestParseRestartMethod(t *testing.T) {
 	}
 }
 
+// wantProblems fails t unless problems say each of named, or are none when
+// none is named.
+func wantProblems(t *testing.T, problems, named []string) {
+	t.Helper()
+	all := strings.Join(problems, "\n")
+	for _, s := range named {
+		if !strings.Contains(all, s) {
+			t.Errorf("problems %q do not say %s", all, s)
+		}
+	}
+	if len(named) == 0 && all != "" {
+		t.Errorf("problems %q, want none", all)
+	}
+}
+
 func TestParseMaxUnavailable(t *testing.T) {
 	for v, want := range map[string]int{"1": 1, " 3 ": 3, "0": 0, "-1": 0, "two": 0, "": 0} {
 		got, err := ParseMaxUnavailable(v)
@@ -95,15 +110,7 @@ func TestRestartOf(t *testing.T) {
 			if r.Method != tc.method || r.MaxUnavailable != tc.max || r.At.IsZero() == tc.at {
 				t.Errorf("got %+v, want %s, %d, at %v", r, tc.method, tc.max, tc.at)
 			}
-			all := strings.Join(problems, "\n")
-			for _, s := range tc.problemsNamed {
-				if !strings.Contains(all, s) {
-					t.Errorf("problems %q do not say %s", all, s)
-				}
-			}
-			if len(tc.problemsNamed) == 0 && all != "" {
-				t.Errorf("problems %q, want none", all)
-			}
+			wantProblems(t, problems, tc.problemsNamed)
 		})
 	}
 }
@@ -208,15 +215,7 @@ func TestRestartDeleteNamespaces(t *testing.T) {
 			if r.Method != tc.method {
 				t.Errorf("method %q, want %q", r.Method, tc.method)
 			}
-			all := strings.Join(problems, "\n")
-			for _, s := range tc.problemsOf {
-				if !strings.Contains(all, s) {
-					t.Errorf("problems %q do not say %s", all, s)
-				}
-			}
-			if len(tc.problemsOf) == 0 && all != "" {
-				t.Errorf("problems %q, want none", all)
-			}
+			wantProblems(t, problems, tc.problemsOf)
 		})
 	}
 }
