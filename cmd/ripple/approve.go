@@ -79,11 +79,8 @@ overrides them:
 
 // parse parses args; help is true for --help.
 func (f *approveFlags) parse(args []string) (help bool, err error) {
-	if err := f.all.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
-		}
-		return false, usageError{err}
+	if help, err := parseFlags(f.all, args); help || err != nil {
+		return help, err
 	}
 	f.targets, err = approveTargets(f.all.Args())
 	return false, err

@@ -58,6 +58,18 @@ const eventCount = 5
 // usageError is an error in the arguments: exit code 2.
 type usageError struct{ error }
 
+// parseFlags parses a command's args into fs: help is true for --help,
+// and a flag error is a usageError.
+func parseFlags(fs *pflag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err}
+	}
+	return false, nil
+}
+
 // explainFlags are the flags of `explain`, in three groups for --help.
 type explainFlags struct {
 	clusterFlags
@@ -124,11 +136,8 @@ defaults; a flag given here overrides them:
 
 // parse parses args; help is true for --help.
 func (f *explainFlags) parse(args []string) (help bool, err error) {
-	if err := f.all.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
-		}
-		return false, usageError{err}
+	if help, err := parseFlags(f.all, args); help || err != nil {
+		return help, err
 	}
 	o := &f.opts
 	if !slices.Contains(explain.Formats, o.output) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -58,11 +57,8 @@ defaults; a flag given here overrides them:
 
 // parse parses args; help is true for --help.
 func (f *historyFlags) parse(args []string) (help bool, err error) {
-	if err := f.all.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
-		}
-		return false, usageError{err}
+	if help, err := parseFlags(f.all, args); help || err != nil {
+		return help, err
 	}
 	if !slices.Contains(history.Formats, f.output) {
 		return false, usageError{fmt.Errorf("--output: %q is not a format; use %s", f.output, strings.Join(history.Formats, ", "))}

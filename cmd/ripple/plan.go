@@ -92,11 +92,8 @@ Ripple's settings (the defaults unless given):
 
 // parse parses args; help is true for --help.
 func (f *planFlags) parse(args []string) (help bool, err error) {
-	if err := f.all.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
-		}
-		return false, usageError{err}
+	if help, err := parseFlags(f.all, args); help || err != nil {
+		return help, err
 	}
 	switch {
 	case f.all.NArg() > 0:

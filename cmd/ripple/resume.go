@@ -63,12 +63,11 @@ Connection flags, as kubectl's (-n/--namespace is the config's namespace):
 func runResume(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	f := newResumeFlags(name)
 	f.all.SetOutput(io.Discard)
-	if err := f.all.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			f.usage(stdout, name)
-			return 0
-		}
-		return exitCode(usageError{err}, stderr, name+" resume")
+	if help, err := parseFlags(f.all, args); help {
+		f.usage(stdout, name)
+		return 0
+	} else if err != nil {
+		return exitCode(err, stderr, name+" resume")
 	}
 	if f.all.NArg() != 1 {
 		return exitCode(usageError{fmt.Errorf("name one config, as configmap/<name> or secret/<name>")}, stderr, name+" resume")
