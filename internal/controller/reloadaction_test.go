@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,5 +264,33 @@ func TestReloadActionRefusedForEnv(t *testing.T) {
 	aw.step()
 	if got := aw.called(); len(got) != 0 {
 		t.Errorf("called %q", got)
+	}
+}
+
+// A reload action goes to the pod itself: no proxy, even with HTTP_PROXY
+// set, and no redirect followed (a 3xx is a failure, and its target is
+// never called).
+func TestActionClientGoesDirect(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
+	var followed atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/reload", func(rw http.ResponseWriter, r *http.Request) { http.Redirect(rw, r, "/elsewhere", http.StatusFound) })
+	mux.HandleFunc("/elsewhere", func(http.ResponseWriter, *http.Request) { followed.Store(true) })
+	mux.HandleFunc("/ok", func(http.ResponseWriter, *http.Request) {})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: mux}
+	go srv.Serve(l) //nolint:errcheck // ends with Close
+	t.Cleanup(func() { _ = srv.Close() })
+	r := &Reconciler{Deps: &Deps{Calls: ActionClient()}}
+	base := "http://" + l.Addr().String()
+	if err := r.callPod(t.Context(), http.MethodPost, base+"/ok"); err != nil {
+		t.Errorf("a 200 through no proxy: %v", err)
+	}
+	err = r.callPod(t.Context(), http.MethodPost, base+"/reload")
+	if err == nil || !strings.Contains(err.Error(), "302") || followed.Load() {
+		t.Errorf("a redirect: %v, followed %v; want a failure naming 302, not followed", err, followed.Load())
 	}
 }
