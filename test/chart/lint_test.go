@@ -90,6 +90,17 @@ func TestSchemaRejects(t *testing.T) {
 		{"misspelled declared kind field", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Widget", "tmplate": "spec.template"}}}}}, "at '/ripple/workloadKinds/declared/0': additional properties 'tmplate' not allowed"},
 		{"declared kind in lower case", map[string]any{"ripple": map[string]any{"workloadKinds": map[string]any{"declared": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "widget", "template": "spec.template"}}}}}, `ripple.workloadKinds.declared entry 1 (widget): kind: "widget" is not a kind`},
 		{"unknown restart method", map[string]any{"ripple": map[string]any{"restartMethod": "rolling"}}, "at '/ripple/restartMethod'"},
+		{"reload action permission not a boolean", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadAction": "yes"}}}, "at '/ripple/restartMethods/reloadAction'"},
+		{"reload action port out of range", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{70000}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
+		{"reload action port 0", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{0}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
+		// A number in quotes is no port name: the NetworkPolicy would
+		// refuse it.
+		{"reload action port number as a string", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{"9090"}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
+		{"reload action port name in upper case", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{"HTTP"}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
+		{"reload action port name with a double hyphen", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{"web--reload"}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
+		{"reload action port name over 15 characters", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{"prometheus-reload"}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
+		{"reload action port listed twice", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{9090, 9090}}}}, "at '/ripple/restartMethods/reloadActionPorts': items at 0 and 1 are equal"},
+		{"reload action ports as a string", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": "9090"}}}, "at '/ripple/restartMethods/reloadActionPorts': got string, want null or array"},
 		{"query gate without a Prometheus", map[string]any{"ripple": map[string]any{"canaryGates": []any{"query"}}}, "ripple.canaryGates has query but ripple.prometheus.url is empty"},
 		{"unknown inconclusive", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"inconclusive": "fail"}}}, "at '/ripple/prometheus/inconclusive'"},
 		{"Prometheus URL of another scheme", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"url": "ftp://prometheus"}}}, "at '/ripple/prometheus/url'"},

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/ripple-dev/ripple/hack/helmchart"
 )
 
@@ -13,7 +16,7 @@ import (
 // and scoped mode, and checks the exact pod verbs every Ripple
 // (Cluster)Role grants: none by default, list and create pods/eviction
 // for evict, list and delete for delete, list and patch pods/resize for
-// in-place, none in webhook mode (which
+// in-place, list alone for reload actions, none in webhook mode (which
 // restarts nothing), and the --restart-method argument only when the
 // default method is not template. The canary's pod gate
 // (canaryGates: [pods]) adds list and watch on pods, and its argument.
@@ -24,6 +27,7 @@ func TestRestartMethodRules(t *testing.T) {
 	none := []grant{{"", "pods", nil}, {"", "pods/eviction", nil}, {"", "pods/resize", nil}}
 	evict := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", []string{"create"}}, {"", "pods/resize", nil}}
 	inPlace := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", nil}, {"", "pods/resize", []string{"patch"}}}
+	reloadAction := []grant{{"", "pods", []string{"list"}}, {"", "pods/eviction", nil}, {"", "pods/resize", nil}}
 	del := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", nil}}
 	both := []grant{{"", "pods", []string{"delete", "list"}}, {"", "pods/eviction", []string{"create"}}}
 	// The canary's pod gate watches the canaries' pods.
@@ -53,6 +57,11 @@ func TestRestartMethodRules(t *testing.T) {
 		{"restartMethod template", map[string]any{"restartMethod": "template"}, none, ""},
 		{"restartMethods.inPlace", map[string]any{"restartMethods": map[string]any{"inPlace": true}}, inPlace, ""},
 		{"restartMethod in-place", map[string]any{"restartMethod": "in-place"}, inPlace, "--restart-method=in-place"},
+		{"restartMethods.reloadAction", map[string]any{"restartMethods": map[string]any{"reloadAction": true}}, reloadAction, ""},
+		// With in-place-fallback: evict, a failed endpoint's pod is evicted.
+		{"restartMethods.reloadAction with evict", map[string]any{"restartMethods": map[string]any{"reloadAction": true, "evict": true}}, evict, ""},
+		// The ports open the NetworkPolicy only (TestReloadActionNetpol).
+		{"restartMethods.reloadActionPorts", map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{9090}}}, none, ""},
 		{"canaryGates pods", pods, gate, ""},
 		{"canaryGates pods with delete", deepMerge(map[string]any{"canaryGates": []any{"pods"}}, methods(false, true)), gateDel, ""},
 		{"restartDeleteNamespaces", limited(methods(false, true)), list, ""},
@@ -136,5 +145,57 @@ func TestRestartMethodRules(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReloadActionNetpol: ripple.restartMethods.reloadActionPorts adds one
+// egress rule to the NetworkPolicy, after the others, with exactly those
+// TCP ports and no destination (Ripple calls pod IPs in any namespace it
+// watches, whatever netpol.to limits the API server to), which the API
+// server accepts; nothing when the list is empty, when the NetworkPolicy
+// is off, or in webhook mode (which calls no pod).
+func TestReloadActionNetpol(t *testing.T) {
+	ensureNamespace(t, kubernetes.NewForConfigOrDie(api.Config), relNS, nil)
+	netpol := func(extra map[string]any) map[string]any {
+		return deepMerge(map[string]any{"netpol": map[string]any{"enabled": true, "to": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.1/32"}}}}}, extra)
+	}
+	ports := func(ps ...any) map[string]any {
+		return map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadAction": true, "reloadActionPorts": ps}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		// egress is wantNetpol's; nil: no NetworkPolicy.
+		egress []string
+	}{
+		{"ports without netpol", ports(9090, "http"), nil},
+		{"netpol without ports", r(netpol(nil)), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP"}},
+		{"netpol with an empty list", deepMerge(r(netpol(nil)), ports()), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP"}},
+		{"netpol with ports", deepMerge(r(netpol(nil)), ports(9090, "http", 8080)), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "9090/TCP http/TCP 8080/TCP"}},
+		{"netpol with ports in webhook mode", deepMerge(r(netpol(map[string]any{"webhookUrl": "https://hooks.example.com/ripple"})), ports(9090)), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "443/TCP"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{tc.values}})
+			nps := find(objs, "NetworkPolicy")
+			if tc.egress == nil {
+				if len(nps) != 0 {
+					t.Fatalf("%d NetworkPolicies, want none", len(nps))
+				}
+				return
+			}
+			wantNetpol(t, objs, tc.egress...)
+			egress, _, _ := unstructured.NestedSlice(nps[0].Object, "spec", "egress")
+			for i, e := range egress {
+				_, to := e.(map[string]any)["to"]
+				// Only the API server's rule (the first) takes netpol.to.
+				if to != (i == 0) {
+					t.Errorf("egress rule %d: destination %v, want one only on the API server's", i, to)
+				}
+			}
+			if err := newApplier(t, api.Config).apply(t.Context(), nps[0], true); err != nil {
+				t.Errorf("the API server rejects the NetworkPolicy: %v", err)
+			}
+		})
 	}
 }

@@ -532,18 +532,19 @@ kinds) and the optional kinds change them. */}}
 {{- $restart := include "ripple.restartMethods" . | fromJson }}
 {{- $podGate := has "pods" (.Values.ripple.canaryGates | default list) }}
 {{- $delete := and $restart.delete (not (.Values.ripple.governance | default dict).restartDeleteNamespaces) }}
-{{- if or $restart.evict $restart.delete $restart.inPlace }}
+{{- if or $restart.evict $restart.delete $restart.inPlace $restart.reloadAction }}
 # Restart methods (docs/restart-methods.md): the pods of a workload being
 # restarted are listed by its selector (never watched){{ if $delete }} and deleted{{ else if $restart.delete }}; they are deleted
 # only in ripple.governance.restartDeleteNamespaces (the pod-delete Roles){{ end }}{{ if $restart.inPlace }}; in-place resizes
-# one container of each by a unit (pods/resize){{ end }}.
+# one container of each by a unit (pods/resize){{ end }}{{ if $restart.reloadAction }}; a reload action
+# calls the reload endpoint of each Ready one{{ end }}.
 {{- end }}
 {{- if $podGate }}
 # The canary's pod gate (ripple.canaryGates: pods, docs/canary.md): the
 # pods of a baking change's canaries are listed and watched by their
 # selector until the bake ends.
 {{- end }}
-{{- if or $restart.evict $restart.delete $restart.inPlace $podGate }}
+{{- if or $restart.evict $restart.delete $restart.inPlace $restart.reloadAction $podGate }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: [{{ if $delete }}"delete", {{ end }}"list"{{ if $podGate }}, "watch"{{ end }}]
@@ -591,13 +592,14 @@ empty (delete is allowed everywhere Ripple watches: the rules grant it). */}}
 {{- end -}}
 
 {{/* Which restart methods get their pod permissions, as JSON
-{"evict": bool, "delete": bool, "inPlace": bool}: those turned on under
-ripple.restartMethods, and the default ripple.restartMethod. */}}
+{"evict": bool, "delete": bool, "inPlace": bool, "reloadAction": bool}:
+those turned on under ripple.restartMethods, and the default
+ripple.restartMethod (a reload action is an annotation, never the default). */}}
 {{- define "ripple.restartMethods" -}}
 {{- $rp := .Values.ripple -}}
 {{- $on := $rp.restartMethods | default dict -}}
 {{- $default := lower (trim (toString ($rp.restartMethod | default ""))) | default "template" -}}
-{{- toJson (dict "evict" (or $on.evict (eq $default "evict")) "delete" (or $on.delete (eq $default "delete")) "inPlace" (or $on.inPlace (eq $default "in-place"))) -}}
+{{- toJson (dict "evict" (or $on.evict (eq $default "evict")) "delete" (or $on.delete (eq $default "delete")) "inPlace" (or $on.inPlace (eq $default "in-place")) "reloadAction" ($on.reloadAction | default false)) -}}
 {{- end -}}
 
 {{/* The container arguments, one flag per item, as Reloader's chart maps
