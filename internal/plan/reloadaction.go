@@ -31,7 +31,7 @@ import (
 // DefaultReloadDelay is how long after a change Ripple calls the pods when
 // the workload does not say: the kubelet writes a changed ConfigMap or
 // Secret into a pod's volume at the pod's next sync, which comes at most
-// its --sync-frequency (1m by default) times 1.5 (its jitter) after the
+// its syncFrequency (1m by default) times 1.5 (its jitter) after the
 // change reached the kubelet's cache; 2m leaves half a minute for that.
 const DefaultReloadDelay = 2 * time.Minute
 
