@@ -95,6 +95,13 @@ func TestReloadActionCallsEachPodOnce(t *testing.T) {
 	e, failing := serveFleet(t, node, listApp(t, cs, ns, "app"), port)
 	r := startRipple(t, ns, "")
 	w := watchPods(t, cs, ns)
+	// Pods that just started are synced by the kubelet at each change of
+	// their status, which rewrites their volumes within a second of a
+	// ConfigMap change; settled ones once each SyncFrequency (with
+	// jitter), the case reload-delay is for. A Ripple calling at once
+	// (reload-delay 0s) is seen calling pods whose file is old only after
+	// this wait.
+	time.Sleep(kubeletnode.SyncFrequency)
 
 	cm.Data[confKey] = newConf
 	changed := time.Now()
@@ -118,15 +125,10 @@ func TestReloadActionCallsEachPodOnce(t *testing.T) {
 	if n := len(r.out.Lines("reloaded pod")); n != actionReplicas {
 		t.Errorf("Ripple logged %d reloaded pods, expected %d", n, actionReplicas)
 	}
-	s := w.snapshot()
-	if len(s.added) > 0 || len(s.deleted) > 0 || s.maxNotReady > 0 {
-		t.Errorf("pods were created (%v), deleted (%v) or not Ready (%d at most at once); a reload action touches no pod", s.added, s.deleted, s.maxNotReady)
+	if g := gaps(calls, failing); len(g) != 1 || g[0] < 2*time.Second {
+		t.Errorf("the failing pod's endpoint was called again %v after its first call, expected once, 2 s later at the earliest", g)
 	}
-	for _, p := range listApp(t, cs, ns, "app") {
-		if !before[p.UID] || restartCount(&p) != 0 {
-			t.Errorf("pod %s (%s) is new or its container restarted (%d restarts)", p.Name, p.UID, restartCount(&p))
-		}
-	}
+	assertPodsKept(t, w, before, listApp(t, cs, ns, "app"))
 	assertTemplateKept(t, cs, dep, rs)
 }
 
@@ -179,18 +181,9 @@ func TestReloadActionFallsBack(t *testing.T) {
 		}
 	}
 	calls, _ := e.snapshot()
-	perPod := map[string]int{}
-	for _, c := range calls {
-		perPod[c.ip]++
-		if c.status != http.StatusServiceUnavailable || c.method != http.MethodPost || c.path != actionPath {
-			t.Errorf("call %+v: expected POST %s, answered 503", c, actionPath)
-		}
-	}
-	for _, p := range listApp(t, cs, ns, "keep") {
-		if n := perPod[p.Status.PodIP]; n != 3 {
-			t.Errorf("the endpoint of pod %s (%s) was called %d times, expected 3 tries", p.Name, p.Status.PodIP, n)
-		}
-	}
+	assertTries(t, calls, listApp(t, cs, ns, "keep"))
+	t.Logf("keep's Warning: %s", keepNotes[0])
+	t.Logf("evict's Warning: %s", evictNotes[0])
 	if n := len(r.out.Lines("reloaded pod")); n != 0 {
 		t.Errorf("Ripple logged %d reloaded pods, none answered 2xx", n)
 	}
@@ -238,23 +231,8 @@ func TestReloadActionRefusesEnv(t *testing.T) {
 	}) {
 		t.Errorf("the InvalidAnnotation Warnings say %q: expected one naming %s and why (environment variables)", notes, actionKey)
 	}
-	after, err := cs.AppsV1().Deployments(ns).Get(ctx, dep.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rev := after.Annotations[revisionKey]; rev != "2" {
-		t.Errorf("the Deployment's revision is %q, expected 2 (one template write)", rev)
-	}
-	if _, ok := after.Annotations[restartedAtKey]; ok {
-		t.Errorf("the Deployment has %s: expected a template write, not a pod restart", restartedAtKey)
-	}
-	rss, err := kit.ReplicaSets(ctx, cs, ns, dep.UID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rss) != 2 || !slices.ContainsFunc(rss, func(x appsv1.ReplicaSet) bool { return x.UID == rs }) {
-		t.Errorf("the Deployment has %d ReplicaSets, expected the one it had and a new one", len(rss))
-	}
+	t.Logf("InvalidAnnotation: %q", notes)
+	assertRolled(t, cs, dep, rs)
 	assertRecords(t, node, replaced, "hello-new", "")
 	if calls, _ := e.snapshot(); len(calls) > 0 {
 		t.Errorf("%d calls of the reload endpoints: expected none, the action is refused (%+v)", len(calls), calls)
@@ -491,6 +469,85 @@ func assertCalls(t *testing.T, calls []actionCall, failing string, notBefore tim
 		if !slices.Equal(got, want) {
 			t.Errorf("pod %s's endpoint answered %v, expected %v", ip, got, want)
 		}
+	}
+}
+
+// gaps returns the times between the calls at ip, in order.
+func gaps(calls []actionCall, ip string) []time.Duration {
+	var out []time.Duration
+	var last time.Time
+	for _, c := range calls {
+		if c.ip != ip {
+			continue
+		}
+		if !last.IsZero() {
+			out = append(out, c.at.Sub(last))
+		}
+		last = c.at
+	}
+	return out
+}
+
+// assertTries checks the calls of pods, whose endpoints answer 503: POST
+// actionPath, 3 tries for each, the second at least 2 s after the first,
+// the third at least 4 s after the second.
+func assertTries(t *testing.T, calls []actionCall, pods []corev1.Pod) {
+	t.Helper()
+	for _, c := range calls {
+		if c.status != http.StatusServiceUnavailable || c.method != http.MethodPost || c.path != actionPath {
+			t.Errorf("call %+v: expected POST %s, answered 503", c, actionPath)
+		}
+	}
+	for _, p := range pods {
+		g := gaps(calls, p.Status.PodIP)
+		t.Logf("pod %s's endpoint was called %d times, %v apart", p.Name, len(g)+1, g)
+		if len(g) != 2 {
+			t.Errorf("the endpoint of pod %s (%s) was called %d times, expected 3 tries", p.Name, p.Status.PodIP, len(g)+1)
+		} else if g[0] < 2*time.Second || g[1] < 4*time.Second {
+			t.Errorf("the tries at pod %s were %v apart, expected at least 2 s, then 4 s", p.Name, g)
+		}
+	}
+}
+
+// assertPodsKept checks that the watch w saw no pod created, deleted or
+// not Ready, and that pods are those of before, their containers never
+// restarted.
+func assertPodsKept(t *testing.T, w *podWatch, before map[types.UID]bool, pods []corev1.Pod) {
+	t.Helper()
+	s := w.snapshot()
+	if len(s.added) > 0 || len(s.deleted) > 0 || s.maxNotReady > 0 {
+		t.Errorf("pods were created (%v), deleted (%v) or not Ready (%d at most at once); a reload action touches no pod", s.added, s.deleted, s.maxNotReady)
+	}
+	if len(pods) != len(before) {
+		t.Errorf("the Deployment has %d pods, expected %d", len(pods), len(before))
+	}
+	for _, p := range pods {
+		if !before[p.UID] || restartCount(&p) != 0 {
+			t.Errorf("pod %s (%s) is new or its container restarted (%d restarts)", p.Name, p.UID, restartCount(&p))
+		}
+	}
+}
+
+// assertRolled checks that dep rolled once as a template write: revision
+// 2, no restarted-at, its ReplicaSet rs and one new one.
+func assertRolled(t *testing.T, cs kubernetes.Interface, dep *appsv1.Deployment, rs types.UID) {
+	t.Helper()
+	after, err := cs.AppsV1().Deployments(dep.Namespace).Get(t.Context(), dep.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev := after.Annotations[revisionKey]; rev != "2" {
+		t.Errorf("the Deployment's revision is %q, expected 2 (one template write)", rev)
+	}
+	if _, ok := after.Annotations[restartedAtKey]; ok {
+		t.Errorf("the Deployment has %s: expected a template write, not a pod restart", restartedAtKey)
+	}
+	rss, err := kit.ReplicaSets(t.Context(), cs, dep.Namespace, dep.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rss) != 2 || !slices.ContainsFunc(rss, func(x appsv1.ReplicaSet) bool { return x.UID == rs }) {
+		t.Errorf("the Deployment has %d ReplicaSets, expected the one it had and a new one", len(rss))
 	}
 }
 
