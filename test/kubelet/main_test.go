@@ -16,7 +16,12 @@
 // with the new value, never more than max-unavailable down (a pod watch
 // counts at each event), also with Ripple killed with SIGKILL midway; a
 // pod that is not eligible is warned of and evicted only with the
-// fallback; the pods/resize right is needed.
+// fallback; the pods/resize right is needed. The reload-action tests
+// (reloadaction_test.go) serve each pod's reload endpoint on its address
+// (the fake runtime's, in 127.1.0.0/16) and show each pod called once,
+// after reload-delay, with the new file in its volume, max-unavailable
+// calls at a time; 3 tries, then the Warning and the fallback; and the
+// action refused for a config read as env.
 //
 // The kubelet runs as root on the host, fenced in a mount namespace and a
 // cgroup root of its own: the tier must run as root (`make test-kubelet`).
