@@ -134,7 +134,7 @@ test-hostile: tools build ## The hostile-tenant tier: a tenant with edit rights 
 # The real-kubelet tier runs a kubelet as root, fenced in a mount
 # namespace and a cgroup root of its own (hack/kubeletnode).
 .PHONY: test-kubelet
-test-kubelet: tools build ## The real-kubelet tier: a kubelet built from the pinned modules runs pods on a fake container runtime that records each container; proves what an in-place restart relies on, and runs the in-place method end to end on 20-pod Deployments (needs root; about 2 minutes).
+test-kubelet: tools build ## The real-kubelet tier: a kubelet built from the pinned modules runs pods on a fake container runtime that records each container; proves what an in-place restart relies on, and runs the in-place method end to end on 20-pod Deployments and reload actions against the pods' loopback addresses (needs root; about 3 minutes).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) -count=1 -timeout 10m ./test/kubelet/...
 
 .PHONY: test-chart
