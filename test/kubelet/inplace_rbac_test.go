@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -65,11 +67,54 @@ func TestInPlaceNeedsResizeRight(t *testing.T) {
 	}
 }
 
+// TestReloadActionNeedsPodList: a reload action needs "list pods" (the
+// chart grants it with ripple.restartMethods.reloadAction, pinned by
+// test/chart's TestRestartMethodRules). A Ripple that may do everything
+// else, pods included but for list, calls no pod and says, in a
+// RestartFailed Warning, which right it lacks and which chart value
+// grants it.
+func TestReloadActionNeedsPodList(t *testing.T) {
+	node := kubeletnode.StartT(t, kc.API, "kubelet-rbac-action")
+	cs := clientset(t)
+	ns := kit.NewNamespace(t, cs, "kubelet-rbac-action-", nil)
+	port := freePort(t)
+	cm := createConfigMap(t, cs, ns, "settings", map[string]string{confKey: oldConf})
+	createActionDeployment(t, cs, ns, "app", 1, map[string]string{actionKey: fmt.Sprintf(":%d%s", port, actionPath), delayKey: "0s"},
+		actionSpec(node.Name, cm.Name))
+	waitFleetReady(t, cs, ns, "app", 1)
+	e := newEndpoints(t, node, 0)
+	for _, p := range listApp(t, cs, ns, "app") {
+		e.serve(p.Status.PodIP, port, "", func(int) int { return http.StatusOK })
+	}
+	startRipple(t, ns, allBut(t, cs, "ripple-no-pod-list", "pods", "list"))
+
+	cm.Data[confKey] = newConf
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	notes := waitEvents(t, cs, ns, "app", "RestartFailed", 1)
+	if n := notes[0]; !strings.Contains(n, "may not list pods") || !strings.Contains(n, "ripple.restartMethods.reloadAction") {
+		t.Errorf("the RestartFailed Warning says %q: expected the right (list pods) and the chart value that grants it (ripple.restartMethods.reloadAction)", n)
+	}
+	if calls, _ := e.snapshot(); len(calls) > 0 {
+		t.Errorf("a Ripple that may not list pods called them: %v", calls)
+	}
+}
+
 // allButResize returns a kubeconfig for user, who may do anything to
 // every resource the API server serves but resize pods, and removes the
-// grant when the test ends. RBAC grants and never denies: "everything
-// else" is each resource discovery lists, pods/resize left out.
+// grant when the test ends.
 func allButResize(t *testing.T, cs kubernetes.Interface, user string) string {
+	t.Helper()
+	return allBut(t, cs, user, "pods/resize")
+}
+
+// allBut returns a kubeconfig for user, who may do anything to every
+// resource the API server serves but the verbs of the core resource left
+// (none named: any verb), and removes the grant when the test ends. RBAC
+// grants and never denies: "everything else" is each resource discovery
+// lists, with left's other verbs.
+func allBut(t *testing.T, cs kubernetes.Interface, user, left string, verbs ...string) string {
 	t.Helper()
 	ctx := t.Context()
 	_, lists, err := cs.Discovery().ServerGroupsAndResources()
@@ -77,6 +122,7 @@ func allButResize(t *testing.T, cs kubernetes.Interface, user string) string {
 		t.Fatal(err)
 	}
 	var core, groups []string
+	served := false
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -89,22 +135,28 @@ func allButResize(t *testing.T, cs kubernetes.Interface, user string) string {
 			continue
 		}
 		for _, r := range l.APIResources {
-			if r.Name != "pods/resize" && !slices.Contains(core, r.Name) {
+			switch {
+			case r.Name == left:
+				served = true
+			case !slices.Contains(core, r.Name):
 				core = append(core, r.Name)
 			}
 		}
 	}
-	if !slices.Contains(core, "pods") || slices.Contains(core, "pods/resize") {
-		t.Fatalf("discovery lists core resources %v: expected pods and no pods/resize", core)
+	if !served {
+		t.Fatalf("discovery lists core resources %v and no %s", core, left)
 	}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: core, Verbs: []string{"*"}},
-			{APIGroups: groups, Resources: []string{"*"}, Verbs: []string{"*"}},
-			{NonResourceURLs: []string{"*"}, Verbs: []string{"get"}},
-		},
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: core, Verbs: []string{"*"}},
+		{APIGroups: groups, Resources: []string{"*"}, Verbs: []string{"*"}},
+		{NonResourceURLs: []string{"*"}, Verbs: []string{"get"}},
 	}
+	if len(verbs) > 0 {
+		others := slices.DeleteFunc([]string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"},
+			func(v string) bool { return slices.Contains(verbs, v) })
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{left}, Verbs: others})
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
