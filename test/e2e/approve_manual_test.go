@@ -45,7 +45,7 @@ func TestManualPolicyFlagApprovedByDocumentedRole(t *testing.T) {
 	w.create(t, cs, spec{configMaps: []string{configName}, annotations: auto()})
 	before := waitRolledOut(t, cs, w)
 	r := newRipple(t, ns, "--reload-policy=manual")
-	r.env = []string{"RELOADER_NAMESPACE=" + rippleNS, "POD_NAMESPACE=" + rippleNS}
+	r.Env = []string{"RELOADER_NAMESPACE=" + rippleNS, "POD_NAMESPACE=" + rippleNS}
 	r.Start()
 	waitBaseline(t, cs, w, digest.ConfigMap(cm))
 	waitFor(t, "Ripple's settings in its namespace", func(ctx context.Context) (bool, error) {

@@ -29,7 +29,7 @@ func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())
 	r := newRipple(t, ns, "--canary-gates=pods")
-	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Env = []string{"POD_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
@@ -127,7 +127,7 @@ const canaryErrors = "app_error_ratio"
 func queryGateRipple(t *testing.T, ns string, prom *kit.Prometheus) *ripple {
 	r := newRipple(t, ns, "--canary-gates=query", "--prometheus-url="+prom.URL,
 		"--canary-query=max("+canaryErrors+`{pod=~"$pods"}) < 0.05`, "--canary-query-interval=5s")
-	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Env = []string{"POD_NAMESPACE=" + ns}
 	return r
 }
 

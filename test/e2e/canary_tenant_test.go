@@ -37,7 +37,7 @@ func TestCanaryATenantCannotLoosen(t *testing.T) {
 	}
 	patchDeployment(t, cs, ns, "d02", `{"metadata":{"annotations":{"ripple.dev/canary-first":"true"}},"spec":{"replicas":0}}`)
 	r := newRipple(t, ns, "--canary=1", "--canary-bake=10s", "--tighten-only")
-	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Env = []string{"POD_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
@@ -73,7 +73,7 @@ func TestCanaryThatNeverAppliesHalts(t *testing.T) {
 	closed := fmt.Sprintf("%s-%s UTC", opens.Format("15:04"), opens.Add(time.Minute).Format("15:04"))
 	patchDeployment(t, cs, ns, "d00", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,"ripple.dev/canary-first":"true"}}}`, reloadWindowKey, closed))
 	r := newRipple(t, ns, "--rollout-timeout="+timeout.String())
-	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Env = []string{"POD_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 

@@ -52,7 +52,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, canaryFleet, "5s")
 	r := newRipple(t, ns)
-	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns} // its records and settings, for explain
+	r.Env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns} // its records and settings, for explain
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", canaryFleet)
 
@@ -116,7 +116,7 @@ func TestCanaryResume(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, fleet, "0s")
 	r := newRipple(t, ns, "--rollout-timeout=20s")
-	r.env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns}
+	r.Env = []string{"POD_NAMESPACE=" + ns, "RELOADER_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 	quota := blockNewPods(t, cs, ns, fleet)
@@ -172,7 +172,7 @@ func TestCanaryHaltCarriedOverAnUpgrade(t *testing.T) {
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, fleet, "0s")
 	r := newRipple(t, ns)
-	r.env = []string{"POD_NAMESPACE=" + ns}
+	r.Env = []string{"POD_NAMESPACE=" + ns}
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 	r.Kill()

@@ -173,7 +173,7 @@ func createPropagationFleet(t *testing.T, cs kubernetes.Interface, ns string) *c
 func waitChangeController(t *testing.T, r *ripple) {
 	t.Helper()
 	waitFor(t, "the change controller to start", func(context.Context) (bool, error) {
-		for line := range strings.Lines(r.out.From(r.mark)) {
+		for line := range strings.Lines(r.Out.From(r.Mark)) {
 			if strings.Contains(line, "Starting workers") && strings.Contains(line, "configrollout") {
 				return true, nil
 			}

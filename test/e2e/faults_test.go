@@ -94,7 +94,7 @@ func testControlPlaneFault(t *testing.T, fc *cluster.Cluster, c cluster.Componen
 	ns := newNamespace(t, cs)
 	r := newRipple(t, ns)
 	// newRipple points Ripple at the shared cluster; this one is fc's.
-	r.args[slices.Index(r.args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + fc.Kubeconfig
+	r.Args[slices.Index(r.Args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + fc.Kubeconfig
 	r.Start()
 	createConfigMap(t, cs, ns, configName, "v1")
 	createSecret(t, cs, ns)
@@ -243,7 +243,7 @@ func expectRevision(t *testing.T, cs kubernetes.Interface, r *ripple, ns string,
 				}
 			}
 		}
-		got, want := len(r.out.Lines("\treloaded\t")), (n-1)*len(ds)
+		got, want := len(r.Out.Lines("\treloaded\t")), (n-1)*len(ds)
 		last = fmt.Sprintf("Ripple logged %d reloads, want %d", got, want)
 		if got > want {
 			return false, errors.New(last)
@@ -315,7 +315,7 @@ func TestFaultRippleKilledInSettleWindow(t *testing.T) {
 	if s := web.get(t, cs); s.templates != before[web].templates {
 		t.Fatalf("%s rolled within its 5s settle window", web)
 	}
-	if n := len(r.out.Lines("\treloaded\t")); n != 0 {
+	if n := len(r.Out.Lines("\treloaded\t")); n != 0 {
 		t.Fatalf("Ripple logged %d reloads before it was killed, want 0", n)
 	}
 	r.Start()
@@ -382,7 +382,7 @@ func TestFaultCompetingWriter(t *testing.T) {
 	time.Sleep(time.Second) // the writer keeps writing over Ripple's change
 	last := w.stop()
 	t.Logf("the writer made %d writes, %d of them after a conflict; Ripple's patches met %d conflicts",
-		last.writes, last.conflicts, len(r.out.Lines("workload changed since it was read")))
+		last.writes, last.conflicts, len(r.Out.Lines("workload changed since it was read")))
 
 	consistently(t, "web keeps Ripple's hash and the writer's last writes", afterRollout, func(ctx context.Context) error {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -687,7 +687,7 @@ func testOutage(t *testing.T, fc *cluster.Cluster, o outage) {
 	ns := newNamespace(t, cs)
 	kubeconfig, down, up := o.start(t, fc)
 	r := newRipple(t, ns)
-	r.args[slices.Index(r.args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + kubeconfig
+	r.Args[slices.Index(r.Args, "--kubeconfig="+kc.Kubeconfig)] = "--kubeconfig=" + kubeconfig
 	r.Start()
 	createConfigMap(t, cs, ns, configName, "v1")
 	createSecret(t, cs, ns)

@@ -44,7 +44,7 @@ func TestHAFailoverDuringBurst(t *testing.T) {
 	a := newRipple(t, ns, flags...)
 	a.Start() // the only candidate: it leads
 	b := newRipple(t, ns, flags...)
-	b.launch()
+	b.Launch()
 	waitLog(t, b, "Attempting to acquire leader lease")
 
 	uids := map[string]types.UID{}
@@ -132,14 +132,14 @@ func TestHAFailoverDuringBurst(t *testing.T) {
 		}
 	}
 	// The standby acted only once it led.
-	out := b.out.From(b.mark)
+	out := b.Out.From(b.Mark)
 	if i, j := strings.Index(out, "Successfully acquired lease"), strings.Index(out, "\treloaded\t"); j >= 0 && j < i {
 		t.Errorf("the standby reloaded before it led:\n%s", out[:i])
 	}
 
 	// SIGTERM of the leader (now b): the first replica, restarted as a
 	// standby, takes over in under two seconds because b releases the Lease.
-	a.launch()
+	a.Launch()
 	waitLog(t, a, "Attempting to acquire leader lease")
 	held := leaseHolder(t, cs, ns, lease)
 	if held == "" {

@@ -32,7 +32,7 @@ func TestLogFormat(t *testing.T) {
 
 			var lines []string
 			// Only whole lines: the pipe may have delivered part of the next.
-			out := r.out.From(r.mark)
+			out := r.Out.From(r.Mark)
 			for _, l := range strings.Split(out[:strings.LastIndex(out, "\n")+1], "\n") {
 				if l != "" {
 					lines = append(lines, l)

@@ -92,14 +92,14 @@ func TestMigrateInPlaceFromReloadersChart(t *testing.T) {
 	r := newRipple(t, ns, args...)
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		if e.ValueFrom == nil {
-			r.env = append(r.env, e.Name+"="+e.Value) // ALERT_ON_RELOAD=true, without a URL
+			r.Env = append(r.Env, e.Name+"="+e.Value) // ALERT_ON_RELOAD=true, without a URL
 		}
 	}
-	if !slices.Contains(r.env, "ALERT_ON_RELOAD=true") {
-		t.Errorf("the upgraded pod's env %v lacks the values file's ALERT_ON_RELOAD", r.env)
+	if !slices.Contains(r.Env, "ALERT_ON_RELOAD=true") {
+		t.Errorf("the upgraded pod's env %v lacks the values file's ALERT_ON_RELOAD", r.Env)
 	}
 	r.Start() // returns once every controller's caches synced
-	if out := r.out.String(); !strings.Contains(out, "ALERT_ON_RELOAD") {
+	if out := r.Out.String(); !strings.Contains(out, "ALERT_ON_RELOAD") {
 		t.Errorf("Ripple started with ALERT_ON_RELOAD=true and no URL without saying alerts are off:\n%s", out)
 	}
 	consistently(t, "Ripple leaves the Deployment Reloader rolled alone", quiet, func(ctx context.Context) error {

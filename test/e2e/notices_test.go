@@ -50,7 +50,7 @@ func TestRevertAndHeldAlertsReadApart(t *testing.T) {
 	ns := newNamespace(t, cs)
 	sink := kit.NewAlertSink(t, 0)
 	r := newRipple(t, ns)
-	r.env = []string{"ALERT_ON_RELOAD=true", "ALERT_SINK=webhook", "ALERT_WEBHOOK_URL=" + sink.URL}
+	r.Env = []string{"ALERT_ON_RELOAD=true", "ALERT_SINK=webhook", "ALERT_WEBHOOK_URL=" + sink.URL}
 	r.Start()
 	const webConfig = "web-config"
 	webCM := createConfigMap(t, cs, ns, webConfig, "v1")
@@ -137,7 +137,7 @@ func TestExplainShowsRestartFailed(t *testing.T) {
 	}
 	pod := installed.Spec.Template.Spec
 	r := newRipple(t, ns, append([]string{"--kubeconfig=" + tokenKubeconfig(t, cs, ns, pod.ServiceAccountName)}, pod.Containers[0].Args...)...)
-	r.env = []string{"POD_NAMESPACE=" + ns} // as the chart's pod has it
+	r.Env = []string{"POD_NAMESPACE=" + ns} // as the chart's pod has it
 	r.Start()
 
 	cm := createConfigMap(t, cs, ns, configName, "v1")

@@ -279,7 +279,7 @@ func TestDeploymentPausePeriodRollsOnce(t *testing.T) {
 	// resume, logged after the pause, before counting.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := r.out.WaitLines(ctx, 1, "\tresumed\t"); err != nil {
+	if _, err := r.Out.WaitLines(ctx, 1, "\tresumed\t"); err != nil {
 		t.Error(err)
 	}
 	if log := r.Log(); strings.Count(log, "\tpaused\t") != 1 || strings.Count(log, "\tresumed\t") != 1 {

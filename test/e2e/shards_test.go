@@ -65,13 +65,13 @@ func TestShards(t *testing.T) {
 		// The owner's log line comes through a pipe, behind the rollout
 		// seen above: wait for it before counting every shard's.
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		_, err := old[owner].out.WaitLines(ctx, 1, "\treloaded\t", `"`+a.ns+`"`)
+		_, err := old[owner].Out.WaitLines(ctx, 1, "\treloaded\t", `"`+a.ns+`"`)
 		cancel()
 		if err != nil {
 			t.Errorf("shard %d of 3: %v", owner, err)
 		}
 		for i, r := range old {
-			n := len(r.out.Lines("\treloaded\t", `"`+a.ns+`"`))
+			n := len(r.Out.Lines("\treloaded\t", `"`+a.ns+`"`))
 			if want := map[bool]int{true: 1, false: 0}[i == owner]; n != want {
 				t.Errorf("shard %d of 3 logged %d reloads in %s (shard %d's), want %d", i, n, a.ns, owner, want)
 			}

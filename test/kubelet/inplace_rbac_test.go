@@ -54,7 +54,7 @@ func TestInPlaceNeedsResizeRight(t *testing.T) {
 	if n := notes[0]; !strings.Contains(n, "pods/resize") || !strings.Contains(n, "ripple.restartMethods.inPlace") {
 		t.Errorf("the RestartFailed Warning says %q: expected the right (patch pods/resize) and the chart value that grants it (ripple.restartMethods.inPlace)", n)
 	}
-	r.stop()
+	r.Stop()
 	w.sync()
 	s := w.snapshot()
 	if len(s.added) > 0 || len(s.deleted) > 0 || s.maxDisrupted > 0 {

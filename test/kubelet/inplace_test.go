@@ -90,7 +90,7 @@ func inPlaceFleet(t *testing.T, name string, kill bool) {
 		w.until(inPlaceDone, "a third of the pods restarted, and a resize in flight", func() bool {
 			return w.anyRestarted() >= replicas/3 && w.resizedNotRestarted() > 0
 		})
-		r.kill()
+		r.Kill()
 		w.mu.Lock()
 		done, inFlight := w.anyRestarted(), w.resizedNotRestarted()
 		w.mu.Unlock()
@@ -99,10 +99,10 @@ func inPlaceFleet(t *testing.T, name string, kill bool) {
 		}
 		t.Logf("Ripple killed (SIGKILL) with %d of %d pods restarted and %d resized and not restarted yet, %v after the change",
 			done, replicas, inFlight, time.Since(changed).Round(100*time.Millisecond))
-		r.start()
+		start(r)
 	}
 	w.until(inPlaceDone, "every pod restarted and Ready", func() bool { return w.restarted() == replicas })
-	r.waitLog(inPlaceDone, 1, "restart complete")
+	r.WaitLog(inPlaceDone, 1, "restart complete")
 	w.sync()
 
 	s := w.snapshot()
@@ -147,7 +147,7 @@ func inPlaceFleet(t *testing.T, name string, kill bool) {
 	} else if len(rss) != 1 || rss[0].UID != rs {
 		t.Errorf("the Deployment has %d ReplicaSets, expected the one it had", len(rss))
 	}
-	if n := len(r.out.Lines("restarted pod")); n > replicas || (!kill && n != replicas) {
+	if n := len(r.Out.Lines("restarted pod")); n > replicas || (!kill && n != replicas) {
 		t.Errorf("Ripple logged %d restarted pods, expected %d", n, replicas)
 	}
 }
@@ -178,7 +178,7 @@ func TestInPlaceNotEligible(t *testing.T) {
 	}
 	// Both restarts end: the one of keep without its pods, the one of
 	// evict once its pods were replaced.
-	r.waitLog(inPlaceDone, 2, "restart complete")
+	r.WaitLog(inPlaceDone, 2, "restart complete")
 	replaced := waitFleet(t, cs, ns, "evict", 2, func(p *corev1.Pod) bool { return !evict[p.UID] && kit.PodReady(p) })
 	keepNotes := waitNotes(t, cs, ns, "keep", 2)
 	evictNotes := waitNotes(t, cs, ns, "evict", 2)

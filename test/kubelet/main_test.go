@@ -20,8 +20,9 @@
 // (reloadaction_test.go) serve each pod's reload endpoint on its address
 // (the fake runtime's, in 127.1.0.0/16) and show each pod called once,
 // after reload-delay, with the new file in its volume, max-unavailable
-// calls at a time; 3 tries, then the Warning and the fallback; and the
-// action refused for a config read as env.
+// calls at a time; 3 tries, then the Warning and the fallback; the
+// action refused for a config read as env; and the list pods right is
+// needed.
 //
 // The kubelet runs as root on the host, fenced in a mount namespace and a
 // cgroup root of its own: the tier must run as root (`make test-kubelet`).

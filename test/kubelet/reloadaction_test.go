@@ -110,7 +110,7 @@ func TestReloadActionCallsEachPodOnce(t *testing.T) {
 	}
 	at := restartedAt(t, cs, ns, "app", changed)
 	e.waitAnswered(actionDone, actionReplicas)
-	r.waitLog(actionDone, 1, "restart complete")
+	r.WaitLog(actionDone, 1, "restart complete")
 	waitNoAnnotation(t, cs, ns, "app", restartedAtKey)
 	w.sync()
 
@@ -122,7 +122,7 @@ func TestReloadActionCallsEachPodOnce(t *testing.T) {
 	if maxInFlight > maxUnavailable {
 		t.Errorf("%d calls were in flight at once, max-unavailable is %d", maxInFlight, maxUnavailable)
 	}
-	if n := len(r.out.Lines("reloaded pod")); n != actionReplicas {
+	if n := len(r.Out.Lines("reloaded pod")); n != actionReplicas {
 		t.Errorf("Ripple logged %d reloaded pods, expected %d", n, actionReplicas)
 	}
 	if g := gaps(calls, failing); len(g) != 1 || g[0] < 2*time.Second {
@@ -164,7 +164,7 @@ func TestReloadActionFallsBack(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.waitLog(actionDone, 2, "restart complete")
+	r.WaitLog(actionDone, 2, "restart complete")
 	waitFleet(t, cs, ns, "evict", 2, func(p *corev1.Pod) bool { return !evict[p.UID] && kit.PodReady(p) })
 	keepNotes := waitEvents(t, cs, ns, "keep", "ReloadActionFailed", 2)
 	evictNotes := waitEvents(t, cs, ns, "evict", "ReloadActionFailed", 2)
@@ -184,7 +184,7 @@ func TestReloadActionFallsBack(t *testing.T) {
 	assertTries(t, calls, listApp(t, cs, ns, "keep"))
 	t.Logf("keep's Warning: %s", keepNotes[0])
 	t.Logf("evict's Warning: %s", evictNotes[0])
-	if n := len(r.out.Lines("reloaded pod")); n != 0 {
+	if n := len(r.Out.Lines("reloaded pod")); n != 0 {
 		t.Errorf("Ripple logged %d reloaded pods, none answered 2xx", n)
 	}
 }
@@ -237,7 +237,7 @@ func TestReloadActionRefusesEnv(t *testing.T) {
 	if calls, _ := e.snapshot(); len(calls) > 0 {
 		t.Errorf("%d calls of the reload endpoints: expected none, the action is refused (%+v)", len(calls), calls)
 	}
-	if n := len(r.out.Lines("reload action failed")) + len(r.out.Lines("reloaded pod")); n > 0 {
+	if n := len(r.Out.Lines("reload action failed")) + len(r.Out.Lines("reloaded pod")); n > 0 {
 		t.Errorf("Ripple logged %d reload-action calls; expected none", n)
 	}
 }
