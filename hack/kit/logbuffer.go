@@ -48,9 +48,12 @@ func (b *LogBuffer) String() string { return b.From(0) }
 
 // Lines returns the lines holding every one of subs, with JSON escaping of
 // quotes undone so that API error messages read as the server wrote them.
-func (b *LogBuffer) Lines(subs ...string) []string {
+func (b *LogBuffer) Lines(subs ...string) []string { return b.LinesFrom(0, subs...) }
+
+// LinesFrom is Lines of what was written from offset on.
+func (b *LogBuffer) LinesFrom(offset int, subs ...string) []string {
 	var out []string
-	for _, line := range strings.Split(strings.ReplaceAll(b.String(), `\"`, `"`), "\n") {
+	for _, line := range strings.Split(strings.ReplaceAll(b.From(offset), `\"`, `"`), "\n") {
 		ok := line != ""
 		for _, s := range subs {
 			ok = ok && strings.Contains(line, s)

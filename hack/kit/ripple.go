@@ -136,19 +136,7 @@ func (r *Ripple) Kill() {
 func (r *Ripple) Running() bool { return r.Proc != nil && !r.Proc.Exited() }
 
 // Lines returns the lines of the current run holding every one of subs.
-func (r *Ripple) Lines(subs ...string) []string {
-	var out []string
-	for line := range strings.SplitSeq(r.Out.From(r.Mark), "\n") {
-		ok := line != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(line, s)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
+func (r *Ripple) Lines(subs ...string) []string { return r.Out.LinesFrom(r.Mark, subs...) }
 
 // WaitLog waits until the current run has logged n lines holding every
 // one of subs, within timeout.
