@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -219,15 +221,16 @@ func usesConfig(name, config string) corev1.PodTemplateSpec {
 // patch sets annotations on the tenant's Deployment ns/name.
 func patch(t *testing.T, c kubernetes.Interface, ns, name string, ann map[string]string) {
 	t.Helper()
-	d, err := c.AppsV1().Deployments(ns).Get(context.WithoutCancel(t.Context()), name, metav1.GetOptions{})
+	// A merge patch of the annotations, as kubectl annotate sends: no
+	// resourceVersion, so Ripple's and the Deployment controller's writes
+	// racing with it (the 1 MiB config changes at the same time) cannot
+	// make it conflict.
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	for k, v := range ann {
-		d.Annotations[k] = v
-	}
-	if _, err := c.AppsV1().Deployments(ns).Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.AppsV1().Deployments(ns).Patch(t.Context(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Errorf("rewriting %s's patterns: %v", name, err)
 	}
 }
