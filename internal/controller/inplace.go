@@ -151,18 +151,16 @@ func (d *Deps) inPlacePod(r workload.Restart, n types.NamespacedName, p *corev1.
 }
 
 // tellSkipped warns, once per restart, of each pod of obj that cannot be
-// restarted in place and that no fallback restarts: it keeps its old
-// configuration until it restarts for another reason.
+// restarted in place (or reloaded by its action) and that no fallback
+// restarts: it keeps its old configuration until it restarts for another
+// reason.
 func (r *Reconciler) tellSkipped(ctx context.Context, obj client.Object, rst workload.Restart, pr podRestart) {
-	if rst.Method != workload.RestartInPlace || rst.Fallback == workload.FallbackEvict {
+	if rst.Fallback == workload.FallbackEvict {
 		return
 	}
-	for name, st := range pr.inPlace {
-		if st.Refused == "" {
-			continue
-		}
+	for name, why := range pr.refused {
 		p := pr.pods[name]
-		r.refuse(ctx, obj, rst, &p, st.Refused, fmt.Sprintf(
+		r.refuse(ctx, obj, rst, &p, why, fmt.Sprintf(
 			"it keeps its old configuration until it restarts; annotation %s: %s evicts such pods instead", r.Settings.Keys.InPlaceFallback, workload.FallbackEvict))
 	}
 }

@@ -201,7 +201,7 @@ func (r *Reconciler) reloadPods(ctx context.Context, obj client.Object, rst work
 	urls := map[string]string{}
 	for _, name := range pr.step.Restart {
 		p := pr.pods[name]
-		why, refused := pr.unreloaded[name]
+		why, refused := pr.refused[name]
 		if !refused {
 			urls[name] = pr.calls[name]
 			continue
@@ -225,19 +225,6 @@ func (r *Reconciler) reloadPods(ctx context.Context, obj client.Object, rst work
 		log.Info("reloaded pod", "pod", name, "uid", pr.pods[name].UID, "action", rst.Action.String())
 	}
 	return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
-}
-
-// tellUnreloaded warns, once per restart, of each pod of obj whose reload
-// action cannot be made (why) and that no fallback restarts.
-func (r *Reconciler) tellUnreloaded(ctx context.Context, obj client.Object, rst workload.Restart, refused map[string]string, pods map[string]corev1.Pod) {
-	if rst.Fallback == workload.FallbackEvict {
-		return
-	}
-	for name, why := range refused {
-		p := pods[name]
-		r.refuse(ctx, obj, rst, &p, why, fmt.Sprintf(
-			"it keeps its old configuration until it restarts; annotation %s: %s evicts such pods instead", r.Settings.Keys.InPlaceFallback, workload.FallbackEvict))
-	}
 }
 
 // actionNotice is the Warning of a pod whose reload action failed.

@@ -33,10 +33,10 @@ type podRestart struct {
 	// inPlace are, under the in-place method, how the pods created up to
 	// the restart time stand, by name.
 	inPlace map[string]plan.InPlacePod
-	// Under the reload-action method, calls are the URLs of the pods to
-	// call now, and unreloaded why each pod that cannot be reloaded by its
-	// action cannot, by name.
-	calls, unreloaded map[string]string
+	// refused are why each pod that cannot be restarted in place, or
+	// reloaded by its action, cannot; calls are, under the reload-action
+	// method, the URLs of the pods to call now; both by name.
+	refused, calls map[string]string
 }
 
 // restarting returns the kind's pod scope when r, a workload's restart
@@ -58,7 +58,7 @@ func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workloa
 	if err := d.Pods.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: scope.Selector}); err != nil {
 		return podRestart{}, fmt.Errorf("listing the pods: %w", err)
 	}
-	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]plan.InPlacePod{}, calls: map[string]string{}, unreloaded: map[string]string{}}
+	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]plan.InPlacePod{}, refused: map[string]string{}, calls: map[string]string{}}
 	in := plan.PodRestart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable, Delay: r.Delay}
 	for _, p := range list.Items {
 		if !scope.Owns(&p) {
@@ -68,10 +68,14 @@ func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workloa
 		pp := plan.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil}
 		switch old := !pp.Terminating && !pp.Created.After(r.At); {
 		case old && r.Method == workload.RestartInPlace:
-			pr.inPlace[p.Name] = d.inPlacePod(r, client.ObjectKeyFromObject(obj), &p, &pp)
+			st := d.inPlacePod(r, client.ObjectKeyFromObject(obj), &p, &pp)
+			pr.inPlace[p.Name] = st
+			if st.Refused != "" {
+				pr.refused[p.Name] = st.Refused
+			}
 		case old && r.Method == workload.RestartReloadAction:
 			if url, why := d.actionPod(r, client.ObjectKeyFromObject(obj), &p, &pp); why != "" {
-				pr.unreloaded[p.Name] = why
+				pr.refused[p.Name] = why
 			} else if url != "" {
 				pr.calls[p.Name] = url
 			}
@@ -130,9 +134,6 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
 	r.tellSkipped(ctx, obj, rst, pr)
-	if rst.Method == workload.RestartReloadAction {
-		r.tellUnreloaded(ctx, obj, rst, pr.unreloaded, pr.pods)
-	}
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
 		r.refusals.forget(client.ObjectKeyFromObject(obj))
