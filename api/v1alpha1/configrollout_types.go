@@ -5,13 +5,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The labels of every ConfigRollout: which config changed, so that
-// `kubectl wait configrollout -l ripple.dev/config-name=db` finds its
-// changes.
+// The labels of every ConfigRollout: which config changed, at which of
+// its resourceVersions, and whether it is the config's newest change, so
+// that a selector finds the change a write made.
 const (
 	LabelConfigKind = "ripple.dev/config-kind"
 	LabelConfigName = "ripple.dev/config-name"
+	// LabelConfigVersion is the config's resourceVersion the change was
+	// seen at (Spec.Config.ResourceVersion).
+	LabelConfigVersion = "ripple.dev/config-version"
+	// LabelLatest is "true" on the config's newest change only; it moves
+	// to the next change when the config's data changes again.
+	LabelLatest = "ripple.dev/latest"
 )
+
+// ReasonSuperseded is the reason of the Propagated condition of a
+// superseded change once a newer change of its config propagated: the
+// data it replaced is no longer run by any managed consumer.
+const ReasonSuperseded = "SupersededAndPropagated"
 
 // The conditions of a ConfigRollout.
 const (
@@ -40,7 +51,9 @@ const (
 	// PhasePropagated: every managed consumer runs the new data.
 	PhasePropagated Phase = "Propagated"
 	// PhaseSuperseded: the config changed again before this change
-	// propagated; the newer ConfigRollout carries on.
+	// propagated; the newer ConfigRollout (status.supersededBy) carries
+	// on, and this one's Propagated condition turns True when the config's
+	// newest change propagates.
 	PhaseSuperseded Phase = "Superseded"
 )
 
@@ -75,6 +88,7 @@ const (
 // +kubebuilder:printcolumn:name="Consumers",type=integer,JSONPath=`.status.counts.consumers`
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.counts.complete`
 // +kubebuilder:printcolumn:name="Stale",type=integer,JSONPath=`.status.counts.stale`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.config.resourceVersion`,priority=1
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ConfigRollout struct {
@@ -105,6 +119,13 @@ type ConfigReference struct {
 	Name string `json:"name"`
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
+	// ResourceVersion is the config's resourceVersion Ripple saw the
+	// change's data at: the receipt of the write that made the change (a
+	// later write of the same data, or of the config's metadata, raises
+	// status.observedConfigVersion instead).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // ConfigRolloutStatus is the change's journey.
@@ -117,6 +138,19 @@ type ConfigRolloutStatus struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Writer string `json:"writer,omitempty"`
+	// ObservedConfigVersion is the newest resourceVersion of the config
+	// at which Ripple saw this change's data as the config's data: a
+	// client that read the config at version V (or wrote it and got V
+	// back) has its change in the newest ConfigRollout whose
+	// observedConfigVersion is at least V (`ripple wait`).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ObservedConfigVersion string `json:"observedConfigVersion,omitempty"`
+	// SupersededBy names the newer ConfigRollout of the config that
+	// superseded this one: the change to follow.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	SupersededBy string `json:"supersededBy,omitempty"`
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 	// PropagatedAt is when every managed consumer was first seen running

@@ -7,6 +7,7 @@
 //	ripple history <kind>/<name>   the configs each revision was built for
 //	ripple approve <kind>/<name>   approve the reload a manual workload waits for
 //	ripple resume configmap/<name> continue a canaried change its canary halted
+//	ripple wait configmap/<name>   wait until the config's change reaches every workload
 //	ripple plan --old <m> --new <m> what a change of manifests will roll, for CI
 //	ripple version                 print the version
 //	ripple help                    list the commands
@@ -95,6 +96,8 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			return runApprove(ctx, name, args[1:], stdout, stderr, time.Now)
 		case "resume":
 			return runResume(ctx, name, args[1:], stdout, stderr)
+		case "wait":
+			return runWait(ctx, name, args[1:], stdout, stderr, time.Now)
 		case "plan":
 			return runPlan(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
 		case "help":
@@ -129,7 +132,7 @@ func pluginFlags(name string, args []string, stdout, stderr io.Writer) int {
 }
 
 // commandNames are the commands, as errors list them.
-const commandNames = "explain, plan, history, approve, resume, version, help"
+const commandNames = "explain, plan, history, approve, resume, wait, version, help"
 
 // unknownCommand says that arg is no command, and which to use instead.
 func unknownCommand(name, arg string) string {
@@ -172,6 +175,7 @@ Usage:
   %[1]s history <kind>/<name>      the configs and digests each revision was built for
   %[1]s approve <kind>/<name>      approve the reload a manual workload waits for
   %[1]s resume configmap/<name>    continue a canaried change its canary halted
+  %[1]s wait configmap/<name>      wait until the config's change reaches every workload
   %[1]s version                    print the version
   %[1]s help                       print this list
 

@@ -81,19 +81,11 @@ func runResume(ctx context.Context, name string, args []string, stdout, stderr i
 
 // resume writes the resume annotation of the config named arg.
 func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) error {
-	kind, cfgName, _ := strings.Cut(arg, "/")
-	var obj client.Object
-	switch strings.ToLower(kind) {
-	case "configmap", "configmaps", "cm":
-		obj = &corev1.ConfigMap{}
-	case "secret", "secrets":
-		obj = &corev1.Secret{}
-	default:
-		return usageError{fmt.Errorf("%q is not a config: name it as configmap/<name> or secret/<name>", arg)}
+	obj, cfgName, err := configArg(arg)
+	if err != nil {
+		return err
 	}
-	if cfgName == "" {
-		return usageError{fmt.Errorf("%q names no config: use configmap/<name> or secret/<name>", arg)}
-	}
+	kind, _, _ := strings.Cut(arg, "/")
 	c, ns, err := f.connect("ripple-resume")
 	if err != nil {
 		return err
@@ -132,6 +124,25 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 	}
 	fmt.Fprintf(stdout, "Resumed the change %s of %s: the workloads it holds roll it (ripple explain shows them)\n", cr.Name, what)
 	return nil
+}
+
+// configArg is the config arg names, as configmap/<name> or
+// secret/<name>: an empty object of its kind, and its name.
+func configArg(arg string) (client.Object, string, error) {
+	kind, name, _ := strings.Cut(arg, "/")
+	var obj client.Object
+	switch strings.ToLower(kind) {
+	case "configmap", "configmaps", "cm":
+		obj = &corev1.ConfigMap{}
+	case "secret", "secrets":
+		obj = &corev1.Secret{}
+	default:
+		return nil, "", usageError{fmt.Errorf("%q is not a config: name it as configmap/<name> or secret/<name>", arg)}
+	}
+	if name == "" {
+		return nil, "", usageError{fmt.Errorf("%q names no config: use configmap/<name> or secret/<name>", arg)}
+	}
+	return obj, name, nil
 }
 
 // haltedChange is the newest change of the config ref (uid) in ns, read

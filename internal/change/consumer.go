@@ -152,16 +152,32 @@ func phase(old v1alpha1.ConfigRolloutStatus, c v1alpha1.Counts, canary *plan.Can
 	return v1alpha1.PhaseRolling
 }
 
-// Supersede is st once the config changed again: a change in flight is
-// Superseded, its consumers as they last stood.
-func Supersede(st v1alpha1.ConfigRolloutStatus, now time.Time) v1alpha1.ConfigRolloutStatus {
+// Supersede is st once the config changed again to the change named by:
+// a change in flight is Superseded, its consumers as they last stood.
+func Supersede(st v1alpha1.ConfigRolloutStatus, by string, now time.Time) v1alpha1.ConfigRolloutStatus {
 	if Done(st) {
 		return st
 	}
-	st.Phase = v1alpha1.PhaseSuperseded
+	st.Phase, st.SupersededBy = v1alpha1.PhaseSuperseded, by
 	st.Conditions = slices.Clone(st.Conditions)
 	setConditions(&st, nil, now)
 	return st
+}
+
+// Overtaken is st, a superseded change, once its config's newest change,
+// named newest, propagated: Propagated, as the data it replaced runs on no
+// managed consumer, so that a wait on it returns with the newest change;
+// false when st is no superseded change or says so already.
+func Overtaken(st v1alpha1.ConfigRolloutStatus, newest string, now time.Time) (v1alpha1.ConfigRolloutStatus, bool) {
+	if st.Phase != v1alpha1.PhaseSuperseded || apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) {
+		return st, false
+	}
+	st.Conditions = slices.Clone(st.Conditions)
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.Propagated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSuperseded, LastTransitionTime: metav1.NewTime(now),
+		Message: "superseded by " + newest + ", which every managed consumer runs",
+	})
+	return st, true
 }
 
 // Done reports whether a change stands where nothing will move it on.

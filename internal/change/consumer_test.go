@@ -138,7 +138,7 @@ func TestHaltedCanary(t *testing.T) {
 
 func TestSupersede(t *testing.T) {
 	st := Status(v1alpha1.ConfigRolloutStatus{}, []Consumer{managed("a", plan.Changed, rollout.Complete)}, nil, false, t0)
-	sup := Supersede(st, t0)
+	sup := Supersede(st, "db-next", t0)
 	if sup.Phase != v1alpha1.PhaseSuperseded || apimeta.IsStatusConditionTrue(sup.Conditions, v1alpha1.Propagated) || !Done(sup) {
 		t.Errorf("superseded: phase %s, conditions %+v", sup.Phase, sup.Conditions)
 	}

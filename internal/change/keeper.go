@@ -187,13 +187,20 @@ func (k *Keeper) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	current := len(owned) > 0 && slices.Contains(revs, owned[0].Spec.Revision)
+	if current && Done(owned[0].Status) {
+		// A write that left the data as it was (metadata, or the same
+		// data again): the change already carries it, nothing to plan.
+		k.takeNotice(key)
+		return ctrl.Result{}, k.receipt(ctx, cfg, owned)
+	}
 	consumers, err := k.Fleet.Consumers(ctx, key.Namespace, key.Config)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	noticed := k.takeNotice(key)
-	if len(owned) > 0 && slices.Contains(revs, owned[0].Spec.Revision) {
-		return k.update(ctx, key, cfg, &owned[0], consumers)
+	if current {
+		return k.update(ctx, key, cfg, owned, consumers)
 	}
 	if !hasConsumers(consumers) || (!noticed && !inFlight(consumers)) {
 		k.forget(key)
@@ -215,10 +222,12 @@ func (k *Keeper) begin(ctx context.Context, key Key, cfg client.Object, revision
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := k.retire(ctx, owned); err != nil {
+	owned = slices.DeleteFunc(owned, func(o v1alpha1.ConfigRollout) bool { return o.Name == cr.Name })
+	kept, err := k.retire(ctx, cr.Name, owned)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return k.update(ctx, key, cfg, cr, consumers)
+	return k.update(ctx, key, cfg, append([]v1alpha1.ConfigRollout{*cr}, kept...), consumers)
 }
 
 // hasConsumers reports whether a workload reads the config.
@@ -267,8 +276,14 @@ func (k *Keeper) list(ctx context.Context, key Key, cfg client.Object) ([]v1alph
 	return slices.DeleteFunc(items, func(cr v1alpha1.ConfigRollout) bool { return cr.Spec.Config.UID != cfg.GetUID() }), err
 }
 
+// newestFirst orders a config's changes newest first: by the config's
+// resourceVersion each was seen at, which orders two changes made within
+// one second; by creation for objects made before Ripple recorded it.
 func newestFirst(items []v1alpha1.ConfigRollout) {
 	slices.SortFunc(items, func(a, b v1alpha1.ConfigRollout) int {
+		if c, ok := CompareVersions(b.Spec.Config.ResourceVersion, a.Spec.Config.ResourceVersion); ok && c != 0 {
+			return c
+		}
 		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), cmp.Compare(b.Name, a.Name))
 	})
 }
@@ -276,9 +291,13 @@ func newestFirst(items []v1alpha1.ConfigRollout) {
 // create makes the ConfigRollout of cfg's data at revision, owned by cfg
 // (deleted with it).
 func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revision string) (*v1alpha1.ConfigRollout, error) {
-	labels := map[string]string{v1alpha1.LabelConfigKind: kindLabel(key.Config.Kind)}
+	rv := cfg.GetResourceVersion()
+	labels := map[string]string{v1alpha1.LabelConfigKind: kindLabel(key.Config.Kind), v1alpha1.LabelLatest: "true"}
 	if labelValue(key.Config.Name) {
 		labels[v1alpha1.LabelConfigName] = key.Config.Name
+	}
+	if labelValue(rv) {
+		labels[v1alpha1.LabelConfigVersion] = rv
 	}
 	cr := &v1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{
@@ -286,7 +305,7 @@ func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revisio
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: string(key.Config.Kind), Name: cfg.GetName(), UID: cfg.GetUID()}},
 		},
 		Spec: v1alpha1.ConfigRolloutSpec{
-			Config:   v1alpha1.ConfigReference{Kind: string(key.Config.Kind), Name: key.Config.Name, UID: cfg.GetUID()},
+			Config:   v1alpha1.ConfigReference{Kind: string(key.Config.Kind), Name: key.Config.Name, UID: cfg.GetUID(), ResourceVersion: rv},
 			Revision: revision,
 		},
 	}
@@ -316,26 +335,83 @@ func kindLabel(kind refs.Kind) string {
 	return "configmap"
 }
 
-// retire supersedes the older changes of a config that are still in flight and
-// deletes those past the config's history.
-func (k *Keeper) retire(ctx context.Context, older []v1alpha1.ConfigRollout) error {
+// retire supersedes the older changes of a config that are still in
+// flight by the newest, moves the latest label off them and deletes those
+// past the config's history; it returns those kept.
+func (k *Keeper) retire(ctx context.Context, newest string, older []v1alpha1.ConfigRollout) ([]v1alpha1.ConfigRollout, error) {
 	history := cmp.Or(k.History, DefaultHistory)
 	for i := range older {
 		cr := &older[i]
 		if i >= history-1 {
 			if err := k.delete(ctx, cr); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
+		if err := k.unmark(ctx, cr); err != nil {
+			return nil, err
+		}
 		if !Done(cr.Status) {
-			cr.Status = Supersede(cr.Status, k.Clock.Now())
+			cr.Status = Supersede(cr.Status, newest, k.Clock.Now())
 			if err := k.writeStatus(ctx, cr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return older[:min(len(older), max(history-1, 0))], nil
+}
+
+// unmark takes the latest label off cr, an older change of its config: a
+// merge patch of that label alone, which no other writer's fields touch.
+func (k *Keeper) unmark(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
+	if _, ok := cr.Labels[v1alpha1.LabelLatest]; !ok {
+		return nil
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.LabelLatest+`":null}}}`))
+	if err := k.Client.Patch(ctx, cr, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("moving the latest label off ConfigRollout %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	k.Metrics.ChangeWrite("label")
+	return nil
+}
+
+// receipt records on the config's newest change (owned[0], which carries
+// cfg's data) that it does at cfg's resourceVersion, and, once it
+// propagated, that the older changes it superseded did too: the data they
+// replaced runs nowhere Ripple manages.
+func (k *Keeper) receipt(ctx context.Context, cfg client.Object, owned []v1alpha1.ConfigRollout) error {
+	cr := &owned[0]
+	if observe(&cr.Status, cfg.GetResourceVersion()) {
+		if err := k.writeStatus(ctx, cr); err != nil {
+			return err
+		}
+	}
+	if cr.Status.PropagatedAt == nil {
+		return nil
+	}
+	for i := range owned[1:] {
+		old := &owned[i+1]
+		if st, ok := Overtaken(old.Status, cr.Name, k.Clock.Now()); ok {
+			old.Status = st
+			if err := k.writeStatus(ctx, old); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// observe raises st's observed config version to rv; false when it was
+// there already.
+func observe(st *v1alpha1.ConfigRolloutStatus, rv string) bool {
+	if rv == st.ObservedConfigVersion {
+		return false
+	}
+	if c, ok := CompareVersions(rv, st.ObservedConfigVersion); ok && c < 0 {
+		return false // the cache is behind a write seen before
+	}
+	st.ObservedConfigVersion = rv
+	return true
 }
 
 // Each namespace may have at most namespaceRate ConfigRollouts made a
@@ -480,10 +556,12 @@ func (k *Keeper) delete(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
 	return nil
 }
 
-// update writes cr's status from consumers when it changed, and looks
-// again while the change is in flight.
-func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1alpha1.ConfigRollout, consumers []Consumer) (ctrl.Result, error) {
+// update writes the status of the config's newest change (owned[0]) from
+// consumers when it changed, with the receipt, and looks again while the
+// change is in flight.
+func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, owned []v1alpha1.ConfigRollout, consumers []Consumer) (ctrl.Result, error) {
 	now := k.Clock.Now()
+	cr := &owned[0]
 	stored := cr.Status
 	if cr.Status.SeenAt.IsZero() {
 		cr.Status.SeenAt = cr.CreationTimestamp // made, then its first status write lost
@@ -500,14 +578,26 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 		k.judge(ctx, key, canaryStatus(cs.canary)) // the bake starts: so do the gates
 	}
 	st := Status(cr.Status, consumers, cs.canary, false, now)
+	observe(&st, cfg.GetResourceVersion())
 	k.track(key, st, leftOf(consumers, cr.Status.SeenAt.Time))
 	if equality.Semantic.DeepEqual(st, stored) {
-		return k.next(st, cs.wake), nil
+		return k.next(st, cs.wake), k.receipt(ctx, cfg, owned)
 	}
 	cr.Status = st
 	if err := k.writeStatus(ctx, cr); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := k.receipt(ctx, cfg, owned); err != nil {
+		return ctrl.Result{}, err
+	}
+	k.wrote(ctx, key, cfg, cr, stored, cs)
+	return k.next(st, cs.wake), nil
+}
+
+// wrote tells what the status write of cr, whose status was stored, did:
+// the canary records carried over are dropped, a pass or halt is told, a
+// propagation counted and logged.
+func (k *Keeper) wrote(ctx context.Context, key Key, cfg client.Object, cr *v1alpha1.ConfigRollout, stored v1alpha1.ConfigRolloutStatus, cs canaryStep) {
 	if cs.carried {
 		k.Records.Drop(ctx, key)
 	}
@@ -519,11 +609,10 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, cr *v1a
 			k.Tell(ctx, key.Config.Kind, cfg, *n)
 		}
 	}
-	if st.PropagatedAt != nil && stored.PropagatedAt == nil {
+	if st := cr.Status; st.PropagatedAt != nil && stored.PropagatedAt == nil {
 		k.Metrics.Propagated(string(key.Config.Kind), st.PropagatedAt.Sub(st.SeenAt.Time))
 		ctrl.LoggerFrom(ctx).Info("change propagated", "configRollout", klog.KObj(cr), "consumers", st.Counts.Managed, "stale", st.Counts.Stale)
 	}
-	return k.next(st, cs.wake), nil
 }
 
 // otherDigests are the other forms of cfg's data's digest.

@@ -375,7 +375,9 @@ func (c *changes) watchKind(ca cache.Cache, kind workload.Kind) error {
 
 // configHandler queues the config of an event: a data change is noticed
 // (its ConfigRollout is made), a new config, a deleted one and a new
-// canary resume (resumeKey) looked at. The initial list is no change.
+// canary resume (resumeKey) looked at, and any other write of a config
+// that has a change too, so that its newest change records the version
+// (a waiter's receipt). The initial list is no change.
 func (c *changes) configHandler(kind refs.Kind, resumeKey string) handler.TypedEventHandler[client.Object, change.Key] {
 	key := func(o client.Object) change.Key {
 		return change.Key{Namespace: o.GetNamespace(), Config: refs.Ref{Kind: kind, Name: o.GetName()}}
@@ -386,12 +388,14 @@ func (c *changes) configHandler(kind refs.Kind, resumeKey string) handler.TypedE
 				c.turns.add(q, key(e.Object))
 			}
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q changeQueue) {
 			switch {
 			case rsource.Digest(e.ObjectOld) != rsource.Digest(e.ObjectNew):
 				c.keeper.Notice(key(e.ObjectNew))
 				c.turns.add(q, key(e.ObjectNew))
 			case e.ObjectOld.GetAnnotations()[resumeKey] != e.ObjectNew.GetAnnotations()[resumeKey]:
+				c.turns.add(q, key(e.ObjectNew))
+			case e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() && c.hasChange(ctx, key(e.ObjectNew)):
 				c.turns.add(q, key(e.ObjectNew))
 			}
 		},
@@ -399,6 +403,13 @@ func (c *changes) configHandler(kind refs.Kind, resumeKey string) handler.TypedE
 			c.turns.add(q, key(e.Object))
 		},
 	}
+}
+
+// hasChange reports whether key's config has a ConfigRollout in the cache.
+func (c *changes) hasChange(ctx context.Context, key change.Key) bool {
+	var l v1alpha1.ConfigRolloutList
+	err := c.cache.List(ctx, &l, client.InNamespace(key.Namespace), client.MatchingFields{change.ConfigIndex: string(key.Config.Kind) + "/" + key.Config.Name})
+	return err == nil && len(l.Items) > 0
 }
 
 // ownHandler queues the config of a ConfigRollout in flight when it is

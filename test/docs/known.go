@@ -53,8 +53,8 @@ var (
 )
 
 // flagsOf reads the flags from the --help of every command the docs
-// describe: ripple, ripple explain, ripple plan, ripple approve and the
-// benchmark (hack/bench).
+// describe: ripple and its commands (explain, plan, approve, resume,
+// history, wait) and the benchmark (hack/bench).
 func flagsOf(ctx context.Context, root, dir string) (map[string]bool, error) {
 	flags := map[string]bool{"help": true}
 	programs := []struct {
@@ -62,7 +62,7 @@ func flagsOf(ctx context.Context, root, dir string) (map[string]bool, error) {
 		args [][]string
 		re   *regexp.Regexp
 	}{
-		{"./cmd/ripple", [][]string{{"--help"}, {"explain", "--help"}, {"plan", "--help"}, {"approve", "--help"}, {"version", "--help"}}, pflagLineRE},
+		{"./cmd/ripple", [][]string{{"--help"}, {"explain", "--help"}, {"plan", "--help"}, {"approve", "--help"}, {"resume", "--help"}, {"history", "--help"}, {"wait", "--help"}, {"version", "--help"}}, pflagLineRE},
 		{"./hack/bench", [][]string{{"-help"}}, goFlagRE},
 	}
 	for _, p := range programs {

@@ -29,15 +29,21 @@ var rippleRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "patch", "create", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "delete"}},
 	// ConfigRollouts (docs/config-rollouts.md), which the shared API server serves.
-	{APIGroups: []string{"ripple.dev"}, Resources: []string{"configrollouts"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	{APIGroups: []string{"ripple.dev"}, Resources: []string{"configrollouts"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	{APIGroups: []string{"ripple.dev"}, Resources: []string{"configrollouts/status"}, Verbs: []string{"update"}},
 }
 
 // grant binds rippleRules in ns to the ServiceAccount saNS/sa.
 func (e *env) grant(t *testing.T, ns, saNS, sa string) {
 	t.Helper()
+	e.grantRules(t, ns, saNS, sa, rippleRules)
+}
+
+// grantRules binds rules in ns to the ServiceAccount saNS/sa.
+func (e *env) grantRules(t *testing.T, ns, saNS, sa string, rules []rbacv1.PolicyRule) {
+	t.Helper()
 	ctx := t.Context()
-	if _, err := e.cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ripple"}, Rules: rippleRules}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ripple"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{

@@ -515,10 +515,11 @@ kinds) and the optional kinds change them. */}}
 {{- end }}
 {{- if (.Values.ripple.configRollouts | default dict).enabled }}
 # ConfigRollouts: one per change of a config, in the config's namespace,
-# made, kept and collected by the change controller (docs/config-rollouts.md).
+# made, kept and collected by the change controller (docs/config-rollouts.md);
+# patch moves the ripple.dev/latest label off an older change.
 - apiGroups: ["ripple.dev"]
   resources: ["configrollouts"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["ripple.dev"]
   resources: ["configrollouts/status"]
   verbs: ["update"]
