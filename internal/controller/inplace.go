@@ -36,6 +36,10 @@ import (
 type refusals struct {
 	mu  sync.Mutex
 	all map[types.NamespacedName]*refused
+	// calling counts the reload-action calls in flight, at most
+	// maxCalls; calls waits for them to end (reloadaction.go).
+	calling int
+	calls   sync.WaitGroup
 }
 
 type refused struct {

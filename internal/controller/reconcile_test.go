@@ -137,13 +137,15 @@ func (w *world) create(objs ...client.Object) {
 }
 
 // reconcile reconciles the workload of kind named name, and fails the
-// test on an error.
+// test on an error. The reload-action calls it started (which run beside
+// the reconcile) end before it returns, so that a test reads what they did.
 func (w *world) reconcile(kind, name string) ctrl.Result {
 	w.t.Helper()
 	res, err := w.recs[kind].Reconcile(w.t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 	if err != nil {
 		w.t.Fatalf("reconciling %s %s: %v", kind, name, err)
 	}
+	w.deps.refusals.calls.Wait()
 	return res
 }
 

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -48,8 +47,17 @@ const actionTimeout = 5 * time.Second
 // ends cleanly.
 const maxActionAnswer = 64 << 10
 
+// maxCalls bounds the reload-action calls in flight in the whole Ripple:
+// a call runs beside the reconciles, never in one, so a pod that accepts
+// the call and never answers holds only its own call (actionTimeout), and
+// a tenant's many such pods hold at most these; a pod beyond them is
+// called at a later step.
+const maxCalls = 256
+
 // call is how a pod's reload endpoint answered in one restart.
 type call struct {
+	// calling is set while a call is in flight.
+	calling bool
 	// answered is when it answered 2xx; zero while it did not.
 	answered time.Time
 	// tries are the failed calls, the last at last, failing with err.
@@ -74,8 +82,8 @@ func ActionClient() *http.Client {
 	}
 }
 
-// callOf returns how pod uid of workload n answered in the restart at at.
-func (rs *refusals) callOf(n types.NamespacedName, at time.Time, uid types.UID) call {
+// callAt returns how pod uid of workload n answered in the restart at at.
+func (rs *refusals) callAt(n types.NamespacedName, at time.Time, uid types.UID) call {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r, ok := rs.all[n]; ok && r.at.Equal(at) {
@@ -86,17 +94,39 @@ func (rs *refusals) callOf(n types.NamespacedName, at time.Time, uid types.UID) 
 	return call{}
 }
 
-// answer records how pod uid of workload n answered at t in the restart
-// at at: err nil is a 2xx.
-func (rs *refusals) answer(n types.NamespacedName, at time.Time, uid types.UID, t time.Time, err error) call {
+// dial records that pod uid of workload n is being called in the restart
+// at at; false when it is already, or when maxCalls are in flight.
+func (rs *refusals) dial(n types.NamespacedName, at time.Time, uid types.UID) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	r := rs.get(n, at)
+	c := rs.get(n, at).callOf(uid)
+	if c.calling || rs.calling >= maxCalls {
+		return false
+	}
+	c.calling = true
+	rs.calling++
+	rs.calls.Add(1)
+	return true
+}
+
+func (r *refused) callOf(uid types.UID) *call {
 	c := r.calls[uid]
 	if c == nil {
 		c = &call{}
 		r.calls[uid] = c
 	}
+	return c
+}
+
+// answer records how pod uid of workload n answered at t the call dial
+// started in the restart at at: err nil is a 2xx.
+func (rs *refusals) answer(n types.NamespacedName, at time.Time, uid types.UID, t time.Time, err error) call {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	defer rs.calls.Done()
+	rs.calling--
+	c := rs.get(n, at).callOf(uid)
+	c.calling = false
 	if err == nil {
 		c.answered = t
 	} else {
@@ -109,11 +139,13 @@ func (rs *refusals) answer(n types.NamespacedName, at time.Time, uid types.UID, 
 // r, stands into pp, and returns the URL to call (empty: none now) or why
 // it cannot be reloaded.
 func (d *Deps) actionPod(r workload.Restart, n types.NamespacedName, p *corev1.Pod, pp *plan.Pod) (url, refused string) {
-	c := d.refusals.callOf(n, r.At, p.UID)
+	c := d.refusals.callAt(n, r.At, p.UID)
 	port, portErr := actionPort(p, r.Action.Port)
 	switch {
 	case !c.answered.IsZero():
 		pp.Restarted = c.answered
+	case c.calling:
+		pp.Busy = true // its answer comes beside the reconciles
 	case p.Spec.HostNetwork:
 		refused = "it uses the host's network, so its address is its node's, which Ripple does not call"
 	case portErr != "":
@@ -147,29 +179,27 @@ func actionPort(p *corev1.Pod, port intstr.IntOrString) (int32, string) {
 	return 0, fmt.Sprintf("no container of it has a port named %q", port.StrVal)
 }
 
-// callPods calls the reload endpoint of each pod named in urls, of
-// workload n, at once, and records each answer; it returns the pods that
-// answered 2xx.
-func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods map[string]corev1.Pod, urls map[string]string, n types.NamespacedName, log logr.Logger) []string {
-	var mu sync.Mutex
-	var ok []string
-	var wg sync.WaitGroup
+// callPods starts a call of the reload endpoint of each pod named in
+// urls, of workload n, and returns: each call runs beside the reconciles
+// (a pod that never answers holds no worker), records its answer and
+// queues the workload, whose next step reads it.
+func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods map[string]corev1.Pod, urls map[string]string, n types.NamespacedName, log logr.Logger) {
 	for name, url := range urls {
 		p := pods[name]
-		wg.Go(func() {
-			err := r.callPod(ctx, rst.Action.Method, url)
+		if !r.refusals.dial(n, rst.At, p.UID) {
+			continue // in flight, or too many are: a later step calls it
+		}
+		go func() {
+			err := r.callPod(context.WithoutCancel(ctx), rst.Action.Method, url)
 			c := r.refusals.answer(n, rst.At, p.UID, r.Clock.Now(), err)
 			if err != nil {
 				log.Info("reload action failed", "pod", name, "try", c.tries, "of", actionTries, "error", c.err)
-				return
+			} else {
+				log.Info("reloaded pod", "pod", name, "uid", p.UID, "action", rst.Action.String())
 			}
-			mu.Lock()
-			ok = append(ok, name)
-			mu.Unlock()
-		})
+			r.enqueue(n)
+		}()
 	}
-	wg.Wait()
-	return ok
 }
 
 // callPod makes one call of a reload action: nil when it answered 2xx.
@@ -221,9 +251,7 @@ func (r *Reconciler) reloadPods(ctx context.Context, obj client.Object, rst work
 			log.Info("restarted pod", "pod", name, "uid", p.UID, "how", workload.RestartEvict)
 		}
 	}
-	for _, name := range r.callPods(ctx, rst, pr.pods, urls, client.ObjectKeyFromObject(obj), log) {
-		log.Info("reloaded pod", "pod", name, "uid", pr.pods[name].UID, "action", rst.Action.String())
-	}
+	r.callPods(ctx, rst, pr.pods, urls, client.ObjectKeyFromObject(obj), log)
 	return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
@@ -31,6 +32,9 @@ type actionWorld struct {
 	// calls are the pods called, in order; codes are the answers.
 	calls []string
 	codes map[string]int
+	// hold, when set, holds every answer until it is closed: pods that
+	// accept the call and do not answer.
+	hold chan struct{}
 }
 
 func newActionWorld(t *testing.T, n int32, ann map[string]string) *actionWorld {
@@ -66,8 +70,14 @@ func (aw *actionWorld) serve(t *testing.T, name string) int32 {
 	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		aw.mu.Lock()
 		aw.calls = append(aw.calls, name+" "+r.Method+" "+r.URL.Path)
-		code := aw.codes[name]
+		code, hold := aw.codes[name], aw.hold
 		aw.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+		}
 		if code == 0 {
 			code = http.StatusOK
 		}
@@ -131,6 +141,47 @@ func TestReloadActionCallsEachPodOnce(t *testing.T) {
 	}
 	if len(aw.deleted) != 0 {
 		t.Errorf("pods deleted or evicted: %q", aw.deleted)
+	}
+}
+
+// Pods that accept the call and do not answer hold no reconcile worker:
+// the step that calls them returns with the calls in flight, the next
+// step calls none of them again, and once they answer the restart
+// completes.
+func TestReloadActionHoldsNoWorker(t *testing.T) {
+	aw := newActionWorld(t, 3, map[string]string{"ripple.dev/max-unavailable": "3"})
+	aw.hold = make(chan struct{})
+	aw.change("Deployment", "v2")
+	aw.reconcile("Deployment", "web")
+	aw.clk.Step(10 * time.Second)
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
+	if _, err := aw.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := func() int {
+		aw.deps.refusals.mu.Lock()
+		defer aw.deps.refusals.mu.Unlock()
+		return aw.deps.refusals.calling
+	}
+	// The step returned, its three calls unanswered (held until closed).
+	if n := inFlight(); n != 3 {
+		t.Fatalf("%d calls in flight after the step returned, want 3", n)
+	}
+	aw.clk.Step(time.Second)
+	if _, err := aw.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := inFlight(); n != 3 {
+		t.Fatalf("%d calls in flight after a second step, want the same 3", n)
+	}
+	close(aw.hold)
+	aw.deps.refusals.calls.Wait()
+	if got := aw.called(); len(got) != 3 {
+		t.Fatalf("calls %q, want one per pod", got)
+	}
+	aw.step()
+	if _, ok := aw.webAnnotations()[aw.deps.Settings.Keys.RestartedAt]; ok {
+		t.Error("the restart did not complete once every pod answered")
 	}
 }
 
