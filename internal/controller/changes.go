@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -106,16 +107,20 @@ type changes struct {
 }
 
 // missing notes that ConfigRollouts are not served, or may not be
-// watched (err, forbidden): canaried changes roll without a canary, with a
-// Warning, until they are. Another failure to start watching them (a
-// cache that did not sync in time) holds canaried changes until a retry
-// succeeds: no canary is skipped for a slow start.
+// listed (err, forbidden): canaried changes are held (or, with
+// --canary-unkept=roll, roll without a canary) until they are, and are
+// told what is missing and what to do. Another failure to start watching
+// them (a cache that did not sync in time) holds canaried changes until a
+// retry succeeds, saying nothing: no canary is skipped for a slow start.
 func (c *changes) missing(err error) {
-	why := "the API server does not serve ConfigRollouts (configrollouts.ripple.dev), which keep canaries: install the CRD (docs/config-rollouts.md)"
+	why := "the API server does not serve ConfigRollouts (the CRD configrollouts.ripple.dev), which keep canaries: " +
+		"apply the CRD (deploy/helm/ripple/files/crds/ripple.dev_configrollouts.yaml, docs/config-rollouts.md)"
+	var status apierrors.APIStatus
 	switch {
 	case err == nil:
-	case apierrors.IsForbidden(err):
-		why = "Ripple may not watch ConfigRollouts, which keep canaries: " + err.Error()
+	case apierrors.IsForbidden(err) && errors.As(err, &status):
+		why = "Ripple may not list ConfigRollouts, which keep canaries (" + status.Status().Message + "): " +
+			"grant it get, list, watch, create and delete on configrollouts.ripple.dev and update on configrollouts/status (docs/config-rollouts.md)"
 	default:
 		return
 	}
@@ -128,7 +133,7 @@ func (c *changes) missing(err error) {
 func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
 	switch {
 	case c == nil:
-		return plan.Canary{}, false, gather.Unkept("ConfigRollouts, which keep canaries, are off (--config-rollouts=false)")
+		return plan.Canary{}, false, gather.Unkept("ConfigRollouts, which keep canaries, are off (--config-rollouts=false): turn them on (Helm ripple.configRollouts.enabled)")
 	case !c.enabled.Load():
 		if why := c.unkept.Load(); why != nil {
 			return plan.Canary{}, false, gather.Unkept(*why)

@@ -52,8 +52,9 @@ type Gatherer struct {
 // ConfigRollout keeps it.
 type CanaryReader interface {
 	// Canary is the canaried change of src's data in ns; false when none
-	// is kept yet. An Unkept error says why none can be kept: the change
-	// then rolls without a canary (plan.Input.CanaryUnkept).
+	// is kept yet. An Unkept error says why none can be kept and what to
+	// do: the change is then held, or rolls without a canary with
+	// --canary-unkept=roll (plan.Input.CanaryUnkept).
 	Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error)
 }
 
