@@ -103,7 +103,7 @@ type changes struct {
 	enabled atomic.Bool
 	// unkept says why ConfigRollouts cannot be used, once the API server
 	// was asked; nil before (a canaried change then waits).
-	unkept atomic.Pointer[string]
+	unkept atomic.Pointer[gather.Unkept]
 }
 
 // missing notes that ConfigRollouts are not served, or may not be
@@ -113,14 +113,12 @@ type changes struct {
 // them (a cache that did not sync in time) holds canaried changes until a
 // retry succeeds, saying nothing: no canary is skipped for a slow start.
 func (c *changes) missing(err error) {
-	why := "the API server does not serve ConfigRollouts (the CRD configrollouts.ripple.dev), which keep canaries: " +
-		"apply the CRD (deploy/helm/ripple/files/crds/ripple.dev_configrollouts.yaml, docs/config-rollouts.md)"
+	why := gather.UnkeptNotServed
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
 	case apierrors.IsForbidden(err) && errors.As(err, &status):
-		why = "Ripple may not list ConfigRollouts, which keep canaries (" + status.Status().Message + "): " +
-			"grant it get, list, watch, create and delete on configrollouts.ripple.dev and update on configrollouts/status (docs/config-rollouts.md)"
+		why = gather.UnkeptForbidden(status.Status().Message)
 	default:
 		return
 	}
@@ -133,10 +131,10 @@ func (c *changes) missing(err error) {
 func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
 	switch {
 	case c == nil:
-		return plan.Canary{}, false, gather.Unkept("ConfigRollouts, which keep canaries, are off (--config-rollouts=false): turn them on (Helm ripple.configRollouts.enabled)")
+		return plan.Canary{}, false, gather.UnkeptOff
 	case !c.enabled.Load():
 		if why := c.unkept.Load(); why != nil {
-			return plan.Canary{}, false, gather.Unkept(*why)
+			return plan.Canary{}, false, *why
 		}
 		return plan.Canary{}, false, nil // not asked yet: the change waits
 	}
