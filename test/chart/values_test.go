@@ -118,6 +118,18 @@ func TestCanaryBakeValueAsRippleReadsIt(t *testing.T) {
 	}
 }
 
+// ripple.canaryUnkept takes what --canary-unkept takes, hold or roll, and
+// passes it; anything else fails the render naming ripple.canaryUnkept.
+func TestCanaryUnkeptValueAsRippleReadsIt(t *testing.T) {
+	names := []string{"/ripple/canaryUnkept", "ripple.canaryUnkept"}
+	for _, v := range []string{"hold", "roll", "Roll", "pass", " roll"} {
+		t.Run(fmt.Sprintf("%q", v), func(t *testing.T) {
+			t.Parallel()
+			checkAsRippleTakes(t, valueCase{values: map[string]any{"ripple": map[string]any{"canaryUnkept": v}}, flag: "--canary-unkept=" + v}, names, "--canary-unkept="+v)
+		})
+	}
+}
+
 // ripple.restartMethod and ripple.cronJobReload take what --restart-method
 // and --cronjob-reload take, in any case and with spaces around, and pass
 // them in lower case: the pod permissions of evict and delete follow the

@@ -658,6 +658,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
 {{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
 {{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
+{{- if $rp.canaryUnkept -}}{{- $args = append $args (printf "--canary-unkept=%s" (toString $rp.canaryUnkept)) -}}{{- end -}}
 {{- with $rp.canaryGates -}}{{- $args = append $args (printf "--canary-gates=%s" (join "," .)) -}}{{- end -}}
 {{- $prom := $rp.prometheus | default dict -}}
 {{- if $prom.url -}}{{- $args = append $args (printf "--prometheus-url=%s" (toString $prom.url)) -}}{{- end -}}
