@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -51,6 +52,7 @@ func TestCanaryUnkeptHoldsUntilTheCRD(t *testing.T) {
 
 	blockNewPods(t, cs, ns, unkeptFleet)
 	cm = updateConfig(t, cs, cm, "v2")
+	changed := time.Now()
 	bad := digest.ConfigMap(cm)
 	const missing = "does not serve ConfigRollouts (the CRD configrollouts.ripple.dev)"
 	held := map[string]string{}
@@ -69,6 +71,7 @@ func TestCanaryUnkeptHoldsUntilTheCRD(t *testing.T) {
 		t.Fatalf("without the CRD, Deployments %v rolled the canaried change", rolled)
 	}
 	checkFleetRevisions(t, cs, ns, held)
+	t.Logf("every Deployment told of the hold %s after the change, none rolled", time.Since(changed).Round(100*time.Millisecond))
 	out, err := runCommandOn(t, fc.Kubeconfig, ns, "explain", "deployment/d07", "-o", "json")
 	var report explain.Report
 	if err != nil || json.Unmarshal([]byte(out), &report) != nil || report.State != explain.Waiting ||
@@ -79,7 +82,9 @@ func TestCanaryUnkeptHoldsUntilTheCRD(t *testing.T) {
 	if err := fc.InstallCRDs(t.Context(), cluster.ConfigRolloutCRD); err != nil {
 		t.Fatal(err)
 	}
+	served := time.Now()
 	halt := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
+	t.Logf("with the CRD served, the canary's change halted %s later: %s", eventTime(halt).Sub(served).Round(100*time.Millisecond), halt.Note)
 	if !strings.Contains(halt.Note, `Deployment "d00" stalled`) {
 		t.Errorf("the halt %q does not name the canary d00", halt.Note)
 	}
