@@ -3,7 +3,7 @@ package explain
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/change"
@@ -34,7 +34,7 @@ func (c canaries) Canary(ctx context.Context, ns string, src plan.Source) (plan.
 	}
 	items, err := change.List(ctx, c.reader, ns, src.Ref, false)
 	switch {
-	case meta.IsNoMatchError(err):
+	case apimeta.IsNoMatchError(err):
 		return plan.Canary{}, false, gather.UnkeptNotServed
 	case err != nil:
 		return plan.Canary{}, false, nil // no right to list them: the rest still explains

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -33,7 +33,7 @@ func TestCanariesUnkept(t *testing.T) {
 		c    canaries
 		want error
 	}{
-		"not served":   {canaries{reader: listing(&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "ripple.dev", Kind: "ConfigRollout"}})}, gather.UnkeptNotServed},
+		"not served":   {canaries{reader: listing(&apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "ripple.dev", Kind: "ConfigRollout"}})}, gather.UnkeptNotServed},
 		"off":          {canaries{reader: listing(nil), off: true}, gather.UnkeptOff},
 		"not listable": {canaries{reader: listing(errors.New("forbidden"))}, nil},
 	} {

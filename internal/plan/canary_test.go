@@ -293,7 +293,7 @@ func TestCanaryUnkept(t *testing.T) {
 
 	// Told once: the memory keeps it while the change is held, and a new
 	// change is told again.
-	held.Memory = held.Memory.Planned(p)
+	held.Memory = held.Planned(p)
 	if again := For(held); again.Reloads() || strings.Join(noticesOf(again), ",") != "CanaryUnkept told" {
 		t.Errorf("the next plan: reloads %v, notices %q; want held, told already", again.Reloads(), noticesOf(again))
 	}
