@@ -320,4 +320,13 @@ func TestCanaryUnkept(t *testing.T) {
 			t.Errorf("--canary-unkept=%s: error %v, want one naming it", v, err)
 		}
 	}
+	// A default canary without ConfigRollouts would hold every change.
+	if _, err := parse(t, nil, "--canary=1", "--config-rollouts=false"); err == nil || !strings.Contains(err.Error(), "--canary: needs --config-rollouts") {
+		t.Errorf("--canary=1 --config-rollouts=false: error %v, want one naming --canary", err)
+	}
+	for _, args := range [][]string{{"--canary=1", "--config-rollouts=false", "--canary-unkept=roll"}, {"--canary=0", "--config-rollouts=false"}} {
+		if _, err := parse(t, nil, args...); err != nil {
+			t.Errorf("%q: %v, want it taken", args, err)
+		}
+	}
 }

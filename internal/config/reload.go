@@ -319,6 +319,10 @@ func (o *ReloadOptions) validateChanges(errs *problems) {
 	if len(o.CanaryGates) > 0 && !o.ConfigRollouts {
 		errs.bad("canary-gates", "needs --config-rollouts: the change controller runs the gates")
 	}
+	// Every change would be held, for good: a canary lives in a ConfigRollout.
+	if c, err := o.canary(); err == nil && c.On() && !o.ConfigRollouts && o.CanaryUnkept != UnkeptRoll {
+		errs.bad("canary", "needs --config-rollouts, whose ConfigRollouts keep the canaries: without them every canaried change is held (--canary-unkept=hold); turn them on, or set --canary-unkept=roll")
+	}
 	o.validateQueryGate(errs)
 }
 
