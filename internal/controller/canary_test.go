@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -519,6 +520,15 @@ func TestCanaryBeforeTheChangeController(t *testing.T) {
 	c.missing(nil)
 	if _, _, err := c.Canary(t.Context(), ns, src); !errors.As(err, &unkept) || !strings.Contains(err.Error(), "does not serve ConfigRollouts") {
 		t.Errorf("CRD not served: %v, want it named", err)
+	}
+	// As enableChanges reports it: the rights to grant, not the advice to
+	// turn ConfigRollouts off, which would hold the change for good.
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "ripple.dev", Resource: "configrollouts"}, "", errors.New("no rule"))
+	c.missing(fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false): %w", forbidden))
+	_, _, err := c.Canary(t.Context(), ns, src)
+	if why := fmt.Sprint(err); !strings.Contains(why, "may not list ConfigRollouts") || !strings.Contains(why, "grant it get, list, watch, create and delete") ||
+		strings.Contains(why, "--config-rollouts=false") {
+		t.Errorf("forbidden: %q, want the rights to grant", why)
 	}
 }
 

@@ -341,7 +341,7 @@ func (s *setup) canListChanges(ctx context.Context) error {
 	}
 	err := s.mgr.GetAPIReader().List(ctx, &v1alpha1.ConfigRolloutList{}, append(opts, client.Limit(1))...)
 	if err != nil {
-		return fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false): %w", err)
+		return fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false, which holds canaried changes): %w", err)
 	}
 	return nil
 }
