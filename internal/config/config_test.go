@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -296,6 +297,36 @@ func TestDigest(t *testing.T) {
 	for _, v := range []string{"", "md5", "HMAC-SHA256"} {
 		if _, err := parse(t, nil, "--digest="+v); err == nil || !strings.Contains(err.Error(), "--digest") {
 			t.Errorf("--digest=%s: error %v, want one naming it", v, err)
+		}
+	}
+}
+
+// --canary-unkept holds a canaried change no canary can be kept for by
+// default and rolls it with roll, as the planner's settings say; anything
+// else is an error naming the flag.
+func TestCanaryUnkept(t *testing.T) {
+	for args, rolls := range map[string]bool{"": false, "--canary-unkept=hold": false, "--canary-unkept=roll": true} {
+		var given []string
+		if args != "" {
+			given = []string{args}
+		}
+		cfg, err := parse(t, nil, given...)
+		if err != nil || cfg.PlanSettings(time.Time{}).UnkeptRolls != rolls {
+			t.Errorf("%q: rolls %v, error %v; want rolls %v", args, cfg.PlanSettings(time.Time{}).UnkeptRolls, err, rolls)
+		}
+	}
+	for _, v := range []string{"", "Roll", "pass"} {
+		if _, err := parse(t, nil, "--canary-unkept="+v); err == nil || !strings.Contains(err.Error(), "--canary-unkept") {
+			t.Errorf("--canary-unkept=%s: error %v, want one naming it", v, err)
+		}
+	}
+	// A default canary without ConfigRollouts would hold every change.
+	if _, err := parse(t, nil, "--canary=1", "--config-rollouts=false"); err == nil || !strings.Contains(err.Error(), "--canary: needs --config-rollouts") {
+		t.Errorf("--canary=1 --config-rollouts=false: error %v, want one naming --canary", err)
+	}
+	for _, args := range [][]string{{"--canary=1", "--config-rollouts=false", "--canary-unkept=roll"}, {"--canary=0", "--config-rollouts=false"}} {
+		if _, err := parse(t, nil, args...); err != nil {
+			t.Errorf("%q: %v, want it taken", args, err)
 		}
 	}
 }

@@ -60,6 +60,11 @@ type ReloaderOptions struct {
 	// Canary and CanaryBake are the cluster-wide canary of config changes.
 	Canary     string `json:"canary"`
 	CanaryBake string `json:"canaryBake"`
+	// CanaryUnkept is what a canaried change does without ConfigRollouts,
+	// and ConfigRollouts whether they are on: explain says a change is
+	// held as this Ripple holds it.
+	CanaryUnkept   string `json:"canaryUnkept"`
+	ConfigRollouts bool   `json:"configRollouts"`
 	// TightenOnly, ApprovalMaxAge and ApprovalsVerified govern the policy
 	// and the approvals: `ripple approve` and `ripple explain` decide with
 	// them as this Ripple does.
@@ -120,6 +125,8 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		RestartMethod:                      o.RestartMethod,
 		Canary:                             o.Canary,
 		CanaryBake:                         o.CanaryBake.String(),
+		CanaryUnkept:                       o.CanaryUnkept,
+		ConfigRollouts:                     o.ConfigRollouts,
 		DryRun:                             o.DryRun,
 		Digest:                             o.Digest,
 		ShardCount:                         o.ShardCount,

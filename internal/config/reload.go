@@ -55,6 +55,9 @@ type ReloadFlags struct {
 	// canary-bake annotations of configs (docs/canary.md).
 	Canary     string
 	CanaryBake time.Duration
+	// CanaryUnkept is what a canaried change does when no canary can be
+	// kept for it (no ConfigRollouts): hold it, or roll it without one.
+	CanaryUnkept string
 	// ApprovalMaxAge, ApprovalsVerified: governance of approvals
 	// (docs/change-policies.md).
 	ApprovalMaxAge    time.Duration
@@ -146,7 +149,7 @@ func defaultReloadOptions() ReloadOptions {
 		// in about ten settle windows, and 10s of quiet is longer than the
 		// 6s between changes of a config flapping at just the trip rate.
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
-		CanaryBake: plan.DefaultCanaryBake, ApprovalMaxAge: DefaultApprovalMaxAge,
+		CanaryBake: plan.DefaultCanaryBake, CanaryUnkept: UnkeptHold, ApprovalMaxAge: DefaultApprovalMaxAge,
 		ConfigRollouts: true, ConfigRolloutHistory: change.DefaultHistory, ConfigRolloutsPerNamespace: change.DefaultPerNamespace,
 		CanaryQueryInterval: 30 * time.Second, CanaryQueryInconclusive: InconclusiveHold,
 	}}
@@ -184,6 +187,7 @@ func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReloadPolicy, "reload-policy", o.ReloadPolicy, `Default reload policy of every workload: "auto" (roll, as Reloader does), "manual" (wait for "ripple approve", a ReloadPending event) or "notify" (never roll, a WouldReload event). Empty means auto. A workload or its Namespace overrides it with the <annotation-prefix>/reload-policy annotation.`)
 	fs.StringVar(&o.Canary, "canary", o.Canary, `Default canary of every config change: how many of the workloads a change rolls go first ("1", or a percentage such as "10%"); the others roll once they completed their rollout and stayed healthy for --canary-bake, and a canary that stalls or turns unhealthy halts the change (a RolloutHalted event). Empty or "0" means none (Reloader's behaviour). A config or its Namespace overrides it with the <annotation-prefix>/canary annotation. See docs/canary.md.`)
 	fs.DurationVar(&o.CanaryBake, "canary-bake", o.CanaryBake, "How long the canaries of a change must stay healthy after their rollout before the other workloads roll it (0s to 24h). A config or its Namespace overrides it with the <annotation-prefix>/canary-bake annotation.")
+	fs.StringVar(&o.CanaryUnkept, "canary-unkept", o.CanaryUnkept, `What a canaried change does when no canary can be kept for it: the ConfigRollout CRD is not served, Ripple may not list ConfigRollouts, or --config-rollouts=false. "hold" (the default): no workload rolls it (a CanaryUnkept Warning on the config and on each workload names what is missing) until a canary can be kept, and then it rolls with its canary. "roll": it rolls everywhere at once, without a canary, with a Warning (Ripple's behaviour before). Helm: ripple.canaryUnkept. See docs/canary.md.`)
 	fs.BoolVar(&o.NamespaceDefaults, "namespace-defaults", o.NamespaceDefaults, `Also read the <annotation-prefix>/reload-window, reload-policy, restart-method and max-unavailable annotations on Namespaces, as the defaults of their workloads, and canary and canary-bake, as the defaults of their configs (a workload's or config's own annotation wins, then the Namespace's, then the flag). Off (the default, as Reloader has no such annotations), a Namespace's annotations do nothing and nothing says so: turn it on where Namespaces carry them. Ripple then caches Namespaces (metadata only), which needs get, list and watch on namespaces cluster-wide. Helm: ripple.namespaceDefaults (cluster-wide installs only).`)
 	o.bindGovernanceFlags(fs)
 }
@@ -209,10 +213,19 @@ func (o *ReloadOptions) validatePolicy(errs *problems) {
 	if _, err := plan.ParseCanaryBake(o.CanaryBake.String()); err != nil {
 		errs.bad("canary-bake", "%v", err)
 	}
+	if o.CanaryUnkept != UnkeptHold && o.CanaryUnkept != UnkeptRoll {
+		errs.bad("canary-unkept", "%q is neither hold nor roll", o.CanaryUnkept)
+	}
 	if o.ApprovalMaxAge < 0 {
 		errs.bad("approval-max-age", "%s is negative; use 0 for no bound or a duration such as 24h", o.ApprovalMaxAge)
 	}
 }
+
+// What a canaried change no canary can be kept for does (--canary-unkept).
+const (
+	UnkeptHold = "hold"
+	UnkeptRoll = "roll"
+)
 
 // canary is --canary and --canary-bake, parsed.
 func (o ReloadFlags) canary() (plan.CanarySpec, error) {
@@ -235,7 +248,7 @@ const (
 
 // bindChangeFlags registers the change controller's flags.
 func (o *ReloadOptions) bindChangeFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.ConfigRollouts, "config-rollouts", o.ConfigRollouts, "Keep a ConfigRollout (ripple.dev/v1alpha1) per change of a config that has consumers, in the config's namespace: where each consumer stands, and a Propagated condition to wait on (docs/config-rollouts.md). It starts once the API server serves the CRD; without it Ripple logs so once and reloads as before. It changes nothing of what rolls or when. Helm: ripple.configRollouts.enabled.")
+	fs.BoolVar(&o.ConfigRollouts, "config-rollouts", o.ConfigRollouts, "Keep a ConfigRollout (ripple.dev/v1alpha1) per change of a config that has consumers, in the config's namespace: where each consumer stands, and a Propagated condition to wait on (docs/config-rollouts.md). It starts once the API server serves the CRD; without it Ripple logs so once and reloads as before. It changes nothing of what rolls or when, but a canaried change needs it: without it, see --canary-unkept. Helm: ripple.configRollouts.enabled.")
 	fs.IntVar(&o.ConfigRolloutHistory, "config-rollout-history", o.ConfigRolloutHistory, fmt.Sprintf("How many ConfigRollouts of one config are kept, the newest (1 to %d).", maxConfigRolloutHistory))
 	fs.IntVar(&o.ConfigRolloutsPerNamespace, "config-rollouts-per-namespace", o.ConfigRolloutsPerNamespace, fmt.Sprintf("How many ConfigRollouts one namespace keeps at most: past it, the oldest are deleted, those done first (1 to %d).", maxConfigRolloutsPerNamespace))
 	fs.StringSliceVar(&o.CanaryGates, "canary-gates", o.CanaryGates, `What else judges a canaried change's canaries during the bake, beside their rollout status: "pods" watches the canaries' pods (Deployments, StatefulSets, DaemonSets), and a container restart, CrashLoopBackOff or a pod turned unready halts the change; it needs list and watch on pods. "query" evaluates --canary-query (and, with --namespace-defaults, the Namespace's <annotation-prefix>/canary-query) against --prometheus-url every --canary-query-interval, bound to the change's namespace, and a value that fails the condition halts the change. Needs --config-rollouts. Helm: ripple.canaryGates. See docs/canary.md.`)
@@ -305,6 +318,10 @@ func (o *ReloadOptions) validateChanges(errs *problems) {
 	}
 	if len(o.CanaryGates) > 0 && !o.ConfigRollouts {
 		errs.bad("canary-gates", "needs --config-rollouts: the change controller runs the gates")
+	}
+	// Every change would be held, for good: a canary lives in a ConfigRollout.
+	if c, err := o.canary(); err == nil && c.On() && !o.ConfigRollouts && o.CanaryUnkept != UnkeptRoll {
+		errs.bad("canary", "needs --config-rollouts, whose ConfigRollouts keep the canaries: without them every canaried change is held (--canary-unkept=hold); turn them on, or set --canary-unkept=roll")
 	}
 	o.validateQueryGate(errs)
 }

@@ -23,7 +23,7 @@ func (c Config) PlanSettings(started time.Time) plan.Settings {
 		},
 		Started: started, DryRun: r.DryRun,
 		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
-		RestartMethod: c.RestartMethod, Canary: canary,
+		RestartMethod: c.RestartMethod, Canary: canary, UnkeptRolls: r.CanaryUnkept == UnkeptRoll,
 		ApprovalMaxAge: r.ApprovalMaxAge, ApprovalsVerified: r.ApprovalsVerified, TightenOnly: r.TightenOnly,
 		DeleteNamespaces: c.DeleteNamespaces,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -337,18 +338,83 @@ func TestCanaryRecordIsCarriedOver(t *testing.T) {
 	}
 }
 
-// Without the change controller, a canaried change rolls as Reloader's
-// would, with a Warning that names what is missing.
+// Without the change controller, a canaried change fails closed: no
+// workload rolls it; each is told once why (CanaryUnkept, naming what is
+// missing), and so is the config, once for the change, with the one
+// alert. With --canary-unkept=roll it rolls as Reloader's would, with a
+// Warning.
 func TestCanaryWithoutConfigRollouts(t *testing.T) {
-	w, _ := canaryWorld(t)
+	w, alerts := canaryWorld(t)
+	w.deps.changes = nil
+	w.change("Deployment", "v2")
+	for range 2 {
+		for _, n := range []string{"a", "b", "c"} {
+			w.reconcile("Deployment", n)
+		}
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if w.applied(n) != "" {
+			t.Errorf("%s rolled a canaried change that no ConfigRollout can keep", n)
+		}
+	}
+	var told []string
+	for _, ev := range w.drain() {
+		if strings.Fields(ev)[1] == string(reason.CanaryUnkept) {
+			told = append(told, ev)
+		}
+	}
+	if len(told) != 4 {
+		t.Fatalf("CanaryUnkept Events %q, want 4: one on each of a, b and c and one on the config", told)
+	}
+	for _, ev := range told {
+		if !strings.HasPrefix(ev, "Warning ") || !strings.Contains(ev, "--config-rollouts=false") || !strings.Contains(ev, "--canary-unkept=roll") {
+			t.Errorf("%q is not a Warning naming what is missing and what to do", ev)
+		}
+	}
+	if got := halts(*alerts); len(got) != 1 || got[0].Kind != string(refs.ConfigMap) || got[0].Level != reason.Warning {
+		t.Errorf("alerts %+v, want one Warning, about the config", got)
+	}
+
+	w, _ = canaryWorld(t, withSettings(func(s *plan.Settings) { s.UnkeptRolls = true }))
 	w.deps.changes = nil
 	sum := w.change("Deployment", "v2")
 	w.reconcile("Deployment", "b")
 	if w.applied("b") != sum {
-		t.Fatal("b did not roll a canaried change that no ConfigRollout can keep")
+		t.Fatal("b did not roll a canaried change that no ConfigRollout can keep, with --canary-unkept=roll")
 	}
 	if ev := w.wantEvent(w.drain(), string(reason.InvalidAnnotation)); !strings.Contains(ev, "--config-rollouts=false") {
 		t.Errorf("Warning %q does not name what is missing", ev)
+	}
+}
+
+// A canaried change held because the API server does not serve
+// ConfigRollouts rolls once it does, with its canary: the change
+// controller started by the discoverer looks at the configs the held
+// workloads saw, chooses the canary, and only it rolls first.
+func TestCanaryHeldUntilConfigRolloutsAreServed(t *testing.T) {
+	w, _ := canaryWorld(t)
+	ch := w.deps.changes
+	ch.enabled.Store(false)
+	ch.missing(nil)
+	sum := w.change("Deployment", "v2")
+	w.reconcile("Deployment", "a")
+	w.reconcile("Deployment", "b")
+	if w.applied("a") != "" || w.applied("b") != "" {
+		t.Fatal("a canaried change rolled while no ConfigRollout could keep its canary")
+	}
+	if ev := w.drain(); len(ev) != 3 || !strings.Contains(ev[0], "does not serve ConfigRollouts") {
+		t.Fatalf("Events %q, want CanaryUnkept on a, on the config and on b, naming the CRD", ev)
+	}
+
+	ch.enabled.Store(true) // the CRD is served: the discoverer started the change controller
+	w.look()
+	if got := w.canaryPhase(); got != plan.CanaryRolling {
+		t.Fatalf("the canary's phase %s, want Rolling", got)
+	}
+	w.reconcile("Deployment", "b")
+	w.reconcile("Deployment", "a")
+	if w.applied("a") != sum || w.applied("b") != "" {
+		t.Errorf("a applied %q and b %q, want the canary a alone to roll %s", w.applied("a"), w.applied("b"), sum)
 	}
 }
 
@@ -454,6 +520,15 @@ func TestCanaryBeforeTheChangeController(t *testing.T) {
 	c.missing(nil)
 	if _, _, err := c.Canary(t.Context(), ns, src); !errors.As(err, &unkept) || !strings.Contains(err.Error(), "does not serve ConfigRollouts") {
 		t.Errorf("CRD not served: %v, want it named", err)
+	}
+	// As enableChanges reports it: the rights to grant, not the advice to
+	// turn ConfigRollouts off, which would hold the change for good.
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "ripple.dev", Resource: "configrollouts"}, "", errors.New("no rule"))
+	c.missing(fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false): %w", forbidden))
+	_, _, err := c.Canary(t.Context(), ns, src)
+	if why := fmt.Sprint(err); !strings.Contains(why, "may not list ConfigRollouts") || !strings.Contains(why, "grant it get, list, watch, create and delete") ||
+		strings.Contains(why, "--config-rollouts=false") {
+		t.Errorf("forbidden: %q, want the rights to grant", why)
 	}
 }
 

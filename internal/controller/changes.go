@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -102,20 +103,22 @@ type changes struct {
 	enabled atomic.Bool
 	// unkept says why ConfigRollouts cannot be used, once the API server
 	// was asked; nil before (a canaried change then waits).
-	unkept atomic.Pointer[string]
+	unkept atomic.Pointer[gather.Unkept]
 }
 
 // missing notes that ConfigRollouts are not served, or may not be
-// watched (err, forbidden): canaried changes roll without a canary, with a
-// Warning, until they are. Another failure to start watching them (a
-// cache that did not sync in time) holds canaried changes until a retry
-// succeeds: no canary is skipped for a slow start.
+// listed (err, forbidden): canaried changes are held (or, with
+// --canary-unkept=roll, roll without a canary) until they are, and are
+// told what is missing and what to do. Another failure to start watching
+// them (a cache that did not sync in time) holds canaried changes until a
+// retry succeeds, saying nothing: no canary is skipped for a slow start.
 func (c *changes) missing(err error) {
-	why := "the API server does not serve ConfigRollouts (configrollouts.ripple.dev), which keep canaries: install the CRD (docs/config-rollouts.md)"
+	why := gather.UnkeptNotServed
+	var status apierrors.APIStatus
 	switch {
 	case err == nil:
-	case apierrors.IsForbidden(err):
-		why = "Ripple may not watch ConfigRollouts, which keep canaries: " + err.Error()
+	case apierrors.IsForbidden(err) && errors.As(err, &status):
+		why = gather.UnkeptForbidden(status.Status().Message)
 	default:
 		return
 	}
@@ -128,10 +131,10 @@ func (c *changes) missing(err error) {
 func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
 	switch {
 	case c == nil:
-		return plan.Canary{}, false, gather.Unkept("ConfigRollouts, which keep canaries, are off (--config-rollouts=false)")
+		return plan.Canary{}, false, gather.UnkeptOff
 	case !c.enabled.Load():
 		if why := c.unkept.Load(); why != nil {
-			return plan.Canary{}, false, gather.Unkept(*why)
+			return plan.Canary{}, false, *why
 		}
 		return plan.Canary{}, false, nil // not asked yet: the change waits
 	}
@@ -338,7 +341,7 @@ func (s *setup) canListChanges(ctx context.Context) error {
 	}
 	err := s.mgr.GetAPIReader().List(ctx, &v1alpha1.ConfigRolloutList{}, append(opts, client.Limit(1))...)
 	if err != nil {
-		return fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false): %w", err)
+		return fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false, which holds canaried changes): %w", err)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,6 +14,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/source"
 )
 
 // emit tells notices about obj, a workload of kind: for each, a log line,
@@ -74,4 +77,52 @@ func names(configs []refs.Ref) []string {
 		out[i] = fmt.Sprintf("%s %q", c.Kind, c.Name)
 	}
 	return out
+}
+
+// tellConfigs tells the notices of a workload's plan that are about its
+// configs' change rather than the workload (plan.ConfigNotice: a change
+// held because no canary can be kept) on those configs, once per change
+// however many workloads hold it. A config gone has nothing to be told.
+func (d *Deps) tellConfigs(ctx context.Context, ns string, notices []plan.Notice) {
+	for _, n := range notices {
+		cn, ok := plan.ConfigNotice(n)
+		if !ok || !d.configsTold.first(ns+"/"+n.Once) {
+			continue
+		}
+		for _, ref := range n.Configs {
+			obj := source.Object(ref.Kind)
+			if obj == nil || d.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj) != nil {
+				continue
+			}
+			d.emit(ctx, string(ref.Kind), obj, []plan.Notice{cn})
+		}
+	}
+}
+
+// maxConfigsTold bounds the changes configsTold keeps: past it, it starts
+// over, and a change still held is told on its config once more.
+const maxConfigsTold = 10000
+
+// configsTold are the changes told on their config by a workload's
+// reconcile (tellConfigs). Such a change has no ConfigRollout to keep it
+// (that is why it is told), nor is it a workload's: the memory of each
+// workload keeps that the change was told on it, and this keeps that it
+// was told on the config. Lost on restart: each is told once more.
+type configsTold struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// first reports whether key was not told yet, and marks it told.
+func (c *configsTold) first(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.keys[key]; ok {
+		return false
+	}
+	if c.keys == nil || len(c.keys) >= maxConfigsTold {
+		c.keys = map[string]struct{}{}
+	}
+	c.keys[key] = struct{}{}
+	return true
 }

@@ -100,7 +100,7 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	finder.Index.Reader = w.c
 	finder.Scope.Reader = w.c
 	w.deps = &Deps{Client: w.c, Settings: settings, Finder: finder, Recorder: w.events, Metrics: m, Clock: clk,
-		Priors: &source.Priors{}, Memory: &Store{Metrics: m}, refusals: &refusals{}}
+		Priors: &source.Priors{}, Memory: &Store{Metrics: m}, refusals: &refusals{}, configsTold: &configsTold{}}
 	for _, k := range kinds {
 		w.addKind(k)
 	}

@@ -70,6 +70,8 @@ type Deps struct {
 	// refusals are the pods the in-place restart method could not restart,
 	// and how the reload-action method's calls answered (inplace.go).
 	refusals *refusals
+	// configsTold are the changes told on their configs (tellConfigs).
+	configsTold *configsTold
 }
 
 // Reconciler reconciles one workload kind.
@@ -155,7 +157,9 @@ func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.
 	p := planFor(in)
 	r.changes.touch(key.Namespace, p)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
-	r.emit(ctx, r.Kind.Name(), obj, p.Untold(false))
+	untold := p.Untold(false)
+	r.emit(ctx, r.Kind.Name(), obj, untold)
+	r.tellConfigs(ctx, key.Namespace, untold)
 	if p.Wait > 0 {
 		return ctrl.Result{RequeueAfter: p.Wait}, skipped, nil
 	}

@@ -71,7 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		d.Priors = &rsource.Priors{}
 	}
 	d.Pods = mgr.GetAPIReader()
-	d.refusals = &refusals{}
+	d.refusals, d.configsTold = &refusals{}, &configsTold{}
 	if d.Calls == nil {
 		d.Calls = ActionClient()
 	}

@@ -271,6 +271,7 @@ var noticeVerdicts = map[reason.Reason]struct {
 	reason.ReloadPending:    {state: PendingApproval, reason: "PendingApproval"},
 	reason.WaitingForCanary: {state: Waiting},
 	reason.RolloutHalted:    {state: Waiting},
+	reason.CanaryUnkept:     {state: Waiting, prefix: "held: "},
 	reason.ReloadDeferred:   {state: Waiting},
 	reason.WouldReload:      {state: WouldReload, reason: "NotifyPolicy"},
 }

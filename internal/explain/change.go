@@ -79,7 +79,7 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		src.UID, src.Digest, src.Others = cm.UID, sums.Digest, sums.Others
 	}
 	out.Digest = plan.ShortDigest(src.Digest)
-	if c, ok, _ := (canaries{e.Reader, e.Digester.Ring}).Canary(ctx, ns, src); ok {
+	if c, ok, _ := (canaries{reader: e.Reader, ring: e.Digester.Ring, off: !e.Settings.Config.ConfigRollouts}).Canary(ctx, ns, src); ok {
 		out.Canary = &c
 	}
 	if ref.Kind == refs.Secret && e.Digester.Mode == digest.HMACSHA256 {

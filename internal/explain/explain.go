@@ -154,7 +154,7 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 func (e Explainer) plan(ctx context.Context, f *Facts) error {
 	view := &cacheView{Reader: e.Reader, selector: e.Settings.Config.ResourceSelector,
 		written: map[refs.Ref]time.Time{}, unselected: map[refs.Ref]string{}}
-	g := gather.Gatherer{Reader: view, Settings: e.Settings.Plan, Digester: e.Digester, Canaries: canaries{e.Reader, e.Digester.Ring}}
+	g := gather.Gatherer{Reader: view, Settings: e.Settings.Plan, Digester: e.Digester, Canaries: canaries{reader: e.Reader, ring: e.Digester.Ring, off: !e.Settings.Config.ConfigRollouts}}
 	in, err := g.Input(ctx, f.Kind.Kind, f.Object, f.Template)
 	if err != nil {
 		return fmt.Errorf("reading the sources of %s %s/%s: %w", f.Kind.Name(), f.Object.GetNamespace(), f.Object.GetName(), err)

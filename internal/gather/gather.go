@@ -52,16 +52,31 @@ type Gatherer struct {
 // ConfigRollout keeps it.
 type CanaryReader interface {
 	// Canary is the canaried change of src's data in ns; false when none
-	// is kept yet. An Unkept error says why none can be kept: the change
-	// then rolls without a canary (plan.Input.CanaryUnkept).
+	// is kept yet. An Unkept error says why none can be kept and what to
+	// do: the change is then held, or rolls without a canary with
+	// --canary-unkept=roll (plan.Input.CanaryUnkept).
 	Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error)
 }
 
-// Unkept is why no canary can be kept, such as "ConfigRollouts are off
-// (--config-rollouts=false)".
+// Unkept is why no canary can be kept, and what to do about it.
 type Unkept string
 
 func (u Unkept) Error() string { return string(u) }
+
+// Why no canary can be kept, in the words of the controller and of
+// explain alike.
+const (
+	UnkeptOff       = Unkept("ConfigRollouts, which keep canaries, are off (--config-rollouts=false): turn them on (Helm ripple.configRollouts.enabled)")
+	UnkeptNotServed = Unkept("the API server does not serve ConfigRollouts (the CRD configrollouts.ripple.dev), which keep canaries: " +
+		"apply the CRD (deploy/helm/ripple/files/crds/ripple.dev_configrollouts.yaml, docs/config-rollouts.md)")
+)
+
+// UnkeptForbidden is why no canary can be kept when Ripple may not list
+// ConfigRollouts, the API server's message saying so.
+func UnkeptForbidden(message string) Unkept {
+	return Unkept("Ripple may not list ConfigRollouts, which keep canaries (" + message + "): " +
+		"grant it get, list, watch, create and delete on configrollouts.ripple.dev and update on configrollouts/status (docs/config-rollouts.md)")
+}
 
 // Input reads everything the plan of obj, of kind, looks at, but for the
 // settle state and the clock, which are the caller's: the workload as the

@@ -96,6 +96,8 @@ var metaFlags = []struct {
 	{"restartMethod", "restart-method", false},
 	{"canary", "canary", true},
 	{"canaryBake", "canary-bake", true},
+	{"canaryUnkept", "canary-unkept", true},
+	{"configRollouts", "config-rollouts", true},
 	{"tightenOnly", "tighten-only", true},
 	{"approvalMaxAge", "approval-max-age", true},
 	{"approvalsVerified", "approvals-verified", true},

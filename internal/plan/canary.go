@@ -401,8 +401,9 @@ func IsCanaryFirst(annotations map[string]string, keys annotation.Keys) bool {
 // canary holds the workload back while a canaried change of its configs
 // waits for its canaries (it is not one of them) or halted. A change whose
 // state the input lacks is asked for (Plan.CanaryAsks) and held until
-// the change controller chooses its canaries. --dry-run and the notify policy roll
-// nothing, so they wait for no canary.
+// the change controller chooses its canaries. A change no canary can be
+// kept for is held too, failing closed (--canary-unkept=roll rolls it).
+// --dry-run and the notify policy roll nothing, so they wait for no canary.
 func (pl *planning) canary() bool {
 	in, p := pl.in, &pl.p
 	if in.DryRun || p.Policy == Notify {
@@ -421,13 +422,15 @@ func (pl *planning) canary() bool {
 		if !spec.On() {
 			continue
 		}
-		if in.CanaryUnkept != "" {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("the change of %s %q is canaried (annotation %q, or --canary), but %s: it rolls without a canary",
+		if in.CanaryUnkept != "" && in.UnkeptRolls {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the change of %s %q is canaried (annotation %q, or --canary), but %s: it rolls without a canary (--canary-unkept=roll)",
 				ch.Ref.Kind, ch.Ref.Name, in.Keys.Canary, in.CanaryUnkept))
 			continue
 		}
 		c, known := in.Canaries[ch.Ref]
 		switch {
+		case in.CanaryUnkept != "":
+			p.tell(unkeptNotice(ch.Ref, src.Digest, in.Keys.Canary, in.CanaryUnkept, in.Memory.Canary))
 		case !known || c.Digest != src.Digest:
 			p.CanaryAsks = append(p.CanaryAsks, CanaryAsk{Config: ch.Ref, Digest: src.Digest, Spec: spec})
 			p.tell(choosingNotice(ch.Ref, src.Digest))
@@ -459,6 +462,32 @@ func canaryNotice(c Canary, told string) Notice {
 	n.Once = string(n.Reason) + "/" + c.Config.String() + "=" + c.Digest
 	n.Told = slices.Contains(strings.Split(told, ";"), n.Once)
 	return n
+}
+
+// unkeptNotice tells that a canaried change of config is held because no
+// canary can be kept for it (why, which says what to do): on each held
+// workload once per change, without an alert; on the config, with one
+// (ConfigNotice).
+func unkeptNotice(config refs.Ref, digest, key, why, told string) Notice {
+	n := notice(reason.CanaryUnkept, []refs.Ref{config}, "Reload held: the change of %s %q%s is canaried (annotation %q, or --canary), but %s. "+
+		"No workload rolls it until a canary can be kept; then it rolls with its canary. To roll canaried changes without a canary instead, set --canary-unkept=roll",
+		config.Kind, config.Name, DigestOf(config, digest), key, why)
+	n.Alert = reason.None
+	n.Once = string(n.Reason) + "/" + config.String() + "=" + digest
+	n.Told = slices.Contains(strings.Split(told, ";"), n.Once)
+	return n
+}
+
+// ConfigNotice is the notice to tell on the config of a workload's notice
+// n that is about the config's change rather than the workload (a change
+// held for want of a canary), with the config's alert; false for any
+// other. The teller tells it once per change (its Once key).
+func ConfigNotice(n Notice) (Notice, bool) {
+	if n.Reason != reason.CanaryUnkept {
+		return Notice{}, false
+	}
+	n.Alert, n.Told = reason.Of(n.Reason).Alert, false
+	return n, true
 }
 
 // choosingNotice tells that a change waits for its canaries to be chosen:
@@ -498,7 +527,7 @@ func memberNames(ms []CanaryMember) string {
 func canaryTold(p Plan) string {
 	var once []string
 	for _, n := range p.Notices {
-		if n.Reason == reason.WaitingForCanary || n.Reason == reason.RolloutHalted {
+		if n.Reason == reason.WaitingForCanary || n.Reason == reason.RolloutHalted || n.Reason == reason.CanaryUnkept {
 			once = append(once, n.Once)
 		}
 	}

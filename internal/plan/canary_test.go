@@ -252,6 +252,68 @@ func TestCanaryStage(t *testing.T) {
 	}
 }
 
+// A canaried change no canary can be kept for fails closed: every
+// workload holds it, told once per change with no alert of its own, and
+// the config's notice alerts; --canary-unkept=roll rolls it with a
+// Warning, as before; a change that is not canaried rolls either way.
+func TestCanaryUnkept(t *testing.T) {
+	const why = "ConfigRollouts, which keep canaries, are off (--config-rollouts=false)"
+	unkept := func(i *Input) { i.CanaryUnkept = why }
+	canaried := func(i *Input) { i.Sources[0].Annotations = map[string]string{keys.Canary: "1"} }
+	rolls := func(i *Input) { i.UnkeptRolls = true }
+	changed := []func(*Input){both, unkept, digestOf(cmApp, "cm2")}
+
+	held := in(append(changed, canaried)...)
+	p := For(held)
+	if p.Reloads() || len(p.CanaryAsks) > 0 || len(p.Warnings) > 0 {
+		t.Fatalf("held change: reloads %v, asks %+v, warnings %q; want held, nothing asked, no warning", p.Reloads(), p.CanaryAsks, p.Warnings)
+	}
+	if got := noticesOf(p); strings.Join(got, ",") != "CanaryUnkept" {
+		t.Fatalf("notices %q, want one untold CanaryUnkept", got)
+	}
+	n := p.Notices[0]
+	for _, part := range []string{`the change of ConfigMap "app" cm2 is canaried (annotation "ripple.dev/canary", or --canary)`, why, "--canary-unkept=roll"} {
+		if !strings.Contains(n.Message, part) {
+			t.Errorf("notice %q does not say %q", n.Message, part)
+		}
+	}
+	if n.Alert != reason.None || len(n.Configs) != 1 || n.Configs[0] != cmApp {
+		t.Errorf("notice %+v, want no alert of the workload's, about ConfigMap app", n)
+	}
+	if v, ok := p.Verdict(); !ok || v.Reason != reason.CanaryUnkept {
+		t.Errorf("verdict %+v, want the hold", v)
+	}
+	onConfig, ok := ConfigNotice(n)
+	if !ok || onConfig.Alert != reason.Warning || onConfig.Told || onConfig.Message != n.Message || onConfig.Once != n.Once {
+		t.Errorf("ConfigNotice = %+v, %v; want the same words and once-key, with the Warning alert", onConfig, ok)
+	}
+	if _, ok := ConfigNotice(Notice{Reason: reason.WaitingForCanary}); ok {
+		t.Error("a workload's own notice is told on the config")
+	}
+
+	// Told once: the memory keeps it while the change is held, and a new
+	// change is told again.
+	held.Memory = held.Planned(p)
+	if again := For(held); again.Reloads() || strings.Join(noticesOf(again), ",") != "CanaryUnkept told" {
+		t.Errorf("the next plan: reloads %v, notices %q; want held, told already", again.Reloads(), noticesOf(again))
+	}
+	digestOf(cmApp, "cm3")(&held)
+	if next := For(held); strings.Join(noticesOf(next), ",") != "CanaryUnkept" {
+		t.Errorf("a newer change: notices %q, want it told", noticesOf(next))
+	}
+
+	p = For(in(append(changed, canaried, rolls)...))
+	if !p.Reloads() || strings.Join(noticesOf(p), ",") != "InvalidAnnotation" || len(p.Warnings) != 1 ||
+		!strings.Contains(p.Warnings[0], why+": it rolls without a canary (--canary-unkept=roll)") {
+		t.Errorf("--canary-unkept=roll: reloads %v, notices %q, warnings %q; want a rollout with one Warning naming why", p.Reloads(), noticesOf(p), p.Warnings)
+	}
+	for _, opts := range [][]func(*Input){changed, append(changed, rolls)} {
+		if p := For(in(opts...)); !p.Reloads() || len(p.Notices) > 0 || len(p.Warnings) > 0 {
+			t.Errorf("a change that is not canaried: reloads %v, notices %q, warnings %q; want a plain rollout", p.Reloads(), noticesOf(p), p.Warnings)
+		}
+	}
+}
+
 // The config's own notice of a change that halted alerts; one that
 // passed does not; a baking one tells nothing.
 func TestCanaryOutcome(t *testing.T) {

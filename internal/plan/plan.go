@@ -67,6 +67,10 @@ type Settings struct {
 	// Canary is how changes are canaried by default (--canary,
 	// --canary-bake): a config or its Namespace overrides it (CanaryOf).
 	Canary CanarySpec
+	// UnkeptRolls is --canary-unkept=roll: a canaried change that no
+	// canary can be kept for (Input.CanaryUnkept) rolls without one, with
+	// a Warning; otherwise it is held until one can be.
+	UnkeptRolls bool
 	// NamespaceDefaults makes gather read the workload's Namespace's
 	// annotations (Workload.NamespaceAnnotations), with --namespace-defaults.
 	NamespaceDefaults bool
@@ -216,8 +220,9 @@ type Input struct {
 	// chooses its canaries.
 	Canaries map[refs.Ref]Canary
 	// CanaryUnkept, when set, says why no canary can be kept (the change
-	// controller is off, or its API is not served): a canaried change then
-	// rolls without one, with a Warning that says so.
+	// controller is off, its API is not served or forbidden) and what to
+	// do: a canaried change is then held (CanaryUnkept notices), or, with
+	// UnkeptRolls, rolls without one, with a Warning that says so.
 	CanaryUnkept string
 	Now          time.Time
 }

@@ -101,6 +101,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"reload action port name over 15 characters", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{"prometheus-reload"}}}}, "at '/ripple/restartMethods/reloadActionPorts/0'"},
 		{"reload action port listed twice", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": []any{9090, 9090}}}}, "at '/ripple/restartMethods/reloadActionPorts': items at 0 and 1 are equal"},
 		{"reload action ports as a string", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": "9090"}}}, "at '/ripple/restartMethods/reloadActionPorts': got string, want null or array"},
+		{"a canary without ConfigRollouts", map[string]any{"ripple": map[string]any{"canary": 1, "configRollouts": map[string]any{"enabled": false}}}, "ripple.canary needs ripple.configRollouts.enabled"},
 		{"query gate without a Prometheus", map[string]any{"ripple": map[string]any{"canaryGates": []any{"query"}}}, "ripple.canaryGates has query but ripple.prometheus.url is empty"},
 		{"unknown inconclusive", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"inconclusive": "fail"}}}, "at '/ripple/prometheus/inconclusive'"},
 		{"Prometheus URL of another scheme", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"url": "ftp://prometheus"}}}, "at '/ripple/prometheus/url'"},

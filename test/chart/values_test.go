@@ -118,6 +118,44 @@ func TestCanaryBakeValueAsRippleReadsIt(t *testing.T) {
 	}
 }
 
+// ripple.canaryUnkept takes what --canary-unkept takes, hold or roll, and
+// passes it; anything else fails the render naming ripple.canaryUnkept.
+func TestCanaryUnkeptValueAsRippleReadsIt(t *testing.T) {
+	names := []string{"/ripple/canaryUnkept", "ripple.canaryUnkept"}
+	for _, v := range []string{"hold", "roll", "Roll", "pass", " roll"} {
+		t.Run(fmt.Sprintf("%q", v), func(t *testing.T) {
+			t.Parallel()
+			checkAsRippleTakes(t, valueCase{values: map[string]any{"ripple": map[string]any{"canaryUnkept": v}}, flag: "--canary-unkept=" + v}, names, "--canary-unkept="+v)
+		})
+	}
+}
+
+// A canary with ConfigRollouts off renders only where Ripple starts with
+// it: with ripple.canaryUnkept roll, or a canary that is none; otherwise
+// every canaried change would be held, and both refuse it.
+func TestCanaryWithoutConfigRollouts(t *testing.T) {
+	for _, tc := range []struct {
+		canary, unkept string
+	}{{"1", ""}, {"10%", "hold"}, {"1", "roll"}, {"0", ""}, {" +00 ", ""}, {"", ""}} {
+		t.Run(fmt.Sprintf("%q %q", tc.canary, tc.unkept), func(t *testing.T) {
+			t.Parallel()
+			flags := []string{"--canary=" + tc.canary, "--config-rollouts=false"}
+			if tc.unkept != "" {
+				flags = append(flags, "--canary-unkept="+tc.unkept)
+			}
+			rp := map[string]any{"canary": tc.canary, "canaryUnkept": tc.unkept, "configRollouts": map[string]any{"enabled": false}}
+			_, err := helmchart.Template(helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{{"ripple": rp}}})
+			flagErr := rippleFlagTakes(flags...)
+			switch {
+			case flagErr == nil && err != nil:
+				t.Errorf("Ripple takes %q; helm template refuses it: %v", flags, err)
+			case flagErr != nil && (err == nil || !strings.Contains(err.Error(), "ripple.canary needs ripple.configRollouts.enabled")):
+				t.Errorf("Ripple refuses %q (%v); helm template: %v, want it refused naming ripple.canary", flags, flagErr, err)
+			}
+		})
+	}
+}
+
 // ripple.restartMethod and ripple.cronJobReload take what --restart-method
 // and --cronjob-reload take, in any case and with spaces around, and pass
 // them in lower case: the pod permissions of evict and delete follow the

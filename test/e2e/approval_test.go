@@ -116,7 +116,13 @@ func waitEventNaming(t *testing.T, cs kubernetes.Interface, w workload, reason, 
 // non-zero exit code.
 func runCommand(t *testing.T, ns, command string, args ...string) (string, error) {
 	t.Helper()
-	base := []string{command, "--kubeconfig=" + kc.Kubeconfig, "-n", ns, "--ripple-namespace=" + ns}
+	return runCommandOn(t, kc.Kubeconfig, ns, command, args...)
+}
+
+// runCommandOn is runCommand on the cluster of kubeconfig.
+func runCommandOn(t *testing.T, kubeconfig, ns, command string, args ...string) (string, error) {
+	t.Helper()
+	base := []string{command, "--kubeconfig=" + kubeconfig, "-n", ns, "--ripple-namespace=" + ns}
 	cmd := exec.CommandContext(t.Context(), os.Getenv("RIPPLE_BINARY"), append(base, args...)...)
 	cmd.Env = []string{"HOME=" + t.TempDir()} // no kubeconfig but the test's
 	var out bytes.Buffer

@@ -255,6 +255,11 @@ says what to change. */}}
 {{- if and .Values.ripple.canaryGates (not (.Values.ripple.configRollouts | default dict).enabled) -}}
 {{- fail "ripple.canaryGates needs ripple.configRollouts.enabled: the change controller runs the gates (--canary-gates needs --config-rollouts)." -}}
 {{- end -}}
+{{- /* A canary that is not none ("", or zeros with a sign) without ConfigRollouts would hold every change, as Ripple refuses. */ -}}
+{{- $canaryOn := not (regexMatch "^\\s*([+-]?0+)?\\s*$" (toString (.Values.ripple.canary | default ""))) -}}
+{{- if and $canaryOn (not (.Values.ripple.configRollouts | default dict).enabled) (ne (toString .Values.ripple.canaryUnkept) "roll") -}}
+{{- fail "ripple.canary needs ripple.configRollouts.enabled, whose ConfigRollouts keep the canaries: without them every canaried change is held; or set ripple.canaryUnkept: roll (--canary needs --config-rollouts, or --canary-unkept=roll)." -}}
+{{- end -}}
 {{- $prom := .Values.ripple.prometheus | default dict -}}
 {{- if and (has "query" (.Values.ripple.canaryGates | default list)) (not $prom.url) -}}
 {{- fail "ripple.canaryGates has query but ripple.prometheus.url is empty: the query gate asks that Prometheus (--canary-gates=query needs --prometheus-url)." -}}
@@ -659,6 +664,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $rp.reloadPolicy -}}{{- $args = append $args (printf "--reload-policy=%s" (toString $rp.reloadPolicy)) -}}{{- end -}}
 {{- if $rp.canary -}}{{- $args = append $args (printf "--canary=%s" (toString $rp.canary)) -}}{{- end -}}
 {{- if $rp.canaryBake -}}{{- $args = append $args (printf "--canary-bake=%s" (toString $rp.canaryBake)) -}}{{- end -}}
+{{- if $rp.canaryUnkept -}}{{- $args = append $args (printf "--canary-unkept=%s" (toString $rp.canaryUnkept)) -}}{{- end -}}
 {{- with $rp.canaryGates -}}{{- $args = append $args (printf "--canary-gates=%s" (join "," .)) -}}{{- end -}}
 {{- $prom := $rp.prometheus | default dict -}}
 {{- if $prom.url -}}{{- $args = append $args (printf "--prometheus-url=%s" (toString $prom.url)) -}}{{- end -}}
