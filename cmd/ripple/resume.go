@@ -17,7 +17,6 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/change"
-	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -74,13 +73,14 @@ func runResume(ctx context.Context, name string, args []string, stdout, stderr i
 	}
 	err := f.validate()
 	if err == nil {
-		err = f.resume(ctx, f.all.Arg(0), stdout)
+		err = f.resume(ctx, f.all.Arg(0), stdout, stderr)
 	}
 	return exitCode(err, stderr, name+" resume")
 }
 
-// resume writes the resume annotation of the config named arg.
-func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) error {
+// resume writes the resume annotation of the config named arg; a
+// warning goes to stderr.
+func (f *resumeFlags) resume(ctx context.Context, arg string, stdout, stderr io.Writer) error {
 	kind, cfgName, _ := strings.Cut(arg, "/")
 	var obj client.Object
 	switch strings.ToLower(kind) {
@@ -98,13 +98,12 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	meta, err := metainfo.Read(ctx, c, f.rippleNamespace)
+	// Of the settings only the annotation prefix matters here: without
+	// them the default's key is written (or --annotation-prefix's), and
+	// stderr says so.
+	_, settings, err := f.settings(ctx, c, f.rippleNamespace, stderr)
 	if err != nil {
 		return err
-	}
-	settings, err := f.ripple.Resolve(meta)
-	if err != nil {
-		return usageError{err}
 	}
 	what := fmt.Sprintf("%s %s/%s", kind, ns, cfgName)
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: cfgName}, obj); err != nil {
