@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
@@ -36,6 +37,11 @@ type Change struct {
 	Rollout *ChangeRollout `json:"configRollout,omitempty"`
 	// Workloads are those that use the config, with their state.
 	Workloads []ChangeWorkload `json:"workloads"`
+	// Unread says why the config could not be read with the user's
+	// credentials (a Secret, with the built-in view role): its digest
+	// and the workloads' states are then unknown, and only the
+	// ConfigRollout, Ripple's own account of the change, is shown.
+	Unread string `json:"unread,omitempty"`
 }
 
 // ChangeRollout is a ConfigRollout as explain shows it.
@@ -61,22 +67,15 @@ type ChangeWorkload struct {
 // in ns that uses it, as `ripple explain` of each says.
 func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs.Ref) (Change, error) {
 	out := Change{Namespace: ns, Kind: string(ref.Kind), Name: ref.Name, Workloads: []ChangeWorkload{}}
-	src := plan.Source{Ref: ref}
-	switch ref.Kind {
-	case refs.Secret:
-		var s corev1.Secret
-		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
-			return out, err
-		}
-		sums := e.Digester.Secret(&s)
-		src.UID, src.Digest, src.Others = s.UID, sums.Digest, sums.Others
-	default:
-		var cm corev1.ConfigMap
-		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
-			return out, err
-		}
-		sums := e.Digester.ConfigMap(&cm)
-		src.UID, src.Digest, src.Others = cm.UID, sums.Digest, sums.Others
+	src, err := e.config(ctx, ns, ref)
+	switch {
+	case apierrors.IsForbidden(err):
+		// Every workload's plan needs the data: tell what Ripple records.
+		out.Unread = fmt.Sprintf("needs get on %ss in namespace %s (the built-in view role reads no Secrets)", strings.ToLower(string(ref.Kind)), ns)
+		out.Rollout = e.rollout(ctx, ns, ref)
+		return out, nil
+	case err != nil:
+		return out, err
 	}
 	out.Digest = plan.ShortDigest(src.Digest)
 	if c, ok, _ := (canaries{e.Reader, e.Digester.Ring}).Canary(ctx, ns, src); ok {
@@ -107,6 +106,29 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 	return out, nil
 }
 
+// config reads the config ref in ns and digests its data, as a source of
+// a plan.
+func (e Explainer) config(ctx context.Context, ns string, ref refs.Ref) (plan.Source, error) {
+	src := plan.Source{Ref: ref}
+	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
+	if ref.Kind == refs.Secret {
+		var s corev1.Secret
+		if err := e.Reader.Get(ctx, key, &s); err != nil {
+			return src, err
+		}
+		sums := e.Digester.Secret(&s)
+		src.UID, src.Digest, src.Others = s.UID, sums.Digest, sums.Others
+		return src, nil
+	}
+	var cm corev1.ConfigMap
+	if err := e.Reader.Get(ctx, key, &cm); err != nil {
+		return src, err
+	}
+	sums := e.Digester.ConfigMap(&cm)
+	src.UID, src.Digest, src.Others = cm.UID, sums.Digest, sums.Others
+	return src, nil
+}
+
 // rollout is the newest ConfigRollout of config ref in ns, read with the
 // user's rights in ns; nil when there is none or it cannot be read.
 func (e Explainer) rollout(ctx context.Context, ns string, ref refs.Ref) *ChangeRollout {
@@ -129,6 +151,9 @@ func PrintChange(w io.Writer, format string, c Change) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Config:\t%s %s/%s\n", c.Kind, c.Namespace, c.Name)
+	if c.Unread != "" {
+		return printUnread(w, &b, c)
+	}
 	fmt.Fprintf(&b, "Data:\t%s\n", c.Digest)
 	if cn := c.Canary; cn != nil {
 		fmt.Fprintf(&b, "Canary:\t%s (since %s)\n", plan.CanaryStage(*cn), cn.Since.UTC().Format(time.RFC3339))
@@ -142,10 +167,7 @@ func PrintChange(w io.Writer, format string, c Change) error {
 	} else {
 		fmt.Fprintf(&b, "Canary:\tnone recorded for this data\n")
 	}
-	if r := c.Rollout; r != nil {
-		fmt.Fprintf(&b, "Change:\t%s: %s, %d of %d managed consumers updated, %d stale (seen %s)\n", r.Name, dash(string(r.Phase)),
-			r.Counts.Complete, r.Counts.Managed, r.Counts.Stale, r.SeenAt.UTC().Format(time.RFC3339))
-	}
+	printRollout(&b, c.Rollout)
 	counts := map[State]int{}
 	for _, wl := range c.Workloads {
 		counts[wl.State]++
@@ -163,6 +185,26 @@ func PrintChange(w io.Writer, format string, c Change) error {
 			canary = "yes"
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State.Text(), wl.Reason, canary)
+	}
+	return aligned(w, b.String())
+}
+
+func printRollout(b *strings.Builder, r *ChangeRollout) {
+	if r != nil {
+		fmt.Fprintf(b, "Change:\t%s: %s, %d of %d managed consumers updated, %d stale (seen %s)\n", r.Name, dash(string(r.Phase)),
+			r.Counts.Complete, r.Counts.Managed, r.Counts.Stale, r.SeenAt.UTC().Format(time.RFC3339))
+	}
+}
+
+// printUnread writes what is known of a config the user may not read:
+// the change as Ripple records it, and where its consumers are listed.
+func printUnread(w io.Writer, b *strings.Builder, c Change) error {
+	fmt.Fprintf(b, "Data:\tnot read: %s\n", c.Unread)
+	printRollout(b, c.Rollout)
+	if r := c.Rollout; r != nil {
+		fmt.Fprintf(b, "Workloads:\tnot planned without the data; Ripple's account of each: kubectl get configrollout %s -n %s -o yaml (status.consumers)\n", r.Name, c.Namespace)
+	} else {
+		fmt.Fprintf(b, "Workloads:\tnot planned without the data, and no ConfigRollout of %s %q can be read (none yet, no CRD, or no list on configrollouts.ripple.dev)\n", c.Kind, c.Name)
 	}
 	return aligned(w, b.String())
 }
