@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -37,11 +40,21 @@ type Change struct {
 	Rollout *ChangeRollout `json:"configRollout,omitempty"`
 	// Workloads are those that use the config, with their state.
 	Workloads []ChangeWorkload `json:"workloads"`
+	// Unplanned are the workloads that may use the config but could not
+	// be planned with the user's credentials: another of their configs
+	// cannot be read.
+	Unplanned []Unplanned `json:"unplanned,omitempty"`
 	// Unread says why the config could not be read with the user's
 	// credentials (a Secret, with the built-in view role): its digest
 	// and the workloads' states are then unknown, and only the
 	// ConfigRollout, Ripple's own account of the change, is shown.
 	Unread string `json:"unread,omitempty"`
+}
+
+// Unplanned is a workload explain could not plan, and why.
+type Unplanned struct {
+	workload.Ref
+	Why string `json:"why"`
 }
 
 // ChangeRollout is a ConfigRollout as explain shows it.
@@ -89,11 +102,22 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		}
 	}
 	out.Rollout = e.rollout(ctx, ns, ref)
-	list, err := e.All(ctx, kinds, ns)
-	if err != nil {
-		return out, err
-	}
-	for _, r := range list.Items {
+	err = e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
+		if !optedIn {
+			return nil
+		}
+		r, err := e.explain(ctx, kind, obj)
+		switch {
+		case apierrors.IsForbidden(err) && mayUse(kind, obj, ref, e.Settings.Plan.Keys):
+			// Another of its configs is a Secret the user may not read
+			// (the built-in view role): told, not guessed.
+			out.Unplanned = append(out.Unplanned, Unplanned{Ref: workload.RefTo(kind.Kind, obj), Why: err.Error()})
+			return nil
+		case apierrors.IsForbidden(err):
+			return nil // it does not use the config
+		case err != nil:
+			return err
+		}
 		for _, s := range r.Sources {
 			if s.Kind == string(ref.Kind) && s.Name == ref.Name {
 				cw := ChangeWorkload{Ref: r.Workload, State: r.State, Reason: r.Reason}
@@ -102,8 +126,28 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 				break
 			}
 		}
+		return nil
+	})
+	return out, err
+}
+
+// mayUse reports whether obj may use the config ref: its pod template
+// references it, or its annotations name configs of its kind or search
+// them.
+func mayUse(kind Kind, obj client.Object, ref refs.Ref, keys annotation.Keys) bool {
+	tpl, _ := kind.PodTemplate(obj)
+	if tpl != nil && slices.Contains(refs.All(&tpl.Spec), ref) {
+		return true
 	}
-	return out, nil
+	for _, key := range []string{keys.ReloadKey(ref.Kind), keys.Search} {
+		if _, ok := obj.GetAnnotations()[key]; ok {
+			return true
+		}
+		if _, ok := tplAnnotations(tpl)[key]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // config reads the config ref in ns and digests its data, as a source of
@@ -185,6 +229,12 @@ func PrintChange(w io.Writer, format string, c Change) error {
 			canary = "yes"
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State.Text(), wl.Reason, canary)
+	}
+	if len(c.Unplanned) > 0 {
+		fmt.Fprintf(&b, "\nNot planned (they may use it):\n")
+		for _, u := range c.Unplanned {
+			fmt.Fprintf(&b, "%s %s: %s\n", u.Kind, u.Name, u.Why)
+		}
 	}
 	return aligned(w, b.String())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,14 +36,7 @@ func TestChangeOfAnUnreadableSecret(t *testing.T) {
 			Counts: v1alpha1.Counts{Managed: 2, Complete: 2, Stale: 1}},
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}, Data: map[string][]byte{"password": []byte("hunter2")}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cr, secret).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*corev1.Secret); ok {
-				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, nil)
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-	}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cr, secret).WithInterceptorFuncs(forbidSecrets).Build()
 	got, err := Explainer{Reader: c, Settings: defaults(t)}.Change(t.Context(), nil, "shop", refs.Ref{Kind: refs.Secret, Name: "db"})
 	if err != nil {
 		t.Fatal(err)
@@ -61,4 +55,55 @@ func TestChangeOfAnUnreadableSecret(t *testing.T) {
 			t.Errorf("table:\n%s\nwant %q", out.String(), want)
 		}
 	}
+}
+
+// A ConfigMap's change in a namespace where some workloads also read a
+// Secret the user may not read: those that use the ConfigMap are listed
+// as not planned, with the right they lack; those that do not are left
+// out; the others are planned as usual.
+func TestChangeWithUnreadableOtherSecrets(t *testing.T) {
+	auto := map[string]string{"reloader.stakater.com/auto": "true"}
+	deployment := func(name string, volumes ...corev1.Volume) *appsv1.Deployment {
+		app := corev1.Container{Name: "app"}
+		for _, v := range volumes {
+			app.VolumeMounts = append(app.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+		}
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: auto},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{app}, Volumes: volumes}}}}
+	}
+	cfg := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
+	db := corev1.Volume{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cfg"}, Data: map[string]string{"k": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}},
+		deployment("web", cfg), deployment("api", cfg, db), deployment("worker", db),
+	).WithInterceptorFuncs(forbidSecrets).Build()
+	s := defaults(t)
+	e := Explainer{Reader: c, Settings: s, Now: time.Now}
+	got, err := e.Change(t.Context(), Kinds(s, c), "shop", refs.Ref{Kind: refs.ConfigMap, Name: "cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Workloads) != 1 || got.Workloads[0].Name != "web" || got.Workloads[0].State != UpToDate {
+		t.Errorf("workloads %+v, want web up to date", got.Workloads)
+	}
+	if len(got.Unplanned) != 1 || got.Unplanned[0].Name != "api" || !strings.Contains(got.Unplanned[0].Why, "cannot read Secret shop/db") {
+		t.Errorf("not planned %+v, want api, naming Secret shop/db", got.Unplanned)
+	}
+}
+
+// forbidSecrets forbids every Secret read, as the built-in view role does.
+var forbidSecrets = interceptor.Funcs{
+	Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Secret); ok {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, nil)
+		}
+		return c.Get(ctx, key, obj, opts...)
+	},
+	List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*corev1.SecretList); ok {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
+		}
+		return c.List(ctx, list, opts...)
+	},
 }
