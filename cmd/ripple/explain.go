@@ -128,7 +128,8 @@ Flags:
 Connection flags, as kubectl's (-n/--namespace is the workload's namespace;
 --namespaces is Ripple's watched namespaces):
 %[3]s
-Ripple's settings: read from its reloader-meta-info ConfigMap, else the
+Ripple's settings: read from its reloader-meta-info ConfigMap, else (none
+found, or your credentials may not read it: a warning says so) the
 defaults; a flag given here overrides them:
 %[4]s`, name, f.own.FlagUsages(), f.connection.FlagUsages(), f.rippleFlags.FlagUsages())
 }

@@ -45,8 +45,11 @@ ConfigRollout) and, when its canary halted it, writes that ConfigRollout's
 name in the ripple.dev/canary-resume annotation of the config, with your
 own credentials; Ripple continues that change, and no other (not a later
 change back to the same data). Changing the config again (the fix) needs
-no resume: the new change starts from its canaries. Needs list on
-configrollouts.ripple.dev (view has it) and patch on the config.
+no resume: the new change starts from its canaries. Needs get and patch
+on the config and list on configrollouts.ripple.dev in its namespace (the
+built-in edit role has them), nothing in Ripple's namespace: without its
+settings (--ripple-namespace names where they are) the default annotation
+prefix, or --annotation-prefix's, is used, and a warning says so.
 
 Usage:
   %[1]s resume configmap/<name> [-n namespace] [flags]
