@@ -102,7 +102,14 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		}
 	}
 	out.Rollout = e.rollout(ctx, ns, ref)
-	err = e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
+	return out, e.consumers(ctx, kinds, ns, ref, &out)
+}
+
+// consumers adds to out each opted-in workload of kinds in ns that uses
+// the config ref, with its state, or as not planned when it may use it
+// and another of its configs cannot be read.
+func (e Explainer) consumers(ctx context.Context, kinds []Kind, ns string, ref refs.Ref, out *Change) error {
+	return e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
 		if !optedIn {
 			return nil
 		}
@@ -128,7 +135,6 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		}
 		return nil
 	})
-	return out, err
 }
 
 // mayUse reports whether obj may use the config ref: its pod template

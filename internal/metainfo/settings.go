@@ -334,7 +334,7 @@ func (s *Settings) Digester(ctx context.Context, r client.Reader) digest.Digeste
 	switch {
 	case s.Namespace == "" && s.Unread:
 		// Ripple runs somewhere, maybe with a key: its digests may be keyed.
-		err = errors.New("Ripple's namespace is not known: name it with --ripple-namespace")
+		err = errors.New("the namespace of Ripple is not known: name it with --ripple-namespace")
 	case s.Namespace == "":
 		return d
 	default:

@@ -70,7 +70,7 @@ func TestReadForbidden(t *testing.T) {
 		"": {
 			err:  "(finding it needs list on configmaps in every namespace): name Ripple's namespace with --ripple-namespace",
 			from: "the defaults: not read, the reloader-meta-info ConfigMap (finding it needs list on configmaps in every namespace)",
-			key:  "not read (Ripple's namespace is not known: name it with --ripple-namespace)",
+			key:  "not read (the namespace of Ripple is not known: name it with --ripple-namespace)",
 		},
 	} {
 		info, err := Read(t.Context(), c, ns)
