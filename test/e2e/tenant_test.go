@@ -129,6 +129,12 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 				t.Errorf("history %+v: want one revision, current, built for ConfigMap %s", h, canaryConfig)
 			}
 		}},
+		{"settled", tenantViewer, []string{"history", "deployment/api", "-o", "json"}, func(t *testing.T, r tenantResult) {
+			h := decode[history.History](t, r)
+			if want := "cannot read Secret " + ns + "/" + secretName; len(h.Revisions) != 2 || h.Current == nil || !strings.Contains(h.Current.Unread, want) {
+				t.Errorf("history %+v: want 2 revisions (the Secret's change) and the current one not compared, naming %q", h, want)
+			}
+		}},
 		{"settled", tenantViewer, []string{"explain", "secret/" + secretName}, wants(
 			"Data:       not read: needs get on secrets in namespace "+ns, "Change:     "+secretName+"-", "Propagated, 1 of 1 managed consumers updated",
 			"kubectl get configrollout "+secretName+"-")},
