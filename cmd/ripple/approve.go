@@ -144,7 +144,10 @@ func runApprove(ctx context.Context, name string, args []string, stdout, stderr 
 // approve plans the workload t as the controller would, and writes the
 // approval of what waits.
 func (f *approveFlags) approve(ctx context.Context, t target, stdout io.Writer, now func() time.Time) error {
-	w, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, t.kind, t.name)
+	// Never with Ripple's defaults for its settings: an approval decided
+	// otherwise than the controller decides would name digests or keys
+	// it never sees.
+	w, err := f.readWorkload(ctx, "ripple-approve", f.rippleNamespace, nil, t.kind, t.name)
 	if err != nil {
 		return err
 	}

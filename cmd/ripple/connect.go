@@ -30,21 +30,17 @@ type clusterFlags struct {
 }
 
 // readWorkload connects as userAgent and reads the settings of the Ripple
-// to explain (its meta-info in rippleNamespace, or the only one found) and
-// the workload of kind (as Kind.Name() names it) called name, in the
-// context's namespace.
-func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace, kind, name string) (workloadRead, error) {
+// to explain (settings: its meta-info in rippleNamespace, or the only one
+// found) and the workload of kind (as Kind.Name() names it) called name,
+// in the context's namespace.
+func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamespace string, unread onUnread, kind, name string) (workloadRead, error) {
 	cl, ns, err := c.connect(userAgent)
 	if err != nil {
 		return workloadRead{}, err
 	}
-	meta, err := metainfo.Read(ctx, cl, rippleNamespace)
+	meta, settings, err := c.settings(ctx, cl, rippleNamespace, unread)
 	if err != nil {
 		return workloadRead{}, err
-	}
-	settings, err := c.ripple.Resolve(meta)
-	if err != nil {
-		return workloadRead{}, usageError{err}
 	}
 	k, _ := explain.Find(explain.Kinds(settings, cl), kind)
 	obj := k.New()
@@ -55,6 +51,33 @@ func (c *clusterFlags) readWorkload(ctx context.Context, userAgent, rippleNamesp
 		return workloadRead{}, err
 	}
 	return workloadRead{client: cl, settings: settings, meta: meta, kind: k, obj: obj}, nil
+}
+
+// onUnread is what a command does when the user may not read Ripple's
+// settings: warn on a writer and go on with the defaults and the flags
+// given, or (nil) fail.
+type onUnread io.Writer
+
+// settings reads Ripple's meta-info in rippleNamespace (or the only one
+// found) and resolves the settings from it and the flags. When the user
+// may not read it and unread is set, one line there says so and what to
+// pass instead, and the command goes on with the defaults and the flags:
+// a namespace tenant (the built-in view role) has no right in Ripple's
+// namespace but a Role the chart may grant.
+func (c *clusterFlags) settings(ctx context.Context, cl client.Reader, rippleNamespace string, unread onUnread) (metainfo.Info, metainfo.Settings, error) {
+	meta, err := metainfo.Read(ctx, cl, rippleNamespace)
+	var u *metainfo.Unreadable
+	switch {
+	case errors.As(err, &u) && unread != nil:
+		fmt.Fprintln(unread, u.Warning())
+	case err != nil:
+		return meta, metainfo.Settings{}, err
+	}
+	settings, err := c.ripple.Resolve(meta)
+	if err != nil {
+		return meta, settings, usageError{err}
+	}
+	return meta, settings, nil
 }
 
 // workloadRead is a workload as readWorkload read it, with the settings

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ripple-dev/ripple/internal/explain"
-	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -129,7 +128,8 @@ Flags:
 Connection flags, as kubectl's (-n/--namespace is the workload's namespace;
 --namespaces is Ripple's watched namespaces):
 %[3]s
-Ripple's settings: read from its reloader-meta-info ConfigMap, else the
+Ripple's settings: read from its reloader-meta-info ConfigMap, else (none
+found, or your credentials may not read it: a warning says so) the
 defaults; a flag given here overrides them:
 %[4]s`, name, f.own.FlagUsages(), f.connection.FlagUsages(), f.rippleFlags.FlagUsages())
 }
@@ -235,24 +235,23 @@ func runExplain(ctx context.Context, name string, args []string, stdin io.Reader
 	case err == nil && len(f.opts.files) > 0:
 		err = f.explainFiles(ctx, stdin, stdout, now)
 	case err == nil:
-		err = f.explain(ctx, stdout, now)
+		err = f.explain(ctx, stdout, stderr, now)
 	}
 	return exitCode(err, stderr, name+" explain")
 }
 
-// explain connects, reads Ripple's settings and prints the report.
-func (f *explainFlags) explain(ctx context.Context, stdout io.Writer, now func() time.Time) error {
+// explain connects, reads Ripple's settings and prints the report; a
+// warning goes to stderr.
+func (f *explainFlags) explain(ctx context.Context, stdout, stderr io.Writer, now func() time.Time) error {
 	c, ns, err := f.connect("ripple-explain")
 	if err != nil {
 		return err
 	}
-	meta, err := metainfo.Read(ctx, c, f.opts.rippleNamespace)
+	// It only reads: without Ripple's settings it explains with the
+	// defaults and the flags, and its report says so.
+	_, settings, err := f.settings(ctx, c, f.opts.rippleNamespace, stderr)
 	if err != nil {
 		return err
-	}
-	settings, err := f.ripple.Resolve(meta)
-	if err != nil {
-		return usageError{err}
 	}
 	kinds := explain.Kinds(settings, c)
 	digester := settings.Digester(ctx, c)

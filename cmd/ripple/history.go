@@ -88,15 +88,17 @@ func runHistory(ctx context.Context, name string, args []string, stdout, stderr 
 		err = f.validate()
 	}
 	if err == nil {
-		err = f.history(ctx, stdout, now)
+		err = f.history(ctx, stdout, stderr, now)
 	}
 	return exitCode(err, stderr, name+" history")
 }
 
 // history connects, reads Ripple's settings and the workload, and prints
-// its history.
-func (f *historyFlags) history(ctx context.Context, stdout io.Writer, now func() time.Time) error {
-	w, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, f.kind, f.name)
+// its history; a warning goes to stderr.
+func (f *historyFlags) history(ctx context.Context, stdout, stderr io.Writer, now func() time.Time) error {
+	// It only reads: without Ripple's settings it goes on with the
+	// defaults and the flags, and says so on stderr.
+	w, err := f.readWorkload(ctx, "ripple-history", f.rippleNamespace, stderr, f.kind, f.name)
 	if err != nil {
 		return err
 	}

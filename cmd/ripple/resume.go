@@ -17,7 +17,6 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/change"
-	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -46,8 +45,11 @@ ConfigRollout) and, when its canary halted it, writes that ConfigRollout's
 name in the ripple.dev/canary-resume annotation of the config, with your
 own credentials; Ripple continues that change, and no other (not a later
 change back to the same data). Changing the config again (the fix) needs
-no resume: the new change starts from its canaries. Needs list on
-configrollouts.ripple.dev (view has it) and patch on the config.
+no resume: the new change starts from its canaries. Needs get and patch
+on the config and list on configrollouts.ripple.dev in its namespace (the
+built-in edit role has them), nothing in Ripple's namespace: without its
+settings (--ripple-namespace names where they are) the default annotation
+prefix, or --annotation-prefix's, is used, and a warning says so.
 
 Usage:
   %[1]s resume configmap/<name> [-n namespace] [flags]
@@ -74,13 +76,14 @@ func runResume(ctx context.Context, name string, args []string, stdout, stderr i
 	}
 	err := f.validate()
 	if err == nil {
-		err = f.resume(ctx, f.all.Arg(0), stdout)
+		err = f.resume(ctx, f.all.Arg(0), stdout, stderr)
 	}
 	return exitCode(err, stderr, name+" resume")
 }
 
-// resume writes the resume annotation of the config named arg.
-func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) error {
+// resume writes the resume annotation of the config named arg; a
+// warning goes to stderr.
+func (f *resumeFlags) resume(ctx context.Context, arg string, stdout, stderr io.Writer) error {
 	obj, cfgName, err := configArg(arg)
 	if err != nil {
 		return err
@@ -90,13 +93,12 @@ func (f *resumeFlags) resume(ctx context.Context, arg string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	meta, err := metainfo.Read(ctx, c, f.rippleNamespace)
+	// Of the settings only the annotation prefix matters here: without
+	// them the default's key is written (or --annotation-prefix's), and
+	// stderr says so.
+	_, settings, err := f.settings(ctx, c, f.rippleNamespace, stderr)
 	if err != nil {
 		return err
-	}
-	settings, err := f.ripple.Resolve(meta)
-	if err != nil {
-		return usageError{err}
 	}
 	what := fmt.Sprintf("%s %s/%s", kind, ns, cfgName)
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: cfgName}, obj); err != nil {

@@ -231,7 +231,8 @@ func GeneratedFiles() (map[string][]byte, error) {
 	}
 	// The base holds the job-records and meta-info Roles already.
 	scoped, err = selectDocuments(scoped, func(o *unstructured.Unstructured) bool {
-		return !strings.HasSuffix(o.GetName(), "-job-records") && !strings.Contains(o.GetName(), "-metadata-role")
+		return !strings.HasSuffix(o.GetName(), "-job-records") && !strings.Contains(o.GetName(), "-metadata-role") &&
+			!strings.HasSuffix(o.GetName(), "-meta-info-reader")
 	})
 	if err != nil {
 		return nil, err

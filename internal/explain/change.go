@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -36,6 +40,21 @@ type Change struct {
 	Rollout *ChangeRollout `json:"configRollout,omitempty"`
 	// Workloads are those that use the config, with their state.
 	Workloads []ChangeWorkload `json:"workloads"`
+	// Unplanned are the workloads that may use the config but could not
+	// be planned with the user's credentials: another of their configs
+	// cannot be read.
+	Unplanned []Unplanned `json:"unplanned,omitempty"`
+	// Unread says why the config could not be read with the user's
+	// credentials (a Secret, with the built-in view role): its digest
+	// and the workloads' states are then unknown, and only the
+	// ConfigRollout, Ripple's own account of the change, is shown.
+	Unread string `json:"unread,omitempty"`
+}
+
+// Unplanned is a workload explain could not plan, and why.
+type Unplanned struct {
+	workload.Ref
+	Why string `json:"why"`
 }
 
 // ChangeRollout is a ConfigRollout as explain shows it.
@@ -61,22 +80,15 @@ type ChangeWorkload struct {
 // in ns that uses it, as `ripple explain` of each says.
 func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs.Ref) (Change, error) {
 	out := Change{Namespace: ns, Kind: string(ref.Kind), Name: ref.Name, Workloads: []ChangeWorkload{}}
-	src := plan.Source{Ref: ref}
-	switch ref.Kind {
-	case refs.Secret:
-		var s corev1.Secret
-		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
-			return out, err
-		}
-		sums := e.Digester.Secret(&s)
-		src.UID, src.Digest, src.Others = s.UID, sums.Digest, sums.Others
-	default:
-		var cm corev1.ConfigMap
-		if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
-			return out, err
-		}
-		sums := e.Digester.ConfigMap(&cm)
-		src.UID, src.Digest, src.Others = cm.UID, sums.Digest, sums.Others
+	src, err := e.config(ctx, ns, ref)
+	switch {
+	case apierrors.IsForbidden(err):
+		// Every workload's plan needs the data: tell what Ripple records.
+		out.Unread = fmt.Sprintf("needs get on %ss in namespace %s (the built-in view role reads no Secrets)", strings.ToLower(string(ref.Kind)), ns)
+		out.Rollout = e.rollout(ctx, ns, ref)
+		return out, nil
+	case err != nil:
+		return out, err
 	}
 	out.Digest = plan.ShortDigest(src.Digest)
 	if c, ok, _ := (canaries{reader: e.Reader, ring: e.Digester.Ring, off: !e.Settings.Config.ConfigRollouts}).Canary(ctx, ns, src); ok {
@@ -90,11 +102,29 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 		}
 	}
 	out.Rollout = e.rollout(ctx, ns, ref)
-	list, err := e.All(ctx, kinds, ns)
-	if err != nil {
-		return out, err
-	}
-	for _, r := range list.Items {
+	return out, e.consumers(ctx, kinds, ns, ref, &out)
+}
+
+// consumers adds to out each opted-in workload of kinds in ns that uses
+// the config ref, with its state, or as not planned when it may use it
+// and another of its configs cannot be read.
+func (e Explainer) consumers(ctx context.Context, kinds []Kind, ns string, ref refs.Ref, out *Change) error {
+	return e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
+		if !optedIn {
+			return nil
+		}
+		r, err := e.explain(ctx, kind, obj)
+		switch {
+		case apierrors.IsForbidden(err) && mayUse(kind, obj, ref, e.Settings.Plan.Keys):
+			// Another of its configs is a Secret the user may not read
+			// (the built-in view role): told, not guessed.
+			out.Unplanned = append(out.Unplanned, Unplanned{Ref: workload.RefTo(kind.Kind, obj), Why: err.Error()})
+			return nil
+		case apierrors.IsForbidden(err):
+			return nil // it does not use the config
+		case err != nil:
+			return err
+		}
 		for _, s := range r.Sources {
 			if s.Kind == string(ref.Kind) && s.Name == ref.Name {
 				cw := ChangeWorkload{Ref: r.Workload, State: r.State, Reason: r.Reason}
@@ -103,8 +133,50 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 				break
 			}
 		}
+		return nil
+	})
+}
+
+// mayUse reports whether obj may use the config ref: its pod template
+// references it, or its annotations name configs of its kind or search
+// them.
+func mayUse(kind Kind, obj client.Object, ref refs.Ref, keys annotation.Keys) bool {
+	tpl, _ := kind.PodTemplate(obj)
+	if tpl != nil && slices.Contains(refs.All(&tpl.Spec), ref) {
+		return true
 	}
-	return out, nil
+	for _, key := range []string{keys.ReloadKey(ref.Kind), keys.Search} {
+		if _, ok := obj.GetAnnotations()[key]; ok {
+			return true
+		}
+		if _, ok := tplAnnotations(tpl)[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// config reads the config ref in ns and digests its data, as a source of
+// a plan.
+func (e Explainer) config(ctx context.Context, ns string, ref refs.Ref) (plan.Source, error) {
+	src := plan.Source{Ref: ref}
+	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
+	if ref.Kind == refs.Secret {
+		var s corev1.Secret
+		if err := e.Reader.Get(ctx, key, &s); err != nil {
+			return src, err
+		}
+		sums := e.Digester.Secret(&s)
+		src.UID, src.Digest, src.Others = s.UID, sums.Digest, sums.Others
+		return src, nil
+	}
+	var cm corev1.ConfigMap
+	if err := e.Reader.Get(ctx, key, &cm); err != nil {
+		return src, err
+	}
+	sums := e.Digester.ConfigMap(&cm)
+	src.UID, src.Digest, src.Others = cm.UID, sums.Digest, sums.Others
+	return src, nil
 }
 
 // rollout is the newest ConfigRollout of config ref in ns, read with the
@@ -129,6 +201,9 @@ func PrintChange(w io.Writer, format string, c Change) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Config:\t%s %s/%s\n", c.Kind, c.Namespace, c.Name)
+	if c.Unread != "" {
+		return printUnread(w, &b, c)
+	}
 	fmt.Fprintf(&b, "Data:\t%s\n", c.Digest)
 	if cn := c.Canary; cn != nil {
 		fmt.Fprintf(&b, "Canary:\t%s (since %s)\n", plan.CanaryStage(*cn), cn.Since.UTC().Format(time.RFC3339))
@@ -142,10 +217,7 @@ func PrintChange(w io.Writer, format string, c Change) error {
 	} else {
 		fmt.Fprintf(&b, "Canary:\tnone recorded for this data\n")
 	}
-	if r := c.Rollout; r != nil {
-		fmt.Fprintf(&b, "Change:\t%s: %s, %d of %d managed consumers updated, %d stale (seen %s)\n", r.Name, dash(string(r.Phase)),
-			r.Counts.Complete, r.Counts.Managed, r.Counts.Stale, r.SeenAt.UTC().Format(time.RFC3339))
-	}
+	printRollout(&b, c.Rollout)
 	counts := map[State]int{}
 	for _, wl := range c.Workloads {
 		counts[wl.State]++
@@ -163,6 +235,32 @@ func PrintChange(w io.Writer, format string, c Change) error {
 			canary = "yes"
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State.Text(), wl.Reason, canary)
+	}
+	if len(c.Unplanned) > 0 {
+		fmt.Fprintf(&b, "\nNot planned (they may use it):\n")
+		for _, u := range c.Unplanned {
+			fmt.Fprintf(&b, "%s %s: %s\n", u.Kind, u.Name, u.Why)
+		}
+	}
+	return aligned(w, b.String())
+}
+
+func printRollout(b *strings.Builder, r *ChangeRollout) {
+	if r != nil {
+		fmt.Fprintf(b, "Change:\t%s: %s, %d of %d managed consumers updated, %d stale (seen %s)\n", r.Name, dash(string(r.Phase)),
+			r.Counts.Complete, r.Counts.Managed, r.Counts.Stale, r.SeenAt.UTC().Format(time.RFC3339))
+	}
+}
+
+// printUnread writes what is known of a config the user may not read:
+// the change as Ripple records it, and where its consumers are listed.
+func printUnread(w io.Writer, b *strings.Builder, c Change) error {
+	fmt.Fprintf(b, "Data:\tnot read: %s\n", c.Unread)
+	printRollout(b, c.Rollout)
+	if r := c.Rollout; r != nil {
+		fmt.Fprintf(b, "Workloads:\tnot planned without the data; Ripple's account of each: kubectl get configrollout %s -n %s -o yaml (status.consumers)\n", r.Name, c.Namespace)
+	} else {
+		fmt.Fprintf(b, "Workloads:\tnot planned without the data, and no ConfigRollout of %s %q can be read (none yet, no CRD, or no list on configrollouts.ripple.dev)\n", c.Kind, c.Name)
 	}
 	return aligned(w, b.String())
 }

@@ -56,6 +56,22 @@ func (e Explainer) Explain(ctx context.Context, kind Kind, ns, name string) (Rep
 // is not served are skipped.
 func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, error) {
 	out := List{Items: []Report{}}
+	err := e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
+		r, err := e.explain(ctx, kind, obj)
+		if err != nil {
+			return err
+		}
+		if optedIn || len(r.Findings) > 0 {
+			out.Items = append(out.Items, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// each calls fn on every workload of kinds in ns that is opted in or,
+// with findings, on every workload; optedIn says which.
+func (e Explainer) each(ctx context.Context, kinds []Kind, ns string, fn func(kind Kind, obj client.Object, optedIn bool) error) error {
 	for _, kind := range kinds {
 		list := kind.NewList()
 		err := e.Reader.List(ctx, list, client.InNamespace(ns))
@@ -63,11 +79,11 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 			continue // an optional kind whose API is not served
 		}
 		if err != nil {
-			return out, fmt.Errorf("listing %ss: %w", kind.Name(), permissionError(err, "list", kind, ns))
+			return fmt.Errorf("listing %ss: %w", kind.Name(), permissionError(err, "list", kind, ns))
 		}
 		items, err := apimeta.ExtractList(list)
 		if err != nil {
-			return out, err
+			return err
 		}
 		for _, item := range items {
 			obj, ok := item.(client.Object)
@@ -75,16 +91,12 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 			if !ok || !optedIn && e.Findings == nil {
 				continue
 			}
-			r, err := e.explain(ctx, kind, obj)
-			if err != nil {
-				return out, err
-			}
-			if optedIn || len(r.Findings) > 0 {
-				out.Items = append(out.Items, r)
+			if err := fn(kind, obj, optedIn); err != nil {
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // optedIn reports whether a trigger annotation, or --auto-reload-all,

@@ -252,7 +252,14 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	src := plan.Source{Ref: ref}
 	obj := source.Object(ref.Kind)
 	err := g.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsForbidden(err):
+		// ripple explain or history on a tenant's credentials: the
+		// built-in view role reads no Secrets, and a plan without one of
+		// its sources would be wrong.
+		return src, fmt.Errorf("cannot read %s %s/%s, which the workload may use (needs get on %ss in namespace %s%s): %w",
+			ref.Kind, ns, ref.Name, strings.ToLower(string(ref.Kind)), ns, viewNote(ref.Kind), err)
+	case err != nil && !apierrors.IsNotFound(err):
 		return src, err
 	}
 	if err == nil {
@@ -284,6 +291,15 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 		}
 	}
 	return src, nil
+}
+
+// viewNote tells a tenant with the built-in view role why it cannot read a
+// Secret, which explain could not tell apart from a missing right.
+func viewNote(kind refs.Kind) string {
+	if kind == refs.Secret {
+		return "; the built-in view role has none: ripple explain secret/<name> shows its change as Ripple records it"
+	}
+	return ""
 }
 
 // NamespaceAnnotations are the annotations of Namespace ns, for the

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -66,5 +67,28 @@ func TestInputNamespaceAnnotations(t *testing.T) {
 				t.Errorf("governing window %q from %s", v, from)
 			}
 		})
+	}
+}
+
+// A Secret the reader may not read (ripple explain or history on the
+// built-in view role) is an error naming the Secret and the right, never
+// a missing source: a plan without it would report a deletion.
+func TestInputSecretForbidden(t *testing.T) {
+	d := web()
+	d.Annotations = nil
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}}}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(d, cm("cfg", "v1"), secret("db")).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, nil)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	g := Gatherer{Reader: c, Settings: plan.Settings{Keys: keys, SourceKinds: []refs.Kind{refs.ConfigMap, refs.Secret}}}
+	_, err := g.Input(t.Context(), workload.Deployment, d, &d.Spec.Template)
+	want := "cannot read Secret shop/db, which the workload may use (needs get on secrets in namespace shop; the built-in view role has none"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }

@@ -194,6 +194,10 @@ type Current struct {
 	Changed []Changed `json:"changedSince"`
 	// Unknown are configs it uses that it records no digest for.
 	Unknown []string `json:"unknown,omitempty"`
+	// Unread says why the configs' data now was not compared: one of them
+	// may not be read with the user's credentials (a Secret, with the
+	// built-in view role); Changed is then empty.
+	Unread string `json:"unread,omitempty"`
 }
 
 // Changed is a config changed since a revision was built.

@@ -77,9 +77,12 @@ func configList(cs []Config) string {
 func currentLine(c *Current) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "* current revision %d: ", c.Revision)
-	if len(c.Changed) == 0 {
+	switch {
+	case c.Unread != "":
+		b.WriteString("not compared with the configs' data now: " + c.Unread)
+	case len(c.Changed) == 0:
 		b.WriteString("built for the configs' data as it is now")
-	} else {
+	default:
 		b.WriteString("its pods may read data newer than it was built for: ")
 		parts := make([]string, len(c.Changed))
 		for i, ch := range c.Changed {

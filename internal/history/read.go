@@ -6,6 +6,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,28 +46,48 @@ func (r Reader) Read(ctx context.Context, kind workload.Kind, obj client.Object)
 	if err != nil {
 		return History{}, err
 	}
+	var unread error
 	if tpl != nil {
-		g := gather.Gatherer{Reader: r.Reader, Settings: r.Settings, Digester: r.Digester}
-		pin, err := g.Input(ctx, kind, obj, tpl)
-		if err != nil {
-			return History{}, fmt.Errorf("reading the configs of %s %s/%s: %w", kind.Name(), obj.GetNamespace(), obj.GetName(), err)
-		}
-		pin.Now = r.Now()
-		p := plan.For(pin)
-		for i, src := range pin.Sources {
-			sum := src.Digest
-			if i < len(p.Sources) && p.Sources[i].Digest != "" {
-				sum = p.Sources[i].Digest // what a reload would write: per key with reload-on-keys
-			}
-			in.Configs = append(in.Configs, src.Ref)
-			in.Now[src.Ref] = Now{Found: src.Found, Digest: sum}
+		if unread, err = r.configsNow(ctx, kind, obj, tpl, &in); err != nil {
+			return History{}, err
 		}
 	}
 	h := Build(in)
+	if unread != nil && h.Current != nil {
+		h.Current.Unread = unread.Error()
+	}
 	if r.Digester.Mode == digest.HMACSHA256 {
 		h.withoutSecretDigests()
 	}
 	return h, nil
+}
+
+// configsNow adds to in the configs that may reload obj, with their data
+// now, gathered as the controller gathers them. A config the user may not
+// read (a Secret, with the built-in view role) leaves the data now out:
+// the revisions are still told, with the configs the template references,
+// and unread says why the current one is not compared.
+func (r Reader) configsNow(ctx context.Context, kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec, in *Input) (unread, _ error) {
+	g := gather.Gatherer{Reader: r.Reader, Settings: r.Settings, Digester: r.Digester}
+	pin, err := g.Input(ctx, kind, obj, tpl)
+	switch {
+	case apierrors.IsForbidden(err):
+		in.Configs = refs.All(&tpl.Spec)
+		return err, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the configs of %s %s/%s: %w", kind.Name(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	pin.Now = r.Now()
+	p := plan.For(pin)
+	for i, src := range pin.Sources {
+		sum := src.Digest
+		if i < len(p.Sources) && p.Sources[i].Digest != "" {
+			sum = p.Sources[i].Digest // what a reload would write: per key with reload-on-keys
+		}
+		in.Configs = append(in.Configs, src.Ref)
+		in.Now[src.Ref] = Now{Found: src.Found, Digest: sum}
+	}
+	return nil, nil
 }
 
 // revisions reads the revisions the cluster keeps of obj: the ReplicaSets

@@ -1,17 +1,23 @@
 package history
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -91,5 +97,48 @@ func TestReadStatefulSet(t *testing.T) {
 	}
 	if len(h.Revisions) != 2 || h.Revisions[1].StartedBy != ByOther || h.Revisions[1].Changes[0] != "image of app" {
 		t.Errorf("revisions %+v", h.Revisions)
+	}
+}
+
+// With a Secret the user may not read (the built-in view role), the
+// revisions are still told, with the configs the template names, and the
+// current one is said not compared with the data now, naming the Secret
+// and the right, rather than compared with nothing.
+func TestReadSecretForbidden(t *testing.T) {
+	dbEnv := strategy.EnvVarName(db)
+	withDB := func(t *corev1.PodTemplateSpec) {
+		t.Spec.Containers[0].EnvFrom = append(t.Spec.Containers[0].EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}})
+	}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "d1", Annotations: map[string]string{keys.Auto: "true"}},
+		Spec:       appsv1.DeploymentSpec{Selector: sel, Template: *tpl(withDB, env(dbEnv, sumS))},
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-a", Labels: map[string]string{"app": "web"},
+		Annotations: map[string]string{deploymentRevision: "1"}, CreationTimestamp: metav1.NewTime(t0)}, Spec: appsv1.ReplicaSetSpec{Template: *tpl(withDB, env(dbEnv, sumS))}}
+	rs.Spec.Template.Labels = map[string]string{"app": "web"}
+	owned(rs, "d1", "Deployment")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app"}}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRuntimeObjects(rs, cm).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, nil)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	r := Reader{Reader: c, Now: func() time.Time { return t0.Add(time.Hour) }, Settings: plan.Settings{
+		Keys: keys, Strategy: strategy.EnvVars{}, SourceKinds: []refs.Kind{refs.ConfigMap, refs.Secret},
+	}}
+	h, err := r.Read(t.Context(), workload.Deployment, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Revisions) != 1 || !strings.Contains(configList(h.Revisions[0].Configs), "Secret/db=555555555555 (env)") {
+		t.Fatalf("revisions %+v, want one, built for Secret/db", h.Revisions)
+	}
+	if h.Current == nil || len(h.Current.Changed) != 0 || !strings.Contains(h.Current.Unread, "cannot read Secret shop/db") ||
+		!strings.Contains(currentLine(h.Current), "not compared with the configs' data now: ") {
+		t.Errorf("current %+v, want it not compared, naming Secret shop/db", h.Current)
 	}
 }

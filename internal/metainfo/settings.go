@@ -3,6 +3,7 @@ package metainfo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -45,9 +46,13 @@ type Settings struct {
 	// when no meta-info was found.
 	Namespace string
 	// KeyUnread is why Digester could not read Ripple's digest key, which
-	// exists (the user may not read it); nil when it read it, or when
-	// there is none, so that Ripple's digests are unkeyed too.
+	// exists (the user may not read it) or may (Ripple's namespace is not
+	// known); nil when it read it, or when there is none, so that Ripple's
+	// digests are unkeyed too.
 	KeyUnread error
+	// Unread is set when the meta-info could not be read (Unreadable):
+	// the settings are the defaults and the flags given.
+	Unread bool
 }
 
 // Info is what a reloader-meta-info ConfigMap says of its Ripple.
@@ -62,8 +67,11 @@ type Info struct {
 	// Searched is where it was looked for, when none was found.
 	Searched string
 	// Namespace is the ConfigMap's, its Ripple's own; or, when none was
-	// found there, the namespace --ripple-namespace names.
+	// found or read there, the namespace --ripple-namespace names.
 	Namespace string
+	// Unread names the ConfigMap the user may not read, and the right it
+	// needs; empty when it was read or not found.
+	Unread string
 }
 
 // metaFlags map the reloaderOptions keys to the flags they show, in the
@@ -160,7 +168,10 @@ func (f *Flags) Resolve(meta Info) (Settings, error) {
 	// The controller's own settings, as it built them when it started.
 	s := Settings{Config: cfg, Plan: cfg.PlanSettings(meta.Published)}
 	s.From, s.Webhook, s.Namespace = meta.Origin, webhook(f.fs, meta), meta.Namespace
-	if s.From == "" {
+	switch {
+	case meta.Unread != "":
+		s.From, s.Unread = "the defaults: not read, "+meta.Unread, true
+	case s.From == "":
 		s.From = fmt.Sprintf("the defaults: no %s ConfigMap in %s", metaInfoName, meta.Searched)
 	}
 	for _, m := range metaFlags {
@@ -234,9 +245,36 @@ func from(origin string) string {
 	return "from " + origin
 }
 
+// Unreadable is Read's error when the user's credentials may not read
+// Ripple's settings. Its Info is what to go on with: none found, Ripple's
+// namespace when the caller named it, and Unread saying what could not be
+// read. A command that only reads, or writes only the user's own object,
+// may go on with the defaults and the flags given (Warning says so);
+// approve may not: an approval decided otherwise than the controller
+// decides would be refused.
+type Unreadable struct {
+	Info Info
+	// instead is what the user may pass instead.
+	instead string
+	err     error
+}
+
+func (u *Unreadable) Error() string {
+	return fmt.Sprintf("cannot read Ripple's settings, %s: %s", u.Info.Unread, u.instead)
+}
+
+func (u *Unreadable) Unwrap() error { return u.err }
+
+// Warning is the one line a command that goes on without Ripple's
+// settings prints: what could not be read and what to pass instead.
+func (u *Unreadable) Warning() string {
+	return fmt.Sprintf("warning: Ripple's settings not read, %s: deciding with Ripple's defaults and the flags given; %s", u.Info.Unread, u.instead)
+}
+
 // Read reads the reloader-meta-info ConfigMap: in namespace ns
 // when it is set, else the only one labelled as such in the cluster. None
-// found is no error: the defaults then apply.
+// found is no error: the defaults then apply. Credentials that may not
+// read it get an *Unreadable error.
 func Read(ctx context.Context, r client.Reader, ns string) (Info, error) {
 	cm := &corev1.ConfigMap{}
 	if ns != "" {
@@ -246,7 +284,9 @@ func Read(ctx context.Context, r client.Reader, ns string) (Info, error) {
 			// Its records are still where the user says Ripple runs.
 			return Info{Searched: "namespace " + ns, Namespace: ns}, nil
 		case apierrors.IsForbidden(err):
-			return Info{}, fmt.Errorf("cannot read Ripple's settings, ConfigMap %s/%s (needs get on configmaps in namespace %s): %w", ns, metaInfoName, ns, err)
+			info := Info{Namespace: ns, Unread: fmt.Sprintf("ConfigMap %s/%s (needs get on configmaps in namespace %s)", ns, metaInfoName, ns)}
+			return info, &Unreadable{Info: info, err: err,
+				instead: "the chart grants it to the groups of ripple.metaInfo.readers; else give the flags Ripple runs with (--help lists them)"}
 		case err != nil:
 			return Info{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, metaInfoName, err)
 		}
@@ -256,7 +296,8 @@ func Read(ctx context.Context, r client.Reader, ns string) (Info, error) {
 	err := r.List(ctx, list, client.HasLabels{metaInfoLabel})
 	switch {
 	case apierrors.IsForbidden(err):
-		return Info{}, fmt.Errorf("cannot find Ripple's settings, the %s ConfigMap, without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace", metaInfoName)
+		info := Info{Unread: fmt.Sprintf("the %s ConfigMap (finding it needs list on configmaps in every namespace)", metaInfoName)}
+		return info, &Unreadable{Info: info, err: err, instead: "name Ripple's namespace with --ripple-namespace, or give the flags Ripple runs with (--help lists them)"}
 	case err != nil:
 		return Info{}, fmt.Errorf("finding the %s ConfigMap by its label %s (name its namespace with --ripple-namespace): %w", metaInfoName, metaInfoLabel, err)
 	}
@@ -291,18 +332,27 @@ func parse(cm *corev1.ConfigMap) (Info, error) {
 // Ripple does not see; the settings shown say so.
 func (s *Settings) Digester(ctx context.Context, r client.Reader) digest.Digester {
 	d := digest.Digester{Mode: s.Config.Digest}
-	if s.Namespace == "" {
+	var err error
+	switch {
+	case s.Namespace == "" && s.Unread:
+		// Ripple runs somewhere, maybe with a key: its digests may be keyed.
+		err = errors.New("the namespace of Ripple is not known: name it with --ripple-namespace")
+	case s.Namespace == "":
+		return d
+	default:
+		d.Ring, err = digestkey.Read(ctx, r, s.Namespace)
+	}
+	if err == nil {
 		return d
 	}
-	ring, err := digestkey.Read(ctx, r, s.Namespace)
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			s.KeyUnread = err
-		}
-		s.Shown = append(s.Shown, Setting{Flag: "digest key", From: "Secret " + s.Namespace + "/" + digestkey.Secret,
-			Value: "not read (" + err.Error() + "): per-key and keyed digests cannot be checked, and may show as changes"})
-		return d
+	where := "Secret " + digestkey.Secret
+	if s.Namespace != "" {
+		where = "Secret " + s.Namespace + "/" + digestkey.Secret
 	}
-	d.Ring = ring
+	if !apierrors.IsNotFound(err) {
+		s.KeyUnread = err
+	}
+	s.Shown = append(s.Shown, Setting{Flag: "digest key", From: where,
+		Value: "not read (" + err.Error() + "): per-key and keyed digests cannot be checked, and may show as changes"})
 	return d
 }

@@ -2,6 +2,7 @@ package metainfo
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,11 @@ func TestResolveOrder(t *testing.T) {
 	}
 }
 
-// Credentials that may not read Ripple's settings get an error naming the
-// permission or the flag that avoids it, never Ripple's defaults: with
-// them explain and approve would decide otherwise than the controller.
+// Credentials that may not read Ripple's settings get an *Unreadable
+// error naming the permission or the flag that avoids it, with the Info
+// a read-only command goes on with: Ripple's defaults, marked as such, and
+// the namespace the user named. Without that namespace the digest key
+// cannot be looked for, and the settings say it was not read.
 func TestReadForbidden(t *testing.T) {
 	forbidden := interceptor.Funcs{
 		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -58,12 +61,36 @@ func TestReadForbidden(t *testing.T) {
 		},
 	}
 	c := fake.NewClientBuilder().WithInterceptorFuncs(forbidden).Build()
-	for ns, want := range map[string]string{
-		"ripple": "cannot read Ripple's settings, ConfigMap ripple/reloader-meta-info (needs get on configmaps in namespace ripple)",
-		"":       "without list on configmaps in every namespace: name Ripple's namespace with --ripple-namespace",
+	for ns, want := range map[string]struct{ err, from, key string }{
+		"ripple": {
+			err:  "cannot read Ripple's settings, ConfigMap ripple/reloader-meta-info (needs get on configmaps in namespace ripple)",
+			from: "the defaults: not read, ConfigMap ripple/reloader-meta-info (needs get on configmaps in namespace ripple)",
+			key:  `not read (the digest key, Secret ripple/ripple-digest-key: configmaps "reloader-meta-info" is forbidden`,
+		},
+		"": {
+			err:  "(finding it needs list on configmaps in every namespace): name Ripple's namespace with --ripple-namespace",
+			from: "the defaults: not read, the reloader-meta-info ConfigMap (finding it needs list on configmaps in every namespace)",
+			key:  "not read (the namespace of Ripple is not known: name it with --ripple-namespace)",
+		},
 	} {
-		if _, err := Read(t.Context(), c, ns); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Read(%q): %v, want %q", ns, err, want)
+		info, err := Read(t.Context(), c, ns)
+		var u *Unreadable
+		if !errors.As(err, &u) || !strings.Contains(err.Error(), want.err) || !apierrors.IsForbidden(err) {
+			t.Fatalf("Read(%q): %v, want an Unreadable error naming %q", ns, err, want.err)
+		}
+		if !strings.Contains(u.Warning(), "deciding with Ripple's defaults and the flags given") || info.Namespace != ns {
+			t.Errorf("Read(%q): warning %q, namespace %q", ns, u.Warning(), info.Namespace)
+		}
+		s, err := BindFlags(pflag.NewFlagSet("explain", pflag.ContinueOnError)).Resolve(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.From != want.from || s.Flag("settle-window") != "--settle-window=1s (the default)" {
+			t.Errorf("Read(%q): settings from %q, %s; want from %q and the defaults", ns, s.From, s.Flag("settle-window"), want.from)
+		}
+		s.Digester(t.Context(), c)
+		if s.KeyUnread == nil || !strings.Contains(s.Shown[len(s.Shown)-1].Value, want.key) {
+			t.Errorf("Read(%q): digest key unread %v, shown %+v; want %q", ns, s.KeyUnread, s.Shown[len(s.Shown)-1], want.key)
 		}
 	}
 }

@@ -424,6 +424,9 @@ func roles(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 		if _, users := o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"]; users {
 			continue // the users' read of ConfigRollouts, bound to no one of Ripple's (test/hostile proves it)
 		}
+		if strings.HasSuffix(o.GetName(), "-meta-info-reader") {
+			continue // the users' read of Ripple's settings, for their commands (test/e2e's TestTenantCommands proves it)
+		}
 		if o.GetKind() == "Role" || o.GetKind() == "ClusterRole" {
 			out = append(out, o)
 		}
