@@ -195,8 +195,9 @@ func usesOf(uses []refs.Use, ref refs.Ref) []Use {
 }
 
 // notWatchedState is the state of a source of a kind the Ripple
-// explained does not watch: the planner has none for it.
-const notWatchedState = "NotWatched"
+// explained does not watch (the planner has none for it): its reason's
+// word.
+const notWatchedState = string(reason.NotWatched)
 
 // notWatched is a source of a kind the Ripple explained does not watch.
 func notWatched(s metainfo.Settings, ref refs.Ref, uses []Use) Source {

@@ -103,7 +103,8 @@ func TestBuildStates(t *testing.T) {
 }
 
 // A template rolled back to older data than the record, which is the
-// current data: up to date, reason RolledBack, naming both digests.
+// current data: Excluded (it keeps the older data), reason RolledBack,
+// naming both digests.
 func TestBuildRolledBack(t *testing.T) {
 	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	f := facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), defaults(t))
@@ -250,7 +251,7 @@ func TestShardNamed(t *testing.T) {
 }
 
 // A template changed after a config change, recorded so (the alias the
-// plan writes): up to date, reason TemplateApplied, naming the data read.
+// plan writes): Complete, reason ReloadSkipped, naming the data read.
 func TestBuildTemplateApplied(t *testing.T) {
 	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	meta := map[string]string{"reloader.stakater.com/auto": "true",

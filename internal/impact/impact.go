@@ -168,9 +168,12 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 	v := Verdict{Namespace: ch.Namespace, Kind: string(ch.Config.Kind), Name: ch.Config.Name, Op: ch.Op(), Keys: []KeyChange{}, Workloads: []Workload{}}
 	var readers []plan.Input
 	for i, c := range cs {
-		w, ok := outcome(ch.Config, c, ins[i].DryRun, [2]plan.Plan{held[i], plans[i]}, canary)
+		w, ok := Place(ch.Config, c, ins[i].DryRun, plans[i])
 		if !ok {
 			continue
+		}
+		if canary != nil {
+			w = canaried(w, ch.Config, c, ins[i].DryRun, held[i], *canary)
 		}
 		v.Workloads = append(v.Workloads, w)
 		readers = append(readers, ins[i])
@@ -297,12 +300,10 @@ func changes(p plan.Plan, config refs.Ref) bool {
 	return slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config })
 }
 
-// outcome is where the change of config leaves consumer c, with --dry-run
-// dryRun, by its plans before and after the canaries passed (plans, the
-// same plan twice when the change is not canaried); false when the
-// workload neither reads nor reloads on the config.
-func outcome(config refs.Ref, c Consumer, dryRun bool, plans [2]plan.Plan, canary *plan.Canary) (Workload, bool) {
-	p := plans[1]
+// Place is where plan p of consumer c, with --dry-run dryRun, leaves it
+// in the change of config (standing.Of), with what more there is to say;
+// false when the workload neither reads nor reloads on the config.
+func Place(config refs.Ref, c Consumer, dryRun bool, p plan.Plan) (Workload, bool) {
 	f, ok := standing.FactsOf(p, config, dryRun)
 	if !ok {
 		return Workload{}, false
@@ -315,33 +316,38 @@ func outcome(config refs.Ref, c Consumer, dryRun bool, plans [2]plan.Plan, canar
 	if !ok {
 		return Workload{}, false
 	}
-	w := Workload{Ref: c.Ref, State: s.State, Reason: s.Reason, Canary: canary != nil && canary.IsCanary(c.Ref)}
-	if canary != nil && !w.Canary && s.Reason == reason.ReloadDue {
-		// Nothing of its own holds it: it waits for the canaries, as its
-		// plan before they passed says.
-		if hf, ok := standing.FactsOf(plans[0], config, dryRun); ok {
-			hf.Rollout = f.Rollout
-			if hs, ok := standing.Of(hf); ok {
-				w.State, w.Reason = hs.State, hs.Reason
-			}
-		}
-	}
-	w.Detail, w.Until = detail(w, f.Source, p, canary)
+	w := Workload{Ref: c.Ref, State: s.State, Reason: s.Reason}
+	w.Detail, w.Until = detail(w, f.Source, p)
 	return w, true
 }
 
-// detail says more of why w, whose plan of the config is sp in plan p,
-// stands where it does, and until when.
-func detail(w Workload, sp plan.SourcePlan, p plan.Plan, canary *plan.Canary) (string, time.Time) {
+// canaried is w in a canaried change: a canary rolls first; another
+// workload that nothing of its own holds waits for the canaries, as its
+// plan before they passed (held) says.
+func canaried(w Workload, config refs.Ref, c Consumer, dryRun bool, held plan.Plan, canary plan.Canary) Workload {
+	w.Canary = canary.IsCanary(c.Ref)
 	switch {
 	case w.Canary && w.State == standing.Pending:
-		return "the canary, rolls first and bakes " + canary.Bake.String(), time.Time{}
-	case w.Reason == reason.WaitingForCanary && canary != nil:
+		w.Detail = "the canary, rolls first and bakes " + canary.Bake.String()
+	case !w.Canary && w.Reason == reason.ReloadDue:
+		if h, ok := Place(config, c, dryRun, held); ok {
+			w = h
+		}
+	}
+	if w.Reason == reason.WaitingForCanary {
 		names := make([]string, len(canary.Members))
 		for i, m := range canary.Members {
 			names[i] = m.Ref.Name
 		}
-		return "the canary " + strings.Join(names, ", "), time.Time{}
+		w.Detail = "the canary " + strings.Join(names, ", ")
+	}
+	return w
+}
+
+// detail says more of why w, whose plan of the config is sp in plan p,
+// stands where it does, and until when.
+func detail(w Workload, sp plan.SourcePlan, p plan.Plan) (string, time.Time) {
+	switch {
 	case w.Reason == reason.ReloadHeld && p.Hold != nil:
 		return "flap hold", p.Hold.Until
 	case w.Reason == reason.SettleWindow && p.Spaced:
