@@ -170,12 +170,10 @@ func count(c *v1alpha1.Counts, s v1alpha1.ConsumerState) {
 	}
 }
 
-// rank orders the listed consumers: those a person looks at first.
+// rank orders the listed consumers: those a person looks at first
+// (standing.States).
 func rank(s v1alpha1.ConsumerState) int {
-	return slices.Index([]v1alpha1.ConsumerState{
-		v1alpha1.ConsumerHalted, v1alpha1.ConsumerStalled, v1alpha1.ConsumerRolling, v1alpha1.ConsumerPending,
-		v1alpha1.ConsumerWaiting, v1alpha1.ConsumerStale, v1alpha1.ConsumerNotifyOnly, v1alpha1.ConsumerExcluded, v1alpha1.ConsumerComplete,
-	}, s)
+	return slices.IndexFunc(standing.States(), func(st standing.State) bool { return consumerStates[st] == s })
 }
 
 // setConditions sets st's conditions from its phase and canary at now.

@@ -278,18 +278,7 @@ func verdict(f Facts, r Report) (standing.Standing, string) {
 	if f.Rollout != nil {
 		w.Rollout = *f.Rollout
 	}
-	for _, wt := range r.Waiting {
-		switch {
-		case wt.For == waitHold && w.Held == "":
-			w.Held = reason.ReloadHeld
-		case wt.For == waitSlot && w.Held == "":
-			w.Held = reason.RolloutQueued
-		case wt.For == waitPause && wt.Until.After(f.Now):
-			w.Rolling = reason.Paused
-		case wt.For == waitRestart:
-			w.Rolling = reason.RestartInProgress
-		}
-	}
+	w.Held, w.Rolling = beside(r.Waiting, f.Now)
 	if w.Rolling != "" && w.Rollout.State == rollout.Complete {
 		// A pause or a restart holds its rollout, whatever the kind's
 		// status (none in manifest files) says.
@@ -307,6 +296,26 @@ func verdict(f Facts, r Report) (standing.Standing, string) {
 		return s, line(f, r, s) + "; invalid annotation: " + f.Plan.Warnings[0]
 	}
 	return s, line(f, r, s)
+}
+
+// beside is what the waits explain reads beside the plan say of the
+// workload at now: what holds it (the storm breaker's hold, a place in
+// line for a rollout slot, both from Ripple's Events) and why its rollout
+// is in progress (Ripple's pause period, a restart method's restart).
+func beside(waits []Wait, now time.Time) (held, rolling reason.Reason) {
+	for _, w := range waits {
+		switch {
+		case w.For == waitHold && held == "":
+			held = reason.ReloadHeld
+		case w.For == waitSlot && held == "":
+			held = reason.RolloutQueued
+		case w.For == waitPause && w.Until.After(now):
+			rolling = reason.Paused
+		case w.For == waitRestart:
+			rolling = reason.RestartInProgress
+		}
+	}
+	return held, rolling
 }
 
 // prefixes begin the verdict of a reason whose notice or wait tells it.
