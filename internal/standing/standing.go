@@ -56,11 +56,6 @@ func States() []State {
 	return []State{Halted, Stalled, Rolling, Pending, Waiting, Stale, NotifyOnly, Excluded, Complete}
 }
 
-// Managed reports whether Ripple rolls a workload that stands in s.
-func (s State) Managed() bool {
-	return s != Stale && s != NotifyOnly && s != Excluded
-}
-
 // Standing is where a workload stands, and why.
 type Standing struct {
 	State  State
