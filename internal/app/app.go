@@ -48,7 +48,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
-	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -174,7 +173,7 @@ func serveAdmission(mgr ctrl.Manager, cfg config.Config, finder *dependents.Find
 	scope := dependents.Scope{Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil}
 	h := &admission.Handler{
 		Assessor: func() impact.Assessor {
-			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester(), Rollouts: rollout.Of}
+			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester(), Rollouts: workload.RolloutOf}
 		},
 		InScope: scope.InScope, Selector: cfg.ResourceSelector, Keys: cfg.Keys,
 		MaxRollouts: cfg.Admission.MaxRollouts, NamespaceLimits: cfg.NamespaceDefaults,

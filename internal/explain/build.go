@@ -291,8 +291,9 @@ func verdict(f Facts, r Report) (standing.Standing, string) {
 	switch {
 	case because != "":
 		return s, "not reloading: " + because
-	case s.State == standing.Complete && len(f.Plan.Warnings) > 0:
-		// Nothing else would point at the annotation Ripple warns of.
+	case (s.State == standing.Complete || s.State == standing.Stale) && len(f.Plan.Warnings) > 0:
+		// Nothing else would point at the annotation Ripple warns of (an
+		// invalid pattern may be why it does not reload).
 		return s, line(f, r, s) + "; invalid annotation: " + f.Plan.Warnings[0]
 	}
 	return s, line(f, r, s)
@@ -346,26 +347,27 @@ func line(f Facts, r Report, s standing.Standing) string {
 	case reason.ReloadDue:
 		return fmt.Sprintf("reloads now for changes in %s, not yet applied on the workload", changes)
 	case reason.RolloutInProgress:
-		return fmt.Sprintf("rolling: the %s applied its configs' data; its rollout is in progress: %s", f.Kind.Name(), f.Rollout.Reason)
+		return fmt.Sprintf("rolling: reloads on %s and applied what it holds; its rollout is in progress: %s", reloadsOn(r), f.Rollout.Reason)
 	case reason.RolloutStalled:
-		return fmt.Sprintf("stalled: the %s applied its configs' data; its rollout stalled: %s", f.Kind.Name(), f.Rollout.Reason)
+		return fmt.Sprintf("stalled: reloads on %s and applied what it holds; its rollout stalled: %s", reloadsOn(r), f.Rollout.Reason)
 	case reason.NoSources:
 		return "nothing to reload: the pod template uses no ConfigMap or Secret and no annotation names one"
 	case reason.Applied:
-		return upToDate(r)
+		return fmt.Sprintf("up to date: reloads on %s and already has what it holds", reloadsOn(r))
 	}
 	return notReloading(r, s)
 }
 
-// upToDate is the verdict of a workload that has what its configs hold.
-func upToDate(r Report) string {
+// reloadsOn names the sources the workload reloads on, with the reason of
+// each decision, e.g. `ConfigMap "app" (AutoMatch)`.
+func reloadsOn(r Report) string {
 	var reloading []string
 	for _, s := range r.Sources {
 		if s.Reload {
 			reloading = append(reloading, fmt.Sprintf("%s %q (%s)", s.Kind, s.Name, s.Reason))
 		}
 	}
-	return fmt.Sprintf("up to date: reloads on %s and already has what it holds", strings.Join(reloading, ", "))
+	return strings.Join(reloading, ", ")
 }
 
 // notReloading is the verdict of a workload that does not reload on its

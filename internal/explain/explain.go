@@ -39,9 +39,10 @@ type Explainer struct {
 	// report: the workload and the sources it lists. Nil when nothing looks
 	// for them (live); when set, All lists the workloads with findings too.
 	Findings func(r Report) []Finding
-	// Rollouts reads how a workload's rollout stands (rollout.Of); nil
-	// where the objects hold no status (manifest files): complete.
-	Rollouts func(client.Object) rollout.Status
+	// Rollouts reads how a workload's rollout stands by its status
+	// (workload.RolloutOf); nil where the objects hold no status
+	// (manifest files): complete.
+	Rollouts func(workload.Kind, client.Object) rollout.Status
 	Now      func() time.Time
 }
 
@@ -125,7 +126,7 @@ func tplAnnotations(tpl *corev1.PodTemplateSpec) map[string]string {
 func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (Report, error) {
 	f := Facts{Kind: kind, Object: obj, Settings: e.Settings, Now: e.Now()}
 	if e.Rollouts != nil {
-		st := e.Rollouts(obj)
+		st := e.Rollouts(kind.Kind, obj)
 		f.Rollout = &st
 	}
 	tpl, err := workload.Template(ctx, e.Reader, kind.Kind, obj)

@@ -40,9 +40,10 @@ type Assessor struct {
 	Find  Finder
 	// Digester digests the configs as the controller's caches do.
 	Digester digest.Digester
-	// Rollouts reads how a workload's rollout stands (rollout.Of); nil
-	// where the objects hold no status (manifest files): complete.
-	Rollouts func(client.Object) rollout.Status
+	// Rollouts reads how a workload's rollout stands by its status
+	// (workload.RolloutOf); nil where the objects hold no status
+	// (manifest files): complete.
+	Rollouts func(workload.Kind, client.Object) rollout.Status
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
@@ -125,7 +126,7 @@ func (a Assessor) consumer(ctx context.Context, g gather.Gatherer, k workload.Ki
 	c := &Consumer{Ref: workload.RefTo(k, obj), Input: in,
 		First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}
 	if a.Rollouts != nil {
-		st := a.Rollouts(obj)
+		st := a.Rollouts(k, obj)
 		c.Rollout = &st
 	}
 	return c, nil
