@@ -8,10 +8,11 @@
 //
 // The verdict is the planner's: each workload's plan.Input, gathered with
 // the config's new data and its old data as what the workload applied, is
-// planned by plan.For, after its settle window, with the canaries chosen
-// as the change controller chooses them (plan.StartCanary). Nothing here
-// decides a reload. The verdict holds key names only, never a value nor a
-// digest.
+// planned by plan.For, after its settle window (standing.Settled), with
+// the canaries chosen as the change controller chooses them
+// (plan.StartCanary); where each workload stands is standing.Of's word,
+// as `ripple explain` and a ConfigRollout say it. Nothing here decides a
+// reload. The verdict holds key names only, never a value nor a digest.
 package impact
 
 import (
