@@ -13,6 +13,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // explainOptions are explain's own flags and arguments.
@@ -255,7 +256,7 @@ func (f *explainFlags) explain(ctx context.Context, stdout, stderr io.Writer, no
 	}
 	kinds := explain.Kinds(settings, c)
 	digester := settings.Digester(ctx, c)
-	e := explain.Explainer{Reader: c, Settings: settings, Digester: digester, Events: explain.ClusterEvents(c, eventCount), Now: now}
+	e := explain.Explainer{Reader: c, Settings: settings, Digester: digester, Events: explain.ClusterEvents(c, eventCount), Rollouts: workload.RolloutOf, Now: now}
 	if f.opts.all {
 		if f.opts.allNamespaces {
 			ns = ""

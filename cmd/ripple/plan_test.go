@@ -294,7 +294,7 @@ func TestPlanCountsEqualTheCacheVerdict(t *testing.T) {
 			t.Errorf("%s %s: from the cache, rolls %d: %s\nfrom plan, rolls %d: %s", want.Kind, want.Name, got.Rolls, got.Summary, want.Rolls, want.Summary)
 		}
 		for i := range min(len(got.Workloads), len(want.Workloads)) {
-			if g, w := got.Workloads[i], want.Workloads[i]; g.Ref != w.Ref || g.Outcome != w.Outcome || g.Wait != w.Wait {
+			if g, w := got.Workloads[i], want.Workloads[i]; g.Ref != w.Ref || g.State != w.State || g.Reason != w.Reason || g.Canary != w.Canary {
 				t.Errorf("%s %s: workload %d from the cache %+v; from plan %+v", want.Kind, want.Name, i, g, w)
 			}
 		}

@@ -173,7 +173,7 @@ func serveAdmission(mgr ctrl.Manager, cfg config.Config, finder *dependents.Find
 	scope := dependents.Scope{Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil}
 	h := &admission.Handler{
 		Assessor: func() impact.Assessor {
-			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester()}
+			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester(), Rollouts: workload.RolloutOf}
 		},
 		InScope: scope.InScope, Selector: cfg.ResourceSelector, Keys: cfg.Keys,
 		MaxRollouts: cfg.Admission.MaxRollouts, NamespaceLimits: cfg.NamespaceDefaults,

@@ -10,26 +10,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
-	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
-	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Consumer is what the keeper knows of one workload that may read a
-// changed config: its plan's view of the config and its rollout.
+// changed config: its plan's view of the config and its rollout
+// (standing.Facts: the source, the verdict, the rollout).
 type Consumer struct {
 	Ref workload.Ref
-	// Source is the workload's plan of the config; Found is false when
-	// the plan does not name it (the workload reads it no more).
-	Source plan.SourcePlan
-	Found  bool
-	// RollsNothing is set under the notify policy or --dry-run.
-	RollsNothing bool
-	// Verdict is why the plan does not roll the workload now, if it says.
-	Verdict reason.Reason
-	Rollout rollout.Status
+	standing.Facts
+	// Found is false when the plan does not name the config (the
+	// workload reads it no more).
+	Found bool
 	// Ask is set when the workload's plan asks for the canary of the
 	// config's change: it is canaried and has none yet.
 	Ask *plan.CanaryAsk
@@ -45,54 +40,29 @@ type Consumer struct {
 	Since time.Time
 }
 
-// waitReasons are the verdicts of a managed consumer held on purpose.
-var waitReasons = []reason.Reason{reason.ReloadDeferred, reason.ReloadPending, reason.WaitingForCanary, reason.ReloadHeld, reason.RolloutQueued}
+// consumerStates are the API's words of the standings: the same words,
+// one for one (TestConsumerStatesAreTheStandings).
+var consumerStates = map[standing.State]v1alpha1.ConsumerState{
+	standing.Complete: v1alpha1.ConsumerComplete, standing.Rolling: v1alpha1.ConsumerRolling,
+	standing.Stalled: v1alpha1.ConsumerStalled, standing.Pending: v1alpha1.ConsumerPending,
+	standing.Waiting: v1alpha1.ConsumerWaiting, standing.Halted: v1alpha1.ConsumerHalted,
+	standing.Stale: v1alpha1.ConsumerStale, standing.NotifyOnly: v1alpha1.ConsumerNotifyOnly,
+	standing.Excluded: v1alpha1.ConsumerExcluded,
+}
 
 // State is where consumer c stands in the change of its config seen at
-// seen; false when it is no consumer (it does not read the config).
+// seen (standing.Of), with its reason; false when it is no consumer: it
+// does not read the config, or Ripple does not roll it and its pods
+// started after the change, so they run it.
 func State(c Consumer, seen time.Time) (v1alpha1.ConsumerState, string, bool) {
 	if !c.Found {
 		return "", "", false
 	}
-	if !c.Source.Decision.Reload || c.RollsNothing {
-		return unmanaged(c, seen)
-	}
-	switch c.Source.State {
-	case plan.Unchanged, plan.Baseline, plan.TemplateApplied:
-		switch c.Rollout.State {
-		case rollout.Complete:
-			return v1alpha1.ConsumerComplete, "", true
-		case rollout.Stalled:
-			return v1alpha1.ConsumerStalled, string(reason.RolloutStalled), true
-		}
-		return v1alpha1.ConsumerRolling, "", true
-	case plan.RolledBack:
-		return v1alpha1.ConsumerExcluded, string(reason.RolledBack), true
-	}
-	switch {
-	case c.Verdict == reason.RolloutHalted:
-		return v1alpha1.ConsumerHalted, string(c.Verdict), true
-	case slices.Contains(waitReasons, c.Verdict):
-		return v1alpha1.ConsumerWaiting, string(c.Verdict), true
-	}
-	return v1alpha1.ConsumerPending, string(c.Verdict), true
-}
-
-// unmanaged is State of a consumer Ripple does not roll: one that does
-// not reload on the config, or rolls nothing.
-func unmanaged(c Consumer, seen time.Time) (v1alpha1.ConsumerState, string, bool) {
-	d := c.Source.Decision
-	switch {
-	case !d.Reload && d.Reason == decide.NotReferenced:
+	s, ok := standing.Of(c.Facts)
+	if !ok || (s.State == standing.Stale || s.State == standing.NotifyOnly) && !c.Since.Before(seen) {
 		return "", "", false
-	case !d.Reload && (d.Reason == decide.Ignored || d.Reason == decide.Excluded):
-		return v1alpha1.ConsumerExcluded, string(d.Reason), true
-	case !c.Since.Before(seen):
-		return "", "", false // started after the change: it runs the new data
-	case !d.Reload:
-		return v1alpha1.ConsumerStale, string(d.Reason), true
 	}
-	return v1alpha1.ConsumerNotifyOnly, string(reason.WouldReload), true
+	return consumerStates[s.State], string(s.Reason), true
 }
 
 // MaxListed is how many consumers a ConfigRollout lists; its counts have
@@ -216,12 +186,10 @@ func count(c *v1alpha1.Counts, s v1alpha1.ConsumerState) {
 	}
 }
 
-// rank orders the listed consumers: those a person looks at first.
+// rank orders the listed consumers: those a person looks at first
+// (standing.States).
 func rank(s v1alpha1.ConsumerState) int {
-	return slices.Index([]v1alpha1.ConsumerState{
-		v1alpha1.ConsumerHalted, v1alpha1.ConsumerStalled, v1alpha1.ConsumerRolling, v1alpha1.ConsumerPending,
-		v1alpha1.ConsumerWaiting, v1alpha1.ConsumerStale, v1alpha1.ConsumerNotifyOnly, v1alpha1.ConsumerExcluded, v1alpha1.ConsumerComplete,
-	}, s)
+	return slices.IndexFunc(standing.States(), func(st standing.State) bool { return consumerStates[st] == s })
 }
 
 // setConditions sets st's conditions from its phase and canary at now.

@@ -13,6 +13,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -26,8 +27,11 @@ var (
 func managed(name string, s plan.State, st rollout.State) Consumer {
 	return Consumer{
 		Ref: workload.Ref{Kind: "Deployment", Namespace: "shop", Name: name}, Found: true,
-		Source:  plan.SourcePlan{Ref: config, State: s, Decision: decide.Decision{Reload: true, Reason: decide.AutoMatch}},
-		Rollout: rollout.Status{State: st}, Since: t0.Add(-time.Hour),
+		Facts: standing.Facts{
+			Source:  plan.SourcePlan{Ref: config, State: s, Decision: decide.Decision{Reload: true, Reason: decide.AutoMatch}},
+			Rollout: rollout.Status{State: st},
+		},
+		Since: t0.Add(-time.Hour),
 	}
 }
 
@@ -46,6 +50,9 @@ func TestState(t *testing.T) {
 	deferred.Verdict = reason.ReloadDeferred
 	halted := managed("held", plan.Changed, rollout.Complete)
 	halted.Verdict = reason.RolloutHalted
+	notifyApplied := managed("notify", plan.Unchanged, rollout.Complete)
+	notifyApplied.RollsNothing = true
+	noContainer := managed("sidecar", plan.NotReloading, rollout.Complete)
 	for _, tc := range []struct {
 		name string
 		c    Consumer
@@ -53,11 +60,15 @@ func TestState(t *testing.T) {
 		why  string
 		ok   bool
 	}{
-		{"applied and complete", managed("a", plan.Unchanged, rollout.Complete), v1alpha1.ConsumerComplete, "", true},
-		{"applied, rolling", managed("a", plan.Unchanged, rollout.Progressing), v1alpha1.ConsumerRolling, "", true},
+		{"applied and complete", managed("a", plan.Unchanged, rollout.Complete), v1alpha1.ConsumerComplete, "Applied", true},
+		{"applied, rolling", managed("a", plan.Unchanged, rollout.Progressing), v1alpha1.ConsumerRolling, "RolloutInProgress", true},
 		{"applied, stalled", managed("a", plan.Unchanged, rollout.Stalled), v1alpha1.ConsumerStalled, "RolloutStalled", true},
-		{"not applied yet: its old rollout's completion counts for nothing", managed("a", plan.Changed, rollout.Complete), v1alpha1.ConsumerPending, "", true},
-		{"a baseline runs the data", managed("a", plan.Baseline, rollout.Complete), v1alpha1.ConsumerComplete, "", true},
+		{"not applied yet: its old rollout's completion counts for nothing", managed("a", plan.Changed, rollout.Complete), v1alpha1.ConsumerPending, "ReloadDue", true},
+		{"a baseline runs the data", managed("a", plan.Baseline, rollout.Complete), v1alpha1.ConsumerComplete, "Applied", true},
+		{"the template applied it", managed("a", plan.TemplateApplied, rollout.Complete), v1alpha1.ConsumerComplete, "ReloadSkipped", true},
+		{"rolled back", managed("a", plan.RolledBack, rollout.Complete), v1alpha1.ConsumerExcluded, "RolledBack", true},
+		{"notify, running the data already: nothing to tell", notifyApplied, v1alpha1.ConsumerComplete, "Applied", true},
+		{"no container to write the reload on", noContainer, v1alpha1.ConsumerStale, "NotReferenced", true},
 		{"deferred", deferred, v1alpha1.ConsumerWaiting, "ReloadDeferred", true},
 		{"halted", halted, v1alpha1.ConsumerHalted, "RolloutHalted", true},
 		{"not opted in", notOptedIn, v1alpha1.ConsumerStale, "NotOptedIn", true},
@@ -73,6 +84,25 @@ func TestState(t *testing.T) {
 				t.Errorf("State = %q, %q, %v; want %q, %q, %v", s, why, ok, tc.want, tc.why, tc.ok)
 			}
 		})
+	}
+}
+
+// The API's consumer states are the standings' words, one for one.
+func TestConsumerStatesAreTheStandings(t *testing.T) {
+	api := []v1alpha1.ConsumerState{v1alpha1.ConsumerComplete, v1alpha1.ConsumerRolling, v1alpha1.ConsumerStalled, v1alpha1.ConsumerPending,
+		v1alpha1.ConsumerWaiting, v1alpha1.ConsumerHalted, v1alpha1.ConsumerStale, v1alpha1.ConsumerNotifyOnly, v1alpha1.ConsumerExcluded}
+	seen := map[v1alpha1.ConsumerState]bool{}
+	for _, s := range standing.States() {
+		c, ok := consumerStates[s]
+		if !ok || string(c) != string(s) || seen[c] {
+			t.Errorf("standing %s is the API's %q (mapped: %v, twice: %v); want the same word, once", s, c, ok, seen[c])
+		}
+		seen[c] = true
+	}
+	for _, c := range api {
+		if !seen[c] {
+			t.Errorf("the API's consumer state %s is no standing", c)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -92,17 +93,12 @@ func (f *fleet) Consumers(ctx context.Context, ns string, config refs.Ref) ([]ch
 // rollout.
 func (r *Reconciler) consumer(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec, in plan.Input, config refs.Ref) change.Consumer {
 	p := plan.For(in)
-	c := change.Consumer{Ref: workload.RefTo(r.Kind, obj), RollsNothing: in.DryRun || p.Policy == plan.Notify, Since: obj.GetCreationTimestamp().Time,
+	c := change.Consumer{Ref: workload.RefTo(r.Kind, obj), Since: obj.GetCreationTimestamp().Time,
 		First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys), Idle: rollout.Idle(obj)}
+	c.Facts, c.Found = standing.FactsOf(p, config, in.DryRun)
 	c.Candidate = p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config })
 	if i := slices.IndexFunc(p.CanaryAsks, func(a plan.CanaryAsk) bool { return a.Config == config }); i >= 0 {
 		c.Ask = &p.CanaryAsks[i]
-	}
-	if i := slices.IndexFunc(p.Sources, func(s plan.SourcePlan) bool { return s.Ref == config }); i >= 0 {
-		c.Source, c.Found = p.Sources[i], true
-	}
-	if n, ok := p.Verdict(); ok {
-		c.Verdict = n.Reason
 	}
 	if t, err := time.Parse(time.RFC3339, tpl.Annotations[restartedAt]); err == nil && t.After(c.Since) {
 		c.Since = t // kubectl rollout restart: its pods read the data then

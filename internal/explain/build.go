@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -32,6 +35,9 @@ type Facts struct {
 	// Input and Plan are the planner's, as the controller would have them.
 	Input plan.Input
 	Plan  plan.Plan
+	// Rollout is how the workload's rollout stands; nil where it cannot
+	// be read (manifest files hold no status): complete.
+	Rollout *rollout.Status
 	// Written is when each source was last written.
 	Written map[refs.Ref]time.Time
 	// Unselected are the sources, with their labels, that exist but are
@@ -95,7 +101,9 @@ func Build(f Facts) Report {
 	r.ReloadWindow = reloadWindow(f)
 	r.ReloadPolicy = reloadPolicy(f)
 	r.Notices = notices(f.Plan)
-	r.State, r.Reason, r.Verdict = verdict(f, r)
+	var st standing.Standing
+	st, r.Verdict = verdict(f, r)
+	r.State, r.Reason = st.State, st.Reason
 	return r
 }
 
@@ -186,14 +194,19 @@ func usesOf(uses []refs.Use, ref refs.Ref) []Use {
 	return out
 }
 
+// notWatchedState is the state of a source of a kind the Ripple
+// explained does not watch (the planner has none for it): its reason's
+// word.
+const notWatchedState = string(reason.NotWatched)
+
 // notWatched is a source of a kind the Ripple explained does not watch.
 func notWatched(s metainfo.Settings, ref refs.Ref, uses []Use) Source {
-	src := Source{Kind: string(ref.Kind), Name: ref.Name, Uses: uses, State: "NotWatched", Reason: "NotWatched"}
+	src := Source{Kind: string(ref.Kind), Name: ref.Name, Uses: uses, State: notWatchedState, Reason: string(reason.NotWatched)}
 	switch {
 	case ref.Kind == refs.SecretProviderClass && !s.Config.CSI:
 		src.Message = fmt.Sprintf("SecretProviderClasses reload workloads only with --enable-csi-integration; %s", s.Flag("enable-csi-integration"))
 	case ref.Kind == refs.SecretProviderClass:
-		src.Reason = "Unknown"
+		src.Reason = string(reason.RotationUnknown)
 		src.Message = "explain cannot tell a SecretProviderClass rotation: the controller sees it in SecretProviderClassPodStatus changes and keeps it in memory"
 	default:
 		src.Message = fmt.Sprintf("%ss are not watched: %s", ref.Kind, s.Flag("resources-to-ignore"))
@@ -207,7 +220,7 @@ func unselected(s *Source, l string, settings metainfo.Settings) {
 	if s.Reload {
 		s.Hint = "with its labels selected, the decision would be: " + s.Message
 	}
-	s.Found, s.Reload, s.Reason = true, false, "NotSelected"
+	s.Found, s.Reload, s.Reason = true, false, string(reason.NotSelected)
 	s.Message = fmt.Sprintf("%s %q (labels %s) is not selected by %s: Ripple does not watch it", s.Kind, s.Name, l, settings.Flag("resource-label-selector"))
 }
 
@@ -257,125 +270,134 @@ func ages(events []Event, now time.Time) []Event {
 	return events
 }
 
-// noticeVerdicts are the plan's notices that give explain's verdict: the
-// first of them the plan told is it, in the words of its notice, so that
-// explain and the controller's Events say the same. A reason's entry is
-// the report's state, its reason there (when not the notice's own) and
-// the verdict's prefix.
-var noticeVerdicts = map[reason.Reason]struct {
-	state          State
-	reason, prefix string
-}{
-	reason.SettleWindow:     {state: Waiting, prefix: "waiting: "},
-	reason.ReloadHeld:       {state: Waiting, prefix: "held: "},
-	reason.ReloadPending:    {state: PendingApproval, reason: "PendingApproval"},
-	reason.WaitingForCanary: {state: Waiting},
-	reason.RolloutHalted:    {state: Waiting},
-	reason.CanaryUnkept:     {state: Waiting, prefix: "held: "},
-	reason.ReloadDeferred:   {state: Waiting},
-	reason.WouldReload:      {state: WouldReload, reason: "NotifyPolicy"},
-}
-
-// planVerdict is the verdict of the first notice of the plan that gives
-// one (noticeVerdicts); an empty state when none does. A dry run's
-// WouldReload is explain's own (verdict).
-func planVerdict(f Facts) (State, string, string) {
-	for _, n := range f.Plan.Notices {
-		v, ok := noticeVerdicts[n.Reason]
-		if ok && (n.Reason != reason.WouldReload || !f.Settings.Plan.DryRun) {
-			return v.state, cmpOr(v.reason, string(n.Reason)), v.prefix + n.Message
-		}
+// verdict is where the workload stands (standing.Workload, from its plan
+// and what explain reads beside it) and one line saying it.
+func verdict(f Facts, r Report) (standing.Standing, string) {
+	unmanaged, because := outOfReach(f)
+	w := standing.Whole{Plan: f.Plan, DryRun: f.Settings.Plan.DryRun, Rollout: rollout.Status{State: rollout.Complete}, Unmanaged: unmanaged}
+	if f.Rollout != nil {
+		w.Rollout = *f.Rollout
 	}
-	return "", "", ""
-}
-
-// waitVerdict is the verdict of a wait the plan does not tell, for
-// explain reads it from elsewhere (the workload's pause, Ripple's Events);
-// an empty state when it gives none (a pause that has ended, an owner's
-// pause).
-func waitVerdict(w Wait, now time.Time) (State, string, string) {
+	w.Held, w.Rolling = beside(r.Waiting, f.Now)
+	if w.Rolling != "" && w.Rollout.State == rollout.Complete {
+		// A pause or a restart holds its rollout, whatever the kind's
+		// status (none in manifest files) says.
+		w.Rollout = rollout.Status{State: rollout.Progressing}
+	}
+	for ref := range f.Unselected {
+		w.NotSelected = append(w.NotSelected, ref)
+	}
+	s := standing.Workload(w)
 	switch {
-	case w.For == waitPause && w.Until.After(now):
-		return Paused, string(reason.Paused), "paused: " + w.Message
-	case w.For == waitHold:
-		return Waiting, reasonHeld, "held: " + w.Message
-	case w.For == waitSlot:
-		return Waiting, reasonQueued, "waiting: " + w.Message
-	case w.For == waitRestart:
-		return Waiting, string(reason.RestartInProgress), "restarting: " + w.Message
+	case because != "":
+		return s, "not reloading: " + because
+	case (s.State == standing.Complete || s.State == standing.Stale) && len(f.Plan.Warnings) > 0:
+		// Nothing else would point at the annotation Ripple warns of (an
+		// invalid pattern may be why it does not reload).
+		return s, line(f, r, s) + "; invalid annotation: " + f.Plan.Warnings[0]
 	}
-	return "", "", ""
+	return s, line(f, r, s)
 }
 
-// verdict is the state of the workload, its reason and one line saying it.
-func verdict(f Facts, r Report) (State, string, string) {
-	if why, because := outOfReach(f); why != "" {
-		return NotReloading, why, "not reloading: " + because
-	}
-	if state, reason, line := planVerdict(f); state != "" {
-		return state, reason, line
-	}
-	for _, w := range r.Waiting {
-		if state, reason, line := waitVerdict(w, f.Now); state != "" {
-			return state, reason, line
+// beside is what the waits explain reads beside the plan say of the
+// workload at now: what holds it (the storm breaker's hold, a place in
+// line for a rollout slot, both from Ripple's Events) and why its rollout
+// is in progress (Ripple's pause period, a restart method's restart).
+func beside(waits []Wait, now time.Time) (held, rolling reason.Reason) {
+	for _, w := range waits {
+		switch {
+		case w.For == waitHold && held == "":
+			held = reason.ReloadHeld
+		case w.For == waitSlot && held == "":
+			held = reason.RolloutQueued
+		case w.For == waitPause && w.Until.After(now):
+			rolling = reason.Paused
+		case w.For == waitRestart:
+			rolling = reason.RestartInProgress
 		}
 	}
-	if changes := strings.Join(plan.ChangeNames(f.Plan.Changes), ", "); changes != "" {
-		if f.Settings.Plan.DryRun {
-			return WouldReload, "DryRun", fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.Flag("dry-run"))
-		}
-		return WouldReload, "Changed", fmt.Sprintf("reloads now for changes in %s, not yet applied on the workload", changes)
+	return held, rolling
+}
+
+// prefixes begin the verdict of a reason whose notice or wait tells it.
+var prefixes = map[reason.Reason]string{
+	reason.SettleWindow: "waiting: ", reason.ReloadHeld: "held: ", reason.CanaryUnkept: "held: ", reason.RolloutQueued: "waiting: ",
+	reason.Paused: "paused: ", reason.RestartInProgress: "restarting: ",
+}
+
+// waitsOf are the waits that tell a reason the plan has no notice of.
+var waitsOf = map[reason.Reason]string{
+	reason.ReloadHeld: waitHold, reason.RolloutQueued: waitSlot, reason.Paused: waitPause, reason.RestartInProgress: waitRestart,
+}
+
+// line is the verdict of standing s for people: the words of the
+// plan's notice of its reason, as the controller's Event says it, or of
+// the wait that tells it; else explain's own sentence.
+func line(f Facts, r Report, s standing.Standing) string {
+	if n, ok := f.Plan.Notice(s.Reason); ok && (s.Reason != reason.WouldReload || !f.Settings.Plan.DryRun) {
+		return prefixes[s.Reason] + n.Message
 	}
-	if len(f.Plan.Warnings) > 0 {
-		return Invalid, "InvalidAnnotation", "invalid annotation: " + f.Plan.Warnings[0]
+	if i := slices.IndexFunc(r.Waiting, func(w Wait) bool { return w.For == waitsOf[s.Reason] }); i >= 0 {
+		return prefixes[s.Reason] + r.Waiting[i].Message
 	}
-	for _, r := range []reason.Reason{reason.RolledBack, reason.ReloadSkipped} {
-		if n, ok := f.Plan.Notice(r); ok {
-			return UpToDate, recordReason(r), n.Message // as its Event says it
-		}
+	changes := strings.Join(plan.ChangeNames(f.Plan.Changes), ", ")
+	switch s.Reason {
+	case reason.WouldReload:
+		return fmt.Sprintf("would reload for changes in %s, but %s: Ripple records a WouldReload event and rolls nothing", changes, f.Settings.Flag("dry-run"))
+	case reason.ReloadDue:
+		return fmt.Sprintf("reloads now for changes in %s, not yet applied on the workload", changes)
+	case reason.RolloutInProgress:
+		return fmt.Sprintf("rolling: reloads on %s and applied what it holds; its rollout is in progress: %s", reloadsOn(r), f.Rollout.Reason)
+	case reason.RolloutStalled:
+		return fmt.Sprintf("stalled: reloads on %s and applied what it holds; its rollout stalled: %s", reloadsOn(r), f.Rollout.Reason)
+	case reason.NoSources:
+		return "nothing to reload: the pod template uses no ConfigMap or Secret and no annotation names one"
+	case reason.Applied:
+		return fmt.Sprintf("up to date: reloads on %s and already has what it holds", reloadsOn(r))
 	}
+	return notReloading(r, s)
+}
+
+// reloadsOn names the sources the workload reloads on, with the reason of
+// each decision, e.g. `ConfigMap "app" (AutoMatch)`.
+func reloadsOn(r Report) string {
 	var reloading []string
 	for _, s := range r.Sources {
 		if s.Reload {
 			reloading = append(reloading, fmt.Sprintf("%s %q (%s)", s.Kind, s.Name, s.Reason))
 		}
 	}
-	switch {
-	case len(reloading) > 0:
-		return UpToDate, "Applied", fmt.Sprintf("up to date: reloads on %s and already has what it holds", strings.Join(reloading, ", "))
-	case len(r.Sources) == 0:
-		return NotReloading, "NoSources", "not reloading: the pod template uses no ConfigMap or Secret and no annotation names one"
-	}
-	s := r.Sources[0]
-	msg := "not reloading: " + s.Message
-	if s.Hint != "" {
-		msg += "; " + s.Hint
-	}
-	return NotReloading, s.Reason, msg
+	return strings.Join(reloading, ", ")
 }
 
-// recordReason is explain's reason of a workload up to date by its
-// record: the source state the notice r tells of.
-func recordReason(r reason.Reason) string {
-	if r == reason.RolledBack {
-		return string(plan.RolledBack)
+// notReloading is the verdict of a workload that does not reload on its
+// configs: the decision of the first source that says why, with its hint.
+func notReloading(r Report, s standing.Standing) string {
+	i := slices.IndexFunc(r.Sources, func(src Source) bool { return src.Reason == string(s.Reason) })
+	if i < 0 {
+		return reason.Of(s.Reason).When
 	}
-	return string(plan.TemplateApplied)
+	src := r.Sources[i]
+	msg := "not reloading: " + src.Message
+	if src.Hint != "" {
+		msg += "; " + src.Hint
+	}
+	return msg
 }
 
 // outOfReach says why Ripple does not reload the workload at all: it runs
 // in webhook mode, the kind is ignored, the namespace is out of scope, or
 // the workload has no template.
-func outOfReach(f Facts) (reason, why string) {
+func outOfReach(f Facts) (reason.Reason, string) {
 	switch {
 	case f.Settings.Webhook != "":
-		return "WebhookMode", fmt.Sprintf("Ripple runs in webhook mode (%s): it posts each change to the webhook and reloads nothing", f.Settings.Webhook)
+		return reason.WebhookMode, fmt.Sprintf("Ripple runs in webhook mode (%s): it posts each change to the webhook and reloads nothing", f.Settings.Webhook)
 	case f.Kind.Off != "":
-		return "KindIgnored", fmt.Sprintf("Ripple does not reload %ss: %s", f.Kind.Name(), f.Kind.Off)
+		return reason.KindIgnored, fmt.Sprintf("Ripple does not reload %ss: %s", f.Kind.Name(), f.Kind.Off)
 	case f.OutOfScope != "":
-		return "NamespaceOutOfScope", f.OutOfScope
+		return reason.NamespaceOutOfScope, f.OutOfScope
 	case f.Template == nil:
-		return "NoTemplate", f.NoTemplate
+		return reason.NoTemplate, f.NoTemplate
 	}
 	return "", ""
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // Explain finds that no canary can be kept as the controller does: the
@@ -60,9 +62,9 @@ func TestBuildCanaryUnkept(t *testing.T) {
 		f.Plan = plan.For(f.Input)
 		r := Build(f)
 		switch {
-		case rolls && (r.State != WouldReload || r.Reason != "Changed"):
+		case rolls && (r.State != standing.Pending || r.Reason != reason.ReloadDue):
 			t.Errorf("--canary-unkept=roll: %s (%s): %s; want it to reload", r.State, r.Reason, r.Verdict)
-		case !rolls && (r.State != Waiting || r.Reason != "CanaryUnkept" || !strings.HasPrefix(r.Verdict, "held: Reload held") ||
+		case !rolls && (r.State != standing.Waiting || r.Reason != reason.CanaryUnkept || !strings.HasPrefix(r.Verdict, "held: Reload held") ||
 			!strings.Contains(r.Verdict, string(gather.UnkeptNotServed))):
 			t.Errorf("held: %s (%s): %s; want Waiting, CanaryUnkept, naming the CRD", r.State, r.Reason, r.Verdict)
 		}

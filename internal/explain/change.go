@@ -18,7 +18,9 @@ import (
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -69,8 +71,8 @@ type ChangeRollout struct {
 // ChangeWorkload is one workload that uses the config.
 type ChangeWorkload struct {
 	workload.Ref
-	State  State  `json:"state"`
-	Reason string `json:"reason"`
+	State  standing.State `json:"state"`
+	Reason reason.Reason  `json:"reason"`
 	// Canary is set on a canary of the change.
 	Canary bool `json:"canary,omitempty"`
 }
@@ -218,14 +220,14 @@ func PrintChange(w io.Writer, format string, c Change) error {
 		fmt.Fprintf(&b, "Canary:\tnone recorded for this data\n")
 	}
 	printRollout(&b, c.Rollout)
-	counts := map[State]int{}
+	counts := map[standing.State]int{}
 	for _, wl := range c.Workloads {
 		counts[wl.State]++
 	}
 	var parts []string
-	for _, s := range []State{UpToDate, WouldReload, Waiting, Paused, Invalid, NotReloading, PendingApproval} {
+	for _, s := range standing.States() {
 		if counts[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s.Text()))
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
 	fmt.Fprintf(&b, "Workloads:\t%d use it: %s\n\nKIND\tNAME\tSTATE\tREASON\tCANARY\n", len(c.Workloads), dash(strings.Join(parts, ", ")))
@@ -234,7 +236,7 @@ func PrintChange(w io.Writer, format string, c Change) error {
 		if wl.Canary {
 			canary = "yes"
 		}
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State.Text(), wl.Reason, canary)
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State, wl.Reason, canary)
 	}
 	if len(c.Unplanned) > 0 {
 		fmt.Fprintf(&b, "\nNot planned (they may use it):\n")

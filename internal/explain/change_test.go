@@ -20,6 +20,7 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // A Secret the user may not read (the built-in view role) is explained by
@@ -84,7 +85,7 @@ func TestChangeWithUnreadableOtherSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Workloads) != 1 || got.Workloads[0].Name != "web" || got.Workloads[0].State != UpToDate {
+	if len(got.Workloads) != 1 || got.Workloads[0].Name != "web" || got.Workloads[0].State != standing.Complete {
 		t.Errorf("workloads %+v, want web up to date", got.Workloads)
 	}
 	if len(got.Unplanned) != 1 || got.Unplanned[0].Name != "api" || !strings.Contains(got.Unplanned[0].Why, "cannot read Secret shop/db") {

@@ -11,17 +11,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/reason"
 )
 
-// The storm breaker's events: a hold lives only in Ripple's memory, so the
-// newest of these, or a Reloaded after them, says whether one is on.
-const (
-	reasonHeld    = string(reason.ReloadHeld)
-	reasonResumed = string(reason.ReloadResumed)
-)
-
-// reasonQueued is the event of a workload that waits for a rollout slot
-// (--max-concurrent-rollouts); the line is in Ripple's memory too.
-const reasonQueued = string(reason.RolloutQueued)
-
 // ripples reports whether an Event reason is one of Ripple's (the
 // registry's).
 func ripples(r string) bool {

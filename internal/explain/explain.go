@@ -17,9 +17,10 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metainfo"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -38,6 +39,10 @@ type Explainer struct {
 	// report: the workload and the sources it lists. Nil when nothing looks
 	// for them (live); when set, All lists the workloads with findings too.
 	Findings func(r Report) []Finding
+	// Rollouts reads how a workload's rollout stands by its status
+	// (workload.RolloutOf); nil where the objects hold no status
+	// (manifest files): complete.
+	Rollouts func(workload.Kind, client.Object) rollout.Status
 	Now      func() time.Time
 }
 
@@ -132,6 +137,10 @@ func tplAnnotations(tpl *corev1.PodTemplateSpec) map[string]string {
 // explain builds the report of obj.
 func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (Report, error) {
 	f := Facts{Kind: kind, Object: obj, Settings: e.Settings, Now: e.Now()}
+	if e.Rollouts != nil {
+		st := e.Rollouts(kind.Kind, obj)
+		f.Rollout = &st
+	}
 	tpl, err := workload.Template(ctx, e.Reader, kind.Kind, obj)
 	if err != nil {
 		return Report{}, err
@@ -162,7 +171,8 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 
 // plan gathers the plan input as the controller does and plans. The
 // controller keeps the settle state in memory; here it is rebuilt from
-// when the changed sources were last written.
+// when the changed sources were last written (standing.Planned, as
+// `ripple plan` rebuilds it).
 func (e Explainer) plan(ctx context.Context, f *Facts) error {
 	view := &cacheView{Reader: e.Reader, selector: e.Settings.Config.ResourceSelector,
 		written: map[refs.Ref]time.Time{}, unselected: map[refs.Ref]string{}}
@@ -172,21 +182,7 @@ func (e Explainer) plan(ctx context.Context, f *Facts) error {
 		return fmt.Errorf("reading the sources of %s %s/%s: %w", f.Kind.Name(), f.Object.GetNamespace(), f.Object.GetName(), err)
 	}
 	in.Now = f.Now
-	p := plan.For(in)
-	if len(p.Changes) > 0 {
-		var first, last time.Time
-		for _, c := range p.Changes {
-			t := view.written[c.Ref]
-			if first.IsZero() || t.Before(first) {
-				first = t
-			}
-			if t.After(last) {
-				last = t
-			}
-		}
-		in.Pending = plan.Pending{}.Notice(first).Notice(last)
-		p = plan.For(in)
-	}
+	p := standing.Planned(in, func(ref refs.Ref) time.Time { return view.written[ref] })
 	f.Input, f.Plan, f.Written, f.Unselected = in, p, view.written, view.unselected
 	return nil
 }

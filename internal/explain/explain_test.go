@@ -17,6 +17,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -72,22 +73,22 @@ func TestBuildStates(t *testing.T) {
 	tests := map[string]struct {
 		meta            map[string]string
 		applied         string
-		state           State
+		state           standing.State
 		reason, verdict string
 	}{
-		"applied":      {map[string]string{"reloader.stakater.com/auto": "true"}, current, UpToDate, "Applied", `ConfigMap "app" (AutoMatch)`},
-		"changed":      {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}, old, WouldReload, "Changed", `changes in ConfigMap "app"`},
-		"settle":       {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1m"}, old, Waiting, "SettleWindow", `annotation "ripple.dev/settle-window"`},
-		"not opted in": {map[string]string{}, "", NotReloading, "NotOptedIn", `"reloader.stakater.com/auto"`},
-		"bad window":   {map[string]string{"configmap.reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "soon"}, current, Invalid, "InvalidAnnotation", `"ripple.dev/settle-window"`},
+		"applied":      {map[string]string{"reloader.stakater.com/auto": "true"}, current, standing.Complete, "Applied", `ConfigMap "app" (AutoMatch)`},
+		"changed":      {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}, old, standing.Pending, "ReloadDue", `changes in ConfigMap "app"`},
+		"settle":       {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1m"}, old, standing.Pending, "SettleWindow", `annotation "ripple.dev/settle-window"`},
+		"not opted in": {map[string]string{}, "", standing.Stale, "NotOptedIn", `"reloader.stakater.com/auto"`},
+		"bad window":   {map[string]string{"configmap.reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "soon"}, current, standing.Complete, "Applied", `invalid annotation: annotation "ripple.dev/settle-window"`},
 		// The plan's first notice is the verdict: the approval, then the window.
 		"manual, window closed": {map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s", "ripple.dev/reload-policy": "manual",
-			"ripple.dev/reload-window": "Sat 00:00-00:01 UTC"}, old, PendingApproval, "PendingApproval", "Reload pending approval (reload policy manual, from the workload)"},
+			"ripple.dev/reload-window": "Sat 00:00-00:01 UTC"}, old, standing.Waiting, "ReloadPending", "Reload pending approval (reload policy manual, from the workload)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := Build(facts(t, tc.meta, tc.applied, current, written, defaults(t)))
-			if r.State != tc.state || r.Reason != tc.reason || !strings.Contains(r.Verdict, tc.verdict) {
+			if r.State != tc.state || string(r.Reason) != tc.reason || !strings.Contains(r.Verdict, tc.verdict) {
 				t.Errorf("%s (%s): %s; want %s (%s) naming %s", r.State, r.Reason, r.Verdict, tc.state, tc.reason, tc.verdict)
 			}
 			if s := r.Sources[0]; s.Digest != current[:digestLen] || (tc.applied != "" && s.Applied != tc.applied[:digestLen]) {
@@ -102,7 +103,8 @@ func TestBuildStates(t *testing.T) {
 }
 
 // A template rolled back to older data than the record, which is the
-// current data: up to date, reason RolledBack, naming both digests.
+// current data: Excluded (it keeps the older data), reason RolledBack,
+// naming both digests.
 func TestBuildRolledBack(t *testing.T) {
 	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	f := facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), defaults(t))
@@ -110,7 +112,7 @@ func TestBuildRolledBack(t *testing.T) {
 	f.Input.Workload.Template = f.Template
 	f.Plan = plan.For(f.Input)
 	r := Build(f)
-	if r.State != UpToDate || r.Reason != "RolledBack" || !strings.Contains(r.Verdict, `ConfigMap "app" `+old[:digestLen]) ||
+	if r.State != standing.Excluded || r.Reason != "RolledBack" || !strings.Contains(r.Verdict, `ConfigMap "app" `+old[:digestLen]) ||
 		!strings.Contains(r.Verdict, `ConfigMap "app" `+current[:digestLen]) {
 		t.Errorf("%s (%s): %s", r.State, r.Reason, r.Verdict)
 	}
@@ -137,7 +139,7 @@ func TestPrinters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var l List
-	if err := json.Unmarshal(b.Bytes(), &l); err != nil || len(l.Items) != 1 || l.Items[0].State != UpToDate {
+	if err := json.Unmarshal(b.Bytes(), &l); err != nil || len(l.Items) != 1 || l.Items[0].State != standing.Complete {
 		t.Errorf("list: %v %s", err, b.String())
 	}
 }
@@ -164,27 +166,32 @@ func TestBuildShowsKeysThatCount(t *testing.T) {
 }
 
 // A hold of the storm breaker lives in Ripple's memory: explain reads it
-// from the newest of Ripple's hold, resume and reload events.
+// from the newest of Ripple's hold, resume and reload events. It holds a
+// change that is due; a workload that has its configs' data has nothing
+// held.
 func TestBuildHoldFromEvents(t *testing.T) {
-	current := strings.Repeat("c", 40)
+	old, current := strings.Repeat("a", 40), strings.Repeat("c", 40)
 	held := Event{Type: "Warning", Reason: "ReloadHeld", Message: `ConfigMap "app" changed 11 times within 1m0s`}
 	for name, tc := range map[string]struct {
-		events []Event
-		state  State
+		events  []Event
+		applied string
+		state   standing.State
 	}{
-		"held":             {[]Event{held}, Waiting},
-		"resumed since":    {[]Event{{Reason: "ReloadResumed"}, held}, UpToDate},
-		"reloaded since":   {[]Event{{Reason: "Reloaded"}, held}, UpToDate},
-		"no breaker event": {[]Event{{Reason: "RolloutComplete"}}, UpToDate},
+		"held":             {[]Event{held}, old, standing.Waiting},
+		"resumed since":    {[]Event{{Reason: "ReloadResumed"}, held}, old, standing.Pending},
+		"reloaded since":   {[]Event{{Reason: "Reloaded"}, held}, old, standing.Pending},
+		"no breaker event": {[]Event{{Reason: "RolloutComplete"}}, old, standing.Pending},
+		"held, applied":    {[]Event{held}, current, standing.Complete},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := facts(t, map[string]string{"reloader.stakater.com/auto": "true"}, current, current, time.Now(), defaults(t))
+			meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}
+			f := facts(t, meta, tc.applied, current, time.Now(), defaults(t))
 			f.Events = tc.events
 			r := Build(f)
 			if r.State != tc.state {
 				t.Fatalf("state %s (%s), want %s", r.State, r.Verdict, tc.state)
 			}
-			if tc.state == Waiting && (r.Reason != "ReloadHeld" || !strings.Contains(r.Verdict, "--flap-quiet-period") || r.Waiting[0].Setting != "--flap-threshold") {
+			if tc.state == standing.Waiting && (r.Reason != "ReloadHeld" || !strings.Contains(r.Verdict, "--flap-quiet-period") || r.Waiting[0].Setting != "--flap-threshold") {
 				t.Errorf("reason %s, verdict %q, waiting %+v", r.Reason, r.Verdict, r.Waiting)
 			}
 		})
@@ -199,12 +206,12 @@ func TestBuildRolloutSlotFromEvents(t *testing.T) {
 	meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "0s"}
 	f := facts(t, meta, old, current, time.Now(), defaults(t))
 	f.Events = []Event{queued}
-	if r := Build(f); r.State != Waiting || r.Reason != "RolloutQueued" || !strings.Contains(r.Verdict, "--max-concurrent-rollouts") {
+	if r := Build(f); r.State != standing.Pending || r.Reason != "RolloutQueued" || !strings.Contains(r.Verdict, "--max-concurrent-rollouts") {
 		t.Errorf("queued with a change: %s (%s) %q", r.State, r.Reason, r.Verdict)
 	}
 	f = facts(t, meta, current, current, time.Now(), defaults(t))
 	f.Events = []Event{queued}
-	if r := Build(f); r.State != UpToDate {
+	if r := Build(f); r.State != standing.Complete {
 		t.Errorf("queued, but nothing left to roll: %s (%s), want up to date", r.State, r.Reason)
 	}
 }
@@ -244,14 +251,14 @@ func TestShardNamed(t *testing.T) {
 }
 
 // A template changed after a config change, recorded so (the alias the
-// plan writes): up to date, reason TemplateApplied, naming the data read.
+// plan writes): Complete, reason ReloadSkipped, naming the data read.
 func TestBuildTemplateApplied(t *testing.T) {
 	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	meta := map[string]string{"reloader.stakater.com/auto": "true",
 		"ripple.dev/applied-alias": `{"ConfigMap/app":{"shown":"` + old + `","means":"` + current + `","template":true}}`}
 	f := facts(t, meta, old, current, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), defaults(t))
 	r := Build(f)
-	if r.State != UpToDate || r.Reason != "TemplateApplied" || !strings.Contains(r.Verdict, `ConfigMap "app" `+current[:digestLen]) ||
+	if r.State != standing.Complete || r.Reason != "ReloadSkipped" || !strings.Contains(r.Verdict, `ConfigMap "app" `+current[:digestLen]) ||
 		!strings.Contains(r.Verdict, "the pod template was changed after the config") {
 		t.Errorf("%s (%s): %s", r.State, r.Reason, r.Verdict)
 	}

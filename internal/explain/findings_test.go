@@ -18,6 +18,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/manifest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 const offlineManifests = `---
@@ -133,7 +134,7 @@ func TestNamespaceNotInFilesIsSelected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Reason == "NamespaceOutOfScope" || r.State != UpToDate {
+	if r.Reason == "NamespaceOutOfScope" || r.State != standing.Complete {
 		t.Errorf("state %s, reason %s: %s", r.State, r.Reason, r.Verdict)
 	}
 }

@@ -119,10 +119,10 @@ func slotWait(f Facts) (Wait, bool) {
 		return Wait{}, false
 	}
 	for _, e := range f.Events {
-		switch e.Reason {
-		case reasonQueued:
+		switch reason.Reason(e.Reason) {
+		case reason.RolloutQueued:
 			return Wait{For: waitSlot, Setting: "--max-concurrent-rollouts", Message: e.Message}, true
-		case "Reloaded":
+		case reason.Reloaded:
 			return Wait{}, false
 		}
 	}
@@ -130,15 +130,15 @@ func slotWait(f Facts) (Wait, bool) {
 }
 
 // holdWait is the storm breaker's hold, from Ripple's events (newest
-// first): on when the newest ReloadHeld has no ReloadResumed or Reloaded
-// after it.
+// first; a hold lives only in Ripple's memory): on when the newest
+// ReloadHeld has no ReloadResumed or Reloaded after it.
 func holdWait(f Facts) (Wait, bool) {
 	for _, e := range f.Events {
-		switch e.Reason {
-		case reasonHeld:
+		switch reason.Reason(e.Reason) {
+		case reason.ReloadHeld:
 			return Wait{For: waitHold, Setting: "--flap-threshold", Message: e.Message +
 				"; Ripple rolls the latest data once the configs have been quiet for --flap-quiet-period"}, true
-		case reasonResumed, "Reloaded":
+		case reason.ReloadResumed, reason.Reloaded:
 			return Wait{}, false
 		}
 	}

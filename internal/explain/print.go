@@ -50,7 +50,7 @@ func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 		for _, s := range r.Sources {
 			names = append(names, s.Kind+"/"+s.Name)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Workload.Kind, r.Workload.Name, r.State.Text(), dash(strings.Join(names, ",")), r.Reason)
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Workload.Kind, r.Workload.Name, r.State, dash(strings.Join(names, ",")), r.Reason)
 		if withNamespace {
 			row = r.Workload.Namespace + "\t" + row
 		}
@@ -121,7 +121,7 @@ func printReport(w io.Writer, r Report) error {
 	var b strings.Builder
 	tw := &b
 	fmt.Fprintf(tw, "Workload:\t%s %s/%s\n", r.Workload.Kind, r.Workload.Namespace, r.Workload.Name)
-	fmt.Fprintf(tw, "State:\t%s\n", r.State.Text())
+	fmt.Fprintf(tw, "State:\t%s\n", r.State)
 	fmt.Fprintf(tw, "Reason:\t%s\n", r.Reason)
 	fmt.Fprintf(tw, "Verdict:\t%s\n", r.Verdict)
 	printReloadPolicy(tw, r.ReloadPolicy)
@@ -186,7 +186,7 @@ func printSources(tw *strings.Builder, sources []Source) {
 	section(tw, "SOURCES", "SOURCE\tUSED BY\tSTATE\tDIGEST\tAPPLIED\tRELOAD\tREASON", len(sources), func(i int) string {
 		s := sources[i]
 		reload := yesNo(s.Reload)
-		if !s.Found && s.State != "NotWatched" {
+		if !s.Found && s.State != notWatchedState {
 			s.State += " (not found)"
 		}
 		return fmt.Sprintf("%s/%s\t%s\t%s\t%s\t%s\t%s\t%s", s.Kind, s.Name, dash(usedBy(s.Uses)), s.State, dash(s.Digest), dash(s.Applied), reload, s.Reason)

@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
-
-// PendingApproval is the state of a workload whose change waits for an
-// approval (reload policy manual).
-const PendingApproval = State("PendingApproval")
 
 // ReloadPolicy is the workload's reload policy and what waits for an
 // approval under it.
@@ -66,13 +64,7 @@ func reloadPolicy(f Facts) *ReloadPolicy {
 // beyond Ripple's own timing, as `explain --pending` lists them: an
 // approval, or its reload window.
 func Awaits(r Report) bool {
-	switch r.State {
-	case PendingApproval:
-		return true
-	case Waiting:
-		return r.Reason == reasonDeferred // its reload window is closed
-	}
-	return false
+	return r.State == standing.Waiting && (r.Reason == reason.ReloadPending || r.Reason == reason.ReloadDeferred)
 }
 
 // Awaiting is the list of the workloads in l that wait (Awaits).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/metainfo"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // A manual workload's change waits for an approval: the report says so,
@@ -26,7 +27,7 @@ func TestBuildReloadPolicy(t *testing.T) {
 	// The verdict is the ReloadPending Event's message.
 	want := `Reload pending approval (reload policy manual, from the workload): changes in ConfigMap "app" ` + current[:digestLen] +
 		", waiting since 2026-01-02T03:04:05Z; approve with `ripple approve deployment/web -n shop`"
-	if r.State != PendingApproval || r.Reason != "PendingApproval" || r.Verdict != want {
+	if r.State != standing.Waiting || r.Reason != "ReloadPending" || r.Verdict != want {
 		t.Errorf("%s (%s): %s\nwant the verdict %s", r.State, r.Reason, r.Verdict, want)
 	}
 	rp := r.ReloadPolicy
@@ -45,12 +46,12 @@ func TestBuildReloadPolicy(t *testing.T) {
 	}
 
 	n := Build(facts(t, meta("notify"), old, current, written, defaults(t)))
-	if n.State != WouldReload || n.Reason != "NotifyPolicy" || n.ReloadPolicy.Pending != nil ||
+	if n.State != standing.NotifyOnly || n.Reason != "WouldReload" || n.ReloadPolicy.Pending != nil ||
 		n.Verdict != `Would reload for changes in ConfigMap "app" (reload policy notify)` {
 		t.Errorf("notify: %s (%s): %s", n.State, n.Reason, n.Verdict)
 	}
 	a := Build(facts(t, meta("auto"), old, current, written, defaults(t)))
-	if l := (List{Items: []Report{a, r, n}}).Awaiting(); len(l.Items) != 1 || l.Items[0].State != PendingApproval {
+	if l := (List{Items: []Report{a, r, n}}).Awaiting(); len(l.Items) != 1 || l.Items[0].State != standing.Waiting {
 		t.Errorf("--pending lists %+v, want the manual workload only", l.Items)
 	}
 }
@@ -106,8 +107,8 @@ func TestPublishedReloadPolicyAndRestartMethod(t *testing.T) {
 	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	meta := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/settle-window": "1s"}
 	r := Build(facts(t, meta, old, current, written, s))
-	if r.State != PendingApproval || r.ReloadPolicy.From != "flag" {
-		t.Errorf("%s (%s): %s; want PendingApproval from the flag", r.State, r.Reason, r.Verdict)
+	if r.State != standing.Waiting || r.ReloadPolicy.From != "flag" {
+		t.Errorf("%s (%s): %s; want Waiting (ReloadPending) from the flag", r.State, r.Reason, r.Verdict)
 	}
 	if l := (List{Items: []Report{r}}).Awaiting(); len(l.Items) != 1 {
 		t.Errorf("--pending lists %d workloads, want the waiting one", len(l.Items))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ripple-dev/ripple/internal/metainfo"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -21,12 +23,11 @@ import (
 // json|yaml`; docs/explain.md documents every field.
 type Report struct {
 	Workload workload.Ref `json:"workload"`
-	// State sums the verdict up: one of the State constants.
-	State State `json:"state"`
-	// Reason is the CamelCase cause of the verdict: a decide reason of a
-	// source (NotOptedIn, Excluded, ...) or one of explain's own
-	// (KindIgnored, NamespaceOutOfScope, SettleWindow, Paused, ...).
-	Reason string `json:"reason"`
+	// State and Reason are where the workload stands (standing.Workload):
+	// the words a ConfigRollout and `ripple plan` say, and a reason of
+	// the registry (internal/reason).
+	State  standing.State `json:"state"`
+	Reason reason.Reason  `json:"reason"`
 	// Verdict is one line for people, naming the annotation or flag at play.
 	Verdict string `json:"verdict"`
 	// Sources are every source the workload uses or names.
@@ -94,45 +95,6 @@ type Shard struct {
 	Count int `json:"count"`
 }
 
-// State is what Ripple does with the workload now.
-type State string
-
-// The states of a workload.
-const (
-	// UpToDate: it reloads on some source, and has what they hold.
-	UpToDate = State("UpToDate")
-	// WouldReload: a source changed and the settle window is over: Ripple
-	// reloads it now, or with --dry-run records a WouldReload event.
-	WouldReload = State("WouldReload")
-	// Waiting: a change waits for the settle window to close.
-	Waiting = State("Waiting")
-	// Paused: Ripple paused it (pause-period) and resumes it later.
-	Paused = State("Paused")
-	// NotReloading: nothing reloads it.
-	NotReloading = State("NotReloading")
-	// Invalid: an annotation is invalid (see Warnings).
-	Invalid = State("Invalid")
-)
-
-// Text is the state for people, as the table shows it.
-func (s State) Text() string {
-	switch s {
-	case UpToDate:
-		return "up to date"
-	case WouldReload:
-		return "would reload"
-	case Waiting:
-		return "waiting"
-	case Paused:
-		return "paused"
-	case Invalid:
-		return "invalid"
-	case PendingApproval:
-		return "pending approval"
-	}
-	return "not reloading"
-}
-
 // Source is one source and what it means for the workload.
 type Source struct {
 	Kind string `json:"kind"`
@@ -149,7 +111,9 @@ type Source struct {
 	// State is the planner's state (Baseline, Unchanged, Changed, ...), or
 	// NotWatched for a kind this Ripple does not watch.
 	State string `json:"state"`
-	// Reload, Reason and Message are the decision.
+	// Reload, Reason and Message are the decision: Reason is the
+	// decision's (internal/decide), or the registry's NotSelected,
+	// NotWatched or RotationUnknown for a config Ripple does not see.
 	Reload  bool   `json:"reload"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`

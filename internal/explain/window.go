@@ -79,6 +79,3 @@ func windowText(w *ReloadWindow) string {
 	}
 	return fmt.Sprintf("%q (from the %s): closed, next opening %s (%s)", w.Value, w.From, w.NextOpening.Format("Mon 2006-01-02 15:04 MST"), stamp(*w.NextOpening))
 }
-
-// reasonDeferred is the event of a reload the reload window defers.
-const reasonDeferred = string(reason.ReloadDeferred)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // explain shows the reload window (value, where from, open or the next
@@ -17,7 +19,7 @@ func TestBuildReloadWindow(t *testing.T) {
 	}
 
 	r := Build(facts(t, meta("Sat 00:00-01:00 UTC"), old, current, written, defaults(t)))
-	if r.State != Waiting || r.Reason != "ReloadDeferred" || !strings.HasPrefix(r.Verdict, `Reload for changes in ConfigMap "app" deferred: the reload window "Sat 00:00-01:00 UTC" (from the workload) is closed`) {
+	if r.State != standing.Waiting || r.Reason != "ReloadDeferred" || !strings.HasPrefix(r.Verdict, `Reload for changes in ConfigMap "app" deferred: the reload window "Sat 00:00-01:00 UTC" (from the workload) is closed`) {
 		t.Errorf("%s (%s): %s; want Waiting (ReloadDeferred)", r.State, r.Reason, r.Verdict)
 	}
 	next := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)

@@ -40,6 +40,10 @@ type Assessor struct {
 	Find  Finder
 	// Digester digests the configs as the controller's caches do.
 	Digester digest.Digester
+	// Rollouts reads how a workload's rollout stands by its status
+	// (workload.RolloutOf); nil where the objects hold no status
+	// (manifest files): complete.
+	Rollouts func(workload.Kind, client.Object) rollout.Status
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
@@ -119,8 +123,13 @@ func (a Assessor) consumer(ctx context.Context, g gather.Gatherer, k workload.Ki
 	if err != nil {
 		return nil, fmt.Errorf("reading the configs of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
-	return &Consumer{Ref: workload.RefTo(k, obj), Input: in,
-		First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}, nil
+	c := &Consumer{Ref: workload.RefTo(k, obj), Input: in,
+		First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}
+	if a.Rollouts != nil {
+		st := a.Rollouts(k, obj)
+		c.Rollout = &st
+	}
+	return c, nil
 }
 
 // digested is a copy of a config with its data replaced by its digests,

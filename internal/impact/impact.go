@@ -8,10 +8,11 @@
 //
 // The verdict is the planner's: each workload's plan.Input, gathered with
 // the config's new data and its old data as what the workload applied, is
-// planned by plan.For, after its settle window, with the canaries chosen
-// as the change controller chooses them (plan.StartCanary). Nothing here
-// decides a reload. The verdict holds key names only, never a value nor a
-// digest.
+// planned by plan.For, after its settle window (standing.Settled), with
+// the canaries chosen as the change controller chooses them
+// (plan.StartCanary); where each workload stands is standing.Of's word,
+// as `ripple explain` and a ConfigRollout say it. Nothing here decides a
+// reload. The verdict holds key names only, never a value nor a digest.
 package impact
 
 import (
@@ -25,11 +26,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -75,66 +77,37 @@ type Consumer struct {
 	// First is set when it asks to be chosen as a canary first; Idle when
 	// it runs no pods (rollout.Idle), as the change controller chooses.
 	First, Idle bool
+	// Rollout is how its rollout stands; nil when unknown (manifest files
+	// hold no status), taken as complete.
+	Rollout *rollout.Status
 }
 
-// Outcome is what the change does to one workload.
-type Outcome string
+// order is the order a verdict lists its workloads in, after the
+// canaries: those the change rolls first.
+var order = []standing.State{
+	standing.Pending, standing.Waiting, standing.Halted, standing.NotifyOnly, standing.Rolling,
+	standing.Stalled, standing.Complete, standing.Stale, standing.Excluded,
+}
 
-// The outcomes, in the order a verdict lists them.
-const (
-	// Canary: it rolls first; the others of the change wait for it.
-	Canary = Outcome("canary")
-	// Rolls: it rolls (after the canaries, if any).
-	Rolls = Outcome("rolls")
-	// Waits: it rolls once its wait ends (Wait says which).
-	Waits = Outcome("waits")
-	// NotifyOnly: --dry-run or the notify policy: told, not rolled.
-	NotifyOnly = Outcome("notify-only")
-	// Unaffected: it reloads on the config, but on none of the keys that
-	// changed, or it runs the new data already.
-	Unaffected = Outcome("unaffected")
-	// NotReloading: it references the config but does not reload on it
-	// (no annotation, ignored, excluded); Reason says why.
-	NotReloading = Outcome("not-reloading")
-)
-
-var outcomeOrder = []Outcome{Canary, Rolls, Waits, NotifyOnly, Unaffected, NotReloading}
-
-// rolled reports whether the change rolls a workload of outcome o, now or
-// once its wait ends: the count a limit is checked against.
-func (o Outcome) rolled() bool { return o == Canary || o == Rolls || o == Waits }
-
-// WaitKind is why a workload the change rolls waits.
-type WaitKind string
-
-// The waits.
-const (
-	// Window: its reload window is closed (Detail: the window).
-	Window = WaitKind("window")
-	// Approval: its reload policy is manual.
-	Approval = WaitKind("approval")
-	// Breaker: the storm breaker holds it (flap hold, minimum interval).
-	Breaker = WaitKind("breaker")
-	// Settle: a Helm release in progress, or another wait the planner
-	// gives before the write.
-	Settle = WaitKind("settle")
-)
-
-// Workload is one workload in the verdict.
+// Workload is one workload in the verdict: where the write leaves it once
+// its settle window passed (standing.Of), as `ripple explain` and the
+// change's ConfigRollout say it.
 type Workload struct {
 	workload.Ref
-	Outcome Outcome `json:"outcome"`
-	// Wait is why a workload that Waits waits; Detail says more (the
-	// window as written, its next opening).
-	Wait   WaitKind `json:"wait,omitempty"`
-	Detail string   `json:"detail,omitempty"`
-	// Until is when the wait ends: the window's next opening, the end of
-	// a storm hold; zero when unknown (an approval).
+	State  standing.State `json:"state"`
+	Reason reason.Reason  `json:"reason"`
+	// Canary is set on a canary of the change: it rolls first.
+	Canary bool `json:"canary,omitempty"`
+	// Detail says more of the reason (the window as written, the keys).
+	Detail string `json:"detail,omitempty"`
+	// Until is when a wait ends: the window's next opening, the end of a
+	// storm hold; zero when unknown (an approval).
 	Until time.Time `json:"until,omitzero"`
-	// Reason is the planner's reason for a workload that does not roll
-	// now, or the decision's for one that does not reload.
-	Reason string `json:"reason,omitempty"`
 }
+
+// rolls reports whether the change rolls the workload, now or once its
+// wait ends: the count a limit is checked against.
+func (w Workload) rolls() bool { return w.State == standing.Pending || w.State == standing.Waiting }
 
 // KeyChange is a key whose value the write changes, and how many of the
 // workloads the change rolls read it.
@@ -180,7 +153,8 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 	for i, c := range cs {
 		ins[i] = inputOf(ch, c.Input, now)
 	}
-	plans := settledAll(ins)
+	plans := settledAll(ins, now)
+	held := plans
 	var canary *plan.Canary
 	if ask, cands := asked(ch.Config, cs, plans); ask != nil {
 		c := plan.StartCanary(ch.Namespace, *ask, cands, now)
@@ -190,23 +164,26 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 		for i := range ins {
 			ins[i].Canaries = map[refs.Ref]plan.Canary{ch.Config: passed}
 		}
-		plans = settledAll(ins)
+		plans = settledAll(ins, now)
 	}
 	v := Verdict{Namespace: ch.Namespace, Kind: string(ch.Config.Kind), Name: ch.Config.Name, Op: ch.Op(), Keys: []KeyChange{}, Workloads: []Workload{}}
 	var readers []plan.Input
 	for i, c := range cs {
-		w, ok := outcome(ch.Config, c.Ref, plans[i], canary)
+		w, ok := Place(ch.Config, c, ins[i].DryRun, plans[i])
 		if !ok {
 			continue
 		}
+		if canary != nil {
+			w = canaried(w, ch.Config, c, ins[i].DryRun, held[i], *canary)
+		}
 		v.Workloads = append(v.Workloads, w)
 		readers = append(readers, ins[i])
-		if w.Outcome.rolled() {
+		if w.rolls() {
 			v.Rolls++
 		}
 	}
 	slices.SortFunc(v.Workloads, func(a, b Workload) int {
-		return cmp.Or(cmp.Compare(slices.Index(outcomeOrder, a.Outcome), slices.Index(outcomeOrder, b.Outcome)),
+		return cmp.Or(-cmpBool(a.Canary, b.Canary), cmp.Compare(slices.Index(order, a.State), slices.Index(order, b.State)),
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 	})
 	if canary != nil && len(canary.Members) > 0 {
@@ -218,6 +195,16 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 	v.Keys = keyChanges(ch, readers)
 	v.Summary = summary(v)
 	return v
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // inputOf is in planned at now with ch's old data as what the workload
@@ -265,24 +252,15 @@ func recorded(in plan.Input, config refs.Ref, sum string) map[string]string {
 	return out
 }
 
-// settled is the plan of in once its settle window has passed: what the
-// controller does when that window closes. A wait of the storm breaker is
-// kept: it is a wait of its own.
-func settled(in plan.Input) plan.Plan {
-	p := plan.For(in)
-	if p.Wait > 0 && p.Hold == nil && !p.Spaced {
-		in.Pending, in.Now = p.Pending, in.Now.Add(p.Wait)
-		p = plan.For(in)
-	}
-	return p
-}
-
-// settledAll is the settled plan of each input: a plan costs about a
-// tenth of a millisecond, and an admission review waits for all of a
-// shared config's readers.
-func settledAll(ins []plan.Input) []plan.Plan {
+// settledAll is the plan of each input once its settle window, opened
+// by the write at now, has passed (standing.Settled: the one rule explain
+// rebuilds the window by too): a plan costs about a tenth of a
+// millisecond, and an admission review waits for all of a shared
+// config's readers.
+func settledAll(ins []plan.Input, now time.Time) []plan.Plan {
+	written := func(refs.Ref) time.Time { return now }
 	plans := make([]plan.Plan, len(ins))
-	eachAtOnce(len(ins), func(i int) { plans[i] = settled(ins[i]) })
+	eachAtOnce(len(ins), func(i int) { plans[i] = standing.Settled(ins[i], written) })
 	return plans
 }
 
@@ -323,34 +301,70 @@ func changes(p plan.Plan, config refs.Ref) bool {
 	return slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config })
 }
 
-// outcome is what plan p of workload ref says the change of config does
-// to it; false when the workload neither reads nor reloads on the config.
-func outcome(config refs.Ref, ref workload.Ref, p plan.Plan, canary *plan.Canary) (Workload, bool) {
-	i := slices.IndexFunc(p.Sources, func(s plan.SourcePlan) bool { return s.Ref == config })
-	if i < 0 {
+// Place is where plan p of consumer c, with --dry-run dryRun, leaves it
+// in the change of config (standing.Of), with what more there is to say;
+// false when the workload neither reads nor reloads on the config.
+func Place(config refs.Ref, c Consumer, dryRun bool, p plan.Plan) (Workload, bool) {
+	f, ok := standing.FactsOf(p, config, dryRun)
+	if !ok {
 		return Workload{}, false
 	}
-	sp := p.Sources[i]
-	w := Workload{Ref: ref}
-	switch {
-	case !sp.Decision.Reload && sp.Decision.Reason == decide.NotReferenced:
-		return Workload{}, false
-	case !sp.Decision.Reload:
-		w.Outcome, w.Reason = NotReloading, string(sp.Decision.Reason)
-	case sp.State == plan.NotReloading:
-		w.Outcome, w.Reason = NotReloading, "no container to write the reload on"
-	case sp.State != plan.Changed && sp.State != plan.Created && sp.State != plan.Deleted:
-		w.Outcome, w.Reason = Unaffected, unaffected(sp)
-	case p.WouldReload:
-		w.Outcome, w.Reason = NotifyOnly, string(reason.WouldReload)
-	case canary != nil && canary.IsCanary(ref):
-		w.Outcome = Canary
-		waiting(&w, p, config) // a canary may wait too, for its window say
-	default:
-		w.Outcome = Rolls
-		waiting(&w, p, config)
+	f.Rollout = rollout.Status{State: rollout.Complete}
+	if c.Rollout != nil {
+		f.Rollout = *c.Rollout
 	}
+	s, ok := standing.Of(f)
+	if !ok {
+		return Workload{}, false
+	}
+	w := Workload{Ref: c.Ref, State: s.State, Reason: s.Reason}
+	w.Detail, w.Until = detail(w, f.Source, p)
 	return w, true
+}
+
+// canaried is w in a canaried change: a canary rolls first; another
+// workload that nothing of its own holds waits for the canaries, as its
+// plan before they passed (held) says.
+func canaried(w Workload, config refs.Ref, c Consumer, dryRun bool, held plan.Plan, canary plan.Canary) Workload {
+	w.Canary = canary.IsCanary(c.Ref)
+	switch {
+	case w.Canary && w.State == standing.Pending:
+		w.Detail = "the canary, rolls first and bakes " + canary.Bake.String()
+	case !w.Canary && w.Reason == reason.ReloadDue:
+		if h, ok := Place(config, c, dryRun, held); ok {
+			w = h
+		}
+	}
+	if w.Reason == reason.WaitingForCanary {
+		names := make([]string, len(canary.Members))
+		for i, m := range canary.Members {
+			names[i] = m.Ref.Name
+		}
+		w.Detail = "the canary " + strings.Join(names, ", ")
+	}
+	return w
+}
+
+// detail says more of why w, whose plan of the config is sp in plan p,
+// stands where it does, and until when.
+func detail(w Workload, sp plan.SourcePlan, p plan.Plan) (string, time.Time) {
+	switch {
+	case w.Reason == reason.ReloadHeld && p.Hold != nil:
+		return "flap hold", p.Hold.Until
+	case w.Reason == reason.SettleWindow && p.Spaced:
+		return "the minimum rollout interval " + p.Interval.String(), time.Time{}
+	case w.Reason == reason.ReloadPending:
+		return "reload policy manual, from the " + p.PolicyFrom, time.Time{}
+	case w.Reason == reason.ReloadDeferred && p.Deferred != nil && p.Deferred.Invalid != "":
+		return "an invalid window: " + p.Deferred.Invalid, p.Deferred.Next
+	case w.Reason == reason.ReloadDeferred && p.Deferred != nil:
+		return "the window " + p.Deferred.Window, p.Deferred.Next
+	case sp.State == plan.NotReloading && sp.Decision.Reload:
+		return "no container to write the reload on", time.Time{}
+	case w.State == standing.Complete:
+		return unaffected(sp), time.Time{}
+	}
+	return "", time.Time{}
 }
 
 // unaffected says why a workload that reloads on the config does not
@@ -366,36 +380,7 @@ func unaffected(sp plan.SourcePlan) string {
 	case sp.State == plan.Missing:
 		return "a deleted config rolls nothing (--reload-on-delete is off)"
 	}
-	return string(sp.State)
-}
-
-// waiting sets why the plan of w, which rolls the change of config,
-// waits.
-func waiting(w *Workload, p plan.Plan, config refs.Ref) {
-	if n, ok := p.Verdict(); ok {
-		w.Reason = string(n.Reason)
-	}
-	switch {
-	case p.Hold != nil:
-		w.Wait, w.Detail, w.Until = Breaker, "flap hold", p.Hold.Until
-	case p.Spaced:
-		w.Wait, w.Detail = Breaker, "the minimum rollout interval "+p.Interval.String()
-	case p.Wait > 0:
-		w.Wait = Settle
-	case p.Awaiting != nil && slices.ContainsFunc(p.Awaiting.Changes, func(c strategy.Change) bool { return c.Ref == config }):
-		w.Wait, w.Detail = Approval, "reload policy manual, from the "+p.PolicyFrom
-	case p.Deferred != nil:
-		w.Wait, w.Detail, w.Until = Window, p.Deferred.Window, p.Deferred.Next
-		if p.Deferred.Invalid != "" {
-			w.Detail = "an invalid window: " + p.Deferred.Invalid
-		}
-	default:
-		w.Reason = ""
-		return
-	}
-	if w.Outcome == Rolls {
-		w.Outcome = Waits
-	}
+	return ""
 }
 
 // keyChanges are the keys whose value differs between ch's old and new

@@ -19,6 +19,8 @@ import (
 	"github.com/ripple-dev/ripple/internal/manifest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -89,10 +91,15 @@ func assess(t *testing.T, s plan.Settings, now time.Time, old, cur client.Object
 	return v
 }
 
-func outcomes(v Verdict) map[string]Outcome {
-	out := map[string]Outcome{}
+// outcomes are where the verdict leaves each workload: "State/Reason",
+// after "canary " for a canary.
+func outcomes(v Verdict) map[string]string {
+	out := map[string]string{}
 	for _, w := range v.Workloads {
-		out[w.Name] = w.Outcome
+		out[w.Name] = string(w.State) + "/" + string(w.Reason)
+		if w.Canary {
+			out[w.Name] = "canary " + out[w.Name]
+		}
 	}
 	return out
 }
@@ -137,7 +144,7 @@ func TestVerdictCanary(t *testing.T) {
 	if v.Canary == nil || len(v.Canary.Workloads) != 1 || v.Canary.Workloads[0].Name != "web" || v.Canary.Bake != "45s" {
 		t.Fatalf("canary %+v; want web, bake 45s", v.Canary)
 	}
-	want := map[string]Outcome{"web": Canary, "api": Rolls, "aaa-idle": Rolls}
+	want := map[string]string{"web": "canary Pending/ReloadDue", "api": "Waiting/WaitingForCanary", "aaa-idle": "Waiting/WaitingForCanary"}
 	if got := outcomes(v); !mapsEqual(got, want) || v.Rolls != 3 {
 		t.Errorf("outcomes %v, rolls %d; want %v, 3", got, v.Rolls, want)
 	}
@@ -160,14 +167,14 @@ func TestVerdictWindow(t *testing.T) {
 	ws := []client.Object{deployment("web", nil), deployment("batch", map[string]string{keys.ReloadWindow: "Mon-Fri 02:00-04:00"})}
 	v := assess(t, settings(t), saturday, configMap(before, nil), configMap(after, nil), ws...)
 	i := slices.IndexFunc(v.Workloads, func(w Workload) bool { return w.Name == "batch" })
-	if i < 0 || v.Workloads[i].Outcome != Waits || v.Workloads[i].Wait != Window || !v.Workloads[i].Until.Equal(monday02) {
+	if i < 0 || v.Workloads[i].State != standing.Waiting || v.Workloads[i].Reason != reason.ReloadDeferred || !v.Workloads[i].Until.Equal(monday02) {
 		t.Fatalf("batch: %+v; want waits for the window until %s", v.Workloads, monday02)
 	}
 	if v.Rolls != 2 || !strings.Contains(v.Summary, "1 waits for the window Mon-Fri 02:00-04:00") {
 		t.Errorf("rolls %d, summary %q", v.Rolls, v.Summary)
 	}
 	open := time.Date(2026, 1, 5, 2, 30, 0, 0, time.UTC)
-	if v := assess(t, settings(t), open, configMap(before, nil), configMap(after, nil), ws...); outcomes(v)["batch"] != Rolls {
+	if v := assess(t, settings(t), open, configMap(before, nil), configMap(after, nil), ws...); outcomes(v)["batch"] != "Pending/ReloadDue" {
 		t.Errorf("in its window: %+v; want batch to roll", v.Workloads)
 	}
 	// The window of --reload-window is the default of every workload.
@@ -188,7 +195,7 @@ func TestVerdictPolicies(t *testing.T) {
 		deployment("web", nil), notOptedIn,
 	}
 	v := assess(t, settings(t), saturday, configMap(before, nil), configMap(after, nil), ws...)
-	want := map[string]Outcome{"ledger": Waits, "audit": NotifyOnly, "web": Rolls, "report": NotReloading}
+	want := map[string]string{"ledger": "Waiting/ReloadPending", "audit": "NotifyOnly/WouldReload", "web": "Pending/ReloadDue", "report": "Stale/NotOptedIn"}
 	if got := outcomes(v); !mapsEqual(got, want) || v.Rolls != 2 {
 		t.Errorf("outcomes %v, rolls %d; want %v, 2", got, v.Rolls, want)
 	}
@@ -218,10 +225,10 @@ func TestVerdictBreaker(t *testing.T) {
 	}
 	v := Of(ch, cs, saturday)
 	i := slices.IndexFunc(v.Workloads, func(w Workload) bool { return w.Name == "web" })
-	if i < 0 || v.Workloads[i].Wait != Breaker || v.Rolls != 2 || !strings.Contains(v.Summary, "1 waits for the storm breaker") {
+	if i < 0 || v.Workloads[i].State != standing.Waiting || v.Workloads[i].Reason != reason.ReloadHeld || v.Rolls != 2 || !strings.Contains(v.Summary, "1 waits for the storm breaker") {
 		t.Errorf("workloads %+v, summary %q; want web held by the breaker", v.Workloads, v.Summary)
 	}
-	if w := v.Workloads[slices.IndexFunc(v.Workloads, func(w Workload) bool { return w.Name == "api" })]; w.Outcome != Rolls {
+	if w := v.Workloads[slices.IndexFunc(v.Workloads, func(w Workload) bool { return w.Name == "api" })]; w.State != standing.Pending {
 		t.Errorf("api: %+v; want it to roll", w)
 	}
 }
@@ -242,7 +249,7 @@ func TestVerdictKeys(t *testing.T) {
 	if !slices.Equal(v.Keys, want) {
 		t.Errorf("keys %+v; want %+v", v.Keys, want)
 	}
-	wantOut := map[string]Outcome{"all": Rolls, "reads-a": Rolls, "reads-d": Rolls, "on-d": Unaffected}
+	wantOut := map[string]string{"all": "Pending/ReloadDue", "reads-a": "Pending/ReloadDue", "reads-d": "Pending/ReloadDue", "on-d": "Complete/Applied"}
 	if got := outcomes(v); !mapsEqual(got, wantOut) {
 		t.Errorf("outcomes %v; want %v", got, wantOut)
 	}
@@ -301,8 +308,8 @@ func TestVerdictDeleted(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
 		rolls int
-		want  Outcome
-	}{{[]string{"--reload-on-delete"}, 1, Rolls}, {nil, 0, Unaffected}} {
+		want  string
+	}{{[]string{"--reload-on-delete"}, 1, "Pending/ReloadDue"}, {nil, 0, "Complete/Applied"}} {
 		v, err := assessor(settings(t, tc.args...), web).Assess(t.Context(), configMap(before, nil), nil, saturday)
 		if err != nil {
 			t.Fatal(err)
@@ -324,7 +331,7 @@ func TestVerdictCreated(t *testing.T) {
 		t.Errorf("--reload-on-create: %+v; want created, 1 rolled", v)
 	}
 	v := assess(t, settings(t), saturday, nil, cur, deployment("web", nil))
-	if v.Rolls != 0 || outcomes(v)["web"] != Unaffected {
+	if v.Rolls != 0 || outcomes(v)["web"] != "Complete/Applied" {
 		t.Errorf("without --reload-on-create: %+v; want web unaffected", v)
 	}
 }
@@ -348,7 +355,7 @@ func TestPrintRejectsAnUnknownFormat(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]Outcome) bool {
+func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // The output formats of a verdict.
@@ -47,7 +50,7 @@ func Line(v Verdict) string {
 func summary(v Verdict) string {
 	var rolled []string
 	for _, w := range v.Workloads {
-		if w.Outcome.rolled() {
+		if w.rolls() {
 			rolled = append(rolled, w.Name)
 		}
 	}
@@ -69,10 +72,10 @@ func summary(v Verdict) string {
 		parts = append(parts, fmt.Sprintf("canary %s first, bake %s", shortList(names, shownNames), c.Bake))
 	}
 	parts = append(parts, waits(v.Workloads)...)
-	if n := count(v.Workloads, NotifyOnly); n > 0 {
+	if n := count(v.Workloads, standing.NotifyOnly); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d notify only (would reload)", n))
 	}
-	if n := count(v.Workloads, NotReloading); n > 0 {
+	if n := count(v.Workloads, standing.Stale, standing.Excluded); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s it without reloading", n, plural(n, "reads", "read")))
 	}
 	if len(v.Keys) > 0 {
@@ -88,38 +91,39 @@ func summary(v Verdict) string {
 	return b.String()
 }
 
-// waits says, by kind and detail, how many of the workloads wait, e.g.
-// "3 wait for the window Mon-Fri 02:00-04:00".
+// waits says, by reason and detail, how many of the workloads the change
+// rolls wait, e.g. "3 wait for the window Mon-Fri 02:00-04:00"; a wait
+// for the canaries is the summary's canary part.
 func waits(ws []Workload) []string {
 	type group struct {
-		wait   WaitKind
+		reason reason.Reason
 		detail string
 	}
-	var order []group
+	var groups []group
 	n := map[group]int{}
 	for _, w := range ws {
-		if w.Wait == "" {
+		if !w.rolls() || w.Reason == reason.ReloadDue || w.Reason == reason.WaitingForCanary {
 			continue
 		}
-		g := group{w.Wait, w.Detail}
-		if w.Wait != Window {
-			g.detail = "" // one count per kind; the workloads list says more
+		g := group{w.Reason, ""}
+		if w.Reason == reason.ReloadDeferred {
+			g.detail = w.Detail // one count per window; the workloads list says more of the rest
 		}
 		if n[g] == 0 {
-			order = append(order, g)
+			groups = append(groups, g)
 		}
 		n[g]++
 	}
-	out := make([]string, 0, len(order))
-	for _, g := range order {
+	out := make([]string, 0, len(groups))
+	for _, g := range groups {
 		c := n[g]
 		verb := plural(c, "waits", "wait")
-		switch g.wait {
-		case Window:
-			out = append(out, fmt.Sprintf("%d %s for the window %s", c, verb, g.detail))
-		case Approval:
+		switch g.reason {
+		case reason.ReloadDeferred:
+			out = append(out, fmt.Sprintf("%d %s for %s", c, verb, g.detail))
+		case reason.ReloadPending:
 			out = append(out, fmt.Sprintf("%d %s for an approval", c, verb))
-		case Breaker:
+		case reason.ReloadHeld:
 			out = append(out, fmt.Sprintf("%d %s for the storm breaker", c, verb))
 		default:
 			out = append(out, fmt.Sprintf("%d %s for a Helm release or the settle window", c, verb))
@@ -128,10 +132,11 @@ func waits(ws []Workload) []string {
 	return out
 }
 
-func count(ws []Workload, o Outcome) int {
+// count is how many of ws stand in one of states.
+func count(ws []Workload, states ...standing.State) int {
 	n := 0
 	for _, w := range ws {
-		if w.Outcome == o {
+		if slices.Contains(states, w.State) {
 			n++
 		}
 	}
@@ -205,9 +210,9 @@ func text(w io.Writer, vs []Verdict) error {
 			b.WriteString("  no workload in the manifests reads it\n")
 			continue
 		}
-		b.WriteString("  KIND\tNAME\tOUTCOME\tWHY\n")
+		b.WriteString("  KIND\tNAME\tSTATE\tWHY\n")
 		for _, wl := range v.Workloads {
-			fmt.Fprintf(&b, "  %s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.Outcome, dash(why(wl)))
+			fmt.Fprintf(&b, "  %s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State, why(wl))
 		}
 	}
 	fmt.Fprintf(&b, "\n%d %s in all.\n", Total(vs), plural(Total(vs), "workload rolls", "workloads roll"))
@@ -218,29 +223,18 @@ func text(w io.Writer, vs []Verdict) error {
 	return tw.Flush()
 }
 
-// why says why a workload waits or does not roll, e.g. "window: Mon-Fri
-// 02:00-04:00 until 2026-01-05T02:00:00Z (ReloadDeferred)".
+// why says why a workload stands where it does: its reason, what more
+// there is to say, and until when, e.g. "ReloadDeferred: the window
+// Mon-Fri 02:00-04:00 until 2026-01-05T02:00:00Z".
 func why(w Workload) string {
-	parts := []string{string(w.Wait), w.Detail}
-	if w.Wait != "" && w.Detail != "" {
-		parts[0] += ":"
+	out := string(w.Reason)
+	if w.Detail != "" {
+		out += ": " + w.Detail
 	}
 	if !w.Until.IsZero() {
-		parts = append(parts, "until "+w.Until.UTC().Format(time.RFC3339))
+		out += " until " + w.Until.UTC().Format(time.RFC3339)
 	}
-	if w.Reason != "" && w.Wait != "" {
-		parts = append(parts, "("+w.Reason+")")
-	} else {
-		parts = append(parts, w.Reason)
-	}
-	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return out
 }
 
 // markdown writes the verdicts as GitHub-flavoured Markdown, for a
@@ -257,9 +251,9 @@ func markdown(w io.Writer, vs []Verdict) error {
 			b.WriteString("No workload in the manifests reads it.\n\n")
 			continue
 		}
-		b.WriteString("| Kind | Name | Outcome | Why |\n|---|---|---|---|\n")
+		b.WriteString("| Kind | Name | State | Why |\n|---|---|---|---|\n")
 		for _, wl := range v.Workloads {
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", wl.Kind, wl.Name, wl.Outcome, cell(why(wl)))
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", wl.Kind, wl.Name, wl.State, cell(why(wl)))
 		}
 		b.WriteString("\n")
 	}

@@ -45,6 +45,28 @@ const (
 	CanaryUnkept       Reason = "CanaryUnkept"
 )
 
+// The reasons of where a workload stands (internal/standing) that no
+// Event tells: `ripple explain`, `ripple plan` and a ConfigRollout's
+// consumers give them. The four of a decision not to reload are
+// internal/decide's, by the same names.
+const (
+	Applied             Reason = "Applied"
+	ReloadDue           Reason = "ReloadDue"
+	RolloutInProgress   Reason = "RolloutInProgress"
+	NotOptedIn          Reason = "NotOptedIn"
+	NotReferenced       Reason = "NotReferenced"
+	Excluded            Reason = "Excluded"
+	Ignored             Reason = "Ignored"
+	NotSelected         Reason = "NotSelected"
+	NotWatched          Reason = "NotWatched"
+	RotationUnknown     Reason = "RotationUnknown"
+	NoSources           Reason = "NoSources"
+	NoTemplate          Reason = "NoTemplate"
+	KindIgnored         Reason = "KindIgnored"
+	NamespaceOutOfScope Reason = "NamespaceOutOfScope"
+	WebhookMode         Reason = "WebhookMode"
+)
+
 // Level is how an alert of a reason reads: a rollout (Good), something
 // that waits for someone (Warning), or a failure (Danger). None sends no
 // alert.
@@ -87,7 +109,7 @@ func (i Info) Type() string {
 
 // All returns the registry, in the order docs/reference.md lists it.
 func All() []Info {
-	return []Info{
+	return append([]Info{
 		{Reason: Reloaded, Event: true, Log: "reloaded", Alert: Good, When: "A rollout was written (Reloader's reason)."},
 		{Reason: ReloadFail, Event: true, Warning: true, Log: "reload failed", When: "The rollout's write failed (Reloader's reason)."},
 		{Reason: WouldReload, Event: true, Log: "would reload", Alert: Good, NotRolled: true,
@@ -133,6 +155,43 @@ func All() []Info {
 			When: "A canaried change cannot be canaried: the ConfigRollout CRD is not served, Ripple may not list ConfigRollouts, --config-rollouts=false, or a Secret's change without the digest key. The change is held (--canary-unkept=hold, the default): no workload rolls it until a canary can be kept, and then it rolls with its canary. Once per change on the config (with the alert) and on each held workload, naming what is missing (docs/canary.md)."},
 		{Reason: CanaryPassed, Event: true, Log: "canary passed",
 			When: "On the config: the canaries of a change rolled and stayed healthy for the bake (or `ripple resume` continued a halted change); the other workloads roll it (docs/canary.md)."},
+	}, standings()...)
+}
+
+// standings are the reasons of where a workload stands that are not
+// Events (docs/config-rollouts.md, "Where a workload stands").
+func standings() []Info {
+	return []Info{
+		{Reason: Applied, NotRolled: true,
+			When: "Not an Event: the workload runs what its configs hold (it was reloaded, or the data is its baseline) and its rollout is complete: nothing to roll."},
+		{Reason: ReloadDue,
+			When: "Not an Event: a change is due and nothing holds it: Ripple rolls the workload now, or when a rollout slot frees."},
+		{Reason: RolloutInProgress,
+			When: "Not an Event: the workload applied the change and its rollout is in progress (`kubectl rollout status`)."},
+		{Reason: NotOptedIn, NotRolled: true,
+			When: "Not an Event: the workload reads the config but no annotation (or --auto-reload-all) asks for its reloads: it keeps the old data until someone restarts it."},
+		{Reason: NotReferenced, NotRolled: true,
+			When: "Not an Event: a reload annotation names the config, but the pod template does not read it."},
+		{Reason: Excluded, NotRolled: true,
+			When: "Not an Event: the workload excludes the config (its exclude annotation)."},
+		{Reason: Ignored, NotRolled: true,
+			When: "Not an Event: the config is annotated to be ignored."},
+		{Reason: NotSelected, NotRolled: true,
+			When: "Not an Event: the config is outside --resource-label-selector: Ripple does not watch it."},
+		{Reason: NotWatched, NotRolled: true,
+			When: "Not an Event: Ripple does not watch configs of this kind (--resources-to-ignore, or SecretProviderClasses without --enable-csi-integration)."},
+		{Reason: RotationUnknown,
+			When: "Not an Event: `ripple explain` cannot tell a SecretProviderClass rotation: the controller sees it in SecretProviderClassPodStatus changes and keeps it in memory."},
+		{Reason: NoSources,
+			When: "Not an Event: the pod template uses no ConfigMap or Secret and no annotation names one."},
+		{Reason: NoTemplate, NotRolled: true,
+			When: "Not an Event: the workload has no pod template of its own to reload (a Job its CronJob controls, a Rollout whose workloadRef Deployment does not exist)."},
+		{Reason: KindIgnored, NotRolled: true,
+			When: "Not an Event: Ripple does not reload workloads of this kind (--ignored-workload-types, or --is-Argo-Rollouts / --is-openshift not set)."},
+		{Reason: NamespaceOutOfScope, NotRolled: true,
+			When: "Not an Event: the workload's namespace is outside Ripple's scope (--namespaces, --namespaces-to-ignore, --namespace-selector)."},
+		{Reason: WebhookMode, NotRolled: true,
+			When: "Not an Event: Ripple runs with --webhook-url: it posts each change to the webhook and reloads nothing."},
 	}
 }
 

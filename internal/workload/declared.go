@@ -39,6 +39,15 @@ type StatusReader interface {
 	RolloutStatus(obj client.Object) rstatus.Status
 }
 
+// RolloutOf is how obj, of kind k, stands in its rollout by its own
+// status: by k's rule when it has one (StatusReader), else by its type.
+func RolloutOf(k Kind, obj client.Object) rstatus.Status {
+	if sr, ok := k.(StatusReader); ok {
+		return sr.RolloutStatus(obj)
+	}
+	return rstatus.Of(obj)
+}
+
 // DeclaredKind is a kind declared in a kinds file or a preset.
 type DeclaredKind interface {
 	Declared() declared.Kind

@@ -158,9 +158,10 @@ func reasonsUsed(root string) (map[string]bool, error) {
 	return used, err
 }
 
-// explainWordsOf returns the CamelCase strings of internal/explain: the
-// states and reasons of `ripple explain`'s report (docs/explain.md), which
-// the docs name beside Event reasons.
+// explainWordsOf returns the CamelCase strings of internal/explain and
+// internal/standing: the states of where a workload stands and the words
+// of `ripple explain`'s report (docs/explain.md), which the docs name
+// beside Event reasons.
 func explainWordsOf(root string) (map[string]bool, error) {
 	words := map[string]bool{}
 	err := goFiles(root, func(f *ast.File) {
@@ -172,7 +173,7 @@ func explainWordsOf(root string) (map[string]bool, error) {
 			}
 			return true
 		})
-	}, filepath.Join("internal", "explain"))
+	}, filepath.Join("internal", "explain"), filepath.Join("internal", "standing"))
 	for _, i := range reason.All() {
 		if !i.Event {
 			words[string(i.Reason)] = true // told by explain only

@@ -16,6 +16,8 @@ import (
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
+	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 const reloadPolicyAnnotation = "ripple.dev/reload-policy"
@@ -49,7 +51,7 @@ func TestManualPolicyApprove(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &pending) != nil || len(pending.Items) != 1 {
 		t.Fatalf("explain --pending: %v\n%s", err, out)
 	}
-	if rp := pending.Items[0].ReloadPolicy; pending.Items[0].State != explain.PendingApproval || rp == nil || rp.Pending == nil ||
+	if rp := pending.Items[0].ReloadPolicy; pending.Items[0].State != standing.Waiting || pending.Items[0].Reason != reason.ReloadPending || rp == nil || rp.Pending == nil ||
 		len(rp.Pending.Configs) != 1 || rp.Pending.Configs[0].Digest != sum[:12] {
 		t.Errorf("explain --pending: %s", out)
 	}

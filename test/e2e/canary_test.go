@@ -82,14 +82,14 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	}
 	out, err := runCommand(t, ns, "explain", "deployment/d07", "-o", "json")
 	var report explain.Report
-	if err != nil || json.Unmarshal([]byte(out), &report) != nil || report.Reason != string(reason.RolloutHalted) ||
+	if err != nil || json.Unmarshal([]byte(out), &report) != nil || report.Reason != reason.RolloutHalted ||
 		!strings.Contains(report.Verdict, `failed on its canary: Deployment "d00" stalled`) {
 		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant the halt as its verdict, naming the canary", err, out)
 	}
 	out, err = runCommand(t, ns, "explain", "configmap/"+canaryConfig, "-o", "json")
 	var change explain.Change
 	if err != nil || json.Unmarshal([]byte(out), &change) != nil || change.Canary == nil || change.Canary.Phase != plan.CanaryHalted ||
-		len(change.Workloads) != canaryFleet || countReason(change, string(reason.RolloutHalted)) != canaryFleet-1 {
+		len(change.Workloads) != canaryFleet || countReason(change, reason.RolloutHalted) != canaryFleet-1 {
 		t.Errorf("ripple explain of the config (%v):\n%s\nwant the halt and %d workloads, %d held", err, out, canaryFleet, canaryFleet-1)
 	}
 
@@ -236,7 +236,7 @@ func TestCanaryHaltCarriedOverAnUpgrade(t *testing.T) {
 
 // countReason counts the workloads of a config's change in explain whose
 // reason is r.
-func countReason(c explain.Change, r string) int {
+func countReason(c explain.Change, r reason.Reason) int {
 	n := 0
 	for _, w := range c.Workloads {
 		if w.Reason == r {

@@ -14,6 +14,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // unkeptFleet Deployments share the canaried ConfigMap of
@@ -74,8 +75,8 @@ func TestCanaryUnkeptHoldsUntilTheCRD(t *testing.T) {
 	t.Logf("every Deployment told of the hold %s after the change, none rolled", time.Since(changed).Round(100*time.Millisecond))
 	out, err := runCommandOn(t, fc.Kubeconfig, ns, "explain", "deployment/d07", "-o", "json")
 	var report explain.Report
-	if err != nil || json.Unmarshal([]byte(out), &report) != nil || report.State != explain.Waiting ||
-		report.Reason != string(reason.CanaryUnkept) || !strings.Contains(report.Verdict, missing) {
+	if err != nil || json.Unmarshal([]byte(out), &report) != nil || report.State != standing.Waiting ||
+		report.Reason != reason.CanaryUnkept || !strings.Contains(report.Verdict, missing) {
 		t.Errorf("ripple explain of a held Deployment (%v):\n%s\nwant it Waiting, CanaryUnkept, naming the CRD", err, out)
 	}
 

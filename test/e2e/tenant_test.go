@@ -28,6 +28,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // The namespace tenants of TestTenantCommands: users bound to the
@@ -111,7 +112,7 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 			rep := decode[explain.Report](t, r)
 			settle := setting(rep.Settings, "--settle-window")
 			key := setting(rep.Settings, "digest key")
-			if rep.State != explain.UpToDate || rep.SettingsFrom != settingsFrom || settle.Value != "2s" || settle.From != settingsFrom ||
+			if rep.State != standing.Complete || rep.SettingsFrom != settingsFrom || settle.Value != "2s" || settle.From != settingsFrom ||
 				!strings.Contains(key.Value, "not read") || !strings.Contains(key.Value, "forbidden") {
 				t.Errorf("state %s, settings from %q, %+v, %+v; want up to date, Ripple's settle window from %s, and the digest key said unread",
 					rep.State, rep.SettingsFrom, settle, key, settingsFrom)
@@ -119,7 +120,7 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 		}},
 		{"settled", tenantViewer, []string{"explain", "configmap/" + canaryConfig, "-o", "json"}, func(t *testing.T, r tenantResult) {
 			c := decode[explain.Change](t, r)
-			if len(c.Workloads) != 2 || countState(c, explain.UpToDate) != 2 || len(c.Unplanned) != 0 || c.Digest == "" {
+			if len(c.Workloads) != 2 || countState(c, standing.Complete) != 2 || len(c.Unplanned) != 0 || c.Digest == "" {
 				t.Errorf("change %+v: want d00 and d01 up to date, api (which reads only the Secret) left out", c)
 			}
 		}},
@@ -147,7 +148,7 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 		{"halted", tenantViewer, []string{"explain", "configmap/" + canaryConfig, "-o", "json"}, func(t *testing.T, r tenantResult) {
 			c := decode[explain.Change](t, r)
 			if c.Canary == nil || c.Canary.Phase != plan.CanaryHalted || c.Rollout == nil || c.Rollout.Name != first.Name ||
-				countReason(c, string(reason.RolloutHalted)) != 1 {
+				countReason(c, reason.RolloutHalted) != 1 {
 				t.Errorf("change %+v: want the canary halted, the ConfigRollout %s, and d01 held", c, first.Name)
 			}
 		}},
@@ -162,7 +163,7 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 
 		{"resumed", tenantViewer, []string{"explain", "configmap/" + canaryConfig, "-o", "json"}, func(t *testing.T, r tenantResult) {
 			c := decode[explain.Change](t, r)
-			if countState(c, explain.UpToDate) != 2 || c.Rollout == nil || c.Rollout.Phase != v1alpha1.PhasePropagated {
+			if countState(c, standing.Complete) != 2 || c.Rollout == nil || c.Rollout.Phase != v1alpha1.PhasePropagated {
 				t.Errorf("change %+v: want both up to date and the change propagated", c)
 			}
 		}},
@@ -212,7 +213,7 @@ func checkWithoutTheRole(t *testing.T, ns, rippleNS string) {
 		if len(lines) != 1 || !strings.Contains(lines[0], "warning: Ripple's settings not read, ") || !strings.Contains(lines[0], tc.warn) {
 			t.Errorf("stderr %q, want one warning naming %q", r.stderr, tc.warn)
 		}
-		if settle := setting(rep.Settings, "--settle-window"); !strings.HasPrefix(rep.SettingsFrom, "the defaults: not read") || settle.From != "default" || rep.State != explain.UpToDate {
+		if settle := setting(rep.Settings, "--settle-window"); !strings.HasPrefix(rep.SettingsFrom, "the defaults: not read") || settle.From != "default" || rep.State != standing.Complete {
 			t.Errorf("settings from %q, %+v, state %s; want the defaults, said so, and the workload up to date", rep.SettingsFrom, settle, rep.State)
 		}
 	}
@@ -363,7 +364,7 @@ func setting(settings []metainfo.Setting, flag string) metainfo.Setting {
 	return settings[i]
 }
 
-func countState(c explain.Change, s explain.State) int {
+func countState(c explain.Change, s standing.State) int {
 	n := 0
 	for _, w := range c.Workloads {
 		if w.State == s {

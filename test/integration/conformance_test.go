@@ -326,8 +326,23 @@ func TestDeclaredConformance(t *testing.T) {
 		}
 	}
 
-	// explain names the kind as Ripple does, with its reason: up to date,
-	// and for a template kind the revert and its manager.
+	t.Log("each controller reports the revert's rollout done")
+	for i, o := range objs {
+		if o.status == nil {
+			continue
+		}
+		u := all[i].DeepCopy()
+		if err := unstructured.SetNestedMap(u.Object, o.status(u.GetGeneration()), "status"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Status().Update(t.Context(), u); err != nil {
+			t.Fatalf("%s: writing its status: %v", o.name, err)
+		}
+	}
+
+	// explain names the kind as Ripple does, with its reason: up to date
+	// (its rollout done), and for a template kind the revert and its
+	// manager.
 	for _, o := range objs {
 		r := e.explainJSON(t, o.explainAs+"/"+o.obj.GetName(), args...)
 		if r.Workload.Kind != o.name || r.Reason != "Applied" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,6 +22,7 @@ import (
 	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 // explainRun is one run of `ripple explain`.
@@ -83,7 +85,7 @@ func reportSource(t *testing.T, r explain.Report, ref refs.Ref) explain.Source {
 // annotation or flag its verdict (and the decision of source, when set)
 // names.
 type want struct {
-	state  explain.State
+	state  standing.State
 	reason string
 	// names must appear in the verdict.
 	names string
@@ -95,7 +97,7 @@ type want struct {
 
 func (w want) check(t *testing.T, r explain.Report) {
 	t.Helper()
-	if r.State != w.state || r.Reason != w.reason {
+	if r.State != w.state || string(r.Reason) != w.reason {
 		t.Errorf("state %s (%s), want %s (%s); verdict: %s", r.State, r.Reason, w.state, w.reason, r.Verdict)
 	}
 	if !strings.Contains(r.Verdict, w.names) {
@@ -127,63 +129,63 @@ func TestExplainReasons(t *testing.T) {
 		want       want
 	}{
 		"not opted in": {
-			want: want{state: explain.NotReloading, reason: "NotOptedIn", names: autoKey, source: appConfig, sourceReason: "NotOptedIn"},
+			want: want{state: standing.Stale, reason: "NotOptedIn", names: autoKey, source: appConfig, sourceReason: "NotOptedIn"},
 		},
 		"auto false": {
 			meta: map[string]string{autoKey: "false"}, args: []string{"--auto-reload-all"},
-			want: want{state: explain.NotReloading, reason: "NotOptedIn", names: `"reloader.stakater.com/auto" is "false"`, source: appConfig, sourceReason: "NotOptedIn"},
+			want: want{state: standing.Stale, reason: "NotOptedIn", names: `"reloader.stakater.com/auto" is "false"`, source: appConfig, sourceReason: "NotOptedIn"},
 		},
 		"excluded": {
 			meta: map[string]string{autoKey: "true", cmExcludeKey: "app"},
-			want: want{state: explain.NotReloading, reason: "Excluded", names: cmExcludeKey, source: appConfig, sourceReason: "Excluded"},
+			want: want{state: standing.Excluded, reason: "Excluded", names: cmExcludeKey, source: appConfig, sourceReason: "Excluded"},
 		},
 		"ignored config": {
 			meta: auto, configMeta: map[string]string{ignoreKey: "true"},
-			want: want{state: explain.NotReloading, reason: "Ignored", names: ignoreKey, source: appConfig, sourceReason: "Ignored"},
+			want: want{state: standing.Excluded, reason: "Ignored", names: ignoreKey, source: appConfig, sourceReason: "Ignored"},
 		},
 		"search without match": {
 			meta: map[string]string{searchKey: "true"},
-			want: want{state: explain.NotReloading, reason: "NotOptedIn", names: matchKey, source: appConfig, sourceReason: "NotOptedIn"},
+			want: want{state: standing.Stale, reason: "NotOptedIn", names: matchKey, source: appConfig, sourceReason: "NotOptedIn"},
 		},
 		"typed auto of the other type": {
 			meta: map[string]string{secretAutoKey: "true"},
-			want: want{state: explain.NotReloading, reason: "NotOptedIn", names: `"secret.reloader.stakater.com/auto" applies to Secrets only`, source: appConfig, sourceReason: "NotOptedIn"},
+			want: want{state: standing.Stale, reason: "NotOptedIn", names: `"secret.reloader.stakater.com/auto" applies to Secrets only`, source: appConfig, sourceReason: "NotOptedIn"},
 		},
 		"namespace out of scope": {
 			meta: auto, args: []string{"--namespace-selector=team=a"},
-			want: want{state: explain.NotReloading, reason: "NamespaceOutOfScope", names: "--namespace-selector=team=a (given as a flag)", source: appConfig, sourceReason: "AutoMatch"},
+			want: want{state: standing.Stale, reason: "NamespaceOutOfScope", names: "--namespace-selector=team=a (given as a flag)", source: appConfig, sourceReason: "AutoMatch"},
 		},
 		"kind ignored": {
 			meta: auto, kind: kit.CronJob, target: "cj/w", args: []string{"--ignored-workload-types=cronjobs"},
-			want: want{state: explain.NotReloading, reason: "KindIgnored", names: "--ignored-workload-types=cronjobs", source: appConfig, sourceReason: "AutoMatch"},
+			want: want{state: standing.Stale, reason: "KindIgnored", names: "--ignored-workload-types=cronjobs", source: appConfig, sourceReason: "AutoMatch"},
 		},
 		"config not referenced": {
 			// Ripple recorded ConfigMap "app" when the template still used
 			// it; the reference has been removed since.
 			meta: map[string]string{autoKey: "true", appliedKey: `{"ConfigMap/app":"0000000000000000000000000000000000000000"}`},
 			uses: []use{},
-			want: want{state: explain.NotReloading, reason: "NotReferenced", names: autoKey, source: appConfig, sourceReason: "NotReferenced"},
+			want: want{state: standing.Complete, reason: "NotReferenced", names: autoKey, source: appConfig, sourceReason: "NotReferenced"},
 		},
 		"config outside the resource label selector": {
 			meta: auto, args: []string{"--resource-label-selector=team=a"},
-			want: want{state: explain.NotReloading, reason: "NotSelected", names: "--resource-label-selector=team=a (given as a flag)", source: appConfig, sourceReason: "NotSelected"},
+			want: want{state: standing.Stale, reason: "NotSelected", names: "--resource-label-selector=team=a (given as a flag)", source: appConfig, sourceReason: "NotSelected"},
 		},
 		"webhook mode": {
 			meta: auto, args: []string{"--webhook-url=https://hooks.example/x"},
-			want: want{state: explain.NotReloading, reason: "WebhookMode", names: "--webhook-url", source: appConfig, sourceReason: "AutoMatch"},
+			want: want{state: standing.Stale, reason: "WebhookMode", names: "--webhook-url", source: appConfig, sourceReason: "AutoMatch"},
 		},
 		"renamed key on the pod template": {
 			tplMeta: map[string]string{"example.com/auto": "true"}, args: []string{"--auto-annotation=example.com/auto"},
-			want: want{state: explain.UpToDate, reason: "Applied", names: `ConfigMap "app" (AutoMatch)`,
+			want: want{state: standing.Complete, reason: "Applied", names: `ConfigMap "app" (AutoMatch)`,
 				source: appConfig, sourceReason: "AutoMatch", sourceMessage: `"example.com/auto" set to true on the pod template`},
 		},
 		"invalid pattern": {
 			meta: map[string]string{cmReloadKey: "app-["},
-			want: want{state: explain.Invalid, reason: "InvalidAnnotation", names: cmReloadKey},
+			want: want{state: standing.Stale, reason: "NotOptedIn", names: "invalid annotation: annotation \"" + cmReloadKey + "\": invalid pattern"},
 		},
 		"named reload": {
 			meta: map[string]string{cmReloadKey: "ap.*"}, uses: []use{},
-			want: want{state: explain.UpToDate, reason: "Applied", names: `ConfigMap "app" (NamedMatch)`, source: appConfig, sourceReason: "NamedMatch"},
+			want: want{state: standing.Complete, reason: "Applied", names: `ConfigMap "app" (NamedMatch)`, source: appConfig, sourceReason: "NamedMatch"},
 		},
 	}
 	for name, tc := range tests {
@@ -204,6 +206,9 @@ func TestExplainReasons(t *testing.T) {
 				corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: tc.tplMeta}, Spec: podSpec(uses...)})
 			if err := e.c.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
+			}
+			if d, ok := w.(*appsv1.Deployment); ok {
+				e.completeRollout(t, d) // no Deployment controller runs here: as it would report
 			}
 			r := e.explainJSON(t, target, tc.args...)
 			tc.want.check(t, r)
@@ -232,7 +237,7 @@ func TestExplainWaitingInTheSettleWindow(t *testing.T) {
 	changed := time.Now()
 
 	r := e.explainJSON(t, "deploy/w")
-	want{state: explain.Waiting, reason: "SettleWindow", names: "wait for the settle window of 1h0m0s, set by --settle-window"}.check(t, r)
+	want{state: standing.Pending, reason: "SettleWindow", names: "wait for the settle window of 1h0m0s, set by --settle-window"}.check(t, r)
 	if len(r.Waiting) != 1 || r.Waiting[0].Until == nil {
 		t.Fatalf("waiting %+v, want the settle window", r.Waiting)
 	}
@@ -261,7 +266,7 @@ func TestExplainPaused(t *testing.T) {
 	e.waitEvent(t, "w", corev1.EventTypeNormal, "Reloaded")
 
 	r := e.explainJSON(t, "deployment/w")
-	want{state: explain.Paused, reason: "Paused", names: pausePeriodKey}.check(t, r)
+	want{state: standing.Rolling, reason: "Paused", names: pausePeriodKey}.check(t, r)
 	if len(r.Waiting) != 1 || r.Waiting[0].Until == nil || !r.Waiting[0].Until.Equal(at.Add(time.Hour)) {
 		t.Errorf("waiting %+v, want the pause until %s", r.Waiting, at.Add(time.Hour))
 	}
@@ -281,9 +286,10 @@ func TestExplainAlreadyApplied(t *testing.T) {
 	e.waitFor(t, w, "the baseline", hasBaseline)
 	sum := e.setConfig(t, appConfig, "v2")
 	e.waitApplied(t, kit.Deployment, w, appConfig, sum)
+	e.completeRollout(t, w.(*appsv1.Deployment)) // no Deployment controller runs here: as it would report
 
 	r := e.explainJSON(t, "deployment/w")
-	want{state: explain.UpToDate, reason: "Applied", names: `ConfigMap "app" (AutoMatch)`, source: appConfig, sourceReason: "AutoMatch"}.check(t, r)
+	want{state: standing.Complete, reason: "Applied", names: `ConfigMap "app" (AutoMatch)`, source: appConfig, sourceReason: "AutoMatch"}.check(t, r)
 	s := reportSource(t, r, appConfig)
 	if s.State != "Unchanged" || s.Digest != sum[:12] || s.Applied != s.Digest {
 		t.Errorf("source %+v, want Unchanged with digest and applied %s", s, sum[:12])
@@ -311,7 +317,7 @@ func TestExplainWouldReloadInDryRun(t *testing.T) {
 	e.waitEvent(t, "w", corev1.EventTypeNormal, "WouldReload")
 
 	r := e.explainJSON(t, "deployment/w")
-	want{state: explain.WouldReload, reason: "DryRun", names: "--dry-run=true (from ConfigMap " + e.ns + "/reloader-meta-info)", source: appConfig, sourceReason: "AutoMatch"}.check(t, r)
+	want{state: standing.NotifyOnly, reason: "WouldReload", names: "--dry-run=true (from ConfigMap " + e.ns + "/reloader-meta-info)", source: appConfig, sourceReason: "AutoMatch"}.check(t, r)
 	if len(r.Events) == 0 || r.Events[0].Reason != "WouldReload" || r.Events[0].Age == "" {
 		t.Errorf("events %+v, want the WouldReload event first, with its age", r.Events)
 	}
@@ -336,7 +342,8 @@ func TestExplainAll(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.newConfig(t, appConfig)
-	e.newWorkload(t, kit.Deployment, "auto", map[string]string{autoKey: "true"}, envFrom(refs.ConfigMap, "app"))
+	auto := e.newWorkload(t, kit.Deployment, "auto", map[string]string{autoKey: "true"}, envFrom(refs.ConfigMap, "app"))
+	e.completeRollout(t, auto.(*appsv1.Deployment)) // no Deployment controller runs here: as it would report
 	e.newWorkload(t, kit.Deployment, "plain", nil, envFrom(refs.ConfigMap, "app"))
 	e.newWorkload(t, kit.StatefulSet, "search", map[string]string{searchKey: "true"}, volume(refs.ConfigMap, "app"))
 
@@ -348,11 +355,11 @@ func TestExplainAll(t *testing.T) {
 	if err := json.Unmarshal([]byte(run.stdout), &list); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]explain.State{}
+	got := map[string]standing.State{}
 	for _, r := range list.Items {
 		got[r.Workload.Kind+"/"+r.Workload.Name] = r.State
 	}
-	wantStates := map[string]explain.State{"Deployment/auto": explain.UpToDate, "StatefulSet/search": explain.NotReloading}
+	wantStates := map[string]standing.State{"Deployment/auto": standing.Complete, "StatefulSet/search": standing.Stale}
 	if len(got) != len(wantStates) || got["Deployment/auto"] != wantStates["Deployment/auto"] || got["StatefulSet/search"] != wantStates["StatefulSet/search"] {
 		t.Errorf("--all: %v, want %v", got, wantStates)
 	}
@@ -362,7 +369,7 @@ func TestExplainAll(t *testing.T) {
 	if run.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "KIND") {
 		t.Fatalf("--all table (exit %d):\n%s", run.code, run.stdout)
 	}
-	for _, want := range []string{"auto", "up to date", "ConfigMap/app", "search", "not reloading", "NotOptedIn"} {
+	for _, want := range []string{"auto", "Complete", "ConfigMap/app", "search", "Stale", "NotOptedIn"} {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("--all table lacks %q:\n%s", want, run.stdout)
 		}
@@ -392,7 +399,7 @@ func TestExplainOutputFormats(t *testing.T) {
 		t.Fatalf("exit code %d: %s", run.code, run.stderr)
 	}
 	for _, want := range []string{
-		"Workload:  Deployment " + e.ns + "/w", "State:     not reloading", "Reason:    NotOptedIn",
+		"Workload:  Deployment " + e.ns + "/w", "State:     Stale", "Reason:    NotOptedIn",
 		"SOURCES", "ConfigMap/app", "init (init) envFrom", "hint: the workload has \"reloader.stakater.com/search\"",
 		"POLICY", searchKey + "  true", "SETTINGS", "--settle-window",
 	} {

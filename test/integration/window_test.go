@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/kit"
-	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/standing"
 )
 
 const reloadWindowKey = "ripple.dev/reload-window"
@@ -82,7 +82,7 @@ func TestExplainReloadDeferred(t *testing.T) {
 	e.waitEvent(t, "w", corev1.EventTypeNormal, "ReloadDeferred")
 
 	r := e.explainJSON(t, "deployment/w")
-	if r.State != explain.Waiting || r.Reason != "ReloadDeferred" {
+	if r.State != standing.Waiting || r.Reason != "ReloadDeferred" {
 		t.Errorf("%s (%s): %s; want Waiting (ReloadDeferred)", r.State, r.Reason, r.Verdict)
 	}
 	rw := r.ReloadWindow
