@@ -19,6 +19,15 @@ const (
 	LabelLatest = "ripple.dev/latest"
 )
 
+// The bounds of the ConfigRollouts kept, unless Ripple's flags set others
+// (--config-rollout-history, --config-rollouts-per-namespace).
+const (
+	// DefaultHistory is how many ConfigRollouts of one config are kept.
+	DefaultHistory = 3
+	// DefaultPerNamespace is how many ConfigRollouts one namespace keeps.
+	DefaultPerNamespace = 100
+)
+
 // ReasonSuperseded is the reason of the Propagated condition of a
 // superseded change once a newer change of its config propagated: the
 // data it replaced is no longer run by any managed consumer.

@@ -67,10 +67,6 @@ func IndexValue(cr *v1alpha1.ConfigRollout) string {
 
 // Defaults of the bounds.
 const (
-	// DefaultHistory is how many ConfigRollouts of one config are kept.
-	DefaultHistory = 3
-	// DefaultPerNamespace is how many ConfigRollouts one namespace keeps.
-	DefaultPerNamespace = 100
 	// lookInterval spaces the looks at one config, and so the status
 	// writes of its change (one at most per look): every rollout of its
 	// consumers is an event, and a look plans every consumer (as a
@@ -119,8 +115,8 @@ type Keeper struct {
 	Ring    func() digest.Ring
 	Clock   clock.PassiveClock
 	Metrics *metrics.Metrics
-	// History and PerNamespace bound the ConfigRollouts kept (Default*
-	// when 0).
+	// History and PerNamespace bound the ConfigRollouts kept
+	// (v1alpha1.Default* when 0).
 	History, PerNamespace int
 
 	nsLocks [64]sync.Mutex
@@ -339,7 +335,7 @@ func kindLabel(kind refs.Kind) string {
 // flight by the newest, moves the latest label off them and deletes those
 // past the config's history; it returns those kept.
 func (k *Keeper) retire(ctx context.Context, newest string, older []v1alpha1.ConfigRollout) ([]v1alpha1.ConfigRollout, error) {
-	history := cmp.Or(k.History, DefaultHistory)
+	history := cmp.Or(k.History, v1alpha1.DefaultHistory)
 	for i := range older {
 		cr := &older[i]
 		if i >= history-1 {
@@ -509,7 +505,7 @@ const nearBound = 10
 // makeRoom deletes the oldest ConfigRollouts of ns, those done first, so
 // that one more stays within the namespace's bound.
 func (k *Keeper) makeRoom(ctx context.Context, ns string) error {
-	bound := cmp.Or(k.PerNamespace, DefaultPerNamespace)
+	bound := cmp.Or(k.PerNamespace, v1alpha1.DefaultPerNamespace)
 	var l v1alpha1.ConfigRolloutList
 	if err := k.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return err

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/annotation"
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -150,7 +150,7 @@ func defaultReloadOptions() ReloadOptions {
 		// 6s between changes of a config flapping at just the trip rate.
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
 		CanaryBake: plan.DefaultCanaryBake, CanaryUnkept: UnkeptHold, ApprovalMaxAge: DefaultApprovalMaxAge,
-		ConfigRollouts: true, ConfigRolloutHistory: change.DefaultHistory, ConfigRolloutsPerNamespace: change.DefaultPerNamespace,
+		ConfigRollouts: true, ConfigRolloutHistory: v1alpha1.DefaultHistory, ConfigRolloutsPerNamespace: v1alpha1.DefaultPerNamespace,
 		CanaryQueryInterval: 30 * time.Second, CanaryQueryInconclusive: InconclusiveHold,
 	}}
 }

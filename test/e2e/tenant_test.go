@@ -58,8 +58,9 @@ type tenantResult struct {
 
 // A tenant with the built-in view role in its namespace, and nothing in
 // Ripple's but the Role the chart ships, runs explain and history there
-// and reads what Ripple decides, with Ripple's published settings; with
-// edit, resume continues a halted canary, and the held Deployments roll.
+// and reads what Ripple decides, with Ripple's published settings, and
+// waits for a change (a halted one fails naming its canary); with edit,
+// resume continues a halted canary, and the held Deployments roll.
 // Without the chart's Role the commands go on with Ripple's defaults and
 // say so in one line; a Secret view may not read is told, not guessed.
 func TestTenantCommands(t *testing.T) {
@@ -139,6 +140,8 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 		{"settled", tenantViewer, []string{"explain", "secret/" + secretName}, wants(
 			"Data:       not read: needs get on secrets in namespace "+ns, "Change:     "+secretName+"-", "Propagated, 1 of 1 managed consumers updated",
 			"kubectl get configrollout "+secretName+"-")},
+		{"settled", tenantViewer, []string{"wait", "secret/" + secretName, "--timeout=1m"}, wants(
+			"you may not read it, so this waits for its newest change", "Propagated: 1 of 1 managed consumers updated")},
 		{"settled", tenantViewer, []string{"explain", "deployment/api"}, func(t *testing.T, r tenantResult) {
 			if want := "cannot read Secret " + ns + "/" + secretName + ", which the workload may use (needs get on secrets in namespace " + ns; r.err == nil || !strings.Contains(r.stderr, want) {
 				t.Errorf("exit %v, stderr %q; want a failure naming %q", r.err, r.stderr, want)
@@ -150,6 +153,11 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 			if c.Canary == nil || c.Canary.Phase != plan.CanaryHalted || c.Rollout == nil || c.Rollout.Name != first.Name ||
 				countReason(c, reason.RolloutHalted) != 1 {
 				t.Errorf("change %+v: want the canary halted, the ConfigRollout %s, and d01 held", c, first.Name)
+			}
+		}},
+		{"halted", tenantViewer, []string{"wait", "configmap/" + canaryConfig, "--timeout=1m"}, func(t *testing.T, r tenantResult) {
+			if r.err == nil || !strings.Contains(r.stderr, "change "+first.Name+" halted") || !strings.Contains(r.stderr, "canary Deployment d00") {
+				t.Errorf("wait on a halted change: exit %v, stderr %q; want a failure naming the change and its canary", r.err, r.stderr)
 			}
 		}},
 		{"halted", tenantViewer, []string{"resume", "configmap/" + canaryConfig}, func(t *testing.T, r tenantResult) {
@@ -167,6 +175,7 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 				t.Errorf("change %+v: want both up to date and the change propagated", c)
 			}
 		}},
+		{"resumed", tenantViewer, []string{"wait", "configmap/" + canaryConfig, "--timeout=1m"}, wants("Propagated: 2 of 2 managed consumers updated")},
 		{"resumed", tenantViewer, []string{"history", "deployment/d01", "-o", "json"}, func(t *testing.T, r tenantResult) {
 			h := decode[history.History](t, r)
 			if n := len(h.Revisions); n != 2 || h.Revisions[1].StartedBy != history.ByRipple || !slices.Contains(h.Revisions[1].Changes, "ConfigMap/"+canaryConfig) {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
-	"github.com/ripple-dev/ripple/internal/change"
 )
 
 // The tenant's change storm: churnConfigs ConfigMaps read by one of its
@@ -109,11 +108,11 @@ func (c *churn) check(t *testing.T, admin kubernetes.Interface, ns string) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		n, err := countConfigRollouts(ctx, admin, ns)
-		if err == nil && n >= change.DefaultPerNamespace {
+		if err == nil && n >= v1alpha1.DefaultPerNamespace {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the storm's %d changes made %d ConfigRollouts (%v), want the namespace's bound, %d", churnChanges, n, err, change.DefaultPerNamespace)
+			t.Fatalf("the storm's %d changes made %d ConfigRollouts (%v), want the namespace's bound, %d", churnChanges, n, err, v1alpha1.DefaultPerNamespace)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -128,8 +127,8 @@ func (c *churn) check(t *testing.T, admin kubernetes.Interface, ns string) {
 		t.Fatal(err)
 	}
 	t.Logf("after %d changes of %d configs: %d ConfigRollouts in the tenant's namespace, at most %d in %d counts", churnChanges, churnConfigs, n, c.most, c.counts)
-	if c.most > change.DefaultPerNamespace || n > change.DefaultPerNamespace {
-		t.Errorf("the tenant's namespace held up to %d ConfigRollouts (%d at the end), over its bound of %d", c.most, n, change.DefaultPerNamespace)
+	if c.most > v1alpha1.DefaultPerNamespace || n > v1alpha1.DefaultPerNamespace {
+		t.Errorf("the tenant's namespace held up to %d ConfigRollouts (%d at the end), over its bound of %d", c.most, n, v1alpha1.DefaultPerNamespace)
 	}
 }
 
