@@ -35,6 +35,7 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/admission"
+	"github.com/ripple-dev/ripple/internal/announce"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/declared"
@@ -49,7 +50,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
-	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -115,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		if err != nil {
 			return fmt.Errorf("--webhook-url: %w", err)
 		}
-		return webhook.Setup(ctx, mgr, &webhook.Notifier{
+		return announce.Setup(ctx, mgr, &announce.Notifier{
 			Cache: mgr.GetCache(), Finder: finder, Kinds: withRestarts(Kinds(cfg, mgr.GetAPIReader())), Settings: settings, Queue: q,
 		})
 	}

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/announce"
 	"github.com/ripple-dev/ripple/internal/refs"
-	"github.com/ripple-dev/ripple/internal/webhook"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -23,14 +23,14 @@ import (
 type hookServer struct {
 	*httptest.Server
 	mu     sync.Mutex
-	bodies []webhook.Body
+	bodies []announce.Body
 }
 
 func newHookServer(t *testing.T) *hookServer {
 	h := &hookServer{}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var body webhook.Body
+		var body announce.Body
 		if err := json.Unmarshal(b, &body); err != nil || r.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("bad webhook request %q (%s): %v", b, r.Header.Get("Content-Type"), err)
 		}
@@ -42,10 +42,10 @@ func newHookServer(t *testing.T) *hookServer {
 	return h
 }
 
-func (h *hookServer) received() []webhook.Body {
+func (h *hookServer) received() []announce.Body {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]webhook.Body(nil), h.bodies...)
+	return append([]announce.Body(nil), h.bodies...)
 }
 
 // --webhook-url replaces reloading: each data change is posted with
@@ -85,7 +85,7 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 	e.waitFor(t, opted, "four webhook calls", func(client.Object) bool { return len(hook.received()) >= 4 })
 	time.Sleep(500 * time.Millisecond) // a spurious fifth call would show
 	got := hook.received()
-	want := []webhook.Body{
+	want := []announce.Body{
 		// Created after Ripple started, with --reload-on-create: a call.
 		{Webhook: "update successful", Event: "create", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg", Workloads: []workload.Ref{}},
 		{Webhook: "update successful", Event: "update", Kind: refs.ConfigMap, Namespace: e.ns, Name: "cfg",
@@ -113,7 +113,7 @@ func TestWebhookURLReplacesReloading(t *testing.T) {
 
 // callsOf returns, in order, the JSON of the calls about one config,
 // named "Kind/name".
-func callsOf(bodies []webhook.Body, key string) []string {
+func callsOf(bodies []announce.Body, key string) []string {
 	var out []string
 	for _, b := range bodies {
 		if string(b.Kind)+"/"+b.Name == key {

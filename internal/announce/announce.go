@@ -1,10 +1,10 @@
-// Package webhook is --webhook-url mode: instead of reloading, every data
+// Package announce is --webhook-url mode: instead of reloading, every data
 // change of a source in scope (and its creation or deletion, with
 // --reload-on-create or --reload-on-delete) is POSTed, as Reloader does.
 // The body keeps Reloader's field and adds what changed and which workloads
 // would have reloaded. Delivery is asynchronous (package notify), so a slow
 // endpoint holds nothing up.
-package webhook
+package announce
 
 import (
 	"context"
