@@ -61,7 +61,8 @@ type Deps struct {
 	// Memory holds what Ripple remembers of each workload.
 	Memory *Store
 	// Pods reads the pods of a workload whose reload restarts them, around
-	// the cache: Ripple watches no pods (docs/restart-methods.md).
+	// the cache: Ripple watches no pods (docs/restart-methods.md); Setup
+	// makes it a podTicks, one list of a namespace per tick.
 	Pods client.Reader
 	// changes is the change controller; nil when it is off.
 	changes *changes

@@ -158,6 +158,7 @@ func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workloa
 // says: a PodDisruptionBudget's refusal is waiting, a missing permission
 // is told (forbidden) and tried again later.
 func (r *Reconciler) restartPods(ctx context.Context, obj client.Object, rst workload.Restart, pr podRestart, log logr.Logger) (ctrl.Result, error) {
+	defer acted(r.Pods, obj.GetNamespace())
 	if rst.Method == workload.RestartReloadAction {
 		return r.reloadPods(ctx, obj, rst, pr, log)
 	}

@@ -70,7 +70,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if d.Priors == nil {
 		d.Priors = &rsource.Priors{}
 	}
-	d.Pods = mgr.GetAPIReader()
+	d.Pods = &podTicks{Reader: mgr.GetAPIReader(), Clock: d.Clock}
 	d.refusals, d.configsTold = &refusals{}, &configsTold{}
 	if d.Calls == nil {
 		d.Calls = ActionClient()
