@@ -21,7 +21,7 @@ func newChanges() changes {
 		stale: gaugeVec("ripple_stale_consumers",
 			"Workloads that read a config but keep its old data until someone restarts them (not opted in, or under the notify policy), in the latest change of each config, by config kind.", "kind"),
 		writes: counterVec("ripple_config_rollout_writes_total",
-			"Writes of ConfigRollouts by the change controller, by operation (create, status, delete).", "op"),
+			"Writes of ConfigRollouts by the change controller, by operation (create, status, label: the latest label moved off an older change, delete).", "op"),
 	}
 }
 
@@ -40,5 +40,5 @@ func (m *Metrics) Propagated(kind string, d time.Duration) {
 func (m *Metrics) StaleConsumers(kind string, n int) { m.stale.WithLabelValues(kind).Set(float64(n)) }
 
 // ChangeWrite counts one write of a ConfigRollout (op: create, status,
-// delete).
+// label, delete).
 func (m *Metrics) ChangeWrite(op string) { m.writes.WithLabelValues(op).Inc() }
