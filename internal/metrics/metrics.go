@@ -139,6 +139,21 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		approval:        newApproval(),
 		changes:         newChanges(),
 	}
+	if byNamespace {
+		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
+			"Reloads of workloads, by success and namespace.", "success", "namespace")
+	}
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.initKnown()
+	return m, nil
+}
+
+// collectors are every metric of m, to register.
+func (m *Metrics) collectors() []prometheus.Collector {
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
 		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped, m.eventDropped,
@@ -146,18 +161,10 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	collectors = append(collectors, m.safetyCollectors()...)
 	collectors = append(collectors, m.pending)
 	collectors = append(collectors, m.changeCollectors()...)
-	if byNamespace {
-		m.reloadByNamespace = counterVec("reloader_reload_executed_total_by_namespace",
-			"Reloads of workloads, by success and namespace.", "success", "namespace")
+	if m.reloadByNamespace != nil {
 		collectors = append(collectors, m.reloadByNamespace)
 	}
-	for _, c := range collectors {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	m.initKnown()
-	return m, nil
+	return collectors
 }
 
 // initKnown creates the series whose label values are known before
