@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,6 +42,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/impact"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/metricgate"
@@ -159,6 +161,27 @@ func newFinder(mgr ctrl.Manager, cfg config.Config) *dependents.Finder {
 	}
 }
 
+// keptCanaries tells the admission webhook's verdicts whether a canaried
+// change can be kept, as the controller's reconciles are told: ConfigRollouts
+// on and their CRD served. A change under review has no canary yet: it
+// answers none, or why none can be kept (the change is then held, or
+// rolls with --canary-unkept=roll), so the warning says what will happen.
+type keptCanaries struct {
+	off    bool
+	mapper meta.RESTMapper
+}
+
+func (k keptCanaries) Canary(context.Context, string, plan.Source) (plan.Canary, bool, error) {
+	if k.off {
+		return plan.Canary{}, false, gather.UnkeptOff
+	}
+	gvk := v1alpha1.GroupVersion.WithKind("ConfigRollout")
+	if _, err := k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+		return plan.Canary{}, false, gather.UnkeptNotServed
+	}
+	return plan.Canary{}, false, nil
+}
+
 // serveAdmission adds the admission webhook (--admission-bind-address),
 // its verdicts made from the caches and indexes the controllers use. The
 // digest key is read per review: the manager loads it when it starts.
@@ -173,7 +196,8 @@ func serveAdmission(mgr ctrl.Manager, cfg config.Config, finder *dependents.Find
 	scope := dependents.Scope{Reader: mgr.GetClient(), Selective: cfg.NamespaceSelector != nil}
 	h := &admission.Handler{
 		Assessor: func() impact.Assessor {
-			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester(), Rollouts: workload.RolloutOf}
+			return impact.Assessor{Reader: mgr.GetClient(), Settings: settings, Kinds: kinds, Find: finder.Of, Digester: digester(), Rollouts: workload.RolloutOf,
+				Canaries: keptCanaries{off: !cfg.ConfigRollouts, mapper: mgr.GetRESTMapper()}}
 		},
 		InScope: scope.InScope, Selector: cfg.ResourceSelector, Keys: cfg.Keys,
 		MaxRollouts: cfg.Admission.MaxRollouts, NamespaceLimits: cfg.NamespaceDefaults,

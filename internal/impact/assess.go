@@ -44,6 +44,11 @@ type Assessor struct {
 	// (workload.RolloutOf); nil where the objects hold no status
 	// (manifest files): complete.
 	Rollouts func(workload.Kind, client.Object) rollout.Status
+	// Canaries says whether a canaried change can be kept (the
+	// admission webhook: the CRD served, ConfigRollouts on): a new
+	// change has no canary yet, so it only ever answers none, or why none
+	// can be kept; nil (manifest files) takes it that one can.
+	Canaries gather.CanaryReader
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
@@ -93,7 +98,7 @@ func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change
 			objs = append(objs, found{k, obj})
 		}
 	}
-	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester}
+	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester, Canaries: a.Canaries}
 	cs := make([]*Consumer, len(objs))
 	errs := make([]error, len(objs))
 	eachAtOnce(len(objs), func(i int) { cs[i], errs[i] = a.consumer(ctx, g, objs[i].kind, objs[i].obj) })

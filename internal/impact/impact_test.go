@@ -2,6 +2,7 @@ package impact
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/manifest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -158,6 +160,42 @@ func TestVerdictCanary(t *testing.T) {
 	// --canary sets it for every config.
 	if v := assess(t, settings(t, "--canary=2"), saturday, configMap(before, nil), configMap(after, nil), ws...); v.Canary == nil || len(v.Canary.Workloads) != 2 {
 		t.Errorf("--canary=2: canary %+v; want 2 workloads", v.Canary)
+	}
+}
+
+// unkept answers, for every canaried change, that no canary can be kept.
+type unkept struct{}
+
+func (unkept) Canary(context.Context, string, plan.Source) (plan.Canary, bool, error) {
+	return plan.Canary{}, false, gather.UnkeptNotServed
+}
+
+// Where no canary can be kept (the admission webhook of a Ripple without
+// the ConfigRollout CRD), a canaried change is held on every workload, as
+// the controller holds it, and the warning says so rather than "canary
+// first"; with --canary-unkept=roll everything rolls at once.
+func TestVerdictCanaryUnkept(t *testing.T) {
+	ann := map[string]string{keys.Canary: "1"}
+	ws := []client.Object{deployment("api", nil), deployment("web", nil)}
+	for _, tc := range []struct {
+		args     []string
+		want     map[string]string
+		contains string
+	}{
+		{nil, map[string]string{"api": "Waiting/CanaryUnkept", "web": "Waiting/CanaryUnkept"},
+			"rolls 2 workloads in shop (api, web): 2 wait until a canary can be kept"},
+		{[]string{"--canary-unkept=roll"}, map[string]string{"api": "Pending/ReloadDue", "web": "Pending/ReloadDue"},
+			"rolls 2 workloads in shop (api, web): keys changed"},
+	} {
+		a := assessor(settings(t, tc.args...), append(ws, configMap(after, ann))...)
+		a.Canaries = unkept{}
+		v, err := a.Assess(t.Context(), configMap(before, ann), configMap(after, ann), saturday)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(v); !mapsEqual(got, tc.want) || v.Canary != nil || !strings.Contains(v.Summary, tc.contains) {
+			t.Errorf("%v: outcomes %v, canary %+v, summary %q; want %v, no canary, %q", tc.args, got, v.Canary, v.Summary, tc.want, tc.contains)
+		}
 	}
 }
 

@@ -125,6 +125,8 @@ func waits(ws []Workload) []string {
 			out = append(out, fmt.Sprintf("%d %s for an approval", c, verb))
 		case reason.ReloadHeld:
 			out = append(out, fmt.Sprintf("%d %s for the storm breaker", c, verb))
+		case reason.CanaryUnkept:
+			out = append(out, fmt.Sprintf("%d %s until a canary can be kept (ConfigRollouts, docs/canary.md)", c, verb))
 		default:
 			out = append(out, fmt.Sprintf("%d %s for a Helm release or the settle window", c, verb))
 		}
