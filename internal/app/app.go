@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -168,7 +168,7 @@ func newFinder(mgr ctrl.Manager, cfg config.Config) *dependents.Finder {
 // rolls with --canary-unkept=roll), so the warning says what will happen.
 type keptCanaries struct {
 	off    bool
-	mapper meta.RESTMapper
+	mapper apimeta.RESTMapper
 }
 
 func (k keptCanaries) Canary(context.Context, string, plan.Source) (plan.Canary, bool, error) {
@@ -176,7 +176,7 @@ func (k keptCanaries) Canary(context.Context, string, plan.Source) (plan.Canary,
 		return plan.Canary{}, false, gather.UnkeptOff
 	}
 	gvk := v1alpha1.GroupVersion.WithKind("ConfigRollout")
-	if _, err := k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+	if _, err := k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); apimeta.IsNoMatchError(err) {
 		return plan.Canary{}, false, gather.UnkeptNotServed
 	}
 	return plan.Canary{}, false, nil

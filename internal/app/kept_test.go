@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/gather"
@@ -15,14 +15,14 @@ import (
 // ConfigRollouts are off or their CRD is not served, as the controller's
 // reconciles are; with the CRD served a new change has no canary yet.
 func TestKeptCanaries(t *testing.T) {
-	served := meta.NewDefaultRESTMapper(nil)
-	served.Add(v1alpha1.GroupVersion.WithKind("ConfigRollout"), meta.RESTScopeNamespace)
+	served := apimeta.NewDefaultRESTMapper(nil)
+	served.Add(v1alpha1.GroupVersion.WithKind("ConfigRollout"), apimeta.RESTScopeNamespace)
 	for name, tc := range map[string]struct {
 		k    keptCanaries
 		want error
 	}{
 		"served":     {keptCanaries{mapper: served}, nil},
-		"not served": {keptCanaries{mapper: meta.NewDefaultRESTMapper(nil)}, gather.UnkeptNotServed},
+		"not served": {keptCanaries{mapper: apimeta.NewDefaultRESTMapper(nil)}, gather.UnkeptNotServed},
 		"off":        {keptCanaries{off: true, mapper: served}, gather.UnkeptOff},
 	} {
 		_, ok, err := tc.k.Canary(t.Context(), "shop", plan.Source{})
