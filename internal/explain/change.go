@@ -238,13 +238,18 @@ func PrintChange(w io.Writer, format string, c Change) error {
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State, wl.Reason, canary)
 	}
-	if len(c.Unplanned) > 0 {
-		fmt.Fprintf(&b, "\nNot planned (they may use it):\n")
-		for _, u := range c.Unplanned {
-			fmt.Fprintf(&b, "%s %s: %s\n", u.Kind, u.Name, u.Why)
+	printUnplanned(&b, c.Unplanned)
+	return aligned(w, b.String())
+}
+
+// printUnplanned lists the workloads explain could not plan, and why.
+func printUnplanned(b *strings.Builder, us []Unplanned) {
+	if len(us) > 0 {
+		fmt.Fprintf(b, "\nNot planned (with your rights):\n")
+		for _, u := range us {
+			fmt.Fprintf(b, "%s %s: %s\n", u.Kind, u.Name, u.Why)
 		}
 	}
-	return aligned(w, b.String())
 }
 
 func printRollout(b *strings.Builder, r *ChangeRollout) {

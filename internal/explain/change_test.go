@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,26 @@ func TestChangeWithUnreadableOtherSecrets(t *testing.T) {
 	}
 	if len(got.Unplanned) != 1 || got.Unplanned[0].Name != "api" || !strings.Contains(got.Unplanned[0].Why, "cannot read Secret shop/db") {
 		t.Errorf("not planned %+v, want api, naming Secret shop/db", got.Unplanned)
+	}
+	// explain --all: the workloads that read the Secret are not planned,
+	// with the right they lack; the rest of the namespace is explained.
+	all, err := e.All(t.Context(), Kinds(s, c), "shop")
+	if err != nil {
+		t.Fatalf("explain --all failed on a Secret the user may not read: %v", err)
+	}
+	var unplanned []string
+	for _, u := range all.Unplanned {
+		if strings.Contains(u.Why, "cannot read Secret shop/db") {
+			unplanned = append(unplanned, u.Name)
+		}
+	}
+	slices.Sort(unplanned)
+	if len(all.Items) != 1 || all.Items[0].Workload.Name != "web" || strings.Join(unplanned, ",") != "api,worker" {
+		t.Errorf("--all: items %d (first %v), not planned %v; want web, and api and worker not planned", len(all.Items), all.Items, unplanned)
+	}
+	var out strings.Builder
+	if err := PrintList(&out, FormatTable, all, false); err != nil || !strings.Contains(out.String(), "Not planned (with your rights):") {
+		t.Errorf("--all's table (%v):\n%s\nwant the workloads not planned listed", err, out.String())
 	}
 }
 

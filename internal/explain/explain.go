@@ -63,7 +63,13 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 	out := List{Items: []Report{}}
 	err := e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
 		r, err := e.explain(ctx, kind, obj)
-		if err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			// One workload's config the user may not read (view and a
+			// Secret) is told, and the others are still explained.
+			out.Unplanned = append(out.Unplanned, Unplanned{Ref: workload.RefTo(kind.Kind, obj), Why: err.Error()})
+			return nil
+		case err != nil:
 			return err
 		}
 		if optedIn || len(r.Findings) > 0 {

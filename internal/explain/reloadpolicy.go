@@ -69,7 +69,7 @@ func Awaits(r Report) bool {
 
 // Awaiting is the list of the workloads in l that wait (Awaits).
 func (l List) Awaiting() List {
-	out := List{Items: []Report{}, Findings: l.Findings}
+	out := List{Items: []Report{}, Findings: l.Findings, Unplanned: l.Unplanned}
 	for _, r := range l.Items {
 		if Awaits(r) {
 			out.Items = append(out.Items, r)

@@ -205,4 +205,7 @@ type List struct {
 	// Findings are every finding in the files, those on no listed
 	// workload included; only from files.
 	Findings []Finding `json:"findings,omitempty"`
+	// Unplanned are the workloads explain could not plan with the user's
+	// rights (a Secret the built-in view role may not read), and why.
+	Unplanned []Unplanned `json:"unplanned,omitempty"`
 }
