@@ -174,7 +174,7 @@ fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag pa
 	done
 
 .PHONY: test
-test: tools vet vulncheck test-unit test-unit-race test-docs test-integration test-chart test-e2e test-hostile test-kubelet test-image ## Everything CI runs: vet, vulncheck, unit (also with -race), docs, integration, chart, e2e, hostile-tenant, real-kubelet and image tests (~46 min on 2 cores; each tier prints its time).
+test: tools vet vulncheck test-unit test-unit-race test-docs test-integration test-chart test-e2e test-hostile test-kubelet test-image ## Everything CI runs: vet, vulncheck, unit (also with -race), docs, integration, chart, e2e, hostile-tenant, real-kubelet and image tests (~55 min on 2 cores; each tier prints its time).
 	@echo "== make test passed in $$(( ($$(date +%s) - $(MAKE_START)) / 60 ))m$$(( ($$(date +%s) - $(MAKE_START)) % 60 ))s"
 
 .PHONY: cluster-up
