@@ -18,7 +18,6 @@ import (
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/explain"
-	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 )
@@ -108,8 +107,7 @@ type waiter struct {
 	receipt change.Receipt
 	out     io.Writer
 	last    string
-	// noReaders tells whether no workload reads the config; nil when that
-	// cannot be told (the Ripple's settings cannot be read).
+	// noReaders tells whether no workload reads the config.
 	noReaders func(ctx context.Context) bool
 }
 
@@ -212,26 +210,19 @@ func counts(st v1alpha1.ConfigRolloutStatus) string {
 	return s
 }
 
-// stale prints the consumers of cr that keep the old data.
+// stale prints the consumers of cr that keep the old data: those listed,
+// and how many more its counts have.
 func (w *waiter) stale(cr *v1alpha1.ConfigRollout) {
+	listed := 0
 	for _, c := range cr.Status.Consumers {
 		if c.State == v1alpha1.ConsumerStale || c.State == v1alpha1.ConsumerNotifyOnly {
 			fmt.Fprintf(w.out, "  stale: %s %s (%s): it keeps the old data until it is restarted\n", c.Kind, c.Name, c.State)
+			listed++
 		}
 	}
-	if listed := staleListed(cr.Status.Consumers); int(cr.Status.Counts.Stale) > listed {
-		fmt.Fprintf(w.out, "  and %d more stale consumers (ripple explain %s lists them)\n", int(cr.Status.Counts.Stale)-listed, strings.ReplaceAll(w.what, " "+w.ns+"/", "/"))
+	if more := int(cr.Status.Counts.Stale) - listed; more > 0 {
+		fmt.Fprintf(w.out, "  and %d more stale consumers (ripple explain %s lists them)\n", more, strings.ReplaceAll(w.what, " "+w.ns+"/", "/"))
 	}
-}
-
-func staleListed(cs []v1alpha1.Consumer) int {
-	n := 0
-	for _, c := range cs {
-		if c.State == v1alpha1.ConsumerStale || c.State == v1alpha1.ConsumerNotifyOnly {
-			n++
-		}
-	}
-	return n
 }
 
 // halted says why a change halted and on which canaries.
@@ -253,25 +244,30 @@ func halted(st v1alpha1.ConfigRolloutStatus) string {
 
 // readersCheck is the check that no workload reads config ref in ns, as
 // `ripple explain configmap/<name>` tells it (a change nobody reads gets
-// no ConfigRollout); nil when the Ripple's settings cannot be read.
+// no ConfigRollout). The Ripple's settings are read once, at the first
+// check; a Ripple whose settings cannot be read is never told to read
+// nothing.
 func (f *waitFlags) readersCheck(c client.Client, ns string, ref refs.Ref) func(context.Context) bool {
+	var e *explain.Explainer
+	var kinds []explain.Kind
 	var checked time.Time
+	unreadable := false
 	return func(ctx context.Context) bool {
-		if time.Since(checked) < readersRecheck {
+		if unreadable || time.Since(checked) < readersRecheck {
 			return false
 		}
 		checked = time.Now()
-		meta, err := metainfo.Read(ctx, c, f.rippleNamespace)
-		if err != nil {
-			return false
+		if e == nil {
+			_, settings, err := f.settings(ctx, c, f.rippleNamespace, nil)
+			if err != nil {
+				unreadable = true
+				return false
+			}
+			e = &explain.Explainer{Reader: c, Settings: settings, Digester: settings.Digester(ctx, c), Now: time.Now}
+			kinds = explain.Kinds(settings, c)
 		}
-		settings, err := f.ripple.Resolve(meta)
-		if err != nil {
-			return false
-		}
-		e := explain.Explainer{Reader: c, Settings: settings, Digester: settings.Digester(ctx, c), Now: time.Now}
-		ch, err := e.Change(ctx, explain.Kinds(settings, c), ns, ref)
-		return err == nil && len(ch.Workloads) == 0
+		ch, err := e.Change(ctx, kinds, ns, ref)
+		return err == nil && len(ch.Workloads) == 0 && len(ch.Unplanned) == 0
 	}
 }
 
