@@ -240,8 +240,18 @@ func hasConsumers(cs []Consumer) bool {
 func inFlight(cs []Consumer) bool {
 	return slices.ContainsFunc(cs, func(c Consumer) bool {
 		s, _, ok := State(c, time.Time{})
-		return ok && s != v1alpha1.ConsumerComplete && s != v1alpha1.ConsumerStale && s != v1alpha1.ConsumerNotifyOnly && s != v1alpha1.ConsumerExcluded
+		return ok && pending(s)
 	})
+}
+
+// pending reports whether a consumer in state s is one Ripple rolls that
+// has not completed the change.
+func pending(s v1alpha1.ConsumerState) bool {
+	switch s {
+	case v1alpha1.ConsumerComplete, v1alpha1.ConsumerStale, v1alpha1.ConsumerNotifyOnly, v1alpha1.ConsumerExcluded:
+		return false
+	}
+	return true
 }
 
 // config is the config key names, from the cache; nil when it is gone,
@@ -699,9 +709,7 @@ func (k *Keeper) writeStatus(ctx context.Context, cr *v1alpha1.ConfigRollout) er
 func leftOf(cs []Consumer, seen time.Time) map[workload.Ref]bool {
 	left := map[workload.Ref]bool{}
 	for _, c := range cs {
-		switch s, _, ok := State(c, seen); {
-		case !ok, s == v1alpha1.ConsumerComplete, s == v1alpha1.ConsumerStale, s == v1alpha1.ConsumerNotifyOnly, s == v1alpha1.ConsumerExcluded:
-		default:
+		if s, _, ok := State(c, seen); ok && pending(s) {
 			left[c.Ref] = s == v1alpha1.ConsumerRolling
 		}
 	}
