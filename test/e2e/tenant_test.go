@@ -185,8 +185,10 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 	}
 }
 
-// runTenantStep runs the commands of step as their tenants, in order. With
-// the chart's Role every command reads Ripple's settings: none warns.
+// runTenantStep runs the commands of step as their tenants, in order, each
+// a subtest named for its step and command, so that a failure names the
+// command; what it printed is shown only when it failed. With the chart's
+// Role every command reads Ripple's settings: none warns.
 func runTenantStep(t *testing.T, ns, rippleNS string, runs []tenantRun, step string) {
 	t.Helper()
 	for _, run := range runs {
@@ -194,12 +196,16 @@ func runTenantStep(t *testing.T, ns, rippleNS string, runs []tenantRun, step str
 			continue
 		}
 		args := append(slices.Clone(run.args), "-n", ns, "--ripple-namespace", rippleNS)
-		r := runAs(t, run.as, args...)
-		t.Logf("%s, as %s: ripple %s: exit %v\n%s%s", step, run.as, strings.Join(args, " "), r.err, r.stdout, r.stderr)
-		if strings.Contains(r.stderr, "settings not read") {
-			t.Errorf("%s: ripple %s warned: %s", step, strings.Join(args, " "), r.stderr)
-		}
-		run.check(t, r)
+		t.Run(step+" "+run.as+" "+strings.Join(run.args, " "), func(t *testing.T) {
+			r := runAs(t, run.as, args...)
+			if strings.Contains(r.stderr, "settings not read") {
+				t.Errorf("ripple %s warned: %s", strings.Join(args, " "), r.stderr)
+			}
+			run.check(t, r)
+			if t.Failed() {
+				t.Logf("as %s: ripple %s: exit %v\n%s%s", run.as, strings.Join(args, " "), r.err, r.stdout, r.stderr)
+			}
+		})
 	}
 }
 

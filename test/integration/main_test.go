@@ -9,6 +9,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 )
@@ -18,6 +21,9 @@ import (
 var api *cluster.API
 
 func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime's logger and, with none set,
+	// prints a goroutine stack that reads like a failure in the output.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(kit.Main(context.Background(), m, func(ctx context.Context) (func() error, error) {
 		var err error
 		api, err = cluster.StartAPI(cluster.APIOptions{})

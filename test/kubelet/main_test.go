@@ -35,6 +35,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 )
@@ -47,6 +50,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "the real-kubelet tier runs a kubelet, which needs root")
 		os.Exit(1)
 	}
+	// envtest logs through controller-runtime's logger and, with none set,
+	// prints a goroutine stack that reads like a failure in the output.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(kit.Main(context.Background(), m, func(ctx context.Context) (func() error, error) {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
