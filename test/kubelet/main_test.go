@@ -21,8 +21,10 @@
 // (the fake runtime's, in 127.1.0.0/16) and show each pod called once,
 // after reload-delay, with the new file in its volume, max-unavailable
 // calls at a time; 3 tries, then the Warning and the fallback; the
-// action refused for a config read as env; and the list pods right is
-// needed.
+// action refused for a config read as env; the list pods right is
+// needed; and 32 Deployments whose pods accept the call and never answer
+// delay no template reload in another namespace past the settle window
+// plus 1 s (reloadaction_hang_test.go).
 //
 // The kubelet runs as root on the host, fenced in a mount namespace and a
 // cgroup root of its own: the tier must run as root (`make test-kubelet`).
