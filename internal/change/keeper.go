@@ -15,6 +15,7 @@ package change
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -135,6 +136,49 @@ type Keeper struct {
 	// makes and looks are the namespaces' budgets of new ConfigRollouts
 	// and of looks.
 	makes, looks map[string]*rate.Limiter
+	// refused are the namespaces where the API server refused to create
+	// a ConfigRollout (no right, a quota), with its message, until a
+	// create there succeeds: their canaried changes are told why they
+	// cannot be kept (Refused) rather than wait in silence.
+	refused map[string]string
+}
+
+// maxRefused bounds the namespaces whose refusal is remembered: past it
+// one is forgotten, and its changes wait (its next create is refused
+// again).
+const maxRefused = 10000
+
+// Refused is why the API server refused to create a ConfigRollout in ns
+// at the last try; false when it did not, or one was made since.
+func (k *Keeper) Refused(ns string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	why, ok := k.refused[ns]
+	return why, ok
+}
+
+// created notes the outcome of a create of a ConfigRollout in ns: a
+// refusal (Forbidden: no right, a quota) is remembered, any success
+// forgets the namespace's.
+func (k *Keeper) created(ns string, err error) {
+	var status apierrors.APIStatus
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case err == nil:
+		delete(k.refused, ns)
+	case apierrors.IsForbidden(err) && errors.As(err, &status):
+		if k.refused == nil {
+			k.refused = map[string]string{}
+		}
+		if _, ok := k.refused[ns]; !ok && len(k.refused) >= maxRefused {
+			for other := range k.refused {
+				delete(k.refused, other)
+				break
+			}
+		}
+		k.refused[ns] = status.Status().Message
+	}
 }
 
 type staleCount struct {
@@ -316,6 +360,7 @@ func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revisio
 		},
 	}
 	err := k.Client.Create(ctx, cr)
+	k.created(key.Namespace, err)
 	if apierrors.IsAlreadyExists(err) {
 		// Made by an earlier reconcile that the cache has not shown yet.
 		err = k.Reader.Get(ctx, client.ObjectKeyFromObject(cr), cr)

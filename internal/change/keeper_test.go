@@ -2,11 +2,14 @@ package change
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +42,9 @@ type world struct {
 	clk    *clocktesting.FakeClock
 	fleet  *fleet
 	writes map[string]int
+	// refuse, when set, is what the API server answers a create of a
+	// ConfigRollout.
+	refuse error
 }
 
 func newWorld(t *testing.T) *world {
@@ -56,6 +62,9 @@ func newWorld(t *testing.T) *world {
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if _, ok := obj.(*v1alpha1.ConfigRollout); ok {
+					if w.refuse != nil {
+						return w.refuse
+					}
 					w.writes["create"]++
 					// The fake client sets no creation time; the keeper orders by it.
 					obj.SetCreationTimestamp(metav1.Time{Time: w.clk.Now()})
@@ -126,6 +135,34 @@ func TestNoChangeNoObject(t *testing.T) {
 	*w.fleet = fleet{managed("a", plan.Unchanged, rollout.Complete)}
 	if w.reconcile(); len(w.rollouts()) != 0 {
 		t.Errorf("a config every consumer runs made %d ConfigRollouts, want none", len(w.rollouts()))
+	}
+}
+
+// A create the API server refuses (no right, a quota) is told for its
+// namespace with the server's message, until a create there succeeds.
+func TestRefusedCreateIsTold(t *testing.T) {
+	w := newWorld(t)
+	w.refuse = apierrors.NewForbidden(v1alpha1.GroupVersion.WithResource("configrollouts").GroupResource(), "",
+		errors.New(`User "ripple" cannot create resource "configrollouts"`))
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	key := Key{Namespace: "shop", Config: config}
+	w.k.Notice(key)
+	if _, err := w.k.Reconcile(t.Context(), key); !apierrors.IsForbidden(err) {
+		t.Fatalf("reconcile: %v, want the refusal", err)
+	}
+	if why, ok := w.k.Refused("shop"); !ok || !strings.Contains(why, `cannot create resource "configrollouts"`) {
+		t.Errorf("Refused(shop) = %q, %v; want the API server's message", why, ok)
+	}
+	if why, ok := w.k.Refused("other"); ok {
+		t.Errorf("Refused(other) = %q: no create was refused there", why)
+	}
+	w.refuse = nil
+	w.clk.Step(time.Minute) // past the namespace's budgets
+	w.k.Notice(key)
+	w.reconcile()
+	if why, ok := w.k.Refused("shop"); ok || len(w.rollouts()) != 1 {
+		t.Errorf("after a create succeeded: Refused(shop) = %q, %v, %d ConfigRollouts; want forgotten and one made", why, ok, len(w.rollouts()))
 	}
 }
 

@@ -78,6 +78,14 @@ func UnkeptForbidden(message string) Unkept {
 		"grant it get, list, watch, create and delete on configrollouts.ripple.dev and update on configrollouts/status (docs/config-rollouts.md)")
 }
 
+// UnkeptRefused is why no canary can be kept when the API server refused
+// to create a ConfigRollout in ns (no right there, a quota), the
+// server's message saying so.
+func UnkeptRefused(ns, message string) Unkept {
+	return Unkept("the API server refused Ripple a ConfigRollout, which keeps a canary, in namespace " + ns + " (" + message + "): " +
+		"grant it create on configrollouts.ripple.dev there, or raise the namespace's quota of them (docs/config-rollouts.md)")
+}
+
 // Input reads everything the plan of obj, of kind, looks at, but for the
 // settle state and the clock, which are the caller's: the workload as the
 // planner sees it, and every source that may reload it.
