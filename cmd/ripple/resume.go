@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
 )
@@ -158,7 +158,7 @@ func haltedChange(ctx context.Context, c client.Reader, ns string, ref refs.Ref,
 	switch {
 	case i < 0:
 		return nil, errors.New("no ConfigRollout of its current data: the change has no canary that halted (ripple explain shows why)")
-	case items[i].Status.Canary == nil || items[i].Status.Canary.Phase != string(plan.CanaryHalted):
+	case items[i].Status.Canary == nil || items[i].Status.Canary.Phase != string(canary.Halted):
 		phase := "not canaried"
 		if cn := items[i].Status.Canary; cn != nil {
 			phase = cn.Phase

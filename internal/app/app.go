@@ -37,6 +37,7 @@ import (
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/admission"
 	"github.com/ripple-dev/ripple/internal/announce"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/declared"
@@ -171,15 +172,15 @@ type keptCanaries struct {
 	mapper apimeta.RESTMapper
 }
 
-func (k keptCanaries) Canary(context.Context, string, plan.Source) (plan.Canary, bool, error) {
+func (k keptCanaries) Canary(context.Context, string, plan.Source) (canary.State, bool, error) {
 	if k.off {
-		return plan.Canary{}, false, gather.UnkeptOff
+		return canary.State{}, false, gather.UnkeptOff
 	}
 	gvk := v1alpha1.GroupVersion.WithKind("ConfigRollout")
 	if _, err := k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); apimeta.IsNoMatchError(err) {
-		return plan.Canary{}, false, gather.UnkeptNotServed
+		return canary.State{}, false, gather.UnkeptNotServed
 	}
-	return plan.Canary{}, false, nil
+	return canary.State{}, false, nil
 }
 
 // serveAdmission adds the admission webhook (--admission-bind-address),
@@ -222,8 +223,8 @@ func initKinds(m *metrics.Metrics, kinds []workload.Kind, optional []controller.
 // gates; config has validated their flags.
 func changeOptions(cfg config.Config) (controller.ChangeOptions, error) {
 	o := controller.ChangeOptions{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace,
-		PodGate: slices.Contains(cfg.CanaryGates, string(plan.GatePods))}
-	if !slices.Contains(cfg.CanaryGates, string(plan.GateQuery)) {
+		PodGate: slices.Contains(cfg.CanaryGates, string(canary.GatePods))}
+	if !slices.Contains(cfg.CanaryGates, string(canary.GateQuery)) {
 		return o, nil
 	}
 	api, err := metricgate.NewAPI(cfg.PrometheusURL, cfg.PrometheusCredentialsDir)

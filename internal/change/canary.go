@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -19,7 +20,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// A canaried change (plan.Canary) lives in its ConfigRollout's
+// A canaried change (canary.State) lives in its ConfigRollout's
 // status.canary: the Keeper chooses its canaries when a consumer's plan
 // first asks for them, marks each canary applied when it sees it run the
 // change, reads their rollouts, continues a halted change an operator
@@ -69,19 +70,19 @@ func Latest(items []v1alpha1.ConfigRollout, uid types.UID, revs []string) (*v1al
 // digest; false when st records none (or only a summary, as a Ripple
 // before canaries lived here wrote). The canaries are in ns by
 // construction: a status cannot name another namespace's workload.
-func CanaryOf(st *v1alpha1.CanaryStatus, ns string, ref refs.Ref, digest string) (plan.Canary, bool) {
+func CanaryOf(st *v1alpha1.CanaryStatus, ns string, ref refs.Ref, digest string) (canary.State, bool) {
 	if st == nil || st.Since.IsZero() {
-		return plan.Canary{}, false
+		return canary.State{}, false
 	}
-	c := plan.Canary{Namespace: ns, Config: ref, Digest: digest, Bake: st.Bake.Duration, Phase: plan.CanaryPhase(st.Phase),
-		Since: st.Since.Time, Why: st.Why, Gate: plan.Gate(st.Gate), Resumed: st.Resumed}
+	c := canary.State{Namespace: ns, Config: ref, Digest: digest, Bake: st.Bake.Duration, Phase: canary.Phase(st.Phase),
+		Since: st.Since.Time, Why: st.Why, Gate: canary.Gate(st.Gate), Resumed: st.Resumed}
 	switch c.Phase {
-	case plan.CanaryRolling, plan.CanaryBaking, plan.CanaryPassed, plan.CanaryHalted:
+	case canary.Rolling, canary.Baking, canary.Passed, canary.Halted:
 	default:
-		return plan.Canary{}, false
+		return canary.State{}, false
 	}
 	for _, w := range st.Workloads {
-		m := plan.CanaryMember{Ref: workload.Ref{Kind: w.Kind, Namespace: ns, Name: w.Name}}
+		m := canary.Member{Ref: workload.Ref{Kind: w.Kind, Namespace: ns, Name: w.Name}}
 		if w.AppliedAt != nil {
 			m.Applied = w.AppliedAt.Time
 		}
@@ -94,7 +95,7 @@ func CanaryOf(st *v1alpha1.CanaryStatus, ns string, ref refs.Ref, digest string)
 // second (as the API server keeps them), so that a status read back
 // equals the one written. They are rounded up: a bake or a timeout that
 // starts at a time recorded early would end early.
-func canaryStatus(c *plan.Canary) *v1alpha1.CanaryStatus {
+func canaryStatus(c *canary.State) *v1alpha1.CanaryStatus {
 	if c == nil {
 		return nil
 	}
@@ -134,7 +135,7 @@ func truncate(s string, n int) string {
 // it is written (a pass or a halt), and how soon to look again for it
 // (0: no time of its own).
 type canaryStep struct {
-	canary  *plan.Canary
+	canary  *canary.State
 	outcome *plan.Notice
 	carried bool
 	wake    time.Duration
@@ -155,7 +156,7 @@ func Resumes(value string, cr *v1alpha1.ConfigRollout) bool {
 // annotation names the change (Resumes); timeout is --rollout-timeout;
 // verdicts are those of the gates beside the status during the bake.
 func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resume bool, timeout time.Duration, now time.Time,
-	verdicts []plan.Verdict, carry func() (plan.Canary, bool)) canaryStep {
+	verdicts []canary.Verdict, carry func() (canary.State, bool)) canaryStep {
 	c, ok := CanaryOf(st, key.Namespace, key.Config, digest)
 	var out canaryStep
 	if !ok {
@@ -164,23 +165,23 @@ func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resu
 			return out
 		}
 		if c, out.carried = carry(); !out.carried {
-			c = plan.StartCanary(key.Namespace, *cs[i].Ask, candidates(cs), now)
+			c = canary.Start(key.Namespace, *cs[i].Ask, candidates(cs), now)
 		}
 	}
 	before := c.Phase
 	switch c.Phase {
-	case plan.CanaryRolling:
+	case canary.Rolling:
 		c = applied(c, cs, now)
 		c, _ = c.Check(health(c, cs), timeout, now)
-	case plan.CanaryBaking:
+	case canary.Baking:
 		var held bool
-		if c, held = c.Judged(verdicts, timeout, now); c.Phase == plan.CanaryBaking {
+		if c, held = c.Judged(verdicts, timeout, now); c.Phase == canary.Baking {
 			next, _ := c.Check(health(c, cs), timeout, now)
-			if next.Phase != plan.CanaryPassed || !held {
+			if next.Phase != canary.Passed || !held {
 				c = next // a gate that cannot tell yet keeps the bake from passing
 			}
 		}
-	case plan.CanaryHalted:
+	case canary.Halted:
 		if resume {
 			c, _ = c.Resume(now)
 		}
@@ -196,12 +197,12 @@ func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resu
 }
 
 // candidates are the consumers a change would roll now, as the canaries
-// are chosen among (plan.StartCanary).
-func candidates(cs []Consumer) []plan.CanaryCandidate {
-	var out []plan.CanaryCandidate
+// are chosen among (canary.Start).
+func candidates(cs []Consumer) []canary.Candidate {
+	var out []canary.Candidate
 	for _, c := range cs {
 		if c.Candidate {
-			out = append(out, plan.CanaryCandidate{Ref: c.Ref, First: c.First, Idle: c.Idle != ""})
+			out = append(out, canary.Candidate{Ref: c.Ref, First: c.First, Idle: c.Idle != ""})
 		}
 	}
 	return out
@@ -209,7 +210,7 @@ func candidates(cs []Consumer) []plan.CanaryCandidate {
 
 // applied marks the canaries that run the change's data (their plan finds
 // the config unchanged) applied at now.
-func applied(c plan.Canary, cs []Consumer, now time.Time) plan.Canary {
+func applied(c canary.State, cs []Consumer, now time.Time) canary.State {
 	for _, cons := range cs {
 		if cons.Found && cons.Source.State == plan.Unchanged {
 			c, _ = c.Applied(cons.Ref, now)
@@ -223,9 +224,9 @@ func applied(c plan.Canary, cs []Consumer, now time.Time) plan.Canary {
 // does not pass on a workload that is not there; so have canaries none of
 // which runs pods while a workload the change rolls does (scaled to zero
 // after they were chosen): the change does not pass on no pods.
-func health(c plan.Canary, cs []Consumer) map[workload.Ref]rollout.Status {
+func health(c canary.State, cs []Consumer) map[workload.Ref]rollout.Status {
 	out := map[workload.Ref]rollout.Status{}
-	noPods := !slices.ContainsFunc(c.Members, func(m plan.CanaryMember) bool {
+	noPods := !slices.ContainsFunc(c.Members, func(m canary.Member) bool {
 		i := slices.IndexFunc(cs, func(cons Consumer) bool { return cons.Ref == m.Ref })
 		return i >= 0 && cs[i].Idle == ""
 	}) && slices.ContainsFunc(cs, func(cons Consumer) bool { return cons.Candidate && cons.Idle == "" })
@@ -258,11 +259,11 @@ func held(cs []Consumer) int {
 
 // wake is how soon c must be looked at without an event: when its bake
 // ends, or when a canary's rollout passes the timeout.
-func wake(c plan.Canary, timeout time.Duration, now time.Time) time.Duration {
+func wake(c canary.State, timeout time.Duration, now time.Time) time.Duration {
 	switch c.Phase {
-	case plan.CanaryBaking:
+	case canary.Baking:
 		return max(c.BakeUntil().Sub(now), time.Millisecond)
-	case plan.CanaryRolling:
+	case canary.Rolling:
 		var at time.Time
 		for _, m := range c.Members {
 			due := m.Applied.Add(timeout)

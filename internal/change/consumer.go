@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/standing"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -27,7 +27,7 @@ type Consumer struct {
 	Found bool
 	// Ask is set when the workload's plan asks for the canary of the
 	// config's change: it is canaried and has none yet.
-	Ask *plan.CanaryAsk
+	Ask *canary.Ask
 	// Candidate is set when the plan would roll the change now (a canary
 	// may be chosen among them); First when the workload asks to be one.
 	Candidate, First bool
@@ -73,7 +73,7 @@ const MaxListed = 50
 // cs, read at now, after the status it had (old): a change Propagated
 // once stays so, and one Superseded (superseded: a newer change of the
 // config exists) stays so unless it propagated first.
-func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, canary *plan.Canary, superseded bool, now time.Time) v1alpha1.ConfigRolloutStatus {
+func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, chosen *canary.State, superseded bool, now time.Time) v1alpha1.ConfigRolloutStatus {
 	st := old
 	st.Counts, st.Consumers = v1alpha1.Counts{}, nil
 	seen := old.SeenAt.Time
@@ -82,7 +82,7 @@ func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, canary *plan.Canary
 		if !ok {
 			continue
 		}
-		if s == v1alpha1.ConsumerWaiting && why == string(reason.WaitingForCanary) && canary != nil && canary.Phase == plan.CanaryHalted {
+		if s == v1alpha1.ConsumerWaiting && why == string(reason.WaitingForCanary) && chosen != nil && chosen.Phase == canary.Halted {
 			s, why = v1alpha1.ConsumerHalted, string(reason.RolloutHalted)
 		}
 		count(&st.Counts, s)
@@ -94,27 +94,27 @@ func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, canary *plan.Canary
 	if len(st.Consumers) > MaxListed {
 		st.Consumers = st.Consumers[:MaxListed]
 	}
-	st.Canary = canaryStatus(canary)
-	st.Phase = phase(old, st.Counts, canary, superseded)
+	st.Canary = canaryStatus(chosen)
+	st.Phase = phase(old, st.Counts, chosen, superseded)
 	if st.Phase == v1alpha1.PhasePropagated && st.PropagatedAt == nil {
 		st.PropagatedAt = &metav1.Time{Time: now}
 	}
 	st.Conditions = slices.Clone(old.Conditions)
-	setConditions(&st, canary, now)
+	setConditions(&st, chosen, now)
 	return st
 }
 
 // phase is the phase of a change whose status was old, with consumers
 // counted in c: Propagated once every managed consumer completed (and for
 // good), else Superseded for good once the config changed again.
-func phase(old v1alpha1.ConfigRolloutStatus, c v1alpha1.Counts, canary *plan.Canary, superseded bool) v1alpha1.Phase {
+func phase(old v1alpha1.ConfigRolloutStatus, c v1alpha1.Counts, chosen *canary.State, superseded bool) v1alpha1.Phase {
 	superseded = superseded || old.Phase == v1alpha1.PhaseSuperseded
 	switch {
 	case old.PropagatedAt != nil, !superseded && c.Complete == c.Managed:
 		return v1alpha1.PhasePropagated
 	case superseded:
 		return v1alpha1.PhaseSuperseded
-	case c.Halted > 0, canary != nil && canary.Phase == plan.CanaryHalted:
+	case c.Halted > 0, chosen != nil && chosen.Phase == canary.Halted:
 		return v1alpha1.PhaseHalted
 	case c.Waiting+c.Complete == c.Managed:
 		return v1alpha1.PhaseWaiting
@@ -194,7 +194,7 @@ func rank(s v1alpha1.ConsumerState) int {
 
 // setConditions sets st's conditions from its phase and canary at now.
 // Their times move only when their status does (apimeta.SetStatusCondition).
-func setConditions(st *v1alpha1.ConfigRolloutStatus, canary *plan.Canary, now time.Time) {
+func setConditions(st *v1alpha1.ConfigRolloutStatus, chosen *canary.State, now time.Time) {
 	at := metav1.NewTime(now)
 	set := func(c metav1.Condition) {
 		c.LastTransitionTime = at
@@ -217,17 +217,17 @@ func setConditions(st *v1alpha1.ConfigRolloutStatus, canary *plan.Canary, now ti
 	halted := metav1.Condition{Type: v1alpha1.Halted, Status: metav1.ConditionFalse, Reason: "NotHalted", Message: "no canary holds the change"}
 	if st.Phase == v1alpha1.PhaseHalted {
 		halted.Status, halted.Reason, halted.Message = metav1.ConditionTrue, string(reason.RolloutHalted), "the change is halted"
-		if canary != nil && canary.Why != "" {
-			halted.Message = "the change failed on its canary: " + canary.Why
+		if chosen != nil && chosen.Why != "" {
+			halted.Message = "the change failed on its canary: " + chosen.Why
 		}
 	}
 	set(halted)
-	if canary == nil {
+	if chosen == nil {
 		apimeta.RemoveStatusCondition(&st.Conditions, v1alpha1.CanaryPassed)
 		return
 	}
-	passed := metav1.Condition{Type: v1alpha1.CanaryPassed, Status: metav1.ConditionFalse, Reason: string(canary.Phase), Message: plan.CanaryStage(*canary)}
-	if canary.Phase == plan.CanaryPassed {
+	passed := metav1.Condition{Type: v1alpha1.CanaryPassed, Status: metav1.ConditionFalse, Reason: string(chosen.Phase), Message: canary.Stage(*chosen)}
+	if chosen.Phase == canary.Passed {
 		passed.Status, passed.Reason = metav1.ConditionTrue, string(reason.CanaryPassed)
 	}
 	set(passed)

@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -151,8 +152,8 @@ func TestStatusListIsBounded(t *testing.T) {
 func TestHaltedCanary(t *testing.T) {
 	held := managed("b", plan.Changed, rollout.Complete)
 	held.Verdict = reason.WaitingForCanary
-	c := plan.Canary{Config: config, Phase: plan.CanaryHalted, Why: `Deployment "a" stalled`,
-		Members: []plan.CanaryMember{{Ref: workload.Ref{Kind: "Deployment", Namespace: "shop", Name: "a"}}}}
+	c := canary.State{Config: config, Phase: canary.Halted, Why: `Deployment "a" stalled`,
+		Members: []canary.Member{{Ref: workload.Ref{Kind: "Deployment", Namespace: "shop", Name: "a"}}}}
 	st := Status(v1alpha1.ConfigRolloutStatus{}, []Consumer{managed("a", plan.Unchanged, rollout.Stalled), held}, &c, false, t0)
 	if st.Phase != v1alpha1.PhaseHalted || !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Halted) ||
 		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) || st.Counts.Halted != 1 {
@@ -192,7 +193,7 @@ func TestPropagatedNeverEarly(t *testing.T) {
 			cs[i] = managed(string(rune('a'+i)), plan.Changed, rollout.Complete)
 		}
 		st := v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}
-		var canary *plan.Canary
+		var halt *canary.State
 		now := t0
 		for step := 0; step < 60 && st.PropagatedAt == nil; step++ {
 			now = now.Add(time.Second)
@@ -205,16 +206,16 @@ func TestPropagatedNeverEarly(t *testing.T) {
 					cs[i].Rollout.State = []rollout.State{rollout.Complete, rollout.Progressing, rollout.Stalled}[rng.IntN(3)]
 				}
 			case 3: // a canary halts or resumes the change
-				if canary == nil || canary.Phase == plan.CanaryPassed {
-					canary = &plan.Canary{Config: config, Phase: plan.CanaryHalted}
+				if halt == nil || halt.Phase == canary.Passed {
+					halt = &canary.State{Config: config, Phase: canary.Halted}
 				} else {
-					canary.Phase = plan.CanaryPassed
+					halt.Phase = canary.Passed
 				}
 				cs[i].Verdict = reason.WaitingForCanary
 			case 4: // the keeper restarts: only the object's status is left
 				st = v1alpha1.ConfigRolloutStatus{SeenAt: st.SeenAt, Phase: st.Phase, PropagatedAt: st.PropagatedAt, Conditions: st.Conditions}
 			}
-			st = Status(st, cs, canary, false, now)
+			st = Status(st, cs, halt, false, now)
 			all := true
 			for _, c := range cs {
 				all = all && c.Source.State == plan.Unchanged && c.Rollout.State == rollout.Complete

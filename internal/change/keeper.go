@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -622,10 +623,10 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, owned [
 	}
 	sum := source.Digest(cfg)
 	cs := step(cr.Status.Canary, key, sum, consumers, Resumes(cfg.GetAnnotations()[k.ResumeKey], cr), k.Timeout, now, k.judge(ctx, key, cr.Status.Canary),
-		func() (plan.Canary, bool) { return k.Records.Carry(ctx, key, sum, otherDigests(cfg)) })
-	if cs.canary == nil || cs.canary.Phase != plan.CanaryBaking {
+		func() (canary.State, bool) { return k.Records.Carry(ctx, key, sum, otherDigests(cfg)) })
+	if cs.canary == nil || cs.canary.Phase != canary.Baking {
 		k.endGates(key)
-	} else if cr.Status.Canary == nil || cr.Status.Canary.Phase != string(plan.CanaryBaking) {
+	} else if cr.Status.Canary == nil || cr.Status.Canary.Phase != string(canary.Baking) {
 		k.judge(ctx, key, canaryStatus(cs.canary)) // the bake starts: so do the gates
 	}
 	st := Status(cr.Status, consumers, cs.canary, false, now)
@@ -653,7 +654,7 @@ func (k *Keeper) wrote(ctx context.Context, key Key, cfg client.Object, cr *v1al
 		k.Records.Drop(ctx, key)
 	}
 	if n := cs.outcome; n != nil {
-		if cs.canary.Phase == plan.CanaryHalted {
+		if cs.canary.Phase == canary.Halted {
 			k.Metrics.Halted(string(key.Config.Kind))
 		}
 		if k.Tell != nil {
@@ -790,25 +791,25 @@ func (k *Keeper) takeNotice(key Key) bool {
 }
 
 // A Gate judges the canaries of a baking change beside their rollout
-// status (plan.Verdict): the pod gate so far.
+// status (canary.Verdict): the pod gate so far.
 type Gate interface {
 	// Judge is the gate's verdict on the canaries of key's change, which
 	// bakes; its first call starts what it needs (a watch).
-	Judge(ctx context.Context, key Key, canaries []workload.Ref) plan.Verdict
+	Judge(ctx context.Context, key Key, canaries []workload.Ref) canary.Verdict
 	// Done ends what the gate keeps of key's change: its bake ended.
 	Done(key Key)
 }
 
 // judge is the gates' verdicts on key's change, canary st, while it bakes.
-func (k *Keeper) judge(ctx context.Context, key Key, st *v1alpha1.CanaryStatus) []plan.Verdict {
-	if st == nil || st.Phase != string(plan.CanaryBaking) || len(k.Gates) == 0 {
+func (k *Keeper) judge(ctx context.Context, key Key, st *v1alpha1.CanaryStatus) []canary.Verdict {
+	if st == nil || st.Phase != string(canary.Baking) || len(k.Gates) == 0 {
 		return nil
 	}
 	canaries := make([]workload.Ref, 0, len(st.Workloads))
 	for _, w := range st.Workloads {
 		canaries = append(canaries, workload.Ref{Kind: w.Kind, Namespace: key.Namespace, Name: w.Name})
 	}
-	out := make([]plan.Verdict, 0, len(k.Gates))
+	out := make([]canary.Verdict, 0, len(k.Gates))
 	for _, g := range k.Gates {
 		out = append(out, g.Judge(ctx, key, canaries))
 	}

@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/canary"
 )
 
 // Records are the canary records a Ripple before canaries lived on
@@ -34,25 +34,25 @@ type Records struct {
 // record is verified before it is acted on). others are the other forms
 // of the same data's digest (an earlier Ripple wrote its record with the
 // form it wrote then): a record of one of them is of this data.
-func (r *Records) Carry(ctx context.Context, key Key, digest string, others []string) (plan.Canary, bool) {
+func (r *Records) Carry(ctx context.Context, key Key, digest string, others []string) (canary.State, bool) {
 	if r == nil || r.Namespace == "" {
-		return plan.Canary{}, false
+		return canary.State{}, false
 	}
 	var cm corev1.ConfigMap
 	if err := r.Reader.Get(ctx, r.name(key), &cm); err != nil {
 		if !apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).Error(err, "reading the canary record an earlier Ripple kept; choosing the canaries anew", "record", r.name(key).String())
 		}
-		return plan.Canary{}, false
+		return canary.State{}, false
 	}
-	c, err := plan.ParseCanaryRecord(cm.Data[plan.CanaryRecordKey], key.Namespace, key.Config)
+	c, err := canary.ParseRecord(cm.Data[canary.RecordKey], key.Namespace, key.Config)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("ignoring a canary record", "record", klog.KObj(&cm), "error", err.Error())
-		return plan.Canary{}, false
+		return canary.State{}, false
 	}
 	if c.Digest != digest && !slices.Contains(others, c.Digest) {
 		r.Drop(ctx, key) // of a change the config has moved past
-		return plan.Canary{}, false
+		return canary.State{}, false
 	}
 	c.Digest = digest
 	return c, true
@@ -69,5 +69,5 @@ func (r *Records) Drop(ctx context.Context, key Key) {
 }
 
 func (r *Records) name(key Key) types.NamespacedName {
-	return types.NamespacedName{Namespace: r.Namespace, Name: plan.CanaryRecordName(key.Namespace, key.Config)}
+	return types.NamespacedName{Namespace: r.Namespace, Name: canary.RecordName(key.Namespace, key.Config)}
 }

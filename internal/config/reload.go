@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -149,7 +150,7 @@ func defaultReloadOptions() ReloadOptions {
 		// in about ten settle windows, and 10s of quiet is longer than the
 		// 6s between changes of a config flapping at just the trip rate.
 		FlapThreshold: 10, FlapWindow: time.Minute, FlapQuietPeriod: 10 * time.Second,
-		CanaryBake: plan.DefaultCanaryBake, CanaryUnkept: UnkeptHold, ApprovalMaxAge: DefaultApprovalMaxAge,
+		CanaryBake: canary.DefaultBake, CanaryUnkept: UnkeptHold, ApprovalMaxAge: DefaultApprovalMaxAge,
 		ConfigRollouts: true, ConfigRolloutHistory: v1alpha1.DefaultHistory, ConfigRolloutsPerNamespace: v1alpha1.DefaultPerNamespace,
 		CanaryQueryInterval: 30 * time.Second, CanaryQueryInconclusive: InconclusiveHold,
 	}}
@@ -210,7 +211,7 @@ func (o *ReloadOptions) validatePolicy(errs *problems) {
 	if _, err := o.canary(); err != nil {
 		errs.bad("canary", "%v", err)
 	}
-	if _, err := plan.ParseCanaryBake(o.CanaryBake.String()); err != nil {
+	if _, err := canary.ParseBake(o.CanaryBake.String()); err != nil {
 		errs.bad("canary-bake", "%v", err)
 	}
 	if o.CanaryUnkept != UnkeptHold && o.CanaryUnkept != UnkeptRoll {
@@ -228,11 +229,11 @@ const (
 )
 
 // canary is --canary and --canary-bake, parsed.
-func (o ReloadFlags) canary() (plan.CanarySpec, error) {
-	var c plan.CanarySpec
+func (o ReloadFlags) canary() (canary.Spec, error) {
+	var c canary.Spec
 	if strings.TrimSpace(o.Canary) != "" {
 		var err error
-		if c, err = plan.ParseCanary(o.Canary); err != nil {
+		if c, err = canary.Parse(o.Canary); err != nil {
 			return c, err
 		}
 	}
@@ -261,7 +262,7 @@ func (o *ReloadOptions) bindChangeFlags(fs *pflag.FlagSet) {
 
 // CanaryGates are the gates --canary-gates may name (the status always
 // judges).
-var CanaryGates = []plan.Gate{plan.GatePods, plan.GateQuery}
+var CanaryGates = []canary.Gate{canary.GatePods, canary.GateQuery}
 
 // What a query without a value does (--canary-query-inconclusive).
 const (
@@ -277,7 +278,7 @@ const (
 )
 
 func (o *ReloadOptions) validateQueryGate(errs *problems) {
-	on := slices.Contains(o.CanaryGates, string(plan.GateQuery))
+	on := slices.Contains(o.CanaryGates, string(canary.GateQuery))
 	if on && o.PrometheusURL == "" {
 		errs.bad("canary-gates", "query needs --prometheus-url")
 	}
@@ -312,7 +313,7 @@ func (o *ReloadOptions) validateChanges(errs *problems) {
 		errs.bad("config-rollouts-per-namespace", "%d is not between 1 and %d", o.ConfigRolloutsPerNamespace, maxConfigRolloutsPerNamespace)
 	}
 	for _, g := range o.CanaryGates {
-		if !slices.Contains(CanaryGates, plan.Gate(g)) {
+		if !slices.Contains(CanaryGates, canary.Gate(g)) {
 			errs.bad("canary-gates", "%q is not a gate; use pods or query (the canaries' rollout status always judges)", g)
 		}
 	}

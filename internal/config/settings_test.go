@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -28,7 +29,7 @@ func TestPlanSettings(t *testing.T) {
 		SettleWindow: 3 * time.Second, MinRolloutInterval: 5 * time.Minute,
 		Flap:     plan.Flap{Threshold: 4, Window: 2 * time.Minute, Quiet: 20 * time.Second},
 		Rollouts: plan.RolloutLimits{Max: 7, MaxPerNamespace: 2, Timeout: time.Minute},
-		Started:  started, RestartMethod: "evict", Canary: plan.CanarySpec{Bake: plan.DefaultCanaryBake},
+		Started:  started, RestartMethod: "evict", Canary: canary.Spec{Bake: canary.DefaultBake},
 		ApprovalMaxAge: 2 * time.Hour, ApprovalsVerified: true, TightenOnly: true,
 	}
 	if s.Strategy.Name() != "annotations" || len(s.SourceKinds) != 1 || s.SourceKinds[0] != refs.ConfigMap {

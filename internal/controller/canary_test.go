@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
@@ -47,7 +48,7 @@ var cfgRef = refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}
 func canaryWorld(t *testing.T, opts ...option) (*world, *[]notify.Alert) {
 	t.Helper()
 	w := newWorld(t, []workload.Kind{workload.Deployment}, append([]option{noSettle, withSettings(func(s *plan.Settings) {
-		s.Canary = plan.CanarySpec{Count: 1, Bake: 10 * time.Second}
+		s.Canary = canary.Spec{Count: 1, Bake: 10 * time.Second}
 	}), withChanges}, opts...)...)
 	var alerts []notify.Alert
 	w.deps.Alert = func(a notify.Alert) { alerts = append(alerts, a) }
@@ -135,13 +136,13 @@ func (w *world) canary() *v1alpha1.CanaryStatus {
 
 // canaryPhase is the phase of the change of the config as its
 // ConfigRollout says.
-func (w *world) canaryPhase() plan.CanaryPhase {
+func (w *world) canaryPhase() canary.Phase {
 	w.t.Helper()
 	c := w.canary()
 	if c == nil {
 		w.t.Fatal("no canary on the ConfigRollout")
 	}
-	return plan.CanaryPhase(c.Phase)
+	return canary.Phase(c.Phase)
 }
 
 // queued reports whether the Deployment name was queued.
@@ -168,7 +169,7 @@ func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 	}
 	w.queue.added = nil
 	w.look()
-	if got := w.canaryPhase(); got != plan.CanaryRolling {
+	if got := w.canaryPhase(); got != canary.Rolling {
 		t.Fatalf("the canary's phase %s, want Rolling", got)
 	}
 	if !w.queued("a") || !w.queued("b") {
@@ -187,12 +188,12 @@ func TestCanaryBakesThenTheRestRoll(t *testing.T) {
 		t.Fatal("the canary a did not roll")
 	}
 	w.look()
-	if c := w.canary(); c.Phase != string(plan.CanaryRolling) || c.Workloads[0].AppliedAt == nil {
+	if c := w.canary(); c.Phase != string(canary.Rolling) || c.Workloads[0].AppliedAt == nil {
 		t.Fatalf("a in progress: canary %+v, want Rolling, a applied", c)
 	}
 	w.complete("a")
 	w.look()
-	if got := w.canaryPhase(); got != plan.CanaryBaking {
+	if got := w.canaryPhase(); got != canary.Baking {
 		t.Fatalf("a complete: phase %s, want Baking", got)
 	}
 
@@ -287,7 +288,7 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.look()
-		if got := w.canaryPhase(); got != plan.CanaryHalted {
+		if got := w.canaryPhase(); got != canary.Halted {
 			t.Fatalf("the resume %q of another change continued this one: %s", leftover, got)
 		}
 	}
@@ -313,17 +314,17 @@ func TestCanaryStallHaltsTheChange(t *testing.T) {
 func TestCanaryRecordIsCarriedOver(t *testing.T) {
 	w, _ := canaryWorld(t)
 	sum := w.change("Deployment", "v2")
-	rec := plan.Canary{Namespace: ns, Config: cfgRef, Digest: sum, Bake: 10 * time.Second, Phase: plan.CanaryHalted, Since: w.clk.Now(),
+	rec := canary.State{Namespace: ns, Config: cfgRef, Digest: sum, Bake: 10 * time.Second, Phase: canary.Halted, Since: w.clk.Now(),
 		Why:     `Deployment "a" stalled: progress deadline exceeded`,
-		Members: []plan.CanaryMember{{Ref: workload.Ref{Kind: "Deployment", Namespace: ns, Name: "a"}, Applied: w.clk.Now()}}}
+		Members: []canary.Member{{Ref: workload.Ref{Kind: "Deployment", Namespace: ns, Name: "a"}, Applied: w.clk.Now()}}}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rippleNS, Name: plan.CanaryRecordName(ns, cfgRef)},
-		Data: map[string]string{plan.CanaryRecordKey: string(data)}})
+	w.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rippleNS, Name: canary.RecordName(ns, cfgRef)},
+		Data: map[string]string{canary.RecordKey: string(data)}})
 	w.look()
-	if c := w.canary(); c == nil || c.Phase != string(plan.CanaryHalted) || c.Why != rec.Why {
+	if c := w.canary(); c == nil || c.Phase != string(canary.Halted) || c.Why != rec.Why {
 		t.Fatalf("canary %+v, want the record's halt", c)
 	}
 	for _, n := range []string{"a", "b", "c"} {
@@ -332,7 +333,7 @@ func TestCanaryRecordIsCarriedOver(t *testing.T) {
 			t.Errorf("%s rolled a change halted before the upgrade", n)
 		}
 	}
-	err = w.c.Get(t.Context(), types.NamespacedName{Namespace: rippleNS, Name: plan.CanaryRecordName(ns, cfgRef)}, &corev1.ConfigMap{})
+	err = w.c.Get(t.Context(), types.NamespacedName{Namespace: rippleNS, Name: canary.RecordName(ns, cfgRef)}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the record carried over is still there (%v)", err)
 	}
@@ -408,7 +409,7 @@ func TestCanaryHeldUntilConfigRolloutsAreServed(t *testing.T) {
 
 	ch.enabled.Store(true) // the CRD is served: the discoverer started the change controller
 	w.look()
-	if got := w.canaryPhase(); got != plan.CanaryRolling {
+	if got := w.canaryPhase(); got != canary.Rolling {
 		t.Fatalf("the canary's phase %s, want Rolling", got)
 	}
 	w.reconcile("Deployment", "b")
@@ -461,7 +462,7 @@ func TestOnePlanPerReconcile(t *testing.T) {
 	w.look()
 	w.clk.Step(10 * time.Second)
 	w.look()
-	if got := w.canaryPhase(); got != plan.CanaryPassed {
+	if got := w.canaryPhase(); got != canary.Passed {
 		t.Fatalf("phase %s, want Passed", got)
 	}
 	reconcile("b")
@@ -535,12 +536,12 @@ func TestCanaryBeforeTheChangeController(t *testing.T) {
 // fakeGate is a gate beside the status whose verdict the test sets; it
 // records whom it judged and which changes it was told had ended.
 type fakeGate struct {
-	verdict plan.Verdict
+	verdict canary.Verdict
 	judged  [][]workload.Ref
 	done    []change.Key
 }
 
-func (g *fakeGate) Judge(_ context.Context, _ change.Key, canaries []workload.Ref) plan.Verdict {
+func (g *fakeGate) Judge(_ context.Context, _ change.Key, canaries []workload.Ref) canary.Verdict {
 	g.judged = append(g.judged, canaries)
 	return g.verdict
 }
@@ -564,12 +565,12 @@ func TestCanaryGatesJudgeTheBake(t *testing.T) {
 	}
 	w.complete(w.canary().Workloads[0].Name)
 	w.look()
-	if w.canaryPhase() != plan.CanaryBaking || len(g.judged) != 1 || len(g.judged[0]) != 1 || g.judged[0][0].Name != "a" {
+	if w.canaryPhase() != canary.Baking || len(g.judged) != 1 || len(g.judged[0]) != 1 || g.judged[0][0].Name != "a" {
 		t.Fatalf("the bake started (%s): the gate judged %v, want a, once", w.canaryPhase(), g.judged)
 	}
-	g.verdict = plan.Verdict{Gate: plan.GatePods, Fail: `Deployment "a": pod a-1 container app restarted (OOMKilled, exit code 137)`}
+	g.verdict = canary.Verdict{Gate: canary.GatePods, Fail: `Deployment "a": pod a-1 container app restarted (OOMKilled, exit code 137)`}
 	w.look()
-	if w.canaryPhase() != plan.CanaryHalted || w.canary().Gate != "pods" {
+	if w.canaryPhase() != canary.Halted || w.canary().Gate != "pods" {
 		t.Fatalf("the gate failed: canary %+v, want halted by the pods gate", w.canary())
 	}
 	if ev := w.wantEvent(w.drain(), string(reason.RolloutHalted)); !strings.Contains(ev, "the pods gate: Deployment \"a\": pod a-1 container app restarted (OOMKilled") {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/digestkey"
@@ -128,27 +129,27 @@ func (c *changes) missing(err error) {
 // Canary is the canaried change of src's data in ns, as the newest
 // ConfigRollout of that data records it in the cache
 // (gather.CanaryReader).
-func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
+func (c *changes) Canary(ctx context.Context, ns string, src plan.Source) (canary.State, bool, error) {
 	switch {
 	case c == nil:
-		return plan.Canary{}, false, gather.UnkeptOff
+		return canary.State{}, false, gather.UnkeptOff
 	case !c.enabled.Load():
 		if why := c.unkept.Load(); why != nil {
-			return plan.Canary{}, false, *why
+			return canary.State{}, false, *why
 		}
-		return plan.Canary{}, false, nil // not asked yet: the change waits
+		return canary.State{}, false, nil // not asked yet: the change waits
 	}
 	revs := change.Revisions(c.ring(), ns, src.Ref, digest.RevisionSum(src.Digest, src.Others))
 	if len(revs) == 0 {
-		return plan.Canary{}, false, gather.Unkept("a Secret's change has a ConfigRollout only with the digest key (Secret " + digestkey.Secret + " in Ripple's namespace), which Ripple could not read")
+		return canary.State{}, false, gather.Unkept("a Secret's change has a ConfigRollout only with the digest key (Secret " + digestkey.Secret + " in Ripple's namespace), which Ripple could not read")
 	}
 	items, err := change.List(ctx, c.cache, ns, src.Ref, true)
 	if err != nil {
-		return plan.Canary{}, false, err
+		return canary.State{}, false, err
 	}
 	cr, ok := change.Latest(items, src.UID, revs)
 	if !ok {
-		return plan.Canary{}, false, nil
+		return canary.State{}, false, nil
 	}
 	cn, ok := change.CanaryOf(cr.Status.Canary, ns, src.Ref, src.Digest)
 	return cn, ok, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -94,10 +95,10 @@ func (f *fleet) Consumers(ctx context.Context, ns string, config refs.Ref) ([]ch
 func (r *Reconciler) consumer(ctx context.Context, obj client.Object, tpl *corev1.PodTemplateSpec, in plan.Input, config refs.Ref) change.Consumer {
 	p := plan.For(in)
 	c := change.Consumer{Ref: workload.RefTo(r.Kind, obj), Since: obj.GetCreationTimestamp().Time,
-		First: plan.IsCanaryFirst(obj.GetAnnotations(), r.Settings.Keys), Idle: rollout.Idle(obj)}
+		First: canary.IsFirst(obj.GetAnnotations(), r.Settings.Keys), Idle: rollout.Idle(obj)}
 	c.Facts, c.Found = standing.FactsOf(p, config, in.DryRun)
 	c.Candidate = p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config })
-	if i := slices.IndexFunc(p.CanaryAsks, func(a plan.CanaryAsk) bool { return a.Config == config }); i >= 0 {
+	if i := slices.IndexFunc(p.CanaryAsks, func(a canary.Ask) bool { return a.Config == config }); i >= 0 {
 		c.Ask = &p.CanaryAsks[i]
 	}
 	if t, err := time.Parse(time.RFC3339, tpl.Annotations[restartedAt]); err == nil && t.After(c.Since) {

@@ -17,8 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -60,14 +60,14 @@ func (w *podWatch) cannot(c workload.Ref, err error) {
 
 // Judge starts watching the pods of key's canaries, once, and returns the
 // first signal since.
-func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) plan.Verdict {
+func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) canary.Verdict {
 	base := g.base()
 	if base == nil {
-		return plan.Verdict{Gate: plan.GatePods, Hold: "the change controller has not started"}
+		return canary.Verdict{Gate: canary.GatePods, Hold: "the change controller has not started"}
 	}
 	w, wctx, busy := g.watches.start(base, key, len(canaries), "the pod gate watches the pods of")
 	if busy != "" {
-		return plan.Verdict{Gate: plan.GatePods, Hold: busy}
+		return canary.Verdict{Gate: canary.GatePods, Hold: busy}
 	}
 	if wctx != nil { // a new watch: not watched since an earlier look
 		for _, c := range canaries {
@@ -85,7 +85,7 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 	if w.blind != "" && w.signal == "" {
 		ctrl.LoggerFrom(ctx).Info("the pod gate holds a change", "why", w.blind)
 	}
-	return plan.Verdict{Gate: plan.GatePods, Fail: w.signal, Hold: hold}
+	return canary.Verdict{Gate: canary.GatePods, Fail: w.signal, Hold: hold}
 }
 
 // Done ends the watch of key's change: its bake ended, or it is gone.

@@ -9,9 +9,9 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/metricgate"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -46,21 +46,21 @@ type queryRun struct {
 
 // Judge starts evaluating key's queries, once, and returns what they
 // said since.
-func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) plan.Verdict {
+func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) canary.Verdict {
 	base := g.base()
 	if base == nil {
-		return plan.Verdict{Gate: plan.GateQuery, Hold: "the change controller has not started"}
+		return canary.Verdict{Gate: canary.GateQuery, Hold: "the change controller has not started"}
 	}
 	qs, hold := g.queries(ctx, key.Namespace)
 	switch {
 	case hold != "":
-		return plan.Verdict{Gate: plan.GateQuery, Hold: hold}
+		return canary.Verdict{Gate: canary.GateQuery, Hold: hold}
 	case len(qs) == 0:
-		return plan.Verdict{Gate: plan.GateQuery} // no query for this namespace
+		return canary.Verdict{Gate: canary.GateQuery} // no query for this namespace
 	}
 	r, rctx, busy := g.runs.start(base, key, len(canaries), "the query gate evaluates the queries of")
 	if busy != "" {
-		return plan.Verdict{Gate: plan.GateQuery, Hold: busy}
+		return canary.Verdict{Gate: canary.GateQuery, Hold: busy}
 	}
 	if rctx != nil { // a new run
 		names := make([]string, len(canaries))
@@ -71,7 +71,7 @@ func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []worklo
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v := plan.Verdict{Gate: plan.GateQuery, Fail: r.fail}
+	v := canary.Verdict{Gate: canary.GateQuery, Fail: r.fail}
 	switch {
 	case !r.judged:
 		v.Hold = "its queries have not been evaluated yet"

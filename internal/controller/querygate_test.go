@@ -11,9 +11,9 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/metricgate"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -94,7 +94,7 @@ func TestQueryGateFailsOnTheValue(t *testing.T) {
 	key := changeKey("shop", 0)
 	canaries := []workload.Ref{{Kind: "Deployment", Namespace: "shop", Name: "web"}}
 
-	if v := g.Judge(t.Context(), key, canaries); v.Gate != plan.GateQuery || v.Hold == "" || v.Fail != "" {
+	if v := g.Judge(t.Context(), key, canaries); v.Gate != canary.GateQuery || v.Hold == "" || v.Fail != "" {
 		t.Errorf("before an evaluation: %+v, want a hold", v)
 	}
 	close(prom.ready)

@@ -6,6 +6,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
@@ -28,16 +29,16 @@ type canaries struct {
 	off bool
 }
 
-func (c canaries) Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error) {
+func (c canaries) Canary(ctx context.Context, ns string, src plan.Source) (canary.State, bool, error) {
 	if c.off {
-		return plan.Canary{}, false, gather.UnkeptOff
+		return canary.State{}, false, gather.UnkeptOff
 	}
 	items, err := change.List(ctx, c.reader, ns, src.Ref, false)
 	switch {
 	case apimeta.IsNoMatchError(err):
-		return plan.Canary{}, false, gather.UnkeptNotServed
+		return canary.State{}, false, gather.UnkeptNotServed
 	case err != nil:
-		return plan.Canary{}, false, nil // no right to list them: the rest still explains
+		return canary.State{}, false, nil // no right to list them: the rest still explains
 	}
 	var revs []string
 	if len(c.ring.Current) > 0 {
@@ -45,7 +46,7 @@ func (c canaries) Canary(ctx context.Context, ns string, src plan.Source) (plan.
 	}
 	cr, ok := change.Latest(items, src.UID, revs)
 	if !ok {
-		return plan.Canary{}, false, nil
+		return canary.State{}, false, nil
 	}
 	cn, ok := change.CanaryOf(cr.Status.Canary, ns, src.Ref, src.Digest)
 	return cn, ok, nil

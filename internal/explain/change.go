@@ -15,6 +15,7 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -35,7 +36,7 @@ type Change struct {
 	// Canary is the canaried change of this data as Ripple records it; nil
 	// when the change is not canaried, not planned yet, or its record
 	// cannot be read.
-	Canary *plan.Canary `json:"canary,omitempty"`
+	Canary *canary.State `json:"canary,omitempty"`
 	// Rollout is the newest ConfigRollout of the config, as its status
 	// tells the change; nil when there is none, or it cannot be read
 	// (no CRD, no right to list them).
@@ -208,7 +209,7 @@ func PrintChange(w io.Writer, format string, c Change) error {
 	}
 	fmt.Fprintf(&b, "Data:\t%s\n", c.Digest)
 	if cn := c.Canary; cn != nil {
-		fmt.Fprintf(&b, "Canary:\t%s (since %s)\n", plan.CanaryStage(*cn), cn.Since.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "Canary:\t%s (since %s)\n", canary.Stage(*cn), cn.Since.UTC().Format(time.RFC3339))
 		for _, m := range cn.Members {
 			applied := "not yet"
 			if !m.Applied.IsZero() {

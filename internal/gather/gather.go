@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -55,7 +56,7 @@ type CanaryReader interface {
 	// is kept yet. An Unkept error says why none can be kept and what to
 	// do: the change is then held, or rolls without a canary with
 	// --canary-unkept=roll (plan.Input.CanaryUnkept).
-	Canary(ctx context.Context, ns string, src plan.Source) (plan.Canary, bool, error)
+	Canary(ctx context.Context, ns string, src plan.Source) (canary.State, bool, error)
 }
 
 // Unkept is why no canary can be kept, and what to do about it.
@@ -161,7 +162,7 @@ func (g Gatherer) canaries(ctx context.Context, in *plan.Input) error {
 			return err
 		case ok:
 			if in.Canaries == nil {
-				in.Canaries = map[refs.Ref]plan.Canary{}
+				in.Canaries = map[refs.Ref]canary.State{}
 			}
 			in.Canaries[src.Ref] = c
 		}

@@ -12,6 +12,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -129,7 +130,7 @@ func (a Assessor) consumer(ctx context.Context, g gather.Gatherer, k workload.Ki
 		return nil, fmt.Errorf("reading the configs of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
 	c := &Consumer{Ref: workload.RefTo(k, obj), Input: in,
-		First: plan.IsCanaryFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}
+		First: canary.IsFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}
 	if a.Rollouts != nil {
 		st := a.Rollouts(k, obj)
 		c.Rollout = &st

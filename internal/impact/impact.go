@@ -10,7 +10,7 @@
 // the config's new data and its old data as what the workload applied, is
 // planned by plan.For, after its settle window (standing.Settled), with
 // the canaries chosen as the change controller chooses them
-// (plan.StartCanary); where each workload stands is standing.Of's word,
+// (canary.Start); where each workload stands is standing.Of's word,
 // as `ripple explain` and a ConfigRollout say it. Nothing here decides a
 // reload. The verdict holds key names only, never a value nor a digest.
 package impact
@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -155,14 +156,14 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 	}
 	plans := settledAll(ins, now)
 	held := plans
-	var canary *plan.Canary
+	var chosen *canary.State
 	if ask, cands := asked(ch.Config, cs, plans); ask != nil {
-		c := plan.StartCanary(ch.Namespace, *ask, cands, now)
-		canary = &c
+		c := canary.Start(ch.Namespace, *ask, cands, now)
+		chosen = &c
 		passed := c
-		passed.Phase = plan.CanaryPassed
+		passed.Phase = canary.Passed
 		for i := range ins {
-			ins[i].Canaries = map[refs.Ref]plan.Canary{ch.Config: passed}
+			ins[i].Canaries = map[refs.Ref]canary.State{ch.Config: passed}
 		}
 		plans = settledAll(ins, now)
 	}
@@ -173,8 +174,8 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 		if !ok {
 			continue
 		}
-		if canary != nil {
-			w = canaried(w, ch.Config, c, ins[i].DryRun, held[i], *canary)
+		if chosen != nil {
+			w = canaried(w, ch.Config, c, ins[i].DryRun, held[i], *chosen)
 		}
 		v.Workloads = append(v.Workloads, w)
 		readers = append(readers, ins[i])
@@ -186,9 +187,9 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 		return cmp.Or(-cmpBool(a.Canary, b.Canary), cmp.Compare(slices.Index(order, a.State), slices.Index(order, b.State)),
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 	})
-	if canary != nil && len(canary.Members) > 0 {
-		v.Canary = &CanaryPlan{Bake: canary.Bake.String()}
-		for _, m := range canary.Members {
+	if chosen != nil && len(chosen.Members) > 0 {
+		v.Canary = &CanaryPlan{Bake: chosen.Bake.String()}
+		for _, m := range chosen.Members {
 			v.Canary.Workloads = append(v.Canary.Workloads, m.Ref)
 		}
 	}
@@ -283,15 +284,15 @@ func eachAtOnce(n int, f func(i int)) {
 // asked is the canary ask of config's change, if a plan asks for one, and
 // the workloads the change rolls, among which the canaries are chosen (as
 // change.candidates chooses them).
-func asked(config refs.Ref, cs []Consumer, plans []plan.Plan) (*plan.CanaryAsk, []plan.CanaryCandidate) {
-	var ask *plan.CanaryAsk
-	var cands []plan.CanaryCandidate
+func asked(config refs.Ref, cs []Consumer, plans []plan.Plan) (*canary.Ask, []canary.Candidate) {
+	var ask *canary.Ask
+	var cands []canary.Candidate
 	for i, p := range plans {
-		if j := slices.IndexFunc(p.CanaryAsks, func(a plan.CanaryAsk) bool { return a.Config == config }); j >= 0 && ask == nil {
+		if j := slices.IndexFunc(p.CanaryAsks, func(a canary.Ask) bool { return a.Config == config }); j >= 0 && ask == nil {
 			ask = &p.CanaryAsks[j]
 		}
 		if p.Policy != plan.Notify && changes(p, config) {
-			cands = append(cands, plan.CanaryCandidate{Ref: cs[i].Ref, First: cs[i].First, Idle: cs[i].Idle})
+			cands = append(cands, canary.Candidate{Ref: cs[i].Ref, First: cs[i].First, Idle: cs[i].Idle})
 		}
 	}
 	return ask, cands
@@ -325,19 +326,19 @@ func Place(config refs.Ref, c Consumer, dryRun bool, p plan.Plan) (Workload, boo
 // canaried is w in a canaried change: a canary rolls first; another
 // workload that nothing of its own holds waits for the canaries, as its
 // plan before they passed (held) says.
-func canaried(w Workload, config refs.Ref, c Consumer, dryRun bool, held plan.Plan, canary plan.Canary) Workload {
-	w.Canary = canary.IsCanary(c.Ref)
+func canaried(w Workload, config refs.Ref, c Consumer, dryRun bool, held plan.Plan, chosen canary.State) Workload {
+	w.Canary = chosen.IsCanary(c.Ref)
 	switch {
 	case w.Canary && w.State == standing.Pending:
-		w.Detail = "the canary, rolls first and bakes " + canary.Bake.String()
+		w.Detail = "the canary, rolls first and bakes " + chosen.Bake.String()
 	case !w.Canary && w.Reason == reason.ReloadDue:
 		if h, ok := Place(config, c, dryRun, held); ok {
 			w = h
 		}
 	}
 	if w.Reason == reason.WaitingForCanary {
-		names := make([]string, len(canary.Members))
-		for i, m := range canary.Members {
+		names := make([]string, len(chosen.Members))
+		for i, m := range chosen.Members {
 			names[i] = m.Ref.Name
 		}
 		w.Detail = "the canary " + strings.Join(names, ", ")

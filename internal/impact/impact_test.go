@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/manifest"
@@ -166,8 +167,8 @@ func TestVerdictCanary(t *testing.T) {
 // unkept answers, for every canaried change, that no canary can be kept.
 type unkept struct{}
 
-func (unkept) Canary(context.Context, string, plan.Source) (plan.Canary, bool, error) {
-	return plan.Canary{}, false, gather.UnkeptNotServed
+func (unkept) Canary(context.Context, string, plan.Source) (canary.State, bool, error) {
+	return canary.State{}, false, gather.UnkeptNotServed
 }
 
 // Where no canary can be kept (the admission webhook of a Ripple without

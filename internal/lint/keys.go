@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/window"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -62,7 +63,7 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.ReloadAction] = home{valid: reloadAction}
 	h[k.ReloadDelay] = home{valid: reloadDelay, namespace: true}
 	h[k.ReloadOnKeys] = home{valid: reloadOnKeys}
-	h[k.Canary] = home{config: true, valid: canary, namespace: true}
+	h[k.Canary] = home{config: true, valid: canaryCount, namespace: true}
 	h[k.CanaryBake] = home{config: true, valid: canaryBake, namespace: true}
 	h[k.CanaryFirst] = home{metadataOnly: true, valid: onlyTrue}
 	h[k.CanaryResume] = home{config: true, valid: canaryResume}
@@ -252,19 +253,19 @@ func reloadDelay(v string) string {
 	return ""
 }
 
-// canary checks how many workloads a change of a config rolls first
-// (plan.ParseCanary); an invalid one is a Warning event, and the next
+// canaryCount checks how many workloads a change of a config rolls first
+// (canary.Parse); an invalid one is a Warning event, and the next
 // default applies.
-func canary(v string) string {
-	if _, err := plan.ParseCanary(v); err != nil {
+func canaryCount(v string) string {
+	if _, err := canary.Parse(v); err != nil {
 		return "is not a number of workloads (such as 1) or a percentage from 1% to 100%, so the next default applies (the Namespace's value, else --canary)"
 	}
 	return ""
 }
 
-// canaryBake checks a bake time (plan.ParseCanaryBake).
+// canaryBake checks a bake time (canary.ParseBake).
 func canaryBake(v string) string {
-	if _, err := plan.ParseCanaryBake(v); err != nil {
+	if _, err := canary.ParseBake(v); err != nil {
 		return "is not a duration from 0s to 24h, so the next default applies (the Namespace's value, else --canary-bake)"
 	}
 	return ""

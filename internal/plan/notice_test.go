@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/strategy"
@@ -198,8 +199,8 @@ func TestNoticesHoldNoSecretDigest(t *testing.T) {
 	if got[0] != `Secret "db"` || got[1] != `ConfigMap "app" 0123456789ab` {
 		t.Errorf("withDigests: %q", got)
 	}
-	for _, phase := range []CanaryPhase{CanaryHalted, CanaryPassed} {
-		c := Canary{Namespace: "ns", Config: secret, Digest: sum, Phase: phase, Why: "stalled"}
+	for _, phase := range []canary.Phase{canary.Halted, canary.Passed} {
+		c := canary.State{Namespace: "ns", Config: secret, Digest: sum, Phase: phase, Why: "stalled"}
 		for _, n := range []Notice{canaryNotice(c, ""), choosingNotice(secret, sum)} {
 			if strings.Contains(n.Message, sum[:8]) {
 				t.Errorf("%s: %q holds the Secret's digest", n.Reason, n.Message)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/decide"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -66,7 +67,7 @@ type Settings struct {
 	RestartMethod string
 	// Canary is how changes are canaried by default (--canary,
 	// --canary-bake): a config or its Namespace overrides it (CanaryOf).
-	Canary CanarySpec
+	Canary canary.Spec
 	// UnkeptRolls is --canary-unkept=roll: a canaried change that no
 	// canary can be kept for (Input.CanaryUnkept) rolls without one, with
 	// a Warning; otherwise it is held until one can be.
@@ -218,7 +219,7 @@ type Input struct {
 	// their ConfigRollouts keep them (canary.go); a change missing here is
 	// asked for (Plan.CanaryAsks) and waits until the change controller
 	// chooses its canaries.
-	Canaries map[refs.Ref]Canary
+	Canaries map[refs.Ref]canary.State
 	// CanaryUnkept, when set, says why no canary can be kept (the change
 	// controller is off, its API is not served or forbidden) and what to
 	// do: a canaried change is then held (CanaryUnkept notices), or, with
@@ -352,7 +353,7 @@ type Plan struct {
 	Approving  *Approving
 	// CanaryAsks are the canaried changes whose state the input lacks: the
 	// plan holds the workload until the controller plans again with them.
-	CanaryAsks []CanaryAsk
+	CanaryAsks []canary.Ask
 	// Notices are what the plan decided to tell, in the order of the
 	// stages that decided them (notice.go).
 	Notices []Notice

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/gather"
@@ -66,10 +67,10 @@ func with(m map[string]string, kv ...string) map[string]string {
 }
 
 func states() []state {
-	canaried := func(phase plan.CanaryPhase) func(*appsv1.Deployment, *plan.Input) {
+	canaried := func(phase canary.Phase) func(*appsv1.Deployment, *plan.Input) {
 		return func(_ *appsv1.Deployment, in *plan.Input) {
-			in.Canaries = map[refs.Ref]plan.Canary{config: {Namespace: "shop", Config: config, Digest: current, Phase: phase,
-				Members: []plan.CanaryMember{{Ref: canaryWorkload}}, Bake: time.Minute, Since: written, Why: "its rollout stalled"}}
+			in.Canaries = map[refs.Ref]canary.State{config: {Namespace: "shop", Config: config, Digest: current, Phase: phase,
+				Members: []canary.Member{{Ref: canaryWorkload}}, Bake: time.Minute, Since: written, Why: "its rollout stalled"}}
 		}
 	}
 	return []state{
@@ -83,9 +84,9 @@ func states() []state {
 		{name: "deferred by its window", meta: with(auto, "ripple.dev/reload-window", "Mon-Fri 02:00-04:00 UTC"), applied: old, rollout: rollout.Complete, want: standing.Waiting},
 		{name: "pending approval", meta: with(auto, "ripple.dev/reload-policy", "manual"), applied: old, rollout: rollout.Complete, want: standing.Waiting},
 		{name: "waiting for the canary", meta: auto, applied: old, configMeta: map[string]string{"ripple.dev/canary": "1"}, rollout: rollout.Complete,
-			edit: canaried(plan.CanaryBaking), want: standing.Waiting},
+			edit: canaried(canary.Baking), want: standing.Waiting},
 		{name: "halted canary", meta: auto, applied: old, configMeta: map[string]string{"ripple.dev/canary": "1"}, rollout: rollout.Complete,
-			edit: canaried(plan.CanaryHalted), want: standing.Halted},
+			edit: canaried(canary.Halted), want: standing.Halted},
 		{name: "rolls now", meta: auto, applied: old, rollout: rollout.Complete, want: standing.Pending},
 		{name: "rolling", meta: auto, applied: current, rollout: rollout.Progressing, want: standing.Rolling},
 		{name: "stalled", meta: auto, applied: current, rollout: rollout.Stalled, want: standing.Stalled},

@@ -68,7 +68,7 @@ type Facts struct {
 	// Source is the workload's plan of the config.
 	Source plan.SourcePlan
 	// Verdict is why the plan does not roll the workload now
-	// (plan.Verdict), or what holds it that the plan cannot see (ripple
+	// (canary.Verdict), or what holds it that the plan cannot see (ripple
 	// explain reads the running Ripple's storm hold and rollout line from
 	// its Events); empty when nothing does.
 	Verdict reason.Reason

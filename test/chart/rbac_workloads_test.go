@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -273,12 +273,12 @@ func (w *rbacWorkloads) plantCanaryRecord(ctx context.Context, ns string) {
 	if w.secret {
 		ref.Kind = refs.Secret
 	}
-	data, err := json.Marshal(plan.Canary{Namespace: ns, Config: ref, Digest: "0000", Phase: plan.CanaryHalted, Since: time.Now(), Why: "before the upgrade"})
+	data, err := json.Marshal(canary.State{Namespace: ns, Config: ref, Digest: "0000", Phase: canary.Halted, Since: time.Now(), Why: "before the upgrade"})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	_, err = w.cs.CoreV1().ConfigMaps(w.recordNS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: plan.CanaryRecordName(ns, ref)}, Data: map[string]string{plan.CanaryRecordKey: string(data)},
+		ObjectMeta: metav1.ObjectMeta{Name: canary.RecordName(ns, ref)}, Data: map[string]string{canary.RecordKey: string(data)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		w.t.Fatal(err)

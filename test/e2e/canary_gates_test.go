@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 )
 
@@ -44,7 +44,7 @@ func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 			t.Errorf("RolloutHalted %q does not say %q", halt.Note, want)
 		}
 	}
-	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryHalted) || st.Gate != "pods" {
+	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(canary.Halted) || st.Gate != "pods" {
 		t.Errorf("the change's canary %+v, want halted by the pods gate", st)
 	}
 	time.Sleep(time.Until(bakeStarted.Add(bake + 5*time.Second))) // past the bake's end
@@ -63,7 +63,7 @@ func changeAndKillInBake(t *testing.T, cs kubernetes.Interface, ns string, cm *c
 	var since time.Time
 	waitFor(t, "the canary d00 baking", func(ctx context.Context) (bool, error) {
 		cr, ok, err := latestChange(ctx, t, ns)
-		if ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(plan.CanaryBaking) {
+		if ok && cr.Status.Canary != nil && cr.Status.Canary.Phase == string(canary.Baking) {
 			since = cr.Status.Canary.Since.Time
 			return true, nil
 		}
@@ -149,7 +149,7 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 
 	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r)
 	time.Sleep(6 * time.Second) // an evaluation of the restarted gate passed: the other namespace's 0.9 is not read
-	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryBaking) {
+	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(canary.Baking) {
 		t.Fatalf("the change's canary %+v, want still baking while the namespace's error ratio is 0.01", st)
 	}
 
@@ -160,7 +160,7 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 			t.Errorf("RolloutHalted %q does not say %q", halt.Note, want)
 		}
 	}
-	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(plan.CanaryHalted) || st.Gate != "query" {
+	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(canary.Halted) || st.Gate != "query" {
 		t.Errorf("the change's canary %+v, want halted by the query gate", st)
 	}
 	for _, q := range prom.Queries() {
@@ -192,7 +192,7 @@ func TestCanaryQueryGatePasses(t *testing.T) {
 	good, since := changeAndKillInBake(t, cs, ns, cm, r)
 	waitFleetRolled(t, cs, ns, good, fleet, bake+2*time.Minute)
 	st := newestChange(t, ns).Status.Canary
-	if st == nil || st.Phase != string(plan.CanaryPassed) {
+	if st == nil || st.Phase != string(canary.Passed) {
 		t.Fatalf("the change's canary %+v, want passed", st)
 	}
 	// The status keeps times to the second, rounded up.

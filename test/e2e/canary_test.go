@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
@@ -88,7 +88,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 	}
 	out, err = runCommand(t, ns, "explain", "configmap/"+canaryConfig, "-o", "json")
 	var change explain.Change
-	if err != nil || json.Unmarshal([]byte(out), &change) != nil || change.Canary == nil || change.Canary.Phase != plan.CanaryHalted ||
+	if err != nil || json.Unmarshal([]byte(out), &change) != nil || change.Canary == nil || change.Canary.Phase != canary.Halted ||
 		len(change.Workloads) != canaryFleet || countReason(change, reason.RolloutHalted) != canaryFleet-1 {
 		t.Errorf("ripple explain of the config (%v):\n%s\nwant the halt and %d workloads, %d held", err, out, canaryFleet, canaryFleet-1)
 	}
@@ -153,7 +153,7 @@ func TestCanaryResume(t *testing.T) {
 	waitFor(t, "the same data's later change halted, on a ConfigRollout of its own", func(ctx context.Context) (bool, error) {
 		var err error
 		last, _, err = latestChange(ctx, t, ns)
-		return last.Name != first.Name && last.Status.Canary != nil && last.Status.Canary.Phase == string(plan.CanaryHalted), err
+		return last.Name != first.Name && last.Status.Canary != nil && last.Status.Canary.Phase == string(canary.Halted), err
 	})
 	time.Sleep(10 * time.Second) // a resume taken would roll d01 and d02 at once
 	if rolled := fleetWith(t, cs, ns, canaryEnv, halted); !slices.Equal(rolled, []string{"d00"}) {
@@ -192,13 +192,13 @@ func TestCanaryHaltCarriedOverAnUpgrade(t *testing.T) {
 	}
 	config := refs.Ref{Kind: refs.ConfigMap, Name: canaryConfig}
 	why := `Deployment "d00" stalled: progress deadline exceeded`
-	data, err := json.Marshal(plan.Canary{Namespace: ns, Config: config, Digest: bad, Phase: plan.CanaryHalted, Since: time.Now(), Why: why,
-		Members: []plan.CanaryMember{{Ref: ripplewl.Ref{Kind: "Deployment", Namespace: ns, Name: "d00"}, Applied: time.Now()}}})
+	data, err := json.Marshal(canary.State{Namespace: ns, Config: config, Digest: bad, Phase: canary.Halted, Since: time.Now(), Why: why,
+		Members: []canary.Member{{Ref: ripplewl.Ref{Kind: "Deployment", Namespace: ns, Name: "d00"}, Applied: time.Now()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: plan.CanaryRecordName(ns, config), Labels: map[string]string{"ripple.dev/canary-record": "true"}},
-		Data: map[string]string{plan.CanaryRecordKey: string(data)}}
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: canary.RecordName(ns, config), Labels: map[string]string{"ripple.dev/canary-record": "true"}},
+		Data: map[string]string{canary.RecordKey: string(data)}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), record, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestCanaryHaltCarriedOverAnUpgrade(t *testing.T) {
 			return false, nil
 		}
 		st := l.Items[0].Status
-		if st.Canary.Phase != string(plan.CanaryHalted) || st.Canary.Why != why || st.Phase != v1alpha1.PhaseHalted {
+		if st.Canary.Phase != string(canary.Halted) || st.Canary.Why != why || st.Phase != v1alpha1.PhaseHalted {
 			return false, fmt.Errorf("the change after the upgrade: phase %s, canary %+v; want the record's halt", st.Phase, st.Canary)
 		}
 		return true, nil

@@ -22,11 +22,11 @@ import (
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/canary"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/history"
 	"github.com/ripple-dev/ripple/internal/metainfo"
-	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/standing"
 )
@@ -150,7 +150,7 @@ func tenantRuns(ns, rippleNS string, first *v1alpha1.ConfigRollout) []tenantRun 
 
 		{"halted", tenantViewer, []string{"explain", "configmap/" + canaryConfig, "-o", "json"}, func(t *testing.T, r tenantResult) {
 			c := decode[explain.Change](t, r)
-			if c.Canary == nil || c.Canary.Phase != plan.CanaryHalted || c.Rollout == nil || c.Rollout.Name != first.Name ||
+			if c.Canary == nil || c.Canary.Phase != canary.Halted || c.Rollout == nil || c.Rollout.Name != first.Name ||
 				countReason(c, reason.RolloutHalted) != 1 {
 				t.Errorf("change %+v: want the canary halted, the ConfigRollout %s, and d01 held", c, first.Name)
 			}
