@@ -244,9 +244,9 @@ func halted(st v1alpha1.ConfigRolloutStatus) string {
 
 // readersCheck is the check that no workload reads config ref in ns, as
 // `ripple explain configmap/<name>` tells it (a change nobody reads gets
-// no ConfigRollout). The Ripple's settings are read once, at the first
-// check; a Ripple whose settings cannot be read is never told to read
-// nothing.
+// no ConfigRollout); a kind the user may not list may hold one. The
+// Ripple's settings are read once, at the first check; a Ripple whose
+// settings cannot be read is never told to read nothing.
 func (f *waitFlags) readersCheck(c client.Client, ns string, ref refs.Ref) func(context.Context) bool {
 	var e *explain.Explainer
 	var kinds []explain.Kind
@@ -267,7 +267,7 @@ func (f *waitFlags) readersCheck(c client.Client, ns string, ref refs.Ref) func(
 			kinds = explain.Kinds(settings, c)
 		}
 		ch, err := e.Change(ctx, kinds, ns, ref)
-		return err == nil && len(ch.Workloads) == 0 && len(ch.Unplanned) == 0
+		return err == nil && len(ch.Workloads) == 0 && len(ch.Unplanned) == 0 && len(ch.Unlisted) == 0
 	}
 }
 

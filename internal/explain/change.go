@@ -47,6 +47,9 @@ type Change struct {
 	// be planned with the user's credentials: another of their configs
 	// cannot be read.
 	Unplanned []Unplanned `json:"unplanned,omitempty"`
+	// Unlisted are the kinds of workload the user may not list, whose
+	// workloads are neither shown nor counted.
+	Unlisted []Unlisted `json:"unlisted,omitempty"`
 	// Unread says why the config could not be read with the user's
 	// credentials (a Secret, with the built-in view role): its digest
 	// and the workloads' states are then unknown, and only the
@@ -58,6 +61,13 @@ type Change struct {
 type Unplanned struct {
 	workload.Ref
 	Why string `json:"why"`
+}
+
+// Unlisted is a kind of workload explain could not list with the user's
+// credentials, and why.
+type Unlisted struct {
+	Kind string `json:"kind"`
+	Why  string `json:"why"`
 }
 
 // ChangeRollout is a ConfigRollout as explain shows it.
@@ -112,7 +122,8 @@ func (e Explainer) Change(ctx context.Context, kinds []Kind, ns string, ref refs
 // the config ref, with its state, or as not planned when it may use it
 // and another of its configs cannot be read.
 func (e Explainer) consumers(ctx context.Context, kinds []Kind, ns string, ref refs.Ref, out *Change) error {
-	return e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
+	var err error
+	out.Unlisted, err = e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
 		if !optedIn {
 			return nil
 		}
@@ -138,6 +149,7 @@ func (e Explainer) consumers(ctx context.Context, kinds []Kind, ns string, ref r
 		}
 		return nil
 	})
+	return err
 }
 
 // mayUse reports whether obj may use the config ref: its pod template
@@ -239,16 +251,20 @@ func PrintChange(w io.Writer, format string, c Change) error {
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", wl.Kind, wl.Name, wl.State, wl.Reason, canary)
 	}
-	printUnplanned(&b, c.Unplanned)
+	printUnplanned(&b, c.Unplanned, c.Unlisted)
 	return aligned(w, b.String())
 }
 
-// printUnplanned lists the workloads explain could not plan, and why.
-func printUnplanned(b *strings.Builder, us []Unplanned) {
-	if len(us) > 0 {
+// printUnplanned lists the workloads explain could not plan, and the
+// kinds it could not list, and why.
+func printUnplanned(b *strings.Builder, us []Unplanned, kinds []Unlisted) {
+	if len(us)+len(kinds) > 0 {
 		fmt.Fprintf(b, "\nNot planned (with your rights):\n")
 		for _, u := range us {
 			fmt.Fprintf(b, "%s %s: %s\n", u.Kind, u.Name, u.Why)
+		}
+		for _, k := range kinds {
+			fmt.Fprintf(b, "every %s: %s\n", k.Kind, k.Why)
 		}
 	}
 }

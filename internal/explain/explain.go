@@ -61,7 +61,8 @@ func (e Explainer) Explain(ctx context.Context, kind Kind, ns, name string) (Rep
 // is not served are skipped.
 func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, error) {
 	out := List{Items: []Report{}}
-	err := e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
+	var err error
+	out.Unlisted, err = e.each(ctx, kinds, ns, func(kind Kind, obj client.Object, optedIn bool) error {
 		r, err := e.explain(ctx, kind, obj)
 		switch {
 		case apierrors.IsForbidden(err):
@@ -81,20 +82,26 @@ func (e Explainer) All(ctx context.Context, kinds []Kind, ns string) (List, erro
 }
 
 // each calls fn on every workload of kinds in ns that is opted in or,
-// with findings, on every workload; optedIn says which.
-func (e Explainer) each(ctx context.Context, kinds []Kind, ns string, fn func(kind Kind, obj client.Object, optedIn bool) error) error {
+// with findings, on every workload; optedIn says which. The kinds the
+// user may not list (an optional or declared kind the built-in view role
+// does not cover) are returned, and the others still gone through.
+func (e Explainer) each(ctx context.Context, kinds []Kind, ns string, fn func(kind Kind, obj client.Object, optedIn bool) error) ([]Unlisted, error) {
+	var unlisted []Unlisted
 	for _, kind := range kinds {
 		list := kind.NewList()
 		err := e.Reader.List(ctx, list, client.InNamespace(ns))
-		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+		switch {
+		case apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 			continue // an optional kind whose API is not served
-		}
-		if err != nil {
-			return fmt.Errorf("listing %ss: %w", kind.Name(), permissionError(err, "list", kind, ns))
+		case apierrors.IsForbidden(err):
+			unlisted = append(unlisted, Unlisted{Kind: kind.Name(), Why: permissionError(err, "list", kind, ns).Error()})
+			continue
+		case err != nil:
+			return unlisted, fmt.Errorf("listing %ss: %w", kind.Name(), err)
 		}
 		items, err := apimeta.ExtractList(list)
 		if err != nil {
-			return err
+			return unlisted, err
 		}
 		for _, item := range items {
 			obj, ok := item.(client.Object)
@@ -103,11 +110,11 @@ func (e Explainer) each(ctx context.Context, kinds []Kind, ns string, fn func(ki
 				continue
 			}
 			if err := fn(kind, obj, optedIn); err != nil {
-				return err
+				return unlisted, err
 			}
 		}
 	}
-	return nil
+	return unlisted, nil
 }
 
 // optedIn reports whether a trigger annotation, or --auto-reload-all,

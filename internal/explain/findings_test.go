@@ -199,7 +199,14 @@ func TestExplainNamesTheDeclaredKindsPermission(t *testing.T) {
 	if _, err := e.Explain(t.Context(), k, "shop", "creds"); err == nil || !strings.Contains(err.Error(), "needs get on externalsecrets.external-secrets.io in namespace shop") {
 		t.Errorf("Explain: %v, want the get permission named", err)
 	}
-	if _, err := e.All(t.Context(), []Kind{k}, ""); err == nil || !strings.Contains(err.Error(), "needs list on externalsecrets.external-secrets.io in every namespace") {
-		t.Errorf("All: %v, want the list permission named", err)
+	// A kind that may not be listed does not stop the others: it is told.
+	l, err := e.All(t.Context(), []Kind{k}, "")
+	if err != nil || len(l.Unlisted) != 1 || l.Unlisted[0].Kind != k.Name() ||
+		!strings.Contains(l.Unlisted[0].Why, "needs list on externalsecrets.external-secrets.io in every namespace") {
+		t.Errorf("All: %+v, %v; want the kind unlisted, naming the list permission", l.Unlisted, err)
+	}
+	var b strings.Builder
+	if err := PrintList(&b, FormatTable, l, false); err != nil || !strings.Contains(b.String(), "Not planned (with your rights):\nevery "+k.Name()+": cannot read") {
+		t.Errorf("printed %q (%v), want the kind under Not planned", b.String(), err)
 	}
 }

@@ -60,7 +60,7 @@ func PrintList(w io.Writer, format string, l List, withNamespace bool) error {
 		fmt.Fprintln(&b, row)
 	}
 	printFindings(&b, l.Findings)
-	printUnplanned(&b, l.Unplanned)
+	printUnplanned(&b, l.Unplanned, l.Unlisted)
 	return aligned(w, b.String())
 }
 

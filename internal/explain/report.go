@@ -208,4 +208,6 @@ type List struct {
 	// Unplanned are the workloads explain could not plan with the user's
 	// rights (a Secret the built-in view role may not read), and why.
 	Unplanned []Unplanned `json:"unplanned,omitempty"`
+	// Unlisted are the kinds of workload the user may not list.
+	Unlisted []Unlisted `json:"unlisted,omitempty"`
 }
