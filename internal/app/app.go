@@ -38,6 +38,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/admission"
 	"github.com/ripple-dev/ripple/internal/announce"
 	"github.com/ripple-dev/ripple/internal/canary"
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/controller"
 	"github.com/ripple-dev/ripple/internal/declared"
@@ -221,8 +222,8 @@ func initKinds(m *metrics.Metrics, kinds []workload.Kind, optional []controller.
 
 // changeOptions are the change controller's options of cfg, with its
 // gates; config has validated their flags.
-func changeOptions(cfg config.Config) (controller.ChangeOptions, error) {
-	o := controller.ChangeOptions{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace,
+func changeOptions(cfg config.Config) (change.Options, error) {
+	o := change.Options{On: cfg.ConfigRollouts, History: cfg.ConfigRolloutHistory, PerNamespace: cfg.ConfigRolloutsPerNamespace,
 		PodGate: slices.Contains(cfg.CanaryGates, string(canary.GatePods))}
 	if !slices.Contains(cfg.CanaryGates, string(canary.GateQuery)) {
 		return o, nil
@@ -231,7 +232,7 @@ func changeOptions(cfg config.Config) (controller.ChangeOptions, error) {
 	if err != nil {
 		return o, fmt.Errorf("--prometheus-url: %w", err)
 	}
-	o.Query = &controller.QueryGate{API: api, Interval: cfg.CanaryQueryInterval, Inconclusive: cfg.CanaryQueryInconclusive == config.InconclusivePass}
+	o.Query = &change.QueryGate{API: api, Interval: cfg.CanaryQueryInterval, Inconclusive: cfg.CanaryQueryInconclusive == config.InconclusivePass}
 	if cfg.CanaryQuery != "" {
 		q, err := metricgate.Parse(cfg.CanaryQuery)
 		if err != nil {

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,13 +93,12 @@ func (w *world) restartChanges() {
 	r := w.recs["Deployment"]
 	_ = r.start(w.t.Context(), w.queue)
 	fl.add(r)
-	ch := &changes{cache: w.c, ring: func() digest.Ring { return digest.Ring{Current: []byte("0123456789abcdef0123456789abcdef")} }}
-	ch.keeper = &change.Keeper{Client: w.c, Reader: w.c, Fleet: fl, Tell: fl.Tell, Clock: w.clk, Metrics: w.deps.Metrics,
+	ring := func() digest.Ring { return digest.Ring{Current: []byte("0123456789abcdef0123456789abcdef")} }
+	w.keeper = &change.Keeper{Client: w.c, Reader: w.c, Fleet: fl, Tell: fl.Tell, Clock: w.clk, Metrics: w.deps.Metrics,
 		Records:   &change.Records{Reader: w.c, Client: w.c, Namespace: rippleNS},
-		ResumeKey: w.deps.Settings.Keys.CanaryResume, Timeout: w.deps.Settings.Rollouts.Timeout, Ring: ch.ring,
+		ResumeKey: w.deps.Settings.Keys.CanaryResume, Timeout: w.deps.Settings.Rollouts.Timeout, Ring: ring,
 		InScope: func(context.Context, string) (bool, error) { return true, nil }, Kinds: []refs.Kind{refs.ConfigMap}}
-	ch.enabled.Store(true)
-	w.deps.changes, w.fleet = ch, fl
+	w.deps.changes, w.fleet = change.Kept(w.c, ring), fl
 }
 
 // look is the change controller's look at the config, a second after the
@@ -112,11 +108,11 @@ func (w *world) look() {
 	w.t.Helper()
 	w.clk.Step(time.Second)
 	before := w.canary()
-	if _, err := w.deps.changes.keeper.Reconcile(w.t.Context(), change.Key{Namespace: ns, Config: cfgRef}); err != nil {
+	if _, err := w.keeper.Reconcile(w.t.Context(), change.Key{Namespace: ns, Config: cfgRef}); err != nil {
 		w.t.Fatal(err)
 	}
-	if canaryMoved(before, w.canary()) {
-		w.fleet.wake(w.t.Context(), ns, cfgRef)
+	if change.CanaryMoved(before, w.canary()) {
+		w.fleet.Wake(w.t.Context(), ns, cfgRef)
 	}
 }
 
@@ -394,9 +390,9 @@ func TestCanaryWithoutConfigRollouts(t *testing.T) {
 // workloads saw, chooses the canary, and only it rolls first.
 func TestCanaryHeldUntilConfigRolloutsAreServed(t *testing.T) {
 	w, _ := canaryWorld(t)
-	ch := w.deps.changes
-	ch.enabled.Store(false)
-	ch.missing(nil)
+	kept := w.deps.changes
+	w.deps.changes = change.New(change.Options{On: true}, change.Env{Client: w.c}) // not started
+	w.deps.changes.API()[0].Missing(nil)
 	sum := w.change("Deployment", "v2")
 	w.reconcile("Deployment", "a")
 	w.reconcile("Deployment", "b")
@@ -407,7 +403,7 @@ func TestCanaryHeldUntilConfigRolloutsAreServed(t *testing.T) {
 		t.Fatalf("Events %q, want CanaryUnkept on a, on the config and on b, naming the CRD", ev)
 	}
 
-	ch.enabled.Store(true) // the CRD is served: the discoverer started the change controller
+	w.deps.changes = kept // the CRD is served: the discoverer started the change controller
 	w.look()
 	if got := w.canaryPhase(); got != canary.Rolling {
 		t.Fatalf("the canary's phase %s, want Rolling", got)
@@ -491,48 +487,6 @@ func halts(alerts []notify.Alert) []notify.Alert {
 	return out
 }
 
-// Before the change controller runs, a canaried change waits; it rolls
-// without a canary (gather.Unkept) only once ConfigRollouts are known to
-// be missing or forbidden, never for a watch that was slow to start.
-func TestCanaryBeforeTheChangeController(t *testing.T) {
-	src := plan.Source{Ref: cfgRef, Found: true, Digest: "d1"}
-	var unkept gather.Unkept
-	for _, tc := range []struct {
-		name   string
-		err    error
-		unkept bool
-	}{
-		{"not asked yet", nil, false},
-		{"a cache slow to sync", errors.New("indexing ConfigRollouts: Timeout: failed waiting for *v1alpha1.ConfigRollout Informer to sync"), false},
-		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Group: "ripple.dev", Resource: "configrollouts"}, "", errors.New("no rule")), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &changes{}
-			if tc.name != "not asked yet" {
-				c.missing(tc.err)
-			}
-			_, ok, err := c.Canary(t.Context(), ns, src)
-			if ok || errors.As(err, &unkept) != tc.unkept || (!tc.unkept && err != nil) {
-				t.Errorf("Canary: %v, %v; want unkept %v", ok, err, tc.unkept)
-			}
-		})
-	}
-	c := &changes{}
-	c.missing(nil)
-	if _, _, err := c.Canary(t.Context(), ns, src); !errors.As(err, &unkept) || !strings.Contains(err.Error(), "does not serve ConfigRollouts") {
-		t.Errorf("CRD not served: %v, want it named", err)
-	}
-	// As enableChanges reports it: the rights to grant, not the advice to
-	// turn ConfigRollouts off, which would hold the change for good.
-	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "ripple.dev", Resource: "configrollouts"}, "", errors.New("no rule"))
-	c.missing(fmt.Errorf("listing ConfigRollouts (grant get, list and watch on configrollouts.ripple.dev, or turn them off with --config-rollouts=false): %w", forbidden))
-	_, _, err := c.Canary(t.Context(), ns, src)
-	if why := fmt.Sprint(err); !strings.Contains(why, "may not list ConfigRollouts") || !strings.Contains(why, "grant it get, list, watch, create and delete") ||
-		strings.Contains(why, "--config-rollouts=false") {
-		t.Errorf("forbidden: %q, want the rights to grant", why)
-	}
-}
-
 // fakeGate is a gate beside the status whose verdict the test sets; it
 // records whom it judged and which changes it was told had ended.
 type fakeGate struct {
@@ -555,7 +509,7 @@ func (g *fakeGate) Done(key change.Key) { g.done = append(g.done, key) }
 func TestCanaryGatesJudgeTheBake(t *testing.T) {
 	w, _ := canaryWorld(t)
 	g := &fakeGate{}
-	w.deps.changes.keeper.Gates = []change.Gate{g}
+	w.keeper.Gates = []change.Gate{g}
 	w.change("Deployment", "v2")
 	w.look()
 	w.reconcile("Deployment", "a")

@@ -21,7 +21,7 @@ import (
 )
 
 // fleet is the reconcilers of every kind set up, as the change controller
-// sees the workloads (change.Fleet).
+// sees the workloads (change.Workloads).
 type fleet struct {
 	*Deps
 	mu     sync.Mutex
@@ -66,9 +66,9 @@ func (f *fleet) Tell(ctx context.Context, kind refs.Kind, obj client.Object, n p
 	f.emit(ctx, string(kind), obj, []plan.Notice{n})
 }
 
-// wake queues the workloads in ns of every kind that may use config: its
+// Wake queues the workloads in ns of every kind that may use config: its
 // change's canary moved on, which their plans read.
-func (f *fleet) wake(ctx context.Context, ns string, config refs.Ref) {
+func (f *fleet) Wake(ctx context.Context, ns string, config refs.Ref) {
 	for _, r := range f.all() {
 		objs, err := r.Finder.Of(ctx, r.Kind, ns, config)
 		if err != nil {
@@ -121,4 +121,19 @@ func (f *fleet) all() []*Reconciler {
 		rs = append(rs, r)
 	}
 	return rs
+}
+
+// Object reads canary w from the cache of its kind's reconciler.
+func (f *fleet) Object(ctx context.Context, w workload.Ref) (client.Object, workload.Kind, error) {
+	f.mu.Lock()
+	r := f.byKind[w.Kind]
+	f.mu.Unlock()
+	if r == nil {
+		return nil, nil, nil
+	}
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, obj); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	return obj, r.Kind, nil
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
@@ -56,8 +57,10 @@ type world struct {
 	fols   map[string]*follower
 	queue  *recordingQueue
 	// fleet is the change controller's view of the workloads, once it is
-	// on (canary_test.go).
-	fleet *fleet
+	// on, and keeper its Keeper, whose looks the test makes
+	// (canary_test.go).
+	fleet  *fleet
+	keeper *change.Keeper
 }
 
 // option changes a world's settings or client before it starts.

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
@@ -65,7 +66,7 @@ type Deps struct {
 	// makes it a podTicks, one list of a namespace per tick.
 	Pods client.Reader
 	// changes is the change controller; nil when it is off.
-	changes *changes
+	changes *change.Controller
 	// Calls makes the reload-action method's calls (ActionClient).
 	Calls *http.Client
 	// refusals are the pods the in-place restart method could not restart,
@@ -156,7 +157,7 @@ func (r *Reconciler) input(ctx context.Context, obj client.Object, tpl *corev1.P
 // a rollout slot is free for a reload.
 func (r *Reconciler) converge(ctx context.Context, key workload.Ref, obj client.Object, in plan.Input) (ctrl.Result, outcome, error) {
 	p := planFor(in)
-	r.changes.touch(key.Namespace, p)
+	r.changes.Touch(key.Namespace, p)
 	r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.PlannedFrom(in.Memory, p) })
 	untold := p.Untold(false)
 	r.emit(ctx, r.Kind.Name(), obj, untold)

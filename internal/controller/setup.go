@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/eventrec"
@@ -27,6 +28,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
+	"github.com/ripple-dev/ripple/internal/safequeue"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -56,7 +58,7 @@ type Options struct {
 	Namespace string
 	// Changes is the change controller's: on, it starts once the API
 	// server serves ConfigRollouts.
-	Changes ChangeOptions
+	Changes change.Options
 }
 
 // Setup registers the indexes and the controller of every workload kind,
@@ -83,7 +85,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.CSI {
 		d.Rotations = &rsource.Rotations{}
 	}
-	d.changes = o.Changes.new(d.Client, func() digest.Ring { return d.Priors.Digester.Ring })
+	d.changes = change.New(o.Changes, change.Env{Manager: mgr, Client: d.Client, Fleet: fl, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: m,
+		Settings: d.Settings, Ring: func() digest.Ring { return d.Priors.Digester.Ring }, Namespace: o.Namespace, Namespaces: o.Namespaces})
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	if err := s.sources(ctx, watched); err != nil {
 		return err
@@ -105,7 +108,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.CSI {
 		apis = append(apis, optional.API{GVK: rsource.SecretProviderClassPodStatusGVK, Flag: "--enable-csi-integration", Enable: s.enableCSI})
 	}
-	apis = append(apis, s.changesAPI()...)
+	apis = append(apis, d.changes.API()...)
 	if len(apis) == 0 {
 		return nil
 	}
@@ -193,10 +196,8 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	s.reconcilers = append(s.reconcilers, r)
 	s.fleet.add(r)
 	s.controllers = append(s.controllers, c)
-	if ch := s.deps.changes; ch != nil && ch.ctrl != nil {
-		if err := ch.watchKind(s.mgr.GetCache(), kind); err != nil {
-			return err
-		}
+	if err := s.deps.changes.WatchKind(kind); err != nil {
+		return err
 	}
 	if s.deps.Rotations.Served() {
 		return s.watchCSI(r, c)
@@ -227,13 +228,13 @@ func (s *setup) addFollower(r *Reconciler) error {
 
 // newQueue is controller-runtime's default queue (a priority queue) with
 // Ripple's queue metrics: Reloader's reloader_workqueue_* and the depth per
-// controller; it shuts down without the queue's deadlock (shutdownSafe).
+// controller; it shuts down without the queue's deadlock (safequeue).
 func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return newShutdownSafe(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+	return safequeue.New(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rl
 		o.MetricProvider = s.deps.Metrics.QueueMetrics()
 		o.Log = s.mgr.GetLogger().WithValues("controller", name)
-	}), wakeRequest)
+	}), safequeue.WakeRequest)
 }
 
 // enableCSI watches the CSI driver's objects from every controller, once

@@ -1,11 +1,9 @@
-package controller
+package change
 
 import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/ripple-dev/ripple/internal/change"
 )
 
 // maxBaking bounds the canaries a gate judges at once in one namespace
@@ -18,7 +16,7 @@ const maxBaking = 100
 // evaluation loop), ended with the bake.
 type bakes[T any] struct {
 	mu   sync.Mutex
-	runs map[change.Key]*bake[T]
+	runs map[Key]*bake[T]
 }
 
 type bake[T any] struct {
@@ -31,7 +29,7 @@ type bake[T any] struct {
 // base that done ends (ctx, nil for a run already there); with its
 // namespace at the bound, none, and a hold that says so (does: what the
 // gate does, "the pod gate watches the pods of").
-func (b *bakes[T]) start(base context.Context, key change.Key, canaries int, does string) (run *T, ctx context.Context, hold string) {
+func (b *bakes[T]) start(base context.Context, key Key, canaries int, does string) (run *T, ctx context.Context, hold string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if r, ok := b.runs[key]; ok {
@@ -47,7 +45,7 @@ func (b *bakes[T]) start(base context.Context, key change.Key, canaries int, doe
 		return nil, nil, fmt.Sprintf("%s at most %d canaries of a namespace at once (%d now): the change waits for another's bake to end", does, maxBaking, n)
 	}
 	if b.runs == nil {
-		b.runs = map[change.Key]*bake[T]{}
+		b.runs = map[Key]*bake[T]{}
 	}
 	r := &bake[T]{run: new(T), canaries: canaries}
 	ctx, r.stop = context.WithCancel(base) //nolint:gosec // G118: kept in the run; done calls it
@@ -56,7 +54,7 @@ func (b *bakes[T]) start(base context.Context, key change.Key, canaries int, doe
 }
 
 // done ends key's run: its bake ended, or it is gone.
-func (b *bakes[T]) done(key change.Key) {
+func (b *bakes[T]) done(key Key) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if r, ok := b.runs[key]; ok {

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/hack/cluster"
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -91,13 +90,13 @@ func BenchmarkPodGateBakes(b *testing.B) {
 func bakeAll(b *testing.B, cs kubernetes.Interface, canaries map[workload.Ref]*appsv1.Deployment, kind workload.Kind) float64 {
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	g := &podGate{pods: cs, look: func(change.Key) {}, base: func() context.Context { return ctx },
+	g := &podGate{pods: cs, look: func(Key) {}, base: func() context.Context { return ctx },
 		object: func(_ context.Context, w workload.Ref) (client.Object, workload.Kind, error) {
 			return canaries[w], kind, nil
 		}}
-	keys := make([]change.Key, 0, len(canaries))
+	keys := make([]Key, 0, len(canaries))
 	for w := range canaries {
-		key := change.Key{Namespace: w.Namespace, Config: refs.Ref{Kind: refs.ConfigMap, Name: "config-" + w.Name}}
+		key := Key{Namespace: w.Namespace, Config: refs.Ref{Kind: refs.ConfigMap, Name: "config-" + w.Name}}
 		keys = append(keys, key)
 		g.Judge(ctx, key, []workload.Ref{w})
 	}

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/ripple-dev/ripple/internal/canary"
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -57,23 +56,23 @@ func scalar(v float64) model.Value { return &model.Scalar{Value: model.SampleVal
 
 // newQueryGate is a query gate over prom evaluating q every few
 // milliseconds, and the looks it asks for.
-func newQueryGate(t *testing.T, prom *fakeProm, q string, pass bool) (*queryGate, <-chan change.Key) {
+func newQueryGate(t *testing.T, prom *fakeProm, q string, pass bool) (*queryGate, <-chan Key) {
 	t.Helper()
 	parsed, err := metricgate.Parse(q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	looks := make(chan change.Key, 100)
+	looks := make(chan Key, 100)
 	ctx := t.Context()
 	return &queryGate{
 		api: prom, interval: 5 * time.Millisecond, pass: pass,
 		queries: func(context.Context, string) ([]metricgate.Query, string) { return []metricgate.Query{parsed}, "" },
-		look:    func(k change.Key) { looks <- k },
+		look:    func(k Key) { looks <- k },
 		base:    func() context.Context { return ctx },
 	}, looks
 }
 
-func waitLook(t *testing.T, looks <-chan change.Key, key change.Key) {
+func waitLook(t *testing.T, looks <-chan Key, key Key) {
 	t.Helper()
 	select {
 	case k := <-looks:

@@ -1,4 +1,4 @@
-package controller
+package safequeue
 
 import (
 	"math/rand/v2"
@@ -14,15 +14,15 @@ import (
 // Workers that add, take and finish items as fast as they can while the
 // queue shuts down all stop: the shutdown that deadlocks controller-runtime
 // v0.23's priority queue within a few rounds of this (issue #3538) does
-// not deadlock shutdownSafe, in any of 100 rounds.
+// not deadlock Queue, in any of 100 rounds.
 func TestShutdownSafeQueueStopsEveryWorker(t *testing.T) {
 	for round := range 100 {
-		q := newShutdownSafe(priorityqueue.New[reconcile.Request]("test"), wakeRequest)
+		q := New(priorityqueue.New[reconcile.Request]("test"), WakeRequest)
 		var wg sync.WaitGroup
 		for range 20 {
 			wg.Go(func() {
 				for {
-					q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(10))}, wakeRequest(rand.IntN(1000)+1000)) //nolint:gosec // not for security
+					q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(10))}, WakeRequest(rand.IntN(1000)+1000)) //nolint:gosec // not for security
 					item, _, shutdown := q.GetWithPriority()
 					if shutdown {
 						return

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -67,7 +66,7 @@ func TestPodSignal(t *testing.T) {
 // once: past it a change holds (its bake waits), other namespaces do not,
 // and a bake that ends frees its watches.
 func TestPodGateBoundPerNamespace(t *testing.T) {
-	g := &podGate{pods: k8sfake.NewClientset(), look: func(change.Key) {}, base: t.Context,
+	g := &podGate{pods: k8sfake.NewClientset(), look: func(Key) {}, base: t.Context,
 		object: func(context.Context, workload.Ref) (client.Object, workload.Kind, error) { return nil, nil, nil }}
 	canaries := func(ns string, n int) []workload.Ref {
 		out := make([]workload.Ref, n)
@@ -76,8 +75,8 @@ func TestPodGateBoundPerNamespace(t *testing.T) {
 		}
 		return out
 	}
-	key := func(ns, name string) change.Key {
-		return change.Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: name}}
+	key := func(ns, name string) Key {
+		return Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: name}}
 	}
 	if v := g.Judge(t.Context(), key("tenant", "a"), canaries("tenant", maxBaking)); v.Hold != "" {
 		t.Fatalf("the first %d canaries: held %q", maxBaking, v.Hold)

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -18,11 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/canary"
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// podGate is the canary's pod gate (change.Gate): while a change bakes, it
+// podGate is the canary's pod gate (Gate): while a change bakes, it
 // watches its canaries' pods only (a watch per canary, by its selector in
 // its namespace, ended with the bake, so memory does not grow with the
 // fleet), and the first container restart, CrashLoopBackOff or pod turned
@@ -35,7 +33,7 @@ type podGate struct {
 	// look queues a change whose canary's pod failed the gate; base is
 	// the change controller's context, which every watch ends with (nil
 	// before it started).
-	look func(change.Key)
+	look func(Key)
 	base func() context.Context
 
 	watches bakes[podWatch]
@@ -60,7 +58,7 @@ func (w *podWatch) cannot(c workload.Ref, err error) {
 
 // Judge starts watching the pods of key's canaries, once, and returns the
 // first signal since.
-func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) canary.Verdict {
+func (g *podGate) Judge(ctx context.Context, key Key, canaries []workload.Ref) canary.Verdict {
 	base := g.base()
 	if base == nil {
 		return canary.Verdict{Gate: canary.GatePods, Hold: "the change controller has not started"}
@@ -89,12 +87,12 @@ func (g *podGate) Judge(ctx context.Context, key change.Key, canaries []workload
 }
 
 // Done ends the watch of key's change: its bake ended, or it is gone.
-func (g *podGate) Done(key change.Key) { g.watches.done(key) }
+func (g *podGate) Done(key Key) { g.watches.done(key) }
 
 // watch starts watching the pods of canary c of key's change, until ctx
 // ends. A kind without a pod selector (a declared kind, an Argo Rollout)
 // is not watched: its status alone judges it.
-func (g *podGate) watch(ctx context.Context, key change.Key, w *podWatch, c workload.Ref) error {
+func (g *podGate) watch(ctx context.Context, key Key, w *podWatch, c workload.Ref) error {
 	obj, kind, err := g.object(ctx, c)
 	if err != nil || obj == nil {
 		return err
@@ -214,7 +212,7 @@ func podSignal(old, cur *corev1.Pod) string {
 			return fmt.Sprintf("container %s is in CrashLoopBackOff%s", s.Name, ended(s.LastTerminationState.Terminated))
 		}
 	}
-	if ready(old) && !ready(cur) {
+	if podReady(old) && !podReady(cur) {
 		return "turned unready"
 	}
 	return ""
@@ -227,17 +225,12 @@ func ended(t *corev1.ContainerStateTerminated) string {
 	return fmt.Sprintf(" (%s, exit code %d)", t.Reason, t.ExitCode)
 }
 
-// canaryObject reads canary w from the cache of its kind's reconciler.
-func (f *fleet) canaryObject(ctx context.Context, w workload.Ref) (client.Object, workload.Kind, error) {
-	f.mu.Lock()
-	r := f.byKind[w.Kind]
-	f.mu.Unlock()
-	if r == nil {
-		return nil, nil, nil
+// podReady reports whether p's Ready condition is true.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
 	}
-	obj := r.Kind.New()
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, obj); err != nil {
-		return nil, nil, client.IgnoreNotFound(err)
-	}
-	return obj, r.Kind, nil
+	return false
 }

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -8,12 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
-func changeKey(ns string, i int) change.Key {
-	return change.Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: fmt.Sprintf("c%d", i)}}
+func changeKey(ns string, i int) Key {
+	return Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: fmt.Sprintf("c%d", i)}}
 }
 
 // A tenant's storm of changes waits behind itself: another namespace's
@@ -21,7 +20,7 @@ func changeKey(ns string, i int) change.Key {
 // queue serves one key of each namespace in turn; a requeued key gets its
 // namespace's next turn.
 func TestTurnsServeEveryNamespaceInTurn(t *testing.T) {
-	q := priorityqueue.New[change.Key]("turns-test")
+	q := priorityqueue.New[Key]("turns-test")
 	defer q.ShutDown()
 	var tr turns
 	for i := range 50 {
@@ -33,8 +32,8 @@ func TestTurnsServeEveryNamespaceInTurn(t *testing.T) {
 	tr.add(q, changeKey("shop", 1))
 
 	var got []string
-	looked := map[change.Key]bool{}
-	r := tr.reconciler(reconcile.TypedFunc[change.Key](func(_ context.Context, k change.Key) (reconcile.Result, error) {
+	looked := map[Key]bool{}
+	r := tr.reconciler(reconcile.TypedFunc[Key](func(_ context.Context, k Key) (reconcile.Result, error) {
 		looked[k] = true
 		return reconcile.Result{}, nil
 	}))

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/ripple-dev/ripple/internal/change"
 )
 
 // turns gives every namespace its turn in the change controller's queue.
@@ -21,13 +19,13 @@ type turns struct {
 	mu sync.Mutex
 	// waiting is each namespace's keys queued and not yet taken, with
 	// the priority each was given.
-	waiting map[string]map[change.Key]int
+	waiting map[string]map[Key]int
 }
 
 // add queues key in q at its namespace's turn.
-func (t *turns) add(q workqueue.TypedRateLimitingInterface[change.Key], key change.Key) {
+func (t *turns) add(q workqueue.TypedRateLimitingInterface[Key], key Key) {
 	p := t.enter(key)
-	if pq, ok := q.(priorityqueue.PriorityQueue[change.Key]); ok {
+	if pq, ok := q.(priorityqueue.PriorityQueue[Key]); ok {
 		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &p}, key)
 		return
 	}
@@ -36,15 +34,15 @@ func (t *turns) add(q workqueue.TypedRateLimitingInterface[change.Key], key chan
 
 // enter notes key as waiting and returns its priority: the one it was
 // given, if it waits already.
-func (t *turns) enter(key change.Key) int {
+func (t *turns) enter(key Key) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.waiting == nil {
-		t.waiting = map[string]map[change.Key]int{}
+		t.waiting = map[string]map[Key]int{}
 	}
 	ns := t.waiting[key.Namespace]
 	if ns == nil {
-		ns = map[change.Key]int{}
+		ns = map[Key]int{}
 		t.waiting[key.Namespace] = ns
 	}
 	if p, ok := ns[key]; ok {
@@ -56,7 +54,7 @@ func (t *turns) enter(key change.Key) int {
 }
 
 // take notes that key left the queue: a worker looks at it.
-func (t *turns) take(key change.Key) {
+func (t *turns) take(key Key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ns := t.waiting[key.Namespace]; ns != nil {
@@ -70,8 +68,8 @@ func (t *turns) take(key change.Key) {
 // reconciler is r taking turns: a key taken leaves its namespace's
 // waiting keys, and one queued again (a requeue, an error's retry) gets
 // its namespace's next turn.
-func (t *turns) reconciler(r reconcile.TypedReconciler[change.Key]) reconcile.TypedReconciler[change.Key] {
-	return reconcile.TypedFunc[change.Key](func(ctx context.Context, key change.Key) (reconcile.Result, error) {
+func (t *turns) reconciler(r reconcile.TypedReconciler[Key]) reconcile.TypedReconciler[Key] {
+	return reconcile.TypedFunc[Key](func(ctx context.Context, key Key) (reconcile.Result, error) {
 		t.take(key)
 		res, err := r.Reconcile(ctx, key)
 		if err != nil || res.RequeueAfter > 0 {

@@ -1,4 +1,4 @@
-package controller
+package change
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ripple-dev/ripple/internal/canary"
-	"github.com/ripple-dev/ripple/internal/change"
 	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
-// queryGate is the canary's query gate (change.Gate): while a change
+// queryGate is the canary's query gate (Gate): while a change
 // bakes, its queries (the cluster's, and its Namespace's) are evaluated
 // every interval for its canaries, bound to its namespace, and the first
 // value that fails a condition fails it. A query that gives no value
@@ -30,7 +29,7 @@ type queryGate struct {
 	pass     bool
 	// look queues a change whose query failed; base is the change
 	// controller's context, which every evaluation ends with.
-	look func(change.Key)
+	look func(Key)
 	base func() context.Context
 
 	runs bakes[queryRun]
@@ -46,7 +45,7 @@ type queryRun struct {
 
 // Judge starts evaluating key's queries, once, and returns what they
 // said since.
-func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []workload.Ref) canary.Verdict {
+func (g *queryGate) Judge(ctx context.Context, key Key, canaries []workload.Ref) canary.Verdict {
 	base := g.base()
 	if base == nil {
 		return canary.Verdict{Gate: canary.GateQuery, Hold: "the change controller has not started"}
@@ -83,12 +82,12 @@ func (g *queryGate) Judge(ctx context.Context, key change.Key, canaries []worklo
 
 // Done ends the evaluations of key's change: its bake ended, or it is
 // gone.
-func (g *queryGate) Done(key change.Key) { g.runs.done(key) }
+func (g *queryGate) Done(key Key) { g.runs.done(key) }
 
 // run evaluates qs for the canaries names of key's change every interval
 // until ctx ends or one fails; each evaluation that changes what the gate
 // says queues the change.
-func (g *queryGate) run(ctx context.Context, key change.Key, r *queryRun, qs []metricgate.Query, names []string) {
+func (g *queryGate) run(ctx context.Context, key Key, r *queryRun, qs []metricgate.Query, names []string) {
 	t := time.NewTicker(g.interval)
 	defer t.Stop()
 	for {
