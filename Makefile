@@ -283,7 +283,7 @@ bench: tools build ## Benchmark Ripple on local control planes (~10 min on 2 cor
 
 .PHONY: bench-gates
 bench-gates: tools ## The pod gate's watches at 1,000 bakes on a real API server: the heap and goroutines after the bakes end (~1 min).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -run '^$$' -bench BenchmarkPodGateBakes -benchtime 3x -timeout 10m ./internal/controller/
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -run '^$$' -bench BenchmarkPodGateBakes -benchtime 3x -timeout 10m ./internal/change/
 
 .PHONY: soak
 SOAK_DURATION ?= 30m

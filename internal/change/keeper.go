@@ -8,8 +8,9 @@
 // The Keeper reads the workloads through a Fleet, which the controller
 // implements with the same gather and planner a workload's reconcile uses:
 // it decides nothing the workloads' reconciles do not, and writes only
-// its own objects. It works in its own queue, one config at a time, and
-// takes no lock a workload's reconcile takes.
+// its own objects. It works in a loop of its own (Controller: its queue,
+// watches and canary gates), one config at a time, and takes no lock a
+// workload's reconcile takes; package controller only wires that loop.
 package change
 
 import (
