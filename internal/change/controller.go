@@ -192,6 +192,9 @@ func (c *Controller) Canary(ctx context.Context, ns string, src plan.Source) (ca
 	}
 	cr, ok := Latest(items, src.UID, revs)
 	if !ok {
+		if why, refused := c.keeper.Refused(ns); refused {
+			return canary.State{}, false, gather.UnkeptRefused(ns, why) // it will not be made
+		}
 		return canary.State{}, false, nil
 	}
 	cn, ok := CanaryOf(cr.Status.Canary, ns, src.Ref, src.Digest)

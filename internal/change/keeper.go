@@ -98,6 +98,9 @@ type Keeper struct {
 	// Tell tells notice n about cfg, a config of kind: its canaried change
 	// passed or halted (an Event, an alert).
 	Tell func(ctx context.Context, kind refs.Kind, cfg client.Object, n plan.Notice)
+	// Wake queues the workloads in ns that may use config, whose plans
+	// read what the Keeper knows of its change (Refused); nil: none.
+	Wake func(ctx context.Context, ns string, config refs.Ref)
 	// Records carries canaried changes over from an earlier Ripple's
 	// records; nil: none.
 	Records *Records
@@ -161,8 +164,9 @@ func (k *Keeper) Refused(ns string) (string, bool) {
 
 // created notes the outcome of a create of a ConfigRollout in ns: a
 // refusal (Forbidden: no right, a quota) is remembered, any success
-// forgets the namespace's.
-func (k *Keeper) created(ns string, err error) {
+// forgets the namespace's. It reports whether the refusal is news: the
+// workloads waiting for the change's canary must then be told.
+func (k *Keeper) created(ns string, err error) bool {
 	var status apierrors.APIStatus
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -173,14 +177,17 @@ func (k *Keeper) created(ns string, err error) {
 		if k.refused == nil {
 			k.refused = map[string]string{}
 		}
-		if _, ok := k.refused[ns]; !ok && len(k.refused) >= maxRefused {
+		before, ok := k.refused[ns]
+		if !ok && len(k.refused) >= maxRefused {
 			for other := range k.refused {
 				delete(k.refused, other)
 				break
 			}
 		}
 		k.refused[ns] = status.Status().Message
+		return before != k.refused[ns]
 	}
+	return false
 }
 
 type staleCount struct {
@@ -362,7 +369,9 @@ func (k *Keeper) create(ctx context.Context, key Key, cfg client.Object, revisio
 		},
 	}
 	err := k.Client.Create(ctx, cr)
-	k.created(key.Namespace, err)
+	if k.created(key.Namespace, err) && k.Wake != nil {
+		k.Wake(ctx, key.Namespace, key.Config)
+	}
 	if apierrors.IsAlreadyExists(err) {
 		// Made by an earlier reconcile that the cache has not shown yet.
 		err = k.Reader.Get(ctx, client.ObjectKeyFromObject(cr), cr)

@@ -147,9 +147,17 @@ func TestRefusedCreateIsTold(t *testing.T) {
 	w.setData("v2")
 	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
 	key := Key{Namespace: "shop", Config: config}
-	w.k.Notice(key)
-	if _, err := w.k.Reconcile(t.Context(), key); !apierrors.IsForbidden(err) {
-		t.Fatalf("reconcile: %v, want the refusal", err)
+	var woken []refs.Ref
+	w.k.Wake = func(_ context.Context, _ string, cfg refs.Ref) { woken = append(woken, cfg) }
+	for range 2 { // the retry is refused as the first try was
+		w.k.Notice(key)
+		if _, err := w.k.Reconcile(t.Context(), key); !apierrors.IsForbidden(err) {
+			t.Fatalf("reconcile: %v, want the refusal", err)
+		}
+		w.clk.Step(time.Minute)
+	}
+	if len(woken) != 1 || woken[0] != config {
+		t.Errorf("woke the workloads of %v, want those of %v once: they are told of the refusal", woken, config)
 	}
 	if why, ok := w.k.Refused("shop"); !ok || !strings.Contains(why, `cannot create resource "configrollouts"`) {
 		t.Errorf("Refused(shop) = %q, %v; want the API server's message", why, ok)

@@ -77,7 +77,7 @@ func (c *Controller) enable(ctx context.Context) error {
 func (c *Controller) newKeeper() *Keeper {
 	e, api := c.env, c.env.Manager.GetAPIReader()
 	return &Keeper{
-		Client: e.Client, Reader: api, Fleet: e.Fleet, Tell: e.Fleet.Tell, InScope: e.InScope, Clock: e.Clock, Metrics: e.Metrics,
+		Client: e.Client, Reader: api, Fleet: e.Fleet, Tell: e.Fleet.Tell, Wake: e.Fleet.Wake, InScope: e.InScope, Clock: e.Clock, Metrics: e.Metrics,
 		Records:   &Records{Reader: api, Client: e.Client, Namespace: e.Namespace},
 		ResumeKey: e.Settings.Keys.CanaryResume, Timeout: e.Settings.Rollouts.Timeout, Gates: c.gates(),
 		Ring:    e.Ring,

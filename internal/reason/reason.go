@@ -152,7 +152,7 @@ func All() []Info {
 		{Reason: RolloutHalted, Event: true, Warning: true, Log: "change halted by its canary", Alert: Danger, NotRolled: true,
 			When: "A canary of a canaried change stalled or turned unhealthy during the bake: no other workload rolls the change until the config changes again or `ripple resume` continues it. On the config (with the alert) and on each held workload (docs/canary.md)."},
 		{Reason: CanaryUnkept, Event: true, Warning: true, Log: "change held: no canary can be kept", Alert: Warning, NotRolled: true,
-			When: "A canaried change cannot be canaried: the ConfigRollout CRD is not served, Ripple may not list ConfigRollouts, --config-rollouts=false, or a Secret's change without the digest key. The change is held (--canary-unkept=hold, the default): no workload rolls it until a canary can be kept, and then it rolls with its canary. Once per change on the config (with the alert) and on each held workload, naming what is missing (docs/canary.md)."},
+			When: "A canaried change cannot be canaried: the ConfigRollout CRD is not served, Ripple may not list ConfigRollouts, the API server refuses to create them (no right, a quota), --config-rollouts=false, or a Secret's change without the digest key. The change is held (--canary-unkept=hold, the default): no workload rolls it until a canary can be kept, and then it rolls with its canary. Once per change on the config (with the alert) and on each held workload, naming what is missing (docs/canary.md)."},
 		{Reason: CanaryPassed, Event: true, Log: "canary passed",
 			When: "On the config: the canaries of a change rolled and stayed healthy for the bake (or `ripple resume` continued a halted change); the other workloads roll it (docs/canary.md)."},
 	}, standings()...)

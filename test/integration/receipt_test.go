@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -118,4 +120,48 @@ func (e *env) changeAt(t *testing.T, rv string) v1alpha1.ConfigRollout {
 		t.Fatalf("no ConfigRollout of the config at resourceVersion %s: %v", rv, err)
 	}
 	return cr
+}
+
+// A Ripple that may list and watch ConfigRollouts but not create them (a
+// Role that lost the verb, a namespace's quota of them) cannot keep a
+// canaried change: neither workload rolls, and each is told why with a
+// CanaryUnkept Warning naming the API server's refusal, rather than
+// waiting in silence for a canary that will never be chosen.
+func TestCanaryUnkeptWithoutCreate(t *testing.T) {
+	t.Parallel()
+	rules := slices.Clone(rippleRules)
+	for i, r := range rules {
+		if slices.Contains(r.Resources, "configrollouts") {
+			rules[i] = rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources,
+				Verbs: slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "create" })}
+		}
+	}
+	e := newEnv(t)
+	e.grantRules(t, e.ns, e.ns, "ripple", rules)
+	e.rc = api.ServiceAccountConfig(e.ns, "ripple")
+	e.environ = map[string]string{"POD_NAMESPACE": e.ns}
+	waitAuthorized(t, e, e.ns)
+	e.run(t, "--namespaces="+e.ns, "--canary=1")
+	e.waitWatching(t, "ConfigRollout")
+
+	cm := refs.Ref{Kind: refs.ConfigMap, Name: "app"}
+	e.newConfig(t, cm)
+	var writes []func() int
+	for _, name := range []string{"web", "api"} {
+		d := e.newWorkload(t, kit.Deployment, name, ann(autoKey, "true"), envFrom(cm.Kind, cm.Name))
+		e.waitFor(t, d, "the baseline record", hasBaseline)
+		writes = append(writes, e.templateChanges(t, d))
+	}
+	e.setConfig(t, cm, "v2")
+	for _, name := range []string{"web", "api"} {
+		notes := e.waitEvent(t, name, corev1.EventTypeWarning, string(reason.CanaryUnkept))
+		if !strings.Contains(notes[0], "refused Ripple a ConfigRollout") || !strings.Contains(notes[0], `cannot create resource "configrollouts"`) {
+			t.Errorf("%s's CanaryUnkept Warning %q: want the API server's refusal named", name, notes[0])
+		}
+	}
+	for i, stop := range writes {
+		if n := stop(); n != 0 {
+			t.Errorf("workload %d's template was written %d times: a change whose canary cannot be kept must not roll", i, n)
+		}
+	}
 }
