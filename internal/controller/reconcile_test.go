@@ -103,7 +103,7 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	finder.Index.Reader = w.c
 	finder.Scope.Reader = w.c
 	w.deps = &Deps{Client: w.c, Settings: settings, Finder: finder, Recorder: w.events, Metrics: m, Clock: clk,
-		Priors: &source.Priors{}, Memory: &Store{Metrics: m}, refusals: &refusals{}, configsTold: &configsTold{}}
+		Priors: &source.Priors{}, Memory: &Store{Metrics: m}, configsTold: &configsTold{}}
 	for _, k := range kinds {
 		w.addKind(k)
 	}
@@ -148,7 +148,7 @@ func (w *world) reconcile(kind, name string) ctrl.Result {
 	if err != nil {
 		w.t.Fatalf("reconciling %s %s: %v", kind, name, err)
 	}
-	w.deps.refusals.calls.Wait()
+	w.deps.Memory.calls.Wait()
 	return res
 }
 

@@ -69,9 +69,6 @@ type Deps struct {
 	changes *change.Controller
 	// Calls makes the reload-action method's calls (ActionClient).
 	Calls *http.Client
-	// refusals are the pods the in-place restart method could not restart,
-	// and how the reload-action method's calls answered (inplace.go).
-	refusals *refusals
 	// configsTold are the changes told on their configs (tellConfigs).
 	configsTold *configsTold
 }
@@ -253,6 +250,7 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 		}
 	}
 	r.Memory.Update(r.key(key), plan.Memory.Gone)
+	r.Memory.ForgetPods(r.key(key))
 	return nil, nil, out, err
 }
 

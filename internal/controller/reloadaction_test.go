@@ -159,9 +159,9 @@ func TestReloadActionHoldsNoWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	inFlight := func() int {
-		aw.deps.refusals.mu.Lock()
-		defer aw.deps.refusals.mu.Unlock()
-		return aw.deps.refusals.calling
+		aw.deps.Memory.mu.Lock()
+		defer aw.deps.Memory.mu.Unlock()
+		return aw.deps.Memory.calling
 	}
 	// The step returned, its three calls unanswered (held until closed).
 	if n := inFlight(); n != 3 {
@@ -175,7 +175,7 @@ func TestReloadActionHoldsNoWorker(t *testing.T) {
 		t.Fatalf("%d calls in flight after a second step, want the same 3", n)
 	}
 	close(aw.hold)
-	aw.deps.refusals.calls.Wait()
+	aw.deps.Memory.calls.Wait()
 	if got := aw.called(); len(got) != 3 {
 		t.Fatalf("calls %q, want one per pod", got)
 	}

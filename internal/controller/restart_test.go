@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -140,11 +140,11 @@ func TestRestartEvictsOneAtATime(t *testing.T) {
 		t.Fatalf("pods %v after the first step, want one evicted", got)
 	}
 	// The evicted pod is not replaced yet: nothing more.
-	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != plan.RestartPoll || len(w.pods()) != 1 {
+	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != podrestart.Poll || len(w.pods()) != 1 {
 		t.Fatalf("requeue %s, pods %v; want a poll and one pod", res.RequeueAfter, w.pods())
 	}
-	if res := w.follow("web"); res.RequeueAfter != plan.RestartPoll {
-		t.Errorf("follower requeue %s while pods are restarted, want %s", res.RequeueAfter, plan.RestartPoll)
+	if res := w.follow("web"); res.RequeueAfter != podrestart.Poll {
+		t.Errorf("follower requeue %s while pods are restarted, want %s", res.RequeueAfter, podrestart.Poll)
 	}
 	w.pod("web-c", w.clk.Now())
 	w.clk.Step(time.Second)
@@ -187,7 +187,7 @@ func TestRestartEvictionRefused(t *testing.T) {
 		result time.Duration
 		event  string
 	}{
-		{"PodDisruptionBudget", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), plan.RestartPoll, ""},
+		{"PodDisruptionBudget", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), podrestart.Poll, ""},
 		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "web-a", nil), forbiddenRetry, "create pods/eviction"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

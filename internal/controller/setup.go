@@ -73,7 +73,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		d.Priors = &rsource.Priors{}
 	}
 	d.Pods = &podTicks{Reader: mgr.GetAPIReader(), Clock: d.Clock}
-	d.refusals, d.configsTold = &refusals{}, &configsTold{}
+	d.configsTold = &configsTold{}
 	if d.Calls == nil {
 		d.Calls = ActionClient()
 	}
