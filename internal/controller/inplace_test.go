@@ -387,11 +387,11 @@ func TestInPlaceNotEligible(t *testing.T) {
 					p.CreationTimestamp = metav1.NewTime(p.CreationTimestamp.Add(-time.Hour))
 				})
 				iw.change("Deployment", "v2")
-				iw.reconcile("Deployment", "web")
-				iw.drain()
+				iw.reconcile("Deployment", "web") // fed the restart, which tells of web-x at once
+				told := iw.drain()
 				iw.step()
 				iw.step()
-				ev := iw.wantEvent(iw.drain(), string(reason.RestartNotInPlace))
+				ev := iw.wantEvent(append(told, iw.drain()...), string(reason.RestartNotInPlace))
 				if !strings.Contains(ev, "web-x") || !strings.Contains(ev, tc.why) || !strings.HasPrefix(ev, "Warning") {
 					t.Errorf("Warning %q does not name web-x and %q", ev, tc.why)
 				}

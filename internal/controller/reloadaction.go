@@ -110,7 +110,7 @@ func actionPort(p *corev1.Pod, port intstr.IntOrString) (int32, string) {
 // callPods starts a call of the reload endpoint of each pod named in
 // urls, of workload k, and returns: each call runs beside the reconciles
 // (a pod that never answers holds no worker), records its answer and
-// queues the workload, whose next step reads it.
+// queues the workload with the restarter, whose next step reads it.
 func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods map[string]corev1.Pod, urls map[string]string, k workload.Ref, log logr.Logger) {
 	for name, url := range urls {
 		p := pods[name]
@@ -128,7 +128,7 @@ func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods ma
 			} else {
 				log.Info("reloaded pod", "pod", name, "uid", p.UID, "action", rst.Action.String())
 			}
-			r.enqueue(k.Key())
+			r.restarts.enqueue(k, 0)
 		}()
 	}
 }

@@ -48,6 +48,13 @@ func restarting(kind workload.Kind, r workload.Restart) (workload.Restarter, boo
 	return rs, ok && r.Pods() && !r.At.IsZero()
 }
 
+// isRestarting reports whether r, a workload's restart as the planner
+// resolved it, restarts pods and one is recorded.
+func isRestarting(kind workload.Kind, r workload.Restart) bool {
+	_, ok := restarting(kind, r)
+	return ok
+}
+
 // readRestart lists obj's pods (workload k) (by its selector, owned by it) around the
 // cache, Ripple does not watch pods, and decides the next step.
 func (d *Deps) readRestart(ctx context.Context, k workload.Ref, rs workload.Restarter, r workload.Restart, obj client.Object) (podRestart, error) {
@@ -120,40 +127,41 @@ func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client
 // one (rst, as gathered for the plan): it evicts or deletes the pods the
 // planner names, and once every pod is newer than the restart removes the
 // restart time (locked on the resourceVersion read, so a newer reload's
-// time is never removed). It reports whether it wrote the workload.
-func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workload.Restart) (ctrl.Result, bool, error) {
+// time is never removed). The restarter (restarter.go) calls it.
+func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workload.Restart) (ctrl.Result, error) {
 	rs, ok := restarting(r.Kind, rst)
 	if !ok {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, nil
 	}
 	pr, err := r.readRestart(ctx, workload.RefTo(r.Kind, obj), rs, rst, obj)
 	if apierrors.IsForbidden(err) {
 		r.forbidden(ctx, obj, rst.Method, "list pods", err)
-		return ctrl.Result{RequeueAfter: forbiddenRetry}, false, nil
+		return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, false, err
+		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
 	r.tellSkipped(ctx, obj, rst, pr)
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
-		r.Memory.ForgetPods(workload.RefTo(r.Kind, obj))
 		done, ok := obj.DeepCopyObject().(client.Object)
 		if !ok {
-			return ctrl.Result{}, false, fmt.Errorf("copying %T", obj)
+			return ctrl.Result{}, fmt.Errorf("copying %T", obj)
 		}
 		ann := done.GetAnnotations()
 		delete(ann, r.Settings.Keys.RestartedAt)
 		done.SetAnnotations(ann)
 		err := r.Client.Patch(ctx, done, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}), client.FieldOwner(workload.FieldManager))
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, false, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-		return ctrl.Result{}, err == nil, client.IgnoreNotFound(err)
+		if err == nil || apierrors.IsNotFound(err) {
+			r.Memory.ForgetPods(workload.RefTo(r.Kind, obj)) // done, or gone
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	res, err := r.restartPods(ctx, obj, rst, pr, log)
-	return res, false, err
+	return r.restartPods(ctx, obj, rst, pr, log)
 }
 
 // restartPods restarts the pods the step of pr names, as rst's method

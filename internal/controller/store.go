@@ -225,6 +225,29 @@ func (s *Store) Answer(k workload.Ref, at time.Time, uid types.UID, t time.Time,
 	return p
 }
 
+// KeepRestart keeps rst, the restart in progress of k, for the
+// restarter; what is remembered of the pods of an earlier restart is
+// dropped.
+func (s *Store) KeepRestart(k workload.Ref, rst workload.Restart) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pods == nil {
+		s.pods = map[workload.Ref]podrestart.Memory{}
+	}
+	m := s.pods[k].For(rst.At)
+	m.Restart = rst
+	s.pods[k] = m
+}
+
+// Restart returns the restart in progress of k kept by KeepRestart;
+// false when there is none.
+func (s *Store) Restart(k workload.Ref) (workload.Restart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.pods[k]
+	return m.Restart, ok && m.Restart.At.Equal(m.At) && !m.At.IsZero()
+}
+
 // ForgetPods drops what Ripple remembers of the pods of k: its restart is
 // over, or it is gone.
 func (s *Store) ForgetPods(k workload.Ref) {

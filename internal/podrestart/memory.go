@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // Memory is what Ripple remembers of the pods of one workload in its pod
@@ -18,8 +20,11 @@ import (
 // endpoint takes that as one more reload). A Memory of another restart
 // time is of no use: For starts afresh.
 type Memory struct {
-	At   time.Time
-	Pods map[types.UID]PodMemory
+	At time.Time
+	// Restart is the restart as the workload's reconcile resolved it (its
+	// method, pace and action), which the restarter carries out.
+	Restart workload.Restart
+	Pods    map[types.UID]PodMemory
 }
 
 // PodMemory is what Ripple remembers of one pod in a restart.
@@ -57,7 +62,7 @@ func (m Memory) For(at time.Time) Memory {
 	if m.At.Equal(at) && m.Pods != nil {
 		return m
 	}
-	return Memory{At: at, Pods: map[types.UID]PodMemory{}}
+	return Memory{At: at, Restart: m.Restart, Pods: map[types.UID]PodMemory{}}
 }
 
 // Pod returns what m remembers of pod uid in the restart at at; nothing
