@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -323,7 +323,6 @@ func TestInPlaceContinuesAfterACrash(t *testing.T) {
 	iw.step()
 	crash := func() {
 		iw.deps.Memory = &Store{Metrics: iw.deps.Metrics}
-		iw.deps.refusals = &refusals{}
 		iw.drain()
 	}
 	crash() // web-0's resize sent, the kubelet not yet done
@@ -370,7 +369,7 @@ func TestInPlaceNotEligible(t *testing.T) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
 				Reason: corev1.PodReasonInfeasible, Message: "Node didn't have enough capacity"})
 		}, "infeasible"},
-		{"vertical autoscaler", func(p *corev1.Pod) { p.Annotations = map[string]string{plan.VPAInPlaceAnnotation: "true"} }, "Vertical Pod Autoscaler"},
+		{"vertical autoscaler", func(p *corev1.Pod) { p.Annotations = map[string]string{podrestart.VPAInPlaceAnnotation: "true"} }, "Vertical Pod Autoscaler"},
 		{"subPath", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
@@ -388,11 +387,11 @@ func TestInPlaceNotEligible(t *testing.T) {
 					p.CreationTimestamp = metav1.NewTime(p.CreationTimestamp.Add(-time.Hour))
 				})
 				iw.change("Deployment", "v2")
-				iw.reconcile("Deployment", "web")
-				iw.drain()
+				iw.reconcile("Deployment", "web") // fed the restart, which tells of web-x at once
+				told := iw.drain()
 				iw.step()
 				iw.step()
-				ev := iw.wantEvent(iw.drain(), string(reason.RestartNotInPlace))
+				ev := iw.wantEvent(append(told, iw.drain()...), string(reason.RestartNotInPlace))
 				if !strings.Contains(ev, "web-x") || !strings.Contains(ev, tc.why) || !strings.HasPrefix(ev, "Warning") {
 					t.Errorf("Warning %q does not name web-x and %q", ev, tc.why)
 				}
@@ -495,8 +494,8 @@ func TestInPlaceSecondChangeGoesBack(t *testing.T) {
 		iw.change("Deployment", v)
 		iw.reconcile("Deployment", "web")
 		iw.step()
-		if res := iw.follow("web"); res.RequeueAfter != plan.RestartPoll {
-			t.Errorf("follower requeue %s during the restart, want %s", res.RequeueAfter, plan.RestartPoll)
+		if res := iw.follow("web"); res.RequeueAfter != podrestart.Poll {
+			t.Errorf("follower requeue %s during the restart, want %s", res.RequeueAfter, podrestart.Poll)
 		}
 		iw.kubelet("web-0", true)
 		iw.step()
@@ -511,7 +510,7 @@ func TestInPlaceSecondChangeGoesBack(t *testing.T) {
 
 // A resize the kubelet makes without restarting the container (the pod
 // shows it done, its container never restarted) is not sent again and
-// again: Ripple waits resizeGrace, then tells the pod is not restarted in
+// again: Ripple waits podrestart.ResizeGrace, then tells the pod is not restarted in
 // place, once, and the restart completes without it.
 func TestInPlaceResizeWithoutRestart(t *testing.T) {
 	iw := newInPlaceWorld(t, 1, nil, interceptor.Funcs{})
@@ -526,7 +525,7 @@ func TestInPlaceResizeWithoutRestart(t *testing.T) {
 	if err := iw.c.Status().Update(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	for range resizeGrace / time.Second {
+	for range podrestart.ResizeGrace / time.Second {
 		iw.step()
 	}
 	iw.step()

@@ -11,11 +11,11 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 )
 
 // podTicks lists the pods of a namespace at most once per tick
-// (plan.RestartPoll) for every loop that reads the pods of a workload
+// (podrestart.Poll) for every loop that reads the pods of a workload
 // being restarted (the restart's steps, the rollout follower's status,
 // the reload action's and the in-place method's): each reads a selector's
 // pods from the tick's list. Ripple keeps no pod informer
@@ -65,7 +65,7 @@ func (t *podTicks) List(ctx context.Context, list client.ObjectList, opts ...cli
 func (t *podTicks) of(ctx context.Context, ns string) ([]corev1.Pod, error) {
 	now := t.Clock.Now()
 	t.mu.Lock()
-	if l, ok := t.lists[ns]; ok && now.Sub(l.at) < plan.RestartPoll {
+	if l, ok := t.lists[ns]; ok && now.Sub(l.at) < podrestart.Poll {
 		t.mu.Unlock()
 		return l.pods, nil
 	}
@@ -111,7 +111,7 @@ func (t *podTicks) keep(ns string, l podTick) {
 		t.lists = map[string]podTick{}
 	}
 	for other, old := range t.lists {
-		if l.at.Sub(old.at) >= plan.RestartPoll {
+		if l.at.Sub(old.at) >= podrestart.Poll {
 			delete(t.lists, other)
 		}
 	}

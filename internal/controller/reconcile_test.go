@@ -103,7 +103,8 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 	finder.Index.Reader = w.c
 	finder.Scope.Reader = w.c
 	w.deps = &Deps{Client: w.c, Settings: settings, Finder: finder, Recorder: w.events, Metrics: m, Clock: clk,
-		Priors: &source.Priors{}, Memory: &Store{Metrics: m}, refusals: &refusals{}, configsTold: &configsTold{}}
+		Priors: &source.Priors{}, Memory: &Store{Metrics: m}, configsTold: &configsTold{}}
+	w.deps.restarts = &restarter{Deps: w.deps, recs: map[string]*Reconciler{}}
 	for _, k := range kinds {
 		w.addKind(k)
 	}
@@ -115,6 +116,7 @@ func newWorld(t *testing.T, kinds []workload.Kind, opts ...option) *world {
 func (w *world) addKind(k workload.Kind) {
 	w.fols[k.Name()] = &follower{Deps: w.deps, Kind: k}
 	w.recs[k.Name()] = &Reconciler{Deps: w.deps, Kind: k, follow: func(n types.NamespacedName) { w.queue.followed = append(w.queue.followed, n) }}
+	w.deps.restarts.add(w.recs[k.Name()])
 }
 
 // recordingQueue records what the handlers queue.
@@ -148,7 +150,25 @@ func (w *world) reconcile(kind, name string) ctrl.Result {
 	if err != nil {
 		w.t.Fatalf("reconciling %s %s: %v", kind, name, err)
 	}
-	w.deps.refusals.calls.Wait()
+	if pods := w.restart(kind, name); pods.RequeueAfter > 0 && (res.RequeueAfter == 0 || pods.RequeueAfter < res.RequeueAfter) {
+		res.RequeueAfter = pods.RequeueAfter
+	}
+	w.deps.Memory.calls.Wait()
+	return res
+}
+
+// restart runs the pod restarter on the workload, as its queue would
+// after a reconcile fed it a restart in progress; nothing when none was.
+func (w *world) restart(kind, name string) ctrl.Result {
+	w.t.Helper()
+	k := workload.Ref{Kind: kind, Namespace: ns, Name: name}
+	if _, ok := w.deps.Memory.Restart(k); !ok {
+		return ctrl.Result{}
+	}
+	res, err := w.deps.restarts.Reconcile(w.t.Context(), k)
+	if err != nil {
+		w.t.Fatalf("restarting the pods of %s %s: %v", kind, name, err)
+	}
 	return res
 }
 

@@ -13,7 +13,9 @@
 // of a workload in memory besides (plan.Memory) is kept in one Store and
 // changed only by plan's transitions. A rollout Ripple started is followed
 // to its end by a small loop of its own (the follower), which takes the
-// status updates of those workloads only.
+// status updates of those workloads only; the pods a restart method
+// restarts itself are restarted by another (the restarter), which a
+// reconcile feeds.
 package controller
 
 import (
@@ -69,9 +71,8 @@ type Deps struct {
 	changes *change.Controller
 	// Calls makes the reload-action method's calls (ActionClient).
 	Calls *http.Client
-	// refusals are the pods the in-place restart method could not restart,
-	// and how the reload-action method's calls answered (inplace.go).
-	refusals *refusals
+	// restarts is the pod restarter (restarter.go).
+	restarts *restarter
 	// configsTold are the changes told on their configs (tellConfigs).
 	configsTold *configsTold
 }
@@ -132,15 +133,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, outcome{}, err
 	}
-	pods, wrote, err := r.restart(ctx, obj, in.Workload.Restart)
-	if err != nil || wrote {
-		return pods, skipped, err // its write brings the next reconcile
+	if rst := in.Workload.Restart; isRestarting(r.Kind, rst) {
+		r.restarts.feed(r.key(req.NamespacedName), rst) // its steps are the restarter's
 	}
-	res, out, err := r.converge(ctx, r.key(req.NamespacedName), obj, in)
-	if pods.RequeueAfter > 0 && (res.RequeueAfter == 0 || pods.RequeueAfter < res.RequeueAfter) {
-		res.RequeueAfter = pods.RequeueAfter // a pod restart in progress
-	}
-	return res, out, err
+	return r.converge(ctx, r.key(req.NamespacedName), obj, in)
 }
 
 // input gathers the plan's input of obj, whose pod template is tpl, with
@@ -206,6 +202,9 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 		}
 	}
 	w.Skipped = res.Skipped != ""
+	if rst := p.Update.Restart; rst != nil && p.Writes() && !w.Skipped && isRestarting(r.Kind, *rst) {
+		r.restarts.feed(key, *rst)
+	}
 	now := r.Clock.Now()
 	m := r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Wrote(p, w, now) })
 	if m.Rollout.Followed() && r.follow != nil && p.Reloads() && !w.Skipped {
@@ -253,6 +252,7 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (client
 		}
 	}
 	r.Memory.Update(r.key(key), plan.Memory.Gone)
+	r.Memory.ForgetPods(r.key(key))
 	return nil, nil, out, err
 }
 

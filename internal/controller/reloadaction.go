@@ -12,19 +12,19 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // The reload-action method (docs/restart-methods.md) on the pod restart
 // machinery of restart.go: the same restart time and pace
-// (plan.NextRestart, from reload-delay after the change), but a pod is
+// (podrestart.Next, from reload-delay after the change), but a pod is
 // "restarted" by calling its reload endpoint, and it is done once the
 // endpoint answered 2xx. What was called is kept in memory only (the pod
 // shows nothing of it): a Ripple restarted mid-way calls again the pods it
@@ -47,25 +47,6 @@ const actionTimeout = 5 * time.Second
 // ends cleanly.
 const maxActionAnswer = 64 << 10
 
-// maxCalls bounds the reload-action calls in flight in the whole Ripple:
-// a call runs beside the reconciles, never in one, so a pod that accepts
-// the call and never answers holds only its own call (actionTimeout), and
-// a tenant's many such pods hold at most these; a pod beyond them is
-// called at a later step.
-const maxCalls = 256
-
-// call is how a pod's reload endpoint answered in one restart.
-type call struct {
-	// calling is set while a call is in flight.
-	calling bool
-	// answered is when it answered 2xx; zero while it did not.
-	answered time.Time
-	// tries are the failed calls, the last at last, failing with err.
-	tries int
-	last  time.Time
-	err   string
-}
-
 // ActionClient is the HTTP client of reload actions: no proxy (a pod's
 // address is reached directly), no redirect followed (an answer is the
 // pod's own), a bounded wait, and no connection kept between calls.
@@ -82,79 +63,26 @@ func ActionClient() *http.Client {
 	}
 }
 
-// callAt returns how pod uid of workload n answered in the restart at at.
-func (rs *refusals) callAt(n types.NamespacedName, at time.Time, uid types.UID) call {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if r, ok := rs.all[n]; ok && r.at.Equal(at) {
-		if c := r.calls[uid]; c != nil {
-			return *c
-		}
-	}
-	return call{}
-}
-
-// dial records that pod uid of workload n is being called in the restart
-// at at; false when it is already, or when maxCalls are in flight.
-func (rs *refusals) dial(n types.NamespacedName, at time.Time, uid types.UID) bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	c := rs.get(n, at).callOf(uid)
-	if c.calling || rs.calling >= maxCalls {
-		return false
-	}
-	c.calling = true
-	rs.calling++
-	rs.calls.Add(1)
-	return true
-}
-
-func (r *refused) callOf(uid types.UID) *call {
-	c := r.calls[uid]
-	if c == nil {
-		c = &call{}
-		r.calls[uid] = c
-	}
-	return c
-}
-
-// answer records how pod uid of workload n answered at t the call dial
-// started in the restart at at: err nil is a 2xx.
-func (rs *refusals) answer(n types.NamespacedName, at time.Time, uid types.UID, t time.Time, err error) call {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	defer rs.calls.Done()
-	rs.calling--
-	c := rs.get(n, at).callOf(uid)
-	c.calling = false
-	if err == nil {
-		c.answered = t
-	} else {
-		c.tries, c.last, c.err = c.tries+1, t, clip(err.Error(), maxRefusal)
-	}
-	return *c
-}
-
-// actionPod reads how pod p, of a workload reloading by its action under
+// actionPod reads how pod p, of workload k reloading by its action under
 // r, stands into pp, and returns the URL to call (empty: none now) or why
 // it cannot be reloaded.
-func (d *Deps) actionPod(r workload.Restart, n types.NamespacedName, p *corev1.Pod, pp *plan.Pod) (url, refused string) {
-	c := d.refusals.callAt(n, r.At, p.UID)
+func (d *Deps) actionPod(r workload.Restart, k workload.Ref, p *corev1.Pod, pp *podrestart.Pod) (url, refused string) {
+	c := d.Memory.Pod(k, r.At, p.UID).Call
 	port, portErr := actionPort(p, r.Action.Port)
 	switch {
-	case !c.answered.IsZero():
-		pp.Restarted = c.answered
-	case c.calling:
+	case !c.Answered.IsZero():
+		pp.Restarted = c.Answered
+	case c.Calling:
 		pp.Busy = true // its answer comes beside the reconciles
 	case p.Spec.HostNetwork:
 		refused = "it uses the host's network, so its address is its node's, which Ripple does not call"
 	case portErr != "":
 		refused = portErr
-	case c.tries >= actionTries:
-		refused = fmt.Sprintf("its reload endpoint failed %d times, the last: %s", c.tries, c.err)
+	case c.Tries >= actionTries:
+		refused = fmt.Sprintf("its reload endpoint failed %d times, the last: %s", c.Tries, c.Err)
 	case !pp.Ready || p.Status.PodIP == "":
 		pp.Busy = true // called once Ready, as an app not ready may not reload
-	case c.tries > 0 && d.Clock.Since(c.last) < actionBackoff<<(c.tries-1):
+	case c.Tries > 0 && d.Clock.Since(c.Last) < actionBackoff<<(c.Tries-1):
 		pp.Busy = true
 	default:
 		url = "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))) + r.Action.Path
@@ -180,24 +108,27 @@ func actionPort(p *corev1.Pod, port intstr.IntOrString) (int32, string) {
 }
 
 // callPods starts a call of the reload endpoint of each pod named in
-// urls, of workload n, and returns: each call runs beside the reconciles
+// urls, of workload k, and returns: each call runs beside the reconciles
 // (a pod that never answers holds no worker), records its answer and
-// queues the workload, whose next step reads it.
-func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods map[string]corev1.Pod, urls map[string]string, n types.NamespacedName, log logr.Logger) {
+// queues the workload with the restarter, whose next step reads it.
+func (r *Reconciler) callPods(ctx context.Context, rst workload.Restart, pods map[string]corev1.Pod, urls map[string]string, k workload.Ref, log logr.Logger) {
 	for name, url := range urls {
 		p := pods[name]
-		if !r.refusals.dial(n, rst.At, p.UID) {
+		if !r.Memory.Dial(k, rst.At, p.UID) {
 			continue // in flight, or too many are: a later step calls it
 		}
 		go func() {
-			err := r.callPod(context.WithoutCancel(ctx), rst.Action.Method, url)
-			c := r.refusals.answer(n, rst.At, p.UID, r.Clock.Now(), err)
-			if err != nil {
-				log.Info("reload action failed", "pod", name, "try", c.tries, "of", actionTries, "error", c.err)
+			failed := ""
+			if err := r.callPod(context.WithoutCancel(ctx), rst.Action.Method, url); err != nil {
+				failed = clip(err.Error(), maxRefusal)
+			}
+			c := r.Memory.Answer(k, rst.At, p.UID, r.Clock.Now(), failed).Call
+			if failed != "" {
+				log.Info("reload action failed", "pod", name, "try", c.Tries, "of", actionTries, "error", c.Err)
 			} else {
 				log.Info("reloaded pod", "pod", name, "uid", p.UID, "action", rst.Action.String())
 			}
-			r.enqueue(n)
+			r.restarts.enqueue(k, 0)
 		}()
 	}
 }
@@ -251,7 +182,7 @@ func (r *Reconciler) reloadPods(ctx context.Context, obj client.Object, rst work
 			log.Info("restarted pod", "pod", name, "uid", p.UID, "how", workload.RestartEvict)
 		}
 	}
-	r.callPods(ctx, rst, pr.pods, urls, client.ObjectKeyFromObject(obj), log)
+	r.callPods(ctx, rst, pr.pods, urls, workload.RefTo(r.Kind, obj), log)
 	return ctrl.Result{RequeueAfter: pr.step.Requeue}, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
@@ -154,28 +153,28 @@ func TestReloadActionHoldsNoWorker(t *testing.T) {
 	aw.change("Deployment", "v2")
 	aw.reconcile("Deployment", "web")
 	aw.clk.Step(10 * time.Second)
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
-	if _, err := aw.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+	k := workload.Ref{Kind: "Deployment", Namespace: ns, Name: "web"}
+	if _, err := aw.deps.restarts.Reconcile(t.Context(), k); err != nil {
 		t.Fatal(err)
 	}
 	inFlight := func() int {
-		aw.deps.refusals.mu.Lock()
-		defer aw.deps.refusals.mu.Unlock()
-		return aw.deps.refusals.calling
+		aw.deps.Memory.mu.Lock()
+		defer aw.deps.Memory.mu.Unlock()
+		return aw.deps.Memory.calling
 	}
 	// The step returned, its three calls unanswered (held until closed).
 	if n := inFlight(); n != 3 {
 		t.Fatalf("%d calls in flight after the step returned, want 3", n)
 	}
 	aw.clk.Step(time.Second)
-	if _, err := aw.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+	if _, err := aw.deps.restarts.Reconcile(t.Context(), k); err != nil {
 		t.Fatal(err)
 	}
 	if n := inFlight(); n != 3 {
 		t.Fatalf("%d calls in flight after a second step, want the same 3", n)
 	}
 	close(aw.hold)
-	aw.deps.refusals.calls.Wait()
+	aw.deps.Memory.calls.Wait()
 	if got := aw.called(); len(got) != 3 {
 		t.Fatalf("calls %q, want one per pod", got)
 	}

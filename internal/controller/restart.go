@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/reason"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -27,12 +28,12 @@ const forbiddenRetry = time.Minute
 
 // podRestart is a workload's pod restart in progress, as read.
 type podRestart struct {
-	step plan.RestartStep
+	step podrestart.Step
 	// pods are the workload's pods by name, for their UIDs.
 	pods map[string]corev1.Pod
 	// inPlace are, under the in-place method, how the pods created up to
 	// the restart time stand, by name.
-	inPlace map[string]plan.InPlacePod
+	inPlace map[string]podrestart.InPlacePod
 	// refused are why each pod that cannot be restarted in place, or
 	// reloaded by its action, cannot; calls are, under the reload-action
 	// method, the URLs of the pods to call now; both by name.
@@ -47,9 +48,16 @@ func restarting(kind workload.Kind, r workload.Restart) (workload.Restarter, boo
 	return rs, ok && r.Pods() && !r.At.IsZero()
 }
 
-// readRestart lists obj's pods (by its selector, owned by it) around the
+// isRestarting reports whether r, a workload's restart as the planner
+// resolved it, restarts pods and one is recorded.
+func isRestarting(kind workload.Kind, r workload.Restart) bool {
+	_, ok := restarting(kind, r)
+	return ok
+}
+
+// readRestart lists obj's pods (workload k) (by its selector, owned by it) around the
 // cache, Ripple does not watch pods, and decides the next step.
-func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workload.Restart, obj client.Object) (podRestart, error) {
+func (d *Deps) readRestart(ctx context.Context, k workload.Ref, rs workload.Restarter, r workload.Restart, obj client.Object) (podRestart, error) {
 	scope, err := rs.Pods(obj)
 	if err != nil {
 		return podRestart{}, err
@@ -58,23 +66,23 @@ func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workloa
 	if err := d.Pods.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: scope.Selector}); err != nil {
 		return podRestart{}, fmt.Errorf("listing the pods: %w", err)
 	}
-	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]plan.InPlacePod{}, refused: map[string]string{}, calls: map[string]string{}}
-	in := plan.PodRestart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable, Delay: r.Delay}
+	pr := podRestart{pods: map[string]corev1.Pod{}, inPlace: map[string]podrestart.InPlacePod{}, refused: map[string]string{}, calls: map[string]string{}}
+	in := podrestart.Restart{At: r.At, Want: scope.Want, MaxUnavailable: r.MaxUnavailable, Delay: r.Delay}
 	for _, p := range list.Items {
 		if !scope.Owns(&p) {
 			continue
 		}
 		pr.pods[p.Name] = p
-		pp := plan.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil}
+		pp := podrestart.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil}
 		switch old := !pp.Terminating && !pp.Created.After(r.At); {
 		case old && r.Method == workload.RestartInPlace:
-			st := d.inPlacePod(r, client.ObjectKeyFromObject(obj), &p, &pp)
+			st := d.inPlacePod(r, k, &p, &pp)
 			pr.inPlace[p.Name] = st
 			if st.Refused != "" {
 				pr.refused[p.Name] = st.Refused
 			}
 		case old && r.Method == workload.RestartReloadAction:
-			if url, why := d.actionPod(r, client.ObjectKeyFromObject(obj), &p, &pp); why != "" {
+			if url, why := d.actionPod(r, k, &p, &pp); why != "" {
 				pr.refused[p.Name] = why
 			} else if url != "" {
 				pr.calls[p.Name] = url
@@ -82,7 +90,7 @@ func (d *Deps) readRestart(ctx context.Context, rs workload.Restarter, r workloa
 		}
 		in.Pods = append(in.Pods, pp)
 	}
-	pr.step = plan.NextRestart(in, d.Clock.Now(), d.Settings.Rollouts.Timeout)
+	pr.step = podrestart.Next(in, d.Clock.Now(), d.Settings.Rollouts.Timeout)
 	return pr, nil
 }
 
@@ -99,7 +107,8 @@ func ready(p *corev1.Pod) bool {
 // reload Ripple follows restarts them (the restart its write asked for,
 // plan.Rollout.Restart), else by its own status.
 func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client.Object) (rollout.Status, time.Duration) {
-	r := d.Memory.Load(workload.RefTo(kind, obj)).Rollout.Restart
+	k := workload.RefTo(kind, obj)
+	r := d.Memory.Load(k).Rollout.Restart
 	rs, ok := restarting(kind, r)
 	if !ok {
 		if sr, is := kind.(workload.StatusReader); is {
@@ -107,9 +116,9 @@ func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client
 		}
 		return rollout.Of(obj), 0
 	}
-	pr, err := d.readRestart(ctx, rs, r, obj)
+	pr, err := d.readRestart(ctx, k, rs, r, obj)
 	if err != nil {
-		return rollout.Status{State: rollout.Progressing, Reason: err.Error()}, plan.RestartPoll
+		return rollout.Status{State: rollout.Progressing, Reason: err.Error()}, podrestart.Poll
 	}
 	return pr.step.Status, pr.step.Requeue
 }
@@ -118,40 +127,41 @@ func (d *Deps) restartStatus(ctx context.Context, kind workload.Kind, obj client
 // one (rst, as gathered for the plan): it evicts or deletes the pods the
 // planner names, and once every pod is newer than the restart removes the
 // restart time (locked on the resourceVersion read, so a newer reload's
-// time is never removed). It reports whether it wrote the workload.
-func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workload.Restart) (ctrl.Result, bool, error) {
+// time is never removed). The restarter (restarter.go) calls it.
+func (r *Reconciler) restart(ctx context.Context, obj client.Object, rst workload.Restart) (ctrl.Result, error) {
 	rs, ok := restarting(r.Kind, rst)
 	if !ok {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, nil
 	}
-	pr, err := r.readRestart(ctx, rs, rst, obj)
+	pr, err := r.readRestart(ctx, workload.RefTo(r.Kind, obj), rs, rst, obj)
 	if apierrors.IsForbidden(err) {
 		r.forbidden(ctx, obj, rst.Method, "list pods", err)
-		return ctrl.Result{RequeueAfter: forbiddenRetry}, false, nil
+		return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, false, err
+		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(obj), "kind", r.Kind.Name(), "method", rst.Method)
 	r.tellSkipped(ctx, obj, rst, pr)
 	if pr.step.Status.State == rollout.Complete {
 		log.Info("restart complete")
-		r.refusals.forget(client.ObjectKeyFromObject(obj))
 		done, ok := obj.DeepCopyObject().(client.Object)
 		if !ok {
-			return ctrl.Result{}, false, fmt.Errorf("copying %T", obj)
+			return ctrl.Result{}, fmt.Errorf("copying %T", obj)
 		}
 		ann := done.GetAnnotations()
 		delete(ann, r.Settings.Keys.RestartedAt)
 		done.SetAnnotations(ann)
 		err := r.Client.Patch(ctx, done, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}), client.FieldOwner(workload.FieldManager))
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, false, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-		return ctrl.Result{}, err == nil, client.IgnoreNotFound(err)
+		if err == nil || apierrors.IsNotFound(err) {
+			r.Memory.ForgetPods(workload.RefTo(r.Kind, obj)) // done, or gone
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	res, err := r.restartPods(ctx, obj, rst, pr, log)
-	return res, false, err
+	return r.restartPods(ctx, obj, rst, pr, log)
 }
 
 // restartPods restarts the pods the step of pr names, as rst's method

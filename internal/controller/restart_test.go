@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,11 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/config"
-	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -140,11 +142,11 @@ func TestRestartEvictsOneAtATime(t *testing.T) {
 		t.Fatalf("pods %v after the first step, want one evicted", got)
 	}
 	// The evicted pod is not replaced yet: nothing more.
-	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != plan.RestartPoll || len(w.pods()) != 1 {
+	if res := w.reconcile("Deployment", "web"); res.RequeueAfter != podrestart.Poll || len(w.pods()) != 1 {
 		t.Fatalf("requeue %s, pods %v; want a poll and one pod", res.RequeueAfter, w.pods())
 	}
-	if res := w.follow("web"); res.RequeueAfter != plan.RestartPoll {
-		t.Errorf("follower requeue %s while pods are restarted, want %s", res.RequeueAfter, plan.RestartPoll)
+	if res := w.follow("web"); res.RequeueAfter != podrestart.Poll {
+		t.Errorf("follower requeue %s while pods are restarted, want %s", res.RequeueAfter, podrestart.Poll)
 	}
 	w.pod("web-c", w.clk.Now())
 	w.clk.Step(time.Second)
@@ -187,7 +189,7 @@ func TestRestartEvictionRefused(t *testing.T) {
 		result time.Duration
 		event  string
 	}{
-		{"PodDisruptionBudget", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), plan.RestartPoll, ""},
+		{"PodDisruptionBudget", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), podrestart.Poll, ""},
 		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "web-a", nil), forbiddenRetry, "create pods/eviction"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,5 +274,51 @@ func TestRestartMethodSwitchRollsNothing(t *testing.T) {
 	w.wantEvent(w.drain(), string(reason.RolledBack))
 	if w.applied("web") != sum {
 		t.Errorf("switching back to the template method rolled: template %q", w.applied("web"))
+	}
+}
+
+// The workload reconcile lists no pods: it feeds the restart it wrote or
+// finds to the pod restarter, whose steps list them and requeue it; a
+// restart whose time is gone from the workload is forgotten.
+func TestRestarterOwnsTheSteps(t *testing.T) {
+	var lists atomic.Int32
+	w := restartWorld(t, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := l.(*corev1.PodList); ok {
+			lists.Add(1)
+		}
+		return c.List(ctx, l, opts...)
+	}})
+	w.change("Deployment", "v2")
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
+	k := workload.Ref{Kind: "Deployment", Namespace: ns, Name: "web"}
+	for range 3 {
+		if _, err := w.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		w.clk.Step(time.Second)
+	}
+	if n := lists.Load(); n != 0 {
+		t.Fatalf("%d pod lists by the workload reconciles, want none", n)
+	}
+	if _, fed := w.deps.Memory.Restart(k); !fed {
+		t.Fatal("the restart was not fed to the restarter")
+	}
+	res, err := w.deps.restarts.Reconcile(t.Context(), k)
+	if err != nil || res.RequeueAfter != podrestart.Poll || len(w.pods()) != 1 || lists.Load() == 0 {
+		t.Fatalf("restarter: %v, requeue %s, pods %v; want one evicted, requeued by the step", err, res.RequeueAfter, w.pods())
+	}
+	d := &appsv1.Deployment{}
+	if err := w.c.Get(t.Context(), req.NamespacedName, d); err != nil {
+		t.Fatal(err)
+	}
+	delete(d.Annotations, w.deps.Settings.Keys.RestartedAt)
+	if err := w.c.Update(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.deps.restarts.Reconcile(t.Context(), k); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("restarter after the time was removed: %v, requeue %s; want done", err, res.RequeueAfter)
+	}
+	if _, fed := w.deps.Memory.Restart(k); fed {
+		t.Error("a restart whose time is gone is still kept")
 	}
 }

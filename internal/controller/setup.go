@@ -73,7 +73,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		d.Priors = &rsource.Priors{}
 	}
 	d.Pods = &podTicks{Reader: mgr.GetAPIReader(), Clock: d.Clock}
-	d.refusals, d.configsTold = &refusals{}, &configsTold{}
+	d.configsTold = &configsTold{}
 	if d.Calls == nil {
 		d.Calls = ActionClient()
 	}
@@ -87,6 +87,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	d.changes = change.New(o.Changes, change.Env{Manager: mgr, Client: d.Client, Fleet: fl, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: m,
 		Settings: d.Settings, Ring: func() digest.Ring { return d.Priors.Digester.Ring }, Namespace: o.Namespace, Namespaces: o.Namespaces})
+	if d.restarts, err = newRestarter(mgr, &d, o.Workers); err != nil {
+		return fmt.Errorf("setting up the pod restarter: %w", err)
+	}
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	if err := s.sources(ctx, watched); err != nil {
 		return err
@@ -194,6 +197,7 @@ func (s *setup) add(ctx context.Context, kind workload.Kind) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reconcilers = append(s.reconcilers, r)
+	s.deps.restarts.add(r)
 	s.fleet.add(r)
 	s.controllers = append(s.controllers, c)
 	if err := s.deps.changes.WatchKind(kind); err != nil {

@@ -4,8 +4,11 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -36,6 +39,13 @@ type Store struct {
 	deferred map[workload.Ref]struct{}
 	// awaiting are the workloads whose reload waits for an approval.
 	awaiting map[workload.Ref]struct{}
+	// pods are, per workload whose pods are restarted, what Ripple
+	// remembers of them (podrestart.Memory), kept apart from the plan's
+	// memory: the planner never reads it. calling counts the reload-action
+	// calls in flight, at most podrestart.MaxCalls; calls waits for them.
+	pods    map[workload.Ref]podrestart.Memory
+	calling int
+	calls   sync.WaitGroup
 }
 
 // Load returns the memory of k.
@@ -150,4 +160,98 @@ func index(set *map[workload.Ref]struct{}, k workload.Ref, in bool) bool {
 		delete(*set, k)
 	}
 	return true
+}
+
+// Pod returns what Ripple remembers of pod uid of k in the restart at at.
+func (s *Store) Pod(k workload.Ref, at time.Time, uid types.UID) podrestart.PodMemory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pods[k].Pod(at, uid)
+}
+
+// UpdatePod applies the transition t to what Ripple remembers of pod uid
+// of k in the restart at at (a memory of an earlier restart is dropped),
+// and returns the result.
+func (s *Store) UpdatePod(k workload.Ref, at time.Time, uid types.UID, t func(podrestart.PodMemory) podrestart.PodMemory) podrestart.PodMemory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.updatePod(k, at, uid, t)
+}
+
+// updatePod is UpdatePod; the lock is held.
+func (s *Store) updatePod(k workload.Ref, at time.Time, uid types.UID, t func(podrestart.PodMemory) podrestart.PodMemory) podrestart.PodMemory {
+	if s.pods == nil {
+		s.pods = map[workload.Ref]podrestart.Memory{}
+	}
+	m := s.pods[k].For(at)
+	p := t(m.Pods[uid])
+	m.Pods[uid] = p
+	s.pods[k] = m
+	return p
+}
+
+// Dial records that the reload endpoint of pod uid of k is called in the
+// restart at at (podrestart.PodMemory.Dial); false when it is already, or
+// when podrestart.MaxCalls calls are in flight. Answer ends it.
+func (s *Store) Dial(k workload.Ref, at time.Time, uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ok bool
+	s.updatePod(k, at, uid, func(p podrestart.PodMemory) podrestart.PodMemory {
+		p, ok = p.Dial(s.calling)
+		return p
+	})
+	if ok {
+		s.calling++
+		s.calls.Add(1)
+	}
+	return ok
+}
+
+// Answer records how the reload endpoint of pod uid of k answered at t the
+// call Dial started (failed: empty for a 2xx), unless its restart is
+// forgotten since, and returns the pod's memory.
+func (s *Store) Answer(k workload.Ref, at time.Time, uid types.UID, t time.Time, failed string) podrestart.PodMemory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.calls.Done()
+	s.calling--
+	m, ok := s.pods[k]
+	if !ok || !m.At.Equal(at) {
+		return podrestart.PodMemory{}.Answer(t, failed)
+	}
+	p := m.Pods[uid].Answer(t, failed)
+	m.Pods[uid] = p
+	return p
+}
+
+// KeepRestart keeps rst, the restart in progress of k, for the
+// restarter; what is remembered of the pods of an earlier restart is
+// dropped.
+func (s *Store) KeepRestart(k workload.Ref, rst workload.Restart) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pods == nil {
+		s.pods = map[workload.Ref]podrestart.Memory{}
+	}
+	m := s.pods[k].For(rst.At)
+	m.Restart = rst
+	s.pods[k] = m
+}
+
+// Restart returns the restart in progress of k kept by KeepRestart;
+// false when there is none.
+func (s *Store) Restart(k workload.Ref) (workload.Restart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.pods[k]
+	return m.Restart, ok && m.Restart.At.Equal(m.At) && !m.At.IsZero()
+}
+
+// ForgetPods drops what Ripple remembers of the pods of k: its restart is
+// over, or it is gone.
+func (s *Store) ForgetPods(k workload.Ref) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pods, k)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -255,5 +256,32 @@ func TestStoreKeepsATemplateAlone(t *testing.T) {
 	s.Update(k, func(plan.Memory) plan.Memory { return plan.Memory{} })
 	if len(s.m) != 0 || len(s.templates) != 0 {
 		t.Fatalf("memories %v, templates %v: want nothing kept", s.m, s.templates)
+	}
+}
+
+// The pods' memory of a restart is kept per workload and restart time: a
+// newer restart starts afresh, an answer to a call of a forgotten restart
+// keeps nothing, and every call dialled is counted until it is answered.
+func TestStorePods(t *testing.T) {
+	s := &Store{}
+	k := workload.Ref{Kind: "Deployment", Namespace: ns, Name: "web"}
+	at := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	s.UpdatePod(k, at, "a", func(p podrestart.PodMemory) podrestart.PodMemory { return p.Refuse("invalid") })
+	if got := s.Pod(k, at, "a").Refused; got != "invalid" {
+		t.Errorf("refused %q, want kept", got)
+	}
+	if !s.Dial(k, at, "a") || s.Dial(k, at, "a") {
+		t.Error("want one call of a in flight")
+	}
+	later := at.Add(time.Minute)
+	s.UpdatePod(k, later, "b", func(p podrestart.PodMemory) podrestart.PodMemory { return p.Send(later) })
+	if got := s.Pod(k, later, "a"); got != (podrestart.PodMemory{}) {
+		t.Errorf("a newer restart reads %+v of the earlier one", got)
+	}
+	s.Answer(k, at, "a", later, "")
+	s.ForgetPods(k)
+	s.calls.Wait()
+	if len(s.pods) != 0 || s.calling != 0 {
+		t.Errorf("pods %v, calling %d after the answer and ForgetPods; want none", s.pods, s.calling)
 	}
 }

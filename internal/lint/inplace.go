@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ripple-dev/ripple/internal/plan"
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -30,7 +31,7 @@ func (c *checker) inPlace(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	names, _ := w.Governing(c.keys.RestartContainers, "")
 	containers, _ := plan.ParseContainers(names)
 	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
-	st := plan.InPlaceOf(pod, containers, time.Time{})
+	st := podrestart.InPlaceOf(pod, containers, time.Time{})
 	if st.Refused == "" {
 		return nil
 	}

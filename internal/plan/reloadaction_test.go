@@ -149,17 +149,3 @@ func TestRefuseAction(t *testing.T) {
 		})
 	}
 }
-
-// Under reload-action no pod is called before the reload delay is over.
-func TestNextRestartWaitsTheDelay(t *testing.T) {
-	at := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	in := PodRestart{At: at, Want: 1, MaxUnavailable: 1, Delay: 30 * time.Second,
-		Pods: []Pod{{Name: "p", Created: at.Add(-time.Hour), Ready: true}}}
-	s := NextRestart(in, at.Add(10*time.Second), 0)
-	if len(s.Restart) != 0 || s.Requeue != 20*time.Second {
-		t.Errorf("10s in: restart %v, requeue %s; want none, 20s", s.Restart, s.Requeue)
-	}
-	if s := NextRestart(in, at.Add(30*time.Second), 0); len(s.Restart) != 1 {
-		t.Errorf("30s in: restart %v, want p", s.Restart)
-	}
-}

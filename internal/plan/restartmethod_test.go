@@ -219,3 +219,36 @@ func TestRestartDeleteNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// The in-place settings are read as the restart method is (Governing);
+// an invalid value is a problem naming the annotation, and the default
+// applies.
+func TestRestartOfInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		meta, ns      map[string]string
+		containers    []string
+		fallback      string
+		problemsNamed []string
+	}{
+		{name: "defaults", meta: map[string]string{keys.RestartMethod: "in-place"}, fallback: workload.FallbackNone},
+		{name: "on the workload", meta: map[string]string{keys.RestartMethod: "In-Place", keys.RestartContainers: "app, worker", keys.InPlaceFallback: "Evict"},
+			containers: []string{"app", "worker"}, fallback: workload.FallbackEvict},
+		{name: "a container named twice", meta: map[string]string{keys.RestartMethod: "in-place", keys.RestartContainers: "app,app"},
+			containers: []string{"app"}, fallback: workload.FallbackNone},
+		{name: "the Namespace's fallback", meta: map[string]string{keys.RestartMethod: "in-place"}, ns: map[string]string{keys.InPlaceFallback: "evict"},
+			fallback: workload.FallbackEvict},
+		{name: "invalid values", meta: map[string]string{keys.RestartMethod: "in-place", keys.RestartContainers: "App_1", keys.InPlaceFallback: "delete"},
+			fallback: workload.FallbackNone, problemsNamed: []string{`"ripple.dev/restart-containers": "App_1" is not a container name`, `"ripple.dev/in-place-fallback": "delete"`}},
+		{name: "not read under evict", meta: map[string]string{keys.RestartMethod: "evict", keys.InPlaceFallback: "delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Workload{Kind: "Deployment", Restartable: true, Annotations: tc.meta, NamespaceAnnotations: tc.ns, Template: &corev1.PodTemplateSpec{}}
+			r, problems := RestartOf(w, Settings{Keys: keys, RestartMethod: workload.RestartTemplate})
+			if strings.Join(r.Containers, ",") != strings.Join(tc.containers, ",") || r.Fallback != tc.fallback {
+				t.Errorf("containers %v, fallback %q; want %v, %q", r.Containers, r.Fallback, tc.containers, tc.fallback)
+			}
+			wantProblems(t, problems, tc.problemsNamed)
+		})
+	}
+}

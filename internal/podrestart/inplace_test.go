@@ -1,4 +1,4 @@
-package plan
+package podrestart
 
 import (
 	"strings"
@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ripple-dev/ripple/internal/rollout"
-	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 func resources(req, lim map[corev1.ResourceName]string) corev1.ResourceRequirements {
@@ -296,7 +295,7 @@ func TestNextRestartInPlace(t *testing.T) {
 		{name: "skipped is not left", pods: []Pod{pod("a", restarted), pod("b", skipped)}, max: 1, done: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NextRestart(PodRestart{At: at, Want: len(tc.pods), MaxUnavailable: tc.max, Pods: tc.pods}, now, time.Minute)
+			s := Next(Restart{At: at, Want: len(tc.pods), MaxUnavailable: tc.max, Pods: tc.pods}, now, time.Minute)
 			if strings.Join(s.Restart, ",") != strings.Join(tc.restart, ",") || s.Left != tc.left {
 				t.Errorf("restart %v, left %d; want %v, %d", s.Restart, s.Left, tc.restart, tc.left)
 			}
@@ -307,41 +306,8 @@ func TestNextRestartInPlace(t *testing.T) {
 	}
 	// A restart in place progresses with each container restarted: not
 	// stalled while containers keep restarting.
-	s := NextRestart(PodRestart{At: at, Want: 2, MaxUnavailable: 1, Pods: []Pod{pod("a", restarted), pod("b", nil)}}, at.Add(64*time.Second), time.Minute)
+	s := Next(Restart{At: at, Want: 2, MaxUnavailable: 1, Pods: []Pod{pod("a", restarted), pod("b", nil)}}, at.Add(64*time.Second), time.Minute)
 	if s.Status.State == rollout.Stalled {
 		t.Errorf("stalled %+v one minute after the restart, 59 s after a container restarted", s.Status)
-	}
-}
-
-// The in-place settings are read as the restart method is (Governing);
-// an invalid value is a problem naming the annotation, and the default
-// applies.
-func TestRestartOfInPlace(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		meta, ns      map[string]string
-		containers    []string
-		fallback      string
-		problemsNamed []string
-	}{
-		{name: "defaults", meta: map[string]string{keys.RestartMethod: "in-place"}, fallback: workload.FallbackNone},
-		{name: "on the workload", meta: map[string]string{keys.RestartMethod: "In-Place", keys.RestartContainers: "app, worker", keys.InPlaceFallback: "Evict"},
-			containers: []string{"app", "worker"}, fallback: workload.FallbackEvict},
-		{name: "a container named twice", meta: map[string]string{keys.RestartMethod: "in-place", keys.RestartContainers: "app,app"},
-			containers: []string{"app"}, fallback: workload.FallbackNone},
-		{name: "the Namespace's fallback", meta: map[string]string{keys.RestartMethod: "in-place"}, ns: map[string]string{keys.InPlaceFallback: "evict"},
-			fallback: workload.FallbackEvict},
-		{name: "invalid values", meta: map[string]string{keys.RestartMethod: "in-place", keys.RestartContainers: "App_1", keys.InPlaceFallback: "delete"},
-			fallback: workload.FallbackNone, problemsNamed: []string{`"ripple.dev/restart-containers": "App_1" is not a container name`, `"ripple.dev/in-place-fallback": "delete"`}},
-		{name: "not read under evict", meta: map[string]string{keys.RestartMethod: "evict", keys.InPlaceFallback: "delete"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := Workload{Kind: "Deployment", Restartable: true, Annotations: tc.meta, NamespaceAnnotations: tc.ns, Template: &corev1.PodTemplateSpec{}}
-			r, problems := RestartOf(w, Settings{Keys: keys, RestartMethod: workload.RestartTemplate})
-			if strings.Join(r.Containers, ",") != strings.Join(tc.containers, ",") || r.Fallback != tc.fallback {
-				t.Errorf("containers %v, fallback %q; want %v, %q", r.Containers, r.Fallback, tc.containers, tc.fallback)
-			}
-			wantProblems(t, problems, tc.problemsNamed)
-		})
 	}
 }
