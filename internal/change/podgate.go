@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/canary"
+	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -212,7 +213,7 @@ func podSignal(old, cur *corev1.Pod) string {
 			return fmt.Sprintf("container %s is in CrashLoopBackOff%s", s.Name, ended(s.LastTerminationState.Terminated))
 		}
 	}
-	if podReady(old) && !podReady(cur) {
+	if rollout.PodReady(old) && !rollout.PodReady(cur) {
 		return "turned unready"
 	}
 	return ""
@@ -223,14 +224,4 @@ func ended(t *corev1.ContainerStateTerminated) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%s, exit code %d)", t.Reason, t.ExitCode)
-}
-
-// podReady reports whether p's Ready condition is true.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

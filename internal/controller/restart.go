@@ -73,7 +73,7 @@ func (d *Deps) readRestart(ctx context.Context, k workload.Ref, rs workload.Rest
 			continue
 		}
 		pr.pods[p.Name] = p
-		pp := podrestart.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: ready(&p), Terminating: p.DeletionTimestamp != nil}
+		pp := podrestart.Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Ready: rollout.PodReady(&p), Terminating: p.DeletionTimestamp != nil}
 		switch old := !pp.Terminating && !pp.Created.After(r.At); {
 		case old && r.Method == workload.RestartInPlace:
 			st := d.inPlacePod(r, k, &p, &pp)
@@ -92,15 +92,6 @@ func (d *Deps) readRestart(ctx context.Context, k workload.Ref, rs workload.Rest
 	}
 	pr.step = podrestart.Next(in, d.Clock.Now(), d.Settings.Rollouts.Timeout)
 	return pr, nil
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // restartStatus is how obj's rollout stands: by its pods while the
