@@ -136,7 +136,7 @@ func New(o Options, env Env) *Controller {
 // tests of the workloads' reconciles, which make the Keeper's looks
 // themselves.
 func Kept(cache client.Client, ring func() digest.Ring) *Controller {
-	c := &Controller{o: Options{On: true}, env: Env{Client: cache, Ring: ring}}
+	c := &Controller{o: Options{On: true}, env: Env{Client: cache, Ring: ring}, keeper: &Keeper{}}
 	c.enabled.Store(true)
 	return c
 }
@@ -192,22 +192,13 @@ func (c *Controller) Canary(ctx context.Context, ns string, src plan.Source) (ca
 	}
 	cr, ok := Latest(items, src.UID, revs)
 	if !ok {
-		if why, refused := c.refused(ns); refused {
+		if why, refused := c.keeper.Refused(ns); refused {
 			return canary.State{}, false, gather.UnkeptRefused(ns, why) // it will not be made
 		}
 		return canary.State{}, false, nil
 	}
 	cn, ok := CanaryOf(cr.Status.Canary, ns, src.Ref, src.Digest)
 	return cn, ok, nil
-}
-
-// refused is why the API server refused the Keeper a ConfigRollout in ns
-// (Keeper.Refused); false without a Keeper (Kept reads without a loop).
-func (c *Controller) refused(ns string) (string, bool) {
-	if c.keeper == nil {
-		return "", false
-	}
-	return c.keeper.Refused(ns)
 }
 
 func (c *Controller) start(ctx context.Context, q queue) error {

@@ -180,10 +180,7 @@ func (s *Store) UpdatePod(k workload.Ref, at time.Time, uid types.UID, t func(po
 
 // updatePod is UpdatePod; the lock is held.
 func (s *Store) updatePod(k workload.Ref, at time.Time, uid types.UID, t func(podrestart.PodMemory) podrestart.PodMemory) podrestart.PodMemory {
-	if s.pods == nil {
-		s.pods = map[workload.Ref]podrestart.Memory{}
-	}
-	m := s.pods[k].For(at)
+	m := s.podsAt(k, at)
 	p := t(m.Pods[uid])
 	m.Pods[uid] = p
 	s.pods[k] = m
@@ -231,12 +228,18 @@ func (s *Store) Answer(k workload.Ref, at time.Time, uid types.UID, t time.Time,
 func (s *Store) KeepRestart(k workload.Ref, rst workload.Restart) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	m := s.podsAt(k, rst.At)
+	m.Restart = rst
+	s.pods[k] = m
+}
+
+// podsAt is what is remembered of the pods of k in the restart at at
+// (an earlier restart's is dropped); the lock is held.
+func (s *Store) podsAt(k workload.Ref, at time.Time) podrestart.Memory {
 	if s.pods == nil {
 		s.pods = map[workload.Ref]podrestart.Memory{}
 	}
-	m := s.pods[k].For(rst.At)
-	m.Restart = rst
-	s.pods[k] = m
+	return s.pods[k].For(at)
 }
 
 // Restart returns the restart in progress of k kept by KeepRestart;
