@@ -17,7 +17,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-default_version=v1.35.4 # test/cluster.KubernetesVersion names the same cache
+default_version=v1.37.2 # test/cluster.KubernetesVersion names the same cache
 kube_module=${1:-kube}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
@@ -55,11 +55,75 @@ if command -v flock >/dev/null; then
 	fi
 fi
 
+# cached says whether the cache holds name built from pin.
+cached() { # name pin
+	[[ -x $cache/$1 && -f $cache/.$1.version && $(<"$cache/.$1.version") == "$2" ]]
+}
+
+announce() {
+	if [[ -z ${announced:-} ]]; then
+		log "building into $cache; the first build of all eight takes about 17 minutes on 2 cores"
+		announced=1
+	fi
+}
+
+# wait_for waits up to seconds for process pid to end; false when it has
+# not.
+wait_for() { # pid seconds
+	local i
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 1
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+
+# build_together compiles the binaries of one module that the cache lacks
+# in one go build, which compiles the packages they share once and links
+# them while it compiles the others: the Kubernetes binaries share most of
+# their code.
+build_together() { # module-dir pin ldflags name=package...
+	local dir=$1 pin=$2 ldflags=$3
+	shift 3
+	local names=() pkgs=() spec
+	for spec in "$@"; do
+		if cached "${spec%%=*}" "$pin"; then
+			log "${spec%%=*} $pin: cached"
+		else
+			names+=("${spec%%=*}") pkgs+=("${spec#*=}")
+		fi
+	done
+	((${#names[@]})) || return 0
+	announce
+	log "${names[*]} $pin: building..."
+	local start=$SECONDS tmp name
+	tmp=$(mktemp -d "$cache/.build.XXXXXX")
+	# One build of several binaries is long and silent: say every minute
+	# that it goes on.
+	(cd "$here/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") &
+	local pid=$! waited=0
+	while ! wait_for "$pid" 60; do
+		waited=$((waited + 60))
+		log "${names[*]} $pin: still building ($((waited / 60)) min)"
+	done
+	if ! wait "$pid"; then
+		rm -rf "$tmp"
+		log "ERROR: building ${names[*]} ($pin) failed; see the go build output above"
+		exit 1
+	fi
+	for name in "${names[@]}"; do
+		mv "$tmp/$name" "$cache/$name"
+		printf '%s' "$pin" >"$cache/.$name.version"
+	done
+	rm -rf "$tmp"
+	log "${names[*]} $pin: built in $((SECONDS - start))s"
+}
+
 # build compiles one binary unless the cached one was built from the same pin.
 build() { # name module-dir package pin [ldflags]
 	local name=$1 dir=$2 pkg=$3 pin=$4 ldflags=${5:-}
 	local out=$cache/$name stamp=$cache/.$name.version
-	if [[ -x $out && -f $stamp && $(<"$stamp") == "$pin" ]]; then
+	if cached "$name" "$pin"; then
 		log "$name $pin: cached"
 		return
 	fi
@@ -73,10 +137,7 @@ build() { # name module-dir package pin [ldflags]
 			return
 		fi
 	done
-	if [[ -z ${announced:-} ]]; then
-		log "building into $cache; the first build of all eight takes about 17 minutes on 2 cores"
-		announced=1
-	fi
+	announce
 	log "$name $pin: building..."
 	local start=$SECONDS
 	if ! (cd "$here/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.$$.tmp" "$pkg"); then
@@ -92,17 +153,19 @@ build() { # name module-dir package pin [ldflags]
 vpkg=k8s.io/component-base/version
 kube_ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$k8s_minor -X $vpkg.gitTreeState=clean"
 
-for bin in kube-apiserver kube-controller-manager kube-scheduler; do
-	build "$bin" "$kube_module" "k8s.io/kubernetes/cmd/$bin" "$k8s_version" "$kube_ldflags"
-done
-# kubectl for the e2e tests (rollout undo, client-side apply), of the
-# version they run; the oldest minor runs only the integration tier.
+kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
+# kubectl for the e2e tests (rollout undo, client-side apply, the docs'
+# recipes), of the version they run, and the kubelet for the real-kubelet
+# tier (test/kubelet), which runs it on a fake container runtime
+# (hack/fakecri); the oldest minor runs only the integration tier.
 if [[ $kube_module == kube ]]; then
-	build kubectl kube k8s.io/kubernetes/cmd/kubectl "$k8s_version" "$kube_ldflags"
-	# The kubelet, for the real-kubelet tier (test/kubelet), which runs it
-	# on a fake container runtime (hack/fakecri); the longest of the builds.
-	build kubelet kube k8s.io/kubernetes/cmd/kubelet "$k8s_version" "$kube_ldflags"
+	kube_bins+=(kubectl kubelet)
 fi
+specs=()
+for bin in "${kube_bins[@]}"; do
+	specs+=("$bin=k8s.io/kubernetes/cmd/$bin")
+done
+build_together "$kube_module" "$k8s_version" "$kube_ldflags" "${specs[@]}"
 build etcd "$kube_module" go.etcd.io/etcd/server/v3 "$(version_of "$kube_module" go.etcd.io/etcd/server/v3)" "-s -w"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$(version_of kwok sigs.k8s.io/kwok)" "-s -w"
 build helm helm helm.sh/helm/v3/cmd/helm "$(version_of helm helm.sh/helm/v3)" "-s -w"

@@ -272,7 +272,3 @@ type ConfigRolloutList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ConfigRollout `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ConfigRollout{}, &ConfigRolloutList{})
-}

@@ -7,8 +7,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // GroupVersion is the API's group and version.
@@ -16,7 +17,15 @@ var GroupVersion = schema.GroupVersion{Group: "ripple.dev", Version: "v1alpha1"}
 
 var (
 	// SchemeBuilder adds the API's types to a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 	// AddToScheme adds the API's types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes adds ConfigRollout and its list, with the group version's
+// meta types (options, status, watch events), to s.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &ConfigRollout{}, &ConfigRolloutList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

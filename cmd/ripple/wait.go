@@ -178,6 +178,10 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 	case st.Phase == v1alpha1.PhaseHalted:
 		return false, fmt.Errorf("%s: change %s halted: %s", w.what, end.Name, halted(st))
 	}
+	if st.Phase == "" { // made, its status not written yet
+		w.say(fmt.Sprintf("%s: change %s made", w.what, end.Name))
+		return false, nil
+	}
 	w.say(fmt.Sprintf("%s: change %s %s: %s", w.what, end.Name, st.Phase, counts(st)))
 	return false, nil
 }

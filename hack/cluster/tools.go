@@ -26,7 +26,7 @@ import (
 
 // KubernetesVersion is the version of the control plane binaries that
 // hack/build-tools.sh builds.
-const KubernetesVersion = "v1.35.4"
+const KubernetesVersion = "v1.37.2"
 
 // ToolsDir returns the directory holding the built binaries: $RIPPLE_TOOLS_DIR
 // when set, else the versioned cache that hack/build-tools.sh writes to.

@@ -142,7 +142,7 @@ func (r *runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		Attempt:      cfg.GetMetadata().GetAttempt(),
 	}
 	for _, e := range cfg.GetEnvs() {
-		rec.Env = append(rec.Env, record.EnvVar{Name: e.GetKey(), Value: e.GetValue()})
+		rec.Env = append(rec.Env, record.EnvVar{Name: e.GetKey(), Value: string(e.GetValue())})
 	}
 	for _, m := range cfg.GetMounts() {
 		rec.Mounts = append(rec.Mounts, record.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), ReadOnly: m.GetReadonly()})

@@ -16,12 +16,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -123,7 +126,7 @@ func TestCacheOptions(t *testing.T) {
 // starts from them), and a CSI pod status keeps only the digest of what it
 // mounted.
 func TestDefaultTransform(t *testing.T) {
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	fields := metav1.NewFieldsV1(`{"f:spec":{}}`)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", ManagedFields: []metav1.ManagedFieldsEntry{
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fields},
 		{Manager: "ripple", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: fields},
@@ -160,15 +163,12 @@ func TestHealthHandlers(t *testing.T) {
 		t.Errorf("/readyz before the cache = %d", code)
 	}
 	h.cache = fake
-	inf, err := fake.FakeInformerFor(t.Context(), &corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf.Synced = false
+	inf := controllertest.NewFakeInformer() // not synced yet
+	fake.InformersByGVK = map[schema.GroupVersionKind]toolscache.SharedIndexInformer{corev1.SchemeGroupVersion.WithKind("ConfigMap"): inf}
 	if code := get("/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz before the informers synced = %d", code)
 	}
-	inf.Synced = true
+	inf.Synced()
 	if code := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz once synced = %d", code)
 	}

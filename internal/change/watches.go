@@ -19,7 +19,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/metricgate"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
-	"github.com/ripple-dev/ripple/internal/safequeue"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -86,19 +85,12 @@ func (c *Controller) newKeeper() *Keeper {
 	}
 }
 
-// newQueue is the change controller's priority queue, which shuts down
-// without its deadlock (safequeue).
+// newQueue is the change controller's priority queue.
 func (c *Controller) newQueue(name string, rl workqueue.TypedRateLimiter[Key]) queue {
-	return safequeue.New(priorityqueue.New(name, func(o *priorityqueue.Opts[Key]) {
+	return priorityqueue.New(name, func(o *priorityqueue.Opts[Key]) {
 		o.RateLimiter = rl
 		o.Log = c.env.Manager.GetLogger().WithValues("controller", name)
-	}), wakeKey)
-}
-
-// wakeKey is the i-th wake-up key of the change queue: a namespace name
-// no object can have.
-func wakeKey(i int) Key {
-	return Key{Namespace: "\x00wake", Config: refs.Ref{Kind: refs.ConfigMap, Name: fmt.Sprint(i)}}
+	})
 }
 
 // gates are the change controller's gates beside the canaries' status.

@@ -107,9 +107,15 @@ func (r *Reconciler) restartInPlace(ctx context.Context, obj client.Object, rst 
 		}
 	}
 	err = r.Client.SubResource("resize").Patch(ctx, resized, client.StrategicMergeFrom(p, client.MergeFromWithOptimisticLock{}))
+	var why string
 	switch {
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		why := "the API server refused its resize: " + clip(err.Error(), maxRefusal)
+		why = "the API server refused its resize: " + clip(err.Error(), maxRefusal)
+	case unserved(err):
+		why = "the API server does not serve pods/resize (in-place pod resize needs Kubernetes 1.35 or later)"
+	}
+	switch {
+	case why != "":
 		r.Memory.UpdatePod(workload.RefTo(r.Kind, obj), rst.At, p.UID, func(m podrestart.PodMemory) podrestart.PodMemory { return m.Refuse(why) })
 		return false, errNotResized // the next step tells it (inPlacePod)
 	case err == nil:
@@ -117,6 +123,18 @@ func (r *Reconciler) restartInPlace(ctx context.Context, obj client.Object, rst 
 		r.Memory.UpdatePod(workload.RefTo(r.Kind, obj), rst.At, p.UID, func(m podrestart.PodMemory) podrestart.PodMemory { return m.Send(now) })
 	}
 	return false, err
+}
+
+// unserved reports a 404 that names no object: the API server has no
+// pods/resize (before Kubernetes 1.33, or with in-place resize turned off),
+// which is not a pod gone (its 404 names the pod).
+func unserved(err error) bool {
+	var st apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &st) {
+		return false
+	}
+	d := st.Status().Details
+	return d == nil || d.Name == ""
 }
 
 // errNotResized is a resize the API server refused: the pod is then

@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -434,29 +436,51 @@ func TestInPlaceNotEligible(t *testing.T) {
 }
 
 // A resize the API server refuses as invalid (a node OS without in-place
-// resize, a rule of the API) is a refusal like the others: told once, and
-// the resize is not sent again for the same change.
+// resize, a rule of the API), or cannot take because it serves no
+// pods/resize (Kubernetes 1.30 to 1.32), is a refusal like the others:
+// told once, naming why, and the resize is not sent again for the same
+// change. A 404 naming the pod (it is gone) is not such a refusal.
 func TestInPlaceResizeRefused(t *testing.T) {
-	iw := newInPlaceWorld(t, 1, nil, interceptor.Funcs{
-		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web-0", nil)
-		},
-	})
-	iw.change("Deployment", "v2")
-	iw.reconcile("Deployment", "web")
-	iw.drain()
-	iw.step()
-	iw.step()
-	iw.step()
-	if got := iw.resized(); len(got) != 1 {
-		t.Errorf("resizes %v, want one", got)
+	unservedErr := &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
+	}}
+	if !unserved(unservedErr) || unserved(apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-0")) || unserved(errors.New("eof")) {
+		t.Fatal("unserved does not tell a missing subresource from a missing pod")
 	}
-	ev := iw.wantEvent(iw.drain(), string(reason.RestartNotInPlace))
-	if !strings.Contains(ev, "refused its resize") {
-		t.Errorf("Warning %q does not say the API server refused the resize", ev)
-	}
-	if _, ok := iw.webAnnotations()[iw.deps.Settings.Keys.RestartedAt]; ok {
-		t.Error("the restart did not complete")
+	for _, tc := range []struct {
+		name string
+		err  error
+		says []string
+	}{
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web-0", nil), []string{"refused its resize"}},
+		{"not served", unservedErr, []string{"does not serve pods/resize", "Kubernetes 1.35"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			iw := newInPlaceWorld(t, 1, nil, interceptor.Funcs{
+				SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+					return tc.err
+				},
+			})
+			iw.change("Deployment", "v2")
+			iw.reconcile("Deployment", "web")
+			iw.drain()
+			iw.step()
+			iw.step()
+			iw.step()
+			if got := iw.resized(); len(got) != 1 {
+				t.Errorf("resizes %v, want one", got)
+			}
+			ev := iw.wantEvent(iw.drain(), string(reason.RestartNotInPlace))
+			for _, want := range tc.says {
+				if !strings.Contains(ev, want) {
+					t.Errorf("Warning %q does not say %q", ev, want)
+				}
+			}
+			if _, ok := iw.webAnnotations()[iw.deps.Settings.Keys.RestartedAt]; ok {
+				t.Error("the restart did not complete")
+			}
+		})
 	}
 }
 

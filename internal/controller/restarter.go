@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/ripple-dev/ripple/internal/safequeue"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -38,15 +36,14 @@ type restarter struct {
 }
 
 // newRestarter registers the restarter's controller with mgr: a
-// priority queue, as the workloads' (safequeue), with Ripple's queue
-// metrics.
+// priority queue, as the workloads', with Ripple's queue metrics.
 func newRestarter(mgr manager.Manager, d *Deps, workers int) (*restarter, error) {
 	p := &restarter{Deps: d, recs: map[string]*Reconciler{}}
 	newQueue := func(name string, rl workqueue.TypedRateLimiter[workload.Ref]) workqueue.TypedRateLimitingInterface[workload.Ref] {
-		return safequeue.New(priorityqueue.New(name, func(o *priorityqueue.Opts[workload.Ref]) {
+		return priorityqueue.New(name, func(o *priorityqueue.Opts[workload.Ref]) {
 			o.RateLimiter, o.MetricProvider = rl, d.Metrics.QueueMetrics()
 			o.Log = mgr.GetLogger().WithValues("controller", name)
-		}), wakeRef)
+		})
 	}
 	c, err := controller.NewTyped("pod-restarter", mgr, controller.TypedOptions[workload.Ref]{
 		Reconciler: p, MaxConcurrentReconciles: workers, NewQueue: newQueue})
@@ -54,12 +51,6 @@ func newRestarter(mgr manager.Manager, d *Deps, workers int) (*restarter, error)
 		return nil, err
 	}
 	return p, c.Watch(source.TypedFunc[workload.Ref](p.start))
-}
-
-// wakeRef is the i-th wake-up key of the restarter's queue: a namespace
-// name no object can have.
-func wakeRef(i int) workload.Ref {
-	return workload.Ref{Namespace: "\x00wake", Name: fmt.Sprint(i)}
 }
 
 // add makes r's kind the restarter's.

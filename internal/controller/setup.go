@@ -28,7 +28,6 @@ import (
 	"github.com/ripple-dev/ripple/internal/optional"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
-	"github.com/ripple-dev/ripple/internal/safequeue"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
@@ -232,13 +231,13 @@ func (s *setup) addFollower(r *Reconciler) error {
 
 // newQueue is controller-runtime's default queue (a priority queue) with
 // Ripple's queue metrics: Reloader's reloader_workqueue_* and the depth per
-// controller; it shuts down without the queue's deadlock (safequeue).
+// controller.
 func (s *setup) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return safequeue.New(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rl
 		o.MetricProvider = s.deps.Metrics.QueueMetrics()
 		o.Log = s.mgr.GetLogger().WithValues("controller", name)
-	}), safequeue.WakeRequest)
+	})
 }
 
 // enableCSI watches the CSI driver's objects from every controller, once

@@ -204,7 +204,7 @@ func mapValues(m map[string]int) []int {
 // The workload's record counts as restored when another manager than
 // Ripple wrote its value (a Deployment's undo), by managedFields.
 func TestInputRecordRestored(t *testing.T) {
-	record := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + keys.Applied + `":{}}}}`)}
+	record := metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:` + keys.Applied + `":{}}}}`)
 	for _, tc := range []struct {
 		name   string
 		fields []metav1.ManagedFieldsEntry

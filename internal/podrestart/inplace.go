@@ -247,6 +247,11 @@ func podRefused(p *corev1.Pod) string {
 			return ""
 		}
 	}
+	if r := p.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
+		// Pod-level resources (Kubernetes 1.34+): a container's
+		// resizePolicy governs the resize of its own resources only.
+		return "its resources are set on the pod (spec.resources), not on its containers, and a container is restarted in place only by a resize of its own"
+	}
 	return "it is BestEffort (no container has resource requests): a resize would change its QoS class"
 }
 

@@ -196,6 +196,10 @@ func TestInPlaceOf(t *testing.T) {
 		{name: "BestEffort", pod: inPlacePod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} }),
 			refused: "BestEffort"},
 		{name: "an infeasible resize", pod: inPlacePod(condition(corev1.PodResizePending, corev1.PodReasonInfeasible)), refused: "infeasible on its node: node is full"},
+		{name: "pod-level resources only", pod: inPlacePod(func(p *corev1.Pod) {
+			p.Spec.Resources = p.Spec.Containers[0].Resources.DeepCopy()
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		}), refused: "spec.resources"},
 		{name: "a deferred resize is in flight", pod: inPlacePod(condition(corev1.PodResizePending, corev1.PodReasonDeferred)), busy: "pending (Deferred)"},
 		{name: "a resize in progress", pod: inPlacePod(condition(corev1.PodResizeInProgress, "")), busy: "in progress"},
 		{name: "a spec the kubelet has not seen", pod: inPlacePod(func(p *corev1.Pod) { p.Generation = 2 }), busy: "not seen its latest spec"},

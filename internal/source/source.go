@@ -103,7 +103,7 @@ func dataWritten(o client.Object) (time.Time, string) {
 		if e.Time == nil || e.FieldsV1 == nil || e.Subresource != "" {
 			continue
 		}
-		raw := string(e.FieldsV1.Raw)
+		raw := e.FieldsV1.GetRawString()
 		if strings.Contains(raw, `"f:data"`) || strings.Contains(raw, `"f:binaryData"`) || strings.Contains(raw, `"f:stringData"`) {
 			if e.Time.After(latest) {
 				latest, manager = e.Time.Time, e.Manager

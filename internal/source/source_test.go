@@ -128,9 +128,9 @@ func TestTransformKeepsDataWritten(t *testing.T) {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", ManagedFields: []metav1.ManagedFieldsEntry{
 			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: at("2026-11-27T07:00:00Z"),
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}},
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:k":{}}}`)},
 			{Manager: "labeller", Operation: metav1.ManagedFieldsOperationUpdate, Time: at("2026-11-27T08:00:00Z"),
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:x":{}}}}`)}},
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:x":{}}}}`)},
 		}},
 		Data: map[string]string{"k": "v"},
 	}

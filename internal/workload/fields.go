@@ -64,7 +64,7 @@ func annotationsOnly(fields *metav1.FieldsV1) *metav1.FieldsV1 {
 	if err != nil {
 		return nil
 	}
-	return &metav1.FieldsV1{Raw: raw}
+	return metav1.NewFieldsV1(string(raw))
 }
 
 // ownedSet reads a managedFields entry's field set; nil when there is none
@@ -74,7 +74,7 @@ func ownedSet(fields *metav1.FieldsV1) *fieldpath.Set {
 		return nil
 	}
 	set := &fieldpath.Set{}
-	if err := set.FromJSON(bytes.NewReader(fields.Raw)); err != nil {
+	if err := set.FromJSON(bytes.NewReader(fields.GetRawBytes())); err != nil {
 		return nil
 	}
 	return set

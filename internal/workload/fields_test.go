@@ -14,7 +14,7 @@ import (
 // set.
 func TestTrimManagedFields(t *testing.T) {
 	at := &metav1.Time{Time: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	raw := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
+	raw := func(s string) *metav1.FieldsV1 { return metav1.NewFieldsV1(s) }
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
 		{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: at, FieldsType: "FieldsV1", FieldsV1: raw(`{"f:spec":{}}`)},
 		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", Time: at, FieldsType: "FieldsV1", FieldsV1: raw(`{"f:metadata":{}}`)},
@@ -48,7 +48,7 @@ func TestForeignAnnotation(t *testing.T) {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
 		e := metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "apps/v1", FieldsType: "FieldsV1"}
 		if fields != "" {
-			e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields)}
+			e.FieldsV1 = metav1.NewFieldsV1(fields)
 		}
 		return e
 	}
@@ -70,7 +70,7 @@ func TestForeignAnnotation(t *testing.T) {
 		{"kubectl rollout undo took every field Ripple had", true, []metav1.ManagedFieldsEntry{
 			entry("kubectl-rollout", metav1.ManagedFieldsOperationUpdate, "")}, false, true},
 		{"a status writer's entry is not Ripple's", true, []metav1.ManagedFieldsEntry{
-			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(record)}}}, false, true},
+			{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: metav1.NewFieldsV1(record)}}, false, true},
 		{"no record", false, []metav1.ManagedFieldsEntry{
 			entry("kubectl-rollout", metav1.ManagedFieldsOperationUpdate, "")}, false, false},
 		{"no managedFields (a manifest file, or reset): tells nothing", true, nil, false, false},

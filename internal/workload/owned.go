@@ -105,7 +105,7 @@ func ownedFields(obj client.Object, apiVersion, kind string, tpl *corev1.PodTemp
 			return nil, err
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(bytes.NewReader(entry.FieldsV1.GetRawBytes())); err != nil {
 			return nil, fmt.Errorf("reading the managed fields of %q: %w", manager, err)
 		}
 		if m, ok := tv.ExtractItems(set.Leaves()).AsValue().Unstructured().(map[string]any); ok {

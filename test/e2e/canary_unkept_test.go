@@ -32,15 +32,7 @@ const unkeptFleet = 20
 // 19 are told so and stay at revision 1. The ConfigMap was told of the
 // hold once.
 func TestCanaryUnkeptHoldsUntilTheCRD(t *testing.T) {
-	fc, err := cluster.Start(t.Context(), cluster.Options{Nodes: 1})
-	if err != nil {
-		t.Fatalf("starting a cluster without the ConfigRollout CRD: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fc.Stop(); err != nil {
-			t.Errorf("stopping the cluster: %v", err)
-		}
-	})
+	fc := ownCluster(t, "a cluster without the ConfigRollout CRD")
 	cs := kubernetes.NewForConfigOrDie(fc.Config)
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, unkeptFleet, "5s")

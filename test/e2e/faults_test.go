@@ -60,15 +60,7 @@ const faultDeployments = 3
 // why a second fault within two minutes takes longer, and a third longer
 // still (client-go's reconnect backoff), which is why there are two.
 func TestFaultControlPlane(t *testing.T) {
-	fc, err := cluster.Start(t.Context(), cluster.Options{Nodes: 1})
-	if err != nil {
-		t.Fatalf("starting the fault tier's cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fc.Stop(); err != nil {
-			t.Errorf("stopping the fault tier's cluster: %v", err)
-		}
-	})
+	fc := ownCluster(t, "the fault tier's cluster")
 	// etcd first: its faults leave the clients of the API server with no
 	// reconnect backoff, which the API server's faults would.
 	t.Run("etcd", func(t *testing.T) { testControlPlaneFault(t, fc, cluster.Etcd, 2) })
@@ -633,15 +625,7 @@ type outage struct {
 // API server's outage comes last: it leaves the cluster's own controllers
 // backing off.
 func TestFaultOutage(t *testing.T) {
-	fc, err := cluster.Start(t.Context(), cluster.Options{Nodes: 1})
-	if err != nil {
-		t.Fatalf("starting the fault tier's cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fc.Stop(); err != nil {
-			t.Errorf("stopping the fault tier's cluster: %v", err)
-		}
-	})
+	fc := ownCluster(t, "the fault tier's cluster")
 	for _, o := range []outage{
 		{"partition-reset", partitioned(resetPartition), true},
 		{"partition-silent", partitioned(silentPartition), true},

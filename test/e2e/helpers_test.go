@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/kit"
 )
 
@@ -99,4 +100,21 @@ func newReplicaSet(t *testing.T, rss []appsv1.ReplicaSet, old types.UID) appsv1.
 		newRS = rs
 	}
 	return newRS
+}
+
+// ownCluster starts a one-node cluster of the test's own, for what must
+// not touch the shared one (faults, a missing CRD, the docs' own names),
+// and stops it when the test ends.
+func ownCluster(t *testing.T, what string) *cluster.Cluster {
+	t.Helper()
+	fc, err := cluster.Start(t.Context(), cluster.Options{Nodes: 1})
+	if err != nil {
+		t.Fatalf("starting %s: %v", what, err)
+	}
+	t.Cleanup(func() {
+		if err := fc.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", what, err)
+		}
+	})
+	return fc
 }

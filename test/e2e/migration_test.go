@@ -63,11 +63,21 @@ func TestMigrateInPlaceFromReloadersChart(t *testing.T) {
 	const fullname = "reloader-reloader" // Reloader's chart: <release>-reloader
 	reloaderObjs := uids(t, cs, ns, fullname)
 
-	rippleChart, err := helmchart.Dir()
+	// The page's command, run from the repository's root.
+	root, err := helmchart.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	notes := helm("upgrade", "reloader", rippleChart, "-f", values)
+	absValues, err := filepath.Abs(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := recipe{dir: root, kubeconfig: kc.Kubeconfig, fill: map[string]string{
+		"<release>": "reloader", "<namespace>": ns, "<your-reloader-values.yaml>": absValues,
+	}}.run(t, "docs/migration.md#upgrade")
+	if err != nil {
+		t.Fatalf("the upgrade recipe: %v\n%s", err, notes)
+	}
 	if !strings.Contains(notes, `reloader.syncAfterRestart: "false" is a quoted boolean`) {
 		t.Errorf("the upgrade's notes do not warn about the quoted boolean:\n%s", notes)
 	}
@@ -118,6 +128,25 @@ func TestMigrateInPlaceFromReloadersChart(t *testing.T) {
 	expectRollouts(t, cs, map[workload]rollouts{web: {before: before, n: 1, checks: []templateCheck{
 		envIs(configEnv, sum), envIs(secretEnv, digest.Secret(sec)), envOnce(configEnv), envOnce(secretEnv),
 	}}})
+
+	// Back to Reloader, as the page says: its last revision, 1.
+	if out, err := (recipe{kubeconfig: kc.Kubeconfig, fill: map[string]string{
+		"<release>": "reloader", "<namespace>": ns, "<revision>": "1",
+	}}.run(t, "docs/migration.md#back")); err != nil {
+		t.Fatalf("the way back: %v\n%s", err, out)
+	}
+	d, err = cs.AppsV1().Deployments(ns).Get(t.Context(), fullname, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Spec.Template.Spec.Containers; len(c) != 1 || strings.Contains(c[0].Image, "ripple-dev/ripple") {
+		t.Errorf("after the rollback %s runs %v, want Reloader's image", fullname, c)
+	}
+	for obj, uid := range uids(t, cs, ns, fullname) {
+		if reloaderObjs[obj] != uid {
+			t.Errorf("%s was deleted and created again by the rollback (UID %s -> %s)", obj, reloaderObjs[obj], uid)
+		}
+	}
 }
 
 // uids returns the UIDs of the objects Reloader's chart creates in

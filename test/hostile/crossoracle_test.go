@@ -244,7 +244,7 @@ func rolled(t *testing.T, admin kubernetes.Interface, ns string, names []string,
 			d, _ := admin.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
 			var managers []string
 			for _, m := range d.ManagedFields {
-				managers = append(managers, fmt.Sprintf("%s %s %s %s", m.Manager, m.Operation, m.Time, m.FieldsV1.Raw))
+				managers = append(managers, fmt.Sprintf("%s %s %s %s", m.Manager, m.Operation, m.Time, m.FieldsV1.GetRawBytes()))
 			}
 			t.Errorf("%s/%s: %d rollouts for %s, want %d; env %v, annotations %v, managers:\n%s", ns, name, g-gens[name], what, n,
 				d.Spec.Template.Spec.Containers[0].Env, d.Annotations, strings.Join(managers, "\n"))

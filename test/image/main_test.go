@@ -118,7 +118,8 @@ func makeTarget(env []string, args ...string) error {
 	script := `umask "${UMASK:-022}" && exec make --no-print-directory "$@"`
 	cmd := exec.Command("bash", append([]string{"-c", script, "make"}, args...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), env...)
+	// Not the enclosing make's flags (make test's -j3 and output sync).
+	cmd.Env = append(append(os.Environ(), "MAKEFLAGS="), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

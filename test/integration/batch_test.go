@@ -668,10 +668,15 @@ func (e *env) complete(t *testing.T, job *batchv1.Job) {
 	now := metav1.Now()
 	job.Status = batchv1.JobStatus{
 		StartTime: &now, CompletionTime: &now, Succeeded: 1,
-		Conditions: []batchv1.JobCondition{
+		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+	}
+	// From 1.31 (Job success policies) a Job completes once its success
+	// criteria are met, and the API server wants that condition first;
+	// 1.30 refuses it.
+	if serverMinor(t, e.cs) >= 31 {
+		job.Status.Conditions = append([]batchv1.JobCondition{
 			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
+		}, job.Status.Conditions...)
 	}
 	if err := e.c.Status().Update(t.Context(), job); err != nil {
 		t.Fatal(err)

@@ -104,7 +104,7 @@ func owners(d *appsv1.Deployment, env string) []string {
 	key := fmt.Sprintf(`"k:{\"name\":\"%s\"}"`, env)
 	var out []string
 	for _, mf := range d.ManagedFields {
-		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), key) {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), key) {
 			out = append(out, mf.Manager+"/"+string(mf.Operation))
 		}
 	}

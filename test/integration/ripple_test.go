@@ -119,7 +119,11 @@ func (e *env) launch(t *testing.T, waitSynced bool, args ...string) (stop func()
 	}
 	// Reading each kind through the cache waits until its informer has
 	// synced, so the test starts against a Ripple that has seen everything.
-	syncCtx, syncCancel := context.WithTimeout(t.Context(), 30*time.Second)
+	// A Ripple with a namespace selector lists every namespace's objects of
+	// the shared API server, all the tier's tests' Secrets among them: with
+	// make test's lanes beside it, its Secret informer took over 30 s to
+	// sync.
+	syncCtx, syncCancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer syncCancel()
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}}
 	if !cfg.IgnoreCronJobs {
