@@ -5,7 +5,10 @@
 // than its writer acknowledged.
 //
 // The verdict is impact's, made from the replica's own caches: every
-// replica answers, leader or not, and nothing is written. The webhook is
+// replica answers, leader or not, and nothing is written. It is made
+// from the write alone (impact.Assessor.Blind): a review can be forged
+// for any namespace's Secret, so its answer must not depend on what the
+// readers run, or a guess of the data could be tested against it. The webhook is
 // registered with failurePolicy Ignore, so a Ripple that is down, slow
 // or unsure never blocks a write; it denies only a write it has judged
 // above the limit. Warnings and denials hold key names and workload names
@@ -15,9 +18,11 @@ package admission
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/impact"
 )
@@ -199,6 +205,7 @@ func (h *Handler) watched(obj client.Object) bool {
 // reads the config.
 func (h *Handler) verdict(ctx context.Context, old, cur client.Object) (impact.Verdict, bool, error) {
 	a := h.Assessor()
+	a.Blind = true // whoever reaches the port may ask: never tell what a workload runs
 	if old != nil && cur != nil && a.SameData(old, cur) {
 		return impact.Verdict{}, false, nil
 	}
@@ -265,12 +272,14 @@ func clip(s string) string {
 	return s
 }
 
-// Serve adds the webhook server to mgr: h on Path, at addr, with the
-// serving certificate of certDir, which controller-runtime's certificate
-// watcher reads again when the files change (a mounted Secret's update).
-// The server runs on every replica, not only the leader.
-func Serve(mgr manager.Manager, addr, certDir string, h *Handler) error {
-	host, port, err := net.SplitHostPort(addr)
+// Serve adds the webhook server to mgr: h on Path, at cfg.Addr, with the
+// serving certificate of cfg.CertDir, which controller-runtime's
+// certificate watcher reads again when the files change (a mounted
+// Secret's update), and with cfg.ClientCA only for callers whose client
+// certificate it signed. The server runs on every replica, not only the
+// leader.
+func Serve(mgr manager.Manager, cfg config.Admission, h *Handler) error {
+	host, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("--admission-bind-address: %w", err)
 	}
@@ -278,12 +287,36 @@ func Serve(mgr manager.Manager, addr, certDir string, h *Handler) error {
 	if err != nil {
 		return fmt.Errorf("--admission-bind-address: port %q: %w", port, err)
 	}
+	// HTTP/1.1 only: HTTP/2's stream resets (CVE-2023-44487) cost a
+	// server more than the API server's calls gain from it.
+	opts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	if cfg.ClientCA != "" {
+		auth, err := ClientAuth(cfg.ClientCA)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, auth)
+	}
 	srv := webhook.NewServer(webhook.Options{
-		Host: host, Port: p, CertDir: certDir, CertName: "tls.crt", KeyName: "tls.key",
-		// HTTP/1.1 only: HTTP/2's stream resets (CVE-2023-44487) cost a
-		// server more than the API server's calls gain from it.
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		Host: host, Port: p, CertDir: cfg.CertDir, CertName: "tls.crt", KeyName: "tls.key", TLSOpts: opts,
 	})
 	srv.Register(Path, h.Webhook())
 	return mgr.Add(srv)
+}
+
+// ClientAuth is the TLS option that asks every caller for a client
+// certificate signed by a CA of the PEM file at path, and refuses the
+// handshake of one that has none.
+func ClientAuth(path string) (func(*tls.Config), error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--admission-client-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("--admission-client-ca: %s holds no PEM certificate", path)
+	}
+	return func(c *tls.Config) {
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}, nil
 }

@@ -22,10 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/impact"
 	"github.com/ripple-dev/ripple/internal/manifest"
 	"github.com/ripple-dev/ripple/internal/metainfo"
 	"github.com/ripple-dev/ripple/internal/refs"
+	"github.com/ripple-dev/ripple/internal/strategy"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -340,5 +342,42 @@ func TestWarnsOnlyOfTheNamespace(t *testing.T) {
 	resp := h.Handle(t.Context(), review(t, admissionv1.Update, configMap("shop", before, nil), configMap("shop", after, nil)))
 	if len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "ripple: this change rolls 1 workload in shop (web-00)") || strings.Contains(resp.Warnings[0], "bank") {
 		t.Errorf("warnings %q; want 1 workload of shop, nothing of bank", resp.Warnings)
+	}
+}
+
+// A review of another namespace's Secret answers a guess of its data the
+// same whether the guess is right or wrong, in both digest modes: the
+// verdict is made from the write alone, never from what the readers run.
+func TestVerdictIsNoOracle(t *testing.T) {
+	secret := func(v string) *corev1.Secret {
+		return &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "app"}, Data: map[string][]byte{"pin": []byte(v)}}
+	}
+	for _, d := range []digest.Digester{{Mode: digest.SHA1}, {Mode: digest.HMACSHA256, Ring: digest.Ring{Current: []byte("install key")}}} {
+		t.Run(string(d.Mode), func(t *testing.T) {
+			// The reader runs the data "482913": its template shows that
+			// data's digest, as Ripple's last rollout wrote it.
+			objs := readers("prod", 1, refs.Secret)
+			c := &objs[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+			c.Env = []corev1.EnvVar{{Name: strategy.EnvVarName(refs.Ref{Kind: refs.Secret, Name: "app"}), Value: d.Secret(secret("482913")).Digest}}
+			h := handler(t, objs)
+			assessor := h.Assessor
+			h.Assessor = func() impact.Assessor { a := assessor(); a.Digester = d; return a }
+			answer := func(guess string) string {
+				resp := h.Handle(t.Context(), review(t, admissionv1.Update, secret("000000"), secret(guess)))
+				out, err := json.Marshal(resp.AdmissionResponse)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(out)
+			}
+			right, wrong := answer("482913"), answer("111111")
+			if right != wrong {
+				t.Errorf("the right guess is answered %s, a wrong one %s", right, wrong)
+			}
+			if !strings.Contains(right, "rolls 1 workload") {
+				t.Errorf("answer %s: want the write told as rolling its reader", right)
+			}
+		})
 	}
 }

@@ -206,7 +206,7 @@ func serveAdmission(mgr ctrl.Manager, cfg config.Config, finder *dependents.Find
 		ReloadOnCreate: cfg.ReloadOnCreate, ReloadOnDelete: cfg.ReloadOnDelete,
 		Clock: clk, Log: mgr.GetLogger().WithName("admission"),
 	}
-	return admission.Serve(mgr, cfg.Admission.Addr, cfg.Admission.CertDir, h)
+	return admission.Serve(mgr, cfg.Admission, h)
 }
 
 // initKinds starts every kind's metrics at zero, so that a dashboard

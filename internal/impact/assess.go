@@ -2,6 +2,7 @@ package impact
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -50,6 +51,15 @@ type Assessor struct {
 	// change has no canary yet, so it only ever answers none, or why none
 	// can be kept; nil (manifest files) takes it that one can.
 	Canaries gather.CanaryReader
+	// Blind makes the verdict from the write alone, never from what the
+	// workloads run: the config's data, before and after, is digested
+	// under a key of the call's own (source.TransformBlind), which no
+	// workload shows. The admission webhook sets it: whoever reaches its
+	// port can send a review of any namespace's Secret, and a verdict
+	// that compared the write with what its readers run would tell them
+	// whether a guess of the data is right. A write back to the data the
+	// readers run is then told as rolling them, a harmless over-warning.
+	Blind bool
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
@@ -77,12 +87,13 @@ func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change
 	}
 	ch := Change{Namespace: either.GetNamespace(), Config: refs.Ref{Kind: kind, Name: either.GetName()}}
 	r := withConfig{Reader: a.Reader, kind: kind, key: client.ObjectKeyFromObject(either)}
+	digestOf := a.digestOf()
 	if cur != nil {
-		r.config = digested(a.Digester, cur)
+		r.config = digestOf(cur)
 		ch.After = &digest.Form{Digest: source.Digest(r.config), Keys: source.Keys(r.config)}
 	}
 	if old != nil {
-		prev := digested(a.Digester, old)
+		prev := digestOf(old)
 		ch.Before = &digest.Form{Digest: source.Digest(prev), Keys: source.Keys(prev)}
 	}
 	type found struct {
@@ -136,6 +147,21 @@ func (a Assessor) consumer(ctx context.Context, g gather.Gatherer, k workload.Ki
 		c.Rollout = &st
 	}
 	return c, nil
+}
+
+// digestOf digests the two versions of the written config: as the
+// controller's caches do, or when Blind under one key made for this call.
+func (a Assessor) digestOf() func(client.Object) client.Object {
+	if !a.Blind {
+		return func(obj client.Object) client.Object { return digested(a.Digester, obj) }
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // it never fails: it crashes the process instead
+	return func(obj client.Object) client.Object {
+		c, _ := obj.DeepCopyObject().(client.Object)
+		source.TransformBlind(key, c)
+		return c
+	}
 }
 
 // digested is a copy of a config with its data replaced by its digests,

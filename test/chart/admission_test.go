@@ -5,6 +5,9 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/admission"
 	"github.com/ripple-dev/ripple/internal/config"
 )
 
@@ -546,5 +550,80 @@ func TestAdmissionShards(t *testing.T) {
 	}
 	if !slices.Equal(services, []string{"ripple-admission"}) {
 		t.Errorf("Services %q, want one ripple-admission", services)
+	}
+}
+
+// TestAdmissionClientCA: ripple.admission.clientCA is kept in the
+// ConfigMap <fullname>-admission-client-ca, mounted read-only and passed
+// as --admission-client-ca, whose file Ripple's webhook takes; a new CA
+// rolls the pods (Ripple reads it at start). With the NetworkPolicy,
+// ripple.admission.from limits who reaches the port, which is open to
+// anyone without it; the API server accepts both policies.
+func TestAdmissionClientCA(t *testing.T) {
+	ensureNamespace(t, kubernetes.NewForConfigOrDie(api.Config), relNS, nil)
+	_, gen := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{admissionValues(nil)}})
+	caPEM := string(renderedSecret(t, gen, "ripple-admission-tls").Data["ca.crt"])
+	netpol := r(map[string]any{"netpol": map[string]any{"enabled": true}})
+	controlPlane := []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.10/32"}}}
+	values := func(ca string, from []any) map[string]any {
+		return admissionValues(deepMerge(netpol, map[string]any{"ripple": map[string]any{"admission": map[string]any{"clientCA": ca, "from": from}}}))
+	}
+	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{values(caPEM, controlPlane)}})
+	_, cfg := parseRendered(t, objs)
+	var cm *unstructured.Unstructured
+	for _, o := range find(objs, "ConfigMap") {
+		if o.GetName() == relName+"-admission-client-ca" {
+			cm = o
+		}
+	}
+	if cm == nil {
+		t.Fatal("no ConfigMap of the client CA")
+	}
+	pemFile, _, _ := unstructured.NestedString(cm.Object, "data", "ca.crt")
+	d, c := rippleDeployment(t, objs)
+	vi := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil && v.ConfigMap.Name == cm.GetName() })
+	if vi < 0 {
+		t.Fatalf("no volume of the ConfigMap %s", cm.GetName())
+	}
+	mi := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == d.Spec.Template.Spec.Volumes[vi].Name && m.ReadOnly })
+	if mi < 0 || cfg.Admission.ClientCA != c.VolumeMounts[mi].MountPath+"/ca.crt" {
+		t.Fatalf("--admission-client-ca %q is not ca.crt of the ConfigMap's read-only mount (%+v)", cfg.Admission.ClientCA, c.VolumeMounts)
+	}
+	file := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(file, []byte(pemFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admission.ClientAuth(file); err != nil {
+		t.Errorf("Ripple does not take the rendered CA: %v", err)
+	}
+	sum := d.Spec.Template.Annotations["checksum/admission-client-ca"]
+	_, other := render(t, helmchart.Release{Name: relName, Namespace: relNS, Values: []map[string]any{values(string(renderedSecret(t, gen, "ripple-admission-tls").Data["tls.crt"]), nil)}})
+	if d2, _ := rippleDeployment(t, other); sum == "" || d2.Spec.Template.Annotations["checksum/admission-client-ca"] == sum {
+		t.Errorf("checksum/admission-client-ca %q does not change with the CA", sum)
+	}
+	for _, tc := range []struct {
+		name string
+		objs []*unstructured.Unstructured
+		from []any
+	}{{"from the control plane", objs, controlPlane}, {"from anywhere", other, nil}} {
+		nps := find(tc.objs, "NetworkPolicy")
+		if len(nps) != 1 {
+			t.Fatalf("%s: %d NetworkPolicies, want 1", tc.name, len(nps))
+		}
+		ingress, _, _ := unstructured.NestedSlice(nps[0].Object, "spec", "ingress")
+		i := slices.IndexFunc(ingress, func(rule any) bool {
+			ports, _ := rule.(map[string]any)["ports"].([]any)
+			return len(ports) == 1 && ports[0].(map[string]any)["port"] == "admission"
+		})
+		if i < 0 {
+			t.Fatalf("%s: no ingress rule of the admission port: %v", tc.name, ingress)
+		}
+		from, _ := ingress[i].(map[string]any)["from"].([]any)
+		if !reflect.DeepEqual(from, tc.from) {
+			t.Errorf("%s: the admission port is open from %v, want %v", tc.name, from, tc.from)
+		}
+		if err := newApplier(t, api.Config).apply(t.Context(), nps[0], true); err != nil {
+			t.Errorf("%s: the API server rejects the NetworkPolicy: %v", tc.name, err)
+		}
 	}
 }

@@ -148,12 +148,14 @@ func TestRestartMethodRules(t *testing.T) {
 	}
 }
 
-// TestReloadActionNetpol: ripple.restartMethods.reloadActionPorts adds one
-// egress rule to the NetworkPolicy, after the others, with exactly those
-// TCP ports and no destination (Ripple calls pod IPs in any namespace it
+// TestReloadActionNetpol: ripple.prometheus.url (the query gate) adds an
+// egress rule for its port, and ripple.restartMethods.reloadActionPorts one
+// with exactly those TCP ports, after the others and with no destination
+// (Prometheus may be anywhere; Ripple calls pod IPs in any namespace it
 // watches, whatever netpol.to limits the API server to), which the API
-// server accepts; nothing when the list is empty, when the NetworkPolicy
-// is off, or in webhook mode (which calls no pod).
+// server accepts; no reload-action rule when the list is empty, none at
+// all when the NetworkPolicy is off, and neither in webhook mode (which
+// calls no pod and no Prometheus).
 func TestReloadActionNetpol(t *testing.T) {
 	ensureNamespace(t, kubernetes.NewForConfigOrDie(api.Config), relNS, nil)
 	netpol := func(extra map[string]any) map[string]any {
@@ -173,6 +175,9 @@ func TestReloadActionNetpol(t *testing.T) {
 		{"netpol with an empty list", deepMerge(r(netpol(nil)), ports()), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP"}},
 		{"netpol with ports", deepMerge(r(netpol(nil)), ports(9090, "http", 8080)), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "9090/TCP http/TCP 8080/TCP"}},
 		{"netpol with ports in webhook mode", deepMerge(r(netpol(map[string]any{"webhookUrl": "https://hooks.example.com/ripple"})), ports(9090)), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "443/TCP"}},
+		{"netpol with the query gate", deepMerge(r(netpol(nil)), queryGateValues()), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "9091/TCP"}},
+		{"netpol with the query gate on http", deepMerge(r(netpol(nil)), map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"url": "http://prometheus.monitoring.svc"}}}), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "80/TCP"}},
+		{"netpol with the query gate and reload actions", deepMerge(deepMerge(r(netpol(nil)), queryGateValues()), ports(8080)), []string{"443/TCP 6443/TCP", "53/UDP 53/TCP", "9091/TCP", "8080/TCP"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -714,6 +714,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- /* The certificate is mounted at Ripple's default --admission-cert-dir. */ -}}
 {{- $args = append $args (printf "--admission-bind-address=:%d" (int ($adm.port | default 9443))) -}}
 {{- if gt (int ($adm.maxRollouts | default 0)) 0 -}}{{- $args = append $args (printf "--admission-max-rollouts=%d" (int $adm.maxRollouts)) -}}{{- end -}}
+{{- if $adm.clientCA -}}{{- $args = append $args (printf "--admission-client-ca=%s/ca.crt" (include "ripple.admissionClientCADir" $)) -}}{{- end -}}
 {{- end -}}
 {{- range $rp.extraArgs -}}{{- $args = append $args (toString .) -}}{{- end -}}
 {{- toJson $args -}}
@@ -824,6 +825,10 @@ resource defaults to the kind's lower-case plural as Ripple makes it. */}}
 default --admission-cert-dir, so no flag is passed. */}}
 {{- define "ripple.admissionCertDir" -}}/etc/ripple/admission-tls{{- end -}}
 
+{{/* Where the CA of the API server's client certificate
+(ripple.admission.clientCA) is mounted: ca.crt in it. */}}
+{{- define "ripple.admissionClientCADir" -}}/etc/ripple/admission-client-ca{{- end -}}
+
 {{/* The Secret holding the webhook's serving certificate: the user's
 (ripple.admission.certificate.secretName), else <fullname>-admission-tls,
 which the chart or cert-manager writes. */}}
@@ -836,4 +841,14 @@ value disabled: <annotationPrefix>/admission, ripple.dev/admission by
 default. */}}
 {{- define "ripple.admissionOptOut" -}}
 {{- printf "%s/admission" (.Values.ripple.annotationPrefix | default "ripple.dev") -}}
+{{- end -}}
+
+{{/* The TCP port a URL connects to: the one it names, else 80 for http
+and 443 for https. */}}
+{{- define "ripple.urlPort" -}}
+{{- $u := urlParse . -}}
+{{- if regexMatch ":[0-9]+$" $u.host -}}{{- regexFind "[0-9]+$" $u.host -}}
+{{- else if eq $u.scheme "http" -}}80
+{{- else -}}443
+{{- end -}}
 {{- end -}}
