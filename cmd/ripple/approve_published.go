@@ -77,10 +77,10 @@ func published(ctx context.Context, r client.Reader, w workload.Ref, sources []p
 		if !ok || !awaitsApproval(cr.Status.Consumers, w) {
 			continue
 		}
-		// The approval names the config's resourceVersion, not its data:
-		// only at the version Ripple saw the change's data at is that data
-		// the change approve prints. A later write may be other data,
-		// which nobody was shown.
+		// The approval binds the config's resourceVersion, not its data:
+		// it may name only the version at which Ripple saw the data of the
+		// change approve prints. A later write may be other data, which
+		// nobody was shown.
 		if seen := cmp.Or(cr.Status.ObservedConfigVersion, cr.Spec.Config.ResourceVersion); seen != meta.ResourceVersion {
 			return plan.Awaiting{}, nil, fmt.Errorf("%s %q was written (resourceVersion %s) after the change approve would approve (revision %s, seen at resourceVersion %s): its data now may not be that change's, so nothing is approved; approve again once Ripple has seen the write (its ConfigRollout then says what waits)",
 				sp.Ref.Kind, sp.Ref.Name, meta.ResourceVersion, cr.Spec.Revision, cmp.Or(seen, "unknown"))

@@ -75,8 +75,8 @@ func NewAPI(address, dir string) (Querier, error) {
 		return nil, fmt.Errorf("the credentials in %s: %w", dir, err)
 	}
 	// An error rather than the 3xx answer itself, which the API client
-	// would tell as a bare status code. It names the redirect's target
-	// already (the request's URL).
+	// would tell as a bare status code. The HTTP client's error adds the
+	// redirect's target (its URL).
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error {
 		return fmt.Errorf("the Prometheus API at %s answered with a redirect, which is not followed so that Ripple's credentials go to --prometheus-url only; set --prometheus-url to where it redirects", u.Host)
 	}
