@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -51,7 +52,8 @@ func waitingOf(ctx context.Context, r client.Reader, what string, p plan.Plan, w
 // (ReloadPending), approved at the config's resourceVersion, which binds
 // the approval to the data without a digest (plan.Approved.Version). The
 // revisions are the ConfigRollouts', for the approver to see what it
-// approves.
+// approves; a config written since its ConfigRollout saw it is refused,
+// since its resourceVersion would approve data no revision names.
 func published(ctx context.Context, r client.Reader, w workload.Ref, sources []plan.SourcePlan) (plan.Awaiting, []string, error) {
 	out := plan.Awaiting{Versions: map[refs.Ref]string{}}
 	var revisions []string
@@ -74,6 +76,14 @@ func published(ctx context.Context, r client.Reader, w workload.Ref, sources []p
 		cr, ok := change.Latest(items, meta.UID, nil)
 		if !ok || !awaitsApproval(cr.Status.Consumers, w) {
 			continue
+		}
+		// The approval binds the config's resourceVersion, not its data:
+		// it may name only the version at which Ripple saw the data of the
+		// change approve prints. A later write may be other data, which
+		// nobody was shown.
+		if seen := cmp.Or(cr.Status.ObservedConfigVersion, cr.Spec.Config.ResourceVersion); seen != meta.ResourceVersion {
+			return plan.Awaiting{}, nil, fmt.Errorf("%s %q was written (resourceVersion %s) after the change approve would approve (revision %s, seen at resourceVersion %s): its data now may not be that change's, so nothing is approved; approve again once Ripple has seen the write (its ConfigRollout then says what waits)",
+				sp.Ref.Kind, sp.Ref.Name, meta.ResourceVersion, cr.Spec.Revision, cmp.Or(seen, "unknown"))
 		}
 		out.Changes = append(out.Changes, strategy.Change{Ref: sp.Ref})
 		out.Versions[sp.Ref] = meta.ResourceVersion

@@ -81,7 +81,7 @@ func newExplainFlags(name string) *explainFlags {
 	f := &explainFlags{}
 	f.bind()
 	f.own = pflag.NewFlagSet("explain", pflag.ContinueOnError)
-	f.own.StringArrayVarP(&f.opts.files, "filename", "f", nil, "Explain the workloads of these manifest files instead of a cluster: a file, a directory (its .yaml, .yml and .json files, recursively) or - for stdin; repeatable. No cluster is read.")
+	f.own.StringArrayVarP(&f.opts.files, "filename", "f", nil, "Explain the workloads of these manifest files instead of a cluster: a file, a directory (its .yaml, .yml and .json files, recursively; a symbolic link in it is refused) or - for stdin; repeatable; at most 32 MiB a file and in all. No cluster is read.")
 	f.own.BoolVar(&f.opts.all, "all", false, "Explain every opted-in workload (a Ripple or Reloader trigger annotation, or every workload with --auto-reload-all), one line each; with -f, also every workload with findings.")
 	f.own.BoolVar(&f.opts.pending, "pending", false, "List every workload whose reload waits for an approval (reload policy manual) or for its reload window, with --all's columns; implies --all.")
 	f.own.BoolVarP(&f.opts.allNamespaces, "all-namespaces", "A", false, "With --all or --pending: in every namespace.")

@@ -43,7 +43,7 @@ func newPlanFlags(name string) *planFlags {
 	f := &planFlags{}
 	f.own = pflag.NewFlagSet("plan", pflag.ContinueOnError)
 	f.own.SortFlags = false
-	f.own.StringArrayVar(&f.old, "old", nil, "The manifests before the change: a file, a directory (its .yaml, .yml and .json files, recursively) or - for stdin; repeatable. Required.")
+	f.own.StringArrayVar(&f.old, "old", nil, "The manifests before the change: a file, a directory (its .yaml, .yml and .json files, recursively; a symbolic link in it is refused) or - for stdin; repeatable; at most 32 MiB a file and in all. Required.")
 	f.own.StringArrayVar(&f.cur, "new", nil, "The manifests after the change, as --old; repeatable. Required. The workloads that read a changed config are read from these.")
 	f.own.StringVarP(&f.namespace, "namespace", "n", "", "Namespace of the objects that have none (default \"default\"), as kubectl apply -n.")
 	f.own.StringVarP(&f.output, "output", "o", impact.FormatText, "Output format: "+strings.Join(impact.Formats, ", ")+" (GitHub-flavoured, for a pull-request comment).")

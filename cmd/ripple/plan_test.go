@@ -122,11 +122,20 @@ func TestPlanErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("kind: ConfigMap\nmetadata: [not, a, map\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	linked := t.TempDir()
+	target, err := filepath.Abs(filepath.Join(planNew, "configs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(linked, "configs.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	tests := map[string]struct {
 		args   []string
 		code   int
 		stderr string
 	}{
+		"a link in a tree":   {[]string{"--old", planOld, "--new", linked}, 1, "--new: " + filepath.Join(linked, "configs.yaml") + " is a symbolic link"},
 		"unknown output":     {[]string{"--old", planOld, "--new", planNew, "-o", "yaml"}, 2, `--output: "yaml" is not a format; use text, json, markdown`},
 		"no --new":           {[]string{"--old", planOld}, 2, "--old and --new are required"},
 		"an argument":        {[]string{"--old", planOld, "--new", planNew, "extra"}, 2, `unexpected argument "extra"`},

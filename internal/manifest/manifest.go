@@ -33,6 +33,19 @@ const Stdin = "-"
 // stdinName names standard input in errors.
 const stdinName = "<stdin>"
 
+// The bounds of what one Load reads (each of plan's --old and --new,
+// explain's -f). Decoding costs many times its input in memory (YAML to
+// JSON to objects: a 64 MiB value took 1.9 GiB), and the input may be a
+// pull request's; a Kubernetes object is at most 1.5 MiB (etcd's default
+// bound), so real manifests, a whole cluster's rendered charts included,
+// stay far below.
+const (
+	// maxFile bounds one file, or stdin.
+	maxFile = 32 << 20
+	// maxTotal bounds all the files of one Load.
+	maxTotal = 32 << 20
+)
+
 // extensions are the files a directory walk loads; a file named on its own
 // loads whatever its name.
 var extensions = []string{".yaml", ".yml", ".json"}
@@ -47,14 +60,20 @@ var extensions = []string{".yaml", ".yml", ".json"}
 // as written: without an API server there is no knowing whether their kind
 // is namespaced at all.
 //
+// A file over maxFile, or files over maxTotal in all, are refused. A
+// directory's walk reads regular files only: a symbolic link in it is
+// refused, wherever it points. A path named in paths is read wherever it
+// points, as the user named it.
+//
 // Errors name the file and the 1-based document at fault.
 func Load(paths []string, stdin io.Reader, namespace string) ([]client.Object, error) {
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
 	}
+	b := &budget{left: maxTotal}
 	var out []client.Object
 	for _, p := range paths {
-		objs, err := loadPath(p, stdin, namespace)
+		objs, err := loadPath(p, stdin, namespace, b)
 		if err != nil {
 			return nil, err
 		}
@@ -64,26 +83,26 @@ func Load(paths []string, stdin io.Reader, namespace string) ([]client.Object, e
 }
 
 // loadPath loads one argument of Load.
-func loadPath(path string, stdin io.Reader, namespace string) ([]client.Object, error) {
+func loadPath(path string, stdin io.Reader, namespace string, b *budget) ([]client.Object, error) {
 	if path == Stdin {
 		if stdin == nil {
 			return nil, errors.New("reading stdin: no input")
 		}
-		return decode(stdinName, stdin, namespace)
+		return b.decode(stdinName, stdin, namespace)
 	}
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err // names the path already
 	}
 	if !info.IsDir() {
-		return loadFile(path, namespace)
+		return loadFile(path, namespace, b)
 	}
 	var out []client.Object
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !hasExtension(p) {
 			return err
 		}
-		objs, err := loadFile(p, namespace)
+		objs, err := loadWalked(p, d, namespace, b)
 		out = append(out, objs...)
 		return err
 	})
@@ -96,13 +115,61 @@ func hasExtension(p string) bool {
 }
 
 // loadFile loads the objects of one file.
-func loadFile(path, namespace string) ([]client.Object, error) {
+func loadFile(path, namespace string, b *budget) ([]client.Object, error) {
 	f, err := os.Open(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }() // read only: a close error loses nothing
-	return decode(path, f, namespace)
+	return b.decode(path, f, namespace)
+}
+
+// loadWalked loads the file at p that a directory's walk met as d. Only a
+// regular file: the tree may be a pull request's, whose author chooses
+// where a link points (a file outside the tree, /dev/zero), and whether
+// it points inside the tree cannot be checked without a race with the
+// open. Helm and kustomize write no links; a linked file can be named on
+// its own.
+func loadWalked(p string, d fs.DirEntry, namespace string, b *budget) ([]client.Object, error) {
+	info, err := d.Info() // of the entry itself, not followed
+	switch {
+	case err != nil:
+		return nil, err
+	case info.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%s is a symbolic link: a directory's links are not followed; name the file it points to on its own to load it", p)
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file: a directory's walk reads regular files only", p)
+	}
+	f, err := os.Open(filepath.Clean(p))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read only: a close error loses nothing
+	// The file opened must be the one checked: not one put there since.
+	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
+		return nil, fmt.Errorf("%s was replaced while it was read", p)
+	}
+	return b.decode(p, f, namespace)
+}
+
+// budget is what one Load may still read, of maxTotal.
+type budget struct{ left int }
+
+// decode reads all of r, named name, within maxFile and what is left of
+// maxTotal, and decodes it: nothing of an input over its bound is decoded.
+func (b *budget) decode(name string, r io.Reader, namespace string) ([]client.Object, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	switch {
+	case len(data) > maxFile:
+		return nil, fmt.Errorf("%s: larger than %d MiB, the most read of one file", name, maxFile>>20)
+	case len(data) > b.left:
+		return nil, fmt.Errorf("%s: over %d MiB with the files before it, the most read in all", name, maxTotal>>20)
+	}
+	b.left -= len(data)
+	return decode(name, bytes.NewReader(data), namespace)
 }
 
 // decode splits r into documents and each document into objects. name is

@@ -243,3 +243,80 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// The input is bounded: a file over maxFile, or files over maxTotal in
+// all, is refused before it is decoded, with an error naming the file and
+// the bound; stdin is bounded as a file is.
+func TestLoadBoundsTheInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, size int) string {
+		p := filepath.Join(dir, name)
+		doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + strings.TrimSuffix(name, ".yaml") + "\ndata:\n  v: "
+		if err := os.WriteFile(p, []byte(doc+strings.Repeat("x", size-len(doc))+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := write("big.yaml", maxFile+1)
+	half := write("half.yaml", maxTotal/2+1)
+	fits := write("fits.yaml", 1024)
+	bigStdin, err := os.Open(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bigStdin.Close() }()
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		stdin io.Reader
+		want  string
+	}{
+		{"one file over the bound", []string{fits, big}, nil, big + ": larger than 32 MiB, the most read of one file"},
+		{"stdin over the bound", []string{Stdin}, bigStdin, "<stdin>: larger than 32 MiB, the most read of one file"},
+		{"files over the bound in all", []string{half, half}, nil, half + ": over 32 MiB with the files before it, the most read in all"},
+		{"a directory's files over the bound in all", []string{dir}, nil, "larger than 32 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Load(tc.paths, tc.stdin, "")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load returned %d objects, error %v; want an error saying %q", len(objs), err, tc.want)
+			}
+		})
+	}
+	if objs, err := Load([]string{fits, half}, nil, ""); err != nil || len(objs) != 2 {
+		t.Errorf("Load of files within the bounds: %d objects, %v", len(objs), err)
+	}
+}
+
+// A directory's walk reads the regular files in it only: a symbolic link
+// named like a manifest is refused, wherever it points (the tree may be a
+// pull request's, whose author chooses its links), naming the link; a
+// link named on its own is read, as the user named it.
+func TestLoadRefusesLinksInADirectory(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(outside, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"outside the tree": outside,
+		"inside the tree":  "app.yaml",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(dir, "z-link.yaml")
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			objs, err := Load([]string{dir}, nil, "")
+			if want := link + " is a symbolic link"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Load returned %d objects, error %v; want an error saying %q", len(objs), err, want)
+			}
+			if objs, err := Load([]string{link}, nil, ""); err != nil || len(objs) != 1 {
+				t.Errorf("Load of the link named on its own: %d objects, %v", len(objs), err)
+			}
+		})
+	}
+}

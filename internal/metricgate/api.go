@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -41,6 +42,9 @@ func NewAPI(address, dir string) (Querier, error) {
 		return nil, fmt.Errorf("%q is not an http or https URL", address)
 	}
 	cfg := config.DefaultHTTPClientConfig
+	// The credentials are added to every request, a redirected one too:
+	// a Prometheus (or whoever answers for it) could send them anywhere.
+	cfg.FollowRedirects = false
 	if dir != "" {
 		has := func(name string) (string, bool, error) {
 			p := filepath.Join(dir, name)
@@ -69,6 +73,12 @@ func NewAPI(address, dir string) (Querier, error) {
 	hc, err := config.NewClientFromConfig(cfg, "ripple-canary-query")
 	if err != nil {
 		return nil, fmt.Errorf("the credentials in %s: %w", dir, err)
+	}
+	// An error rather than the 3xx answer itself, which the API client
+	// would tell as a bare status code. The HTTP client's error adds the
+	// redirect's target (its URL).
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error {
+		return fmt.Errorf("the Prometheus API at %s answered with a redirect, which is not followed so that Ripple's credentials go to --prometheus-url only; set --prometheus-url to where it redirects", u.Host)
 	}
 	c, err := api.NewClient(api.Config{Address: address, Client: hc})
 	if err != nil {
