@@ -25,9 +25,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -80,7 +82,21 @@ type Handler struct {
 	// Budget bounds a verdict; zero is DefaultBudget.
 	Budget time.Duration
 	Log    logr.Logger
+
+	// slots holds a token per verdict in flight (MaxInFlight).
+	slots chan struct{}
+	once  sync.Once
+	// sometimes thins the log lines of reviews let through unchecked:
+	// whoever reaches the port chooses how many there are.
+	sometimes rate.Sometimes
 }
+
+// MaxInFlight is how many verdicts a replica makes at once; a review
+// past it is let through unchecked at once. A verdict plans every reader
+// of a config on every CPU, and anyone who reaches the port may send
+// reviews: more at once would only wait, and take the CPUs the reloads
+// need.
+const MaxInFlight = 2
 
 // Webhook is h served as an admission webhook.
 func (h *Handler) Webhook() *admission.Webhook {
@@ -90,13 +106,24 @@ func (h *Handler) Webhook() *admission.Webhook {
 // Handle answers one review: allowed, with the verdict as a warning when
 // a workload reads the config; denied when the guard's limit holds it.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	h.once.Do(func() {
+		h.slots = make(chan struct{}, MaxInFlight)
+		h.sometimes = rate.Sometimes{First: 1, Interval: 10 * time.Second}
+	})
 	old, cur, err := h.decode(req)
 	if err != nil { // an error answer would deny: only the guard denies
-		h.Log.Error(err, "reading a config write; it is let through", "config", klog.KRef(req.Namespace, req.Name), "kind", req.Kind.Kind)
+		h.logSometimes(err, "reading a config write; it is let through", req)
 		return admission.Allowed("").WithWarnings("ripple: could not read this write; it is not checked")
 	}
 	if old == nil && cur == nil {
 		return admission.Allowed("")
+	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		h.logSometimes(errBusy, "no verdict for a config write; it is let through", req)
+		return admission.Allowed("").WithWarnings("ripple: busy checking other writes; this one is not checked")
 	}
 	budget := h.Budget
 	if budget <= 0 {
@@ -112,7 +139,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	switch {
 	case err != nil:
-		h.Log.Error(err, "no verdict for a config write; it is let through", "config", klog.KRef(req.Namespace, req.Name), "kind", req.Kind.Kind)
+		h.logSometimes(err, "no verdict for a config write; it is let through", req)
 		why := "could not tell what this change rolls"
 		if errors.Is(err, context.DeadlineExceeded) {
 			why = "could not tell in time what this change rolls"
@@ -136,6 +163,16 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// errBusy is why a review past MaxInFlight gets no verdict.
+var errBusy = fmt.Errorf("%d verdicts in flight already", MaxInFlight)
+
+// logSometimes logs err for req at most once in the sometimes interval.
+func (h *Handler) logSometimes(err error, msg string, req admission.Request) {
+	h.sometimes.Do(func() {
+		h.Log.Error(err, msg+" (repeats within 10s are not logged)", "config", klog.KRef(req.Namespace, req.Name), "kind", req.Kind.Kind)
+	})
 }
 
 // decode reads the config before and after the write, nil where there

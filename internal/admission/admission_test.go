@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -379,5 +382,52 @@ func TestVerdictIsNoOracle(t *testing.T) {
 				t.Errorf("answer %s: want the write told as rolling its reader", right)
 			}
 		})
+	}
+}
+
+// At most MaxInFlight verdicts are made at once: a review past them is let
+// through at once, told it is not checked, and logged once however many
+// come; a review after they end gets its verdict.
+func TestBusyReviewsAreNotChecked(t *testing.T) {
+	h := handler(t, readers("shop", 3, refs.ConfigMap))
+	var logged atomic.Int32
+	h.Log = funcr.New(func(string, string) { logged.Add(1) }, funcr.Options{})
+	inner := h.Assessor
+	release, started := make(chan struct{}), make(chan struct{}, MaxInFlight)
+	h.Assessor = func() impact.Assessor {
+		a := inner()
+		find := a.Find
+		a.Find = func(ctx context.Context, k workload.Kind, ns string, c refs.Ref) ([]client.Object, error) {
+			started <- struct{}{}
+			<-release
+			return find(ctx, k, ns, c)
+		}
+		return a
+	}
+	write := review(t, admissionv1.Update, configMap("shop", before, nil), configMap("shop", after, nil))
+	var wg sync.WaitGroup
+	for range MaxInFlight {
+		wg.Go(func() {
+			if resp := h.Handle(t.Context(), write); len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "rolls 3 workloads") {
+				t.Errorf("a verdict in flight: warnings %q", resp.Warnings)
+			}
+		})
+	}
+	for range MaxInFlight {
+		<-started
+	}
+	for range 20 {
+		resp := h.Handle(t.Context(), write)
+		if !resp.Allowed || len(resp.Warnings) != 1 || resp.Warnings[0] != "ripple: busy checking other writes; this one is not checked" {
+			t.Fatalf("a review past the verdicts in flight: allowed %v, warnings %q", resp.Allowed, resp.Warnings)
+		}
+	}
+	if n := logged.Load(); n != 1 {
+		t.Errorf("20 reviews let through unchecked logged %d lines, want 1", n)
+	}
+	close(release)
+	wg.Wait()
+	if resp := h.Handle(t.Context(), write); len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "rolls 3 workloads") {
+		t.Errorf("a review after the others ended: warnings %q", resp.Warnings)
 	}
 }

@@ -70,7 +70,7 @@ func (a Assessor) Assess(ctx context.Context, old, cur client.Object, now time.T
 	if err != nil {
 		return Verdict{}, err
 	}
-	return Of(ch, cs, now), nil
+	return Of(ctx, ch, cs, now)
 }
 
 // Consumers reads the write of cur over old as a Change, and the
@@ -113,8 +113,8 @@ func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change
 	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester, Canaries: a.Canaries}
 	cs := make([]*Consumer, len(objs))
 	errs := make([]error, len(objs))
-	eachAtOnce(len(objs), func(i int) { cs[i], errs[i] = a.consumer(ctx, g, objs[i].kind, objs[i].obj) })
-	if err := errors.Join(errs...); err != nil {
+	err := eachAtOnce(ctx, len(objs), func(i int) { cs[i], errs[i] = a.consumer(ctx, g, objs[i].kind, objs[i].obj) })
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return ch, nil, err
 	}
 	out := make([]Consumer, 0, len(cs))

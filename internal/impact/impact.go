@@ -17,6 +17,7 @@ package impact
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"maps"
 	"runtime"
@@ -149,12 +150,18 @@ type Verdict struct {
 // the canaries chosen among the workloads it rolls, and each workload's
 // plan once they passed, which tells the waits of its own (a reload
 // window, an approval) that the wait for the canary hides until then.
-func Of(ch Change, cs []Consumer, now time.Time) Verdict {
+//
+// It stops planning when ctx ends, with ctx's error: a verdict nobody
+// waits for any more must not keep every CPU busy.
+func Of(ctx context.Context, ch Change, cs []Consumer, now time.Time) (Verdict, error) {
 	ins := make([]plan.Input, len(cs))
 	for i, c := range cs {
 		ins[i] = inputOf(ch, c.Input, now)
 	}
-	plans := settledAll(ins, now)
+	plans, err := settledAll(ctx, ins, now)
+	if err != nil {
+		return Verdict{}, err
+	}
 	held := plans
 	var chosen *canary.State
 	if ask, cands := asked(ch.Config, cs, plans); ask != nil {
@@ -165,7 +172,9 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 		for i := range ins {
 			ins[i].Canaries = map[refs.Ref]canary.State{ch.Config: passed}
 		}
-		plans = settledAll(ins, now)
+		if plans, err = settledAll(ctx, ins, now); err != nil {
+			return Verdict{}, err
+		}
 	}
 	v := Verdict{Namespace: ch.Namespace, Kind: string(ch.Config.Kind), Name: ch.Config.Name, Op: ch.Op(), Keys: []KeyChange{}, Workloads: []Workload{}}
 	var readers []plan.Input
@@ -195,7 +204,7 @@ func Of(ch Change, cs []Consumer, now time.Time) Verdict {
 	}
 	v.Keys = keyChanges(ch, readers)
 	v.Summary = summary(v)
-	return v
+	return v, nil
 }
 
 func cmpBool(a, b bool) int {
@@ -258,27 +267,29 @@ func recorded(in plan.Input, config refs.Ref, sum string) map[string]string {
 // rebuilds the window by too): a plan costs about a tenth of a
 // millisecond, and an admission review waits for all of a shared
 // config's readers.
-func settledAll(ins []plan.Input, now time.Time) []plan.Plan {
+func settledAll(ctx context.Context, ins []plan.Input, now time.Time) ([]plan.Plan, error) {
 	written := func(refs.Ref) time.Time { return now }
 	plans := make([]plan.Plan, len(ins))
-	eachAtOnce(len(ins), func(i int) { plans[i] = standing.Settled(ins[i], written) })
-	return plans
+	err := eachAtOnce(ctx, len(ins), func(i int) { plans[i] = standing.Settled(ins[i], written) })
+	return plans, err
 }
 
-// eachAtOnce calls f for every index below n, on every CPU at once; f
-// must only read what the calls share (plan.For is pure, the readers
-// are caches).
-func eachAtOnce(n int, f func(i int)) {
+// eachAtOnce calls f for every index below n, on every CPU at once, until
+// ctx ends (then it returns ctx's error, some indexes not called); f must
+// only read what the calls share (plan.For is pure, the readers are
+// caches).
+func eachAtOnce(ctx context.Context, n int, f func(i int)) error {
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				f(i)
 			}
 		})
 	}
 	wg.Wait()
+	return ctx.Err()
 }
 
 // asked is the canary ask of config's change, if a plan asks for one, and

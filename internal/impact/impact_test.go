@@ -3,6 +3,7 @@ package impact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -262,13 +263,34 @@ func TestVerdictBreaker(t *testing.T) {
 			cs[i].Input.Storm = plan.Storm{ID: "an earlier change", Seen: []time.Time{saturday.Add(-time.Minute)}}
 		}
 	}
-	v := Of(ch, cs, saturday)
+	v, err := Of(t.Context(), ch, cs, saturday)
+	if err != nil {
+		t.Fatal(err)
+	}
 	i := slices.IndexFunc(v.Workloads, func(w Workload) bool { return w.Name == "web" })
 	if i < 0 || v.Workloads[i].State != standing.Waiting || v.Workloads[i].Reason != reason.ReloadHeld || v.Rolls != 2 || !strings.Contains(v.Summary, "1 waits for the storm breaker") {
 		t.Errorf("workloads %+v, summary %q; want web held by the breaker", v.Workloads, v.Summary)
 	}
 	if w := v.Workloads[slices.IndexFunc(v.Workloads, func(w Workload) bool { return w.Name == "api" })]; w.State != standing.Pending {
 		t.Errorf("api: %+v; want it to roll", w)
+	}
+}
+
+// A verdict whose context has ended plans nothing more and says why: an
+// admission review nobody waits for must not keep the CPUs busy.
+func TestVerdictStopsWithItsContext(t *testing.T) {
+	a := assessor(settings(t), deployment("web", nil), deployment("api", nil), configMap(after, nil))
+	ch, cs, err := a.Consumers(t.Context(), configMap(before, nil), configMap(after, nil))
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("consumers %v, %v", cs, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if v, err := Of(ctx, ch, cs, saturday); !errors.Is(err, context.Canceled) || len(v.Workloads) != 0 {
+		t.Errorf("an ended context: verdict %+v, error %v; want none, context.Canceled", v, err)
+	}
+	if _, err := a.Assess(ctx, configMap(before, nil), configMap(after, nil), saturday); !errors.Is(err, context.Canceled) {
+		t.Errorf("Assess with an ended context: %v; want context.Canceled", err)
 	}
 }
 
