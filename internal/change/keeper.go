@@ -168,26 +168,36 @@ func (k *Keeper) Refused(ns string) (string, bool) {
 // workloads waiting for the change's canary must then be told.
 func (k *Keeper) created(ns string, err error) bool {
 	var status apierrors.APIStatus
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	var full fullError
+	var why, metric string
 	switch {
 	case err == nil:
+		k.mu.Lock()
 		delete(k.refused, ns)
+		k.mu.Unlock()
+		return false
+	case errors.As(err, &full):
+		why, metric = full.Error(), "full"
 	case apierrors.IsForbidden(err) && errors.As(err, &status):
-		if k.refused == nil {
-			k.refused = map[string]string{}
-		}
-		before, ok := k.refused[ns]
-		if !ok && len(k.refused) >= maxRefused {
-			for other := range k.refused {
-				delete(k.refused, other)
-				break
-			}
-		}
-		k.refused[ns] = status.Status().Message
-		return before != k.refused[ns]
+		why, metric = status.Status().Message, "forbidden"
+	default:
+		return false
 	}
-	return false
+	k.Metrics.ChangeRefused(metric)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.refused == nil {
+		k.refused = map[string]string{}
+	}
+	before, ok := k.refused[ns]
+	if !ok && len(k.refused) >= maxRefused {
+		for other := range k.refused {
+			delete(k.refused, other)
+			break
+		}
+	}
+	k.refused[ns] = why
+	return before != why
 }
 
 type staleCount struct {
@@ -268,6 +278,12 @@ func (k *Keeper) begin(ctx context.Context, key Key, cfg client.Object, revision
 		return ctrl.Result{RequeueAfter: wait}, nil // the namespace's changes come too fast: the data then gets the object
 	}
 	cr, err := k.createWithin(ctx, key, cfg, revision)
+	if errors.As(err, new(fullError)) {
+		if noticed {
+			k.Notice(key)
+		}
+		return ctrl.Result{RequeueAfter: fullRetry}, nil // told once (created); a change in flight ends in its own time
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -552,10 +568,28 @@ func (k *Keeper) createWithin(ctx context.Context, key Key, cfg client.Object, r
 	mu.Lock()
 	defer mu.Unlock()
 	if err := k.makeRoom(ctx, key.Namespace); err != nil {
+		if k.created(key.Namespace, err) && k.Wake != nil {
+			k.Wake(ctx, key.Namespace, key.Config)
+		}
 		return nil, err
 	}
 	return k.create(ctx, key, cfg, revision)
 }
+
+// fullError is why a change gets no ConfigRollout while its namespace's
+// bound is taken by changes in flight: deleting one of them would lose a
+// halt, or restart a canary, to a tenant's next write.
+type fullError struct {
+	ns    string
+	bound int
+}
+
+func (e fullError) Error() string {
+	return fmt.Sprintf("namespace %s has %d changes in flight, the most --config-rollouts-per-namespace keeps: a new change gets no ConfigRollout until one of them ends", e.ns, e.bound)
+}
+
+// fullRetry is how soon a change refused for a full namespace looks again.
+const fullRetry = 30 * time.Second
 
 func fnv32(s string) uint32 {
 	h := fnv.New32a()
@@ -568,8 +602,9 @@ func fnv32(s string) uint32 {
 // made a moment ago.
 const nearBound = 10
 
-// makeRoom deletes the oldest ConfigRollouts of ns, those done first, so
-// that one more stays within the namespace's bound.
+// makeRoom deletes the oldest done ConfigRollouts of ns so that one more
+// stays within the namespace's bound; a fullError when too few are done:
+// a change in flight, halted or not, is never deleted to make room.
 func (k *Keeper) makeRoom(ctx context.Context, ns string) error {
 	bound := cmp.Or(k.PerNamespace, v1alpha1.DefaultPerNamespace)
 	var l v1alpha1.ConfigRolloutList
@@ -588,23 +623,16 @@ func (k *Keeper) makeRoom(ctx context.Context, ns string) error {
 	}
 	newestFirst(items)
 	slices.Reverse(items)
-	slices.SortStableFunc(items, func(a, b v1alpha1.ConfigRollout) int {
-		// Done first, each group oldest first.
-		return cmp.Compare(boolRank(!Done(a.Status)), boolRank(!Done(b.Status)))
-	})
+	items = slices.DeleteFunc(items, func(cr v1alpha1.ConfigRollout) bool { return !Done(cr.Status) })
+	if len(items) < over {
+		return fullError{ns: ns, bound: bound}
+	}
 	for i := range items[:over] {
 		if err := k.delete(ctx, &items[i]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (k *Keeper) delete(ctx context.Context, cr *v1alpha1.ConfigRollout) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ type world struct {
 	clk    *clocktesting.FakeClock
 	fleet  *fleet
 	writes map[string]int
+	reg    *prometheus.Registry
 	// refuse, when set, is what the API server answers a create of a
 	// ConfigRollout.
 	refuse error
@@ -76,7 +78,8 @@ func newWorld(t *testing.T) *world {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	m, err := metrics.New(prometheus.NewRegistry(), false)
+	w.reg = prometheus.NewRegistry()
+	m, err := metrics.New(w.reg, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +286,10 @@ func TestNamespaceBound(t *testing.T) {
 		if err := w.c.Create(t.Context(), cr); err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 { // the oldest is in flight, the next done: the done one goes first
-			continue
-		}
 		cr.Status.Phase = v1alpha1.PhasePropagated
+		if i == 0 { // the oldest is halted, the next done: the done ones go
+			cr.Status.Phase = v1alpha1.PhaseHalted
+		}
 		if err := w.c.Status().Update(t.Context(), cr); err != nil {
 			t.Fatal(err)
 		}
@@ -303,6 +306,86 @@ func TestNamespaceBound(t *testing.T) {
 	if len(names) != 3 || names[1] != "other-4" || names[2] != "other-0" {
 		t.Errorf("kept %v; want the new change, other-4 (the newest done) and other-0 (in flight)", names)
 	}
+}
+
+// A namespace whose bound is taken by changes in flight loses none of
+// them, a halted one least of all, to a new change: the new change gets
+// no ConfigRollout, and is told (Refused, which holds a canaried change
+// with CanaryUnkept) and counted, until one of them ends.
+func TestNamespaceFullRefusesTheNewChange(t *testing.T) {
+	w := newWorld(t)
+	w.k.PerNamespace = 3
+	var flight []*v1alpha1.ConfigRollout
+	for i, phase := range []v1alpha1.Phase{v1alpha1.PhaseHalted, v1alpha1.PhaseRolling, v1alpha1.PhaseRolling} {
+		name := fmt.Sprint("other-", i)
+		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: name}, Revision: "r"}}
+		w.clk.Step(time.Second)
+		if err := w.c.Create(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+		cr.Status.Phase = phase
+		if err := w.c.Status().Update(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+		flight = append(flight, cr)
+	}
+	woken := 0
+	w.k.Wake = func(context.Context, string, refs.Ref) { woken++ }
+	w.clk.Step(time.Second)
+	w.setData("v2")
+	*w.fleet = fleet{managed("a", plan.Changed, rollout.Complete)}
+	key := Key{Namespace: "shop", Config: config}
+	for range 2 {
+		w.k.Notice(key)
+		if again := w.reconcile(); again != fullRetry {
+			t.Errorf("a refused change is looked at again after %s, want %s", again, fullRetry)
+		}
+		w.clk.Step(time.Minute)
+	}
+	if n := len(w.rollouts()); n != 3 {
+		t.Fatalf("%d ConfigRollouts, want the 3 in flight and no new one", n)
+	}
+	if why, ok := w.k.Refused("shop"); !ok || !strings.Contains(why, "--config-rollouts-per-namespace") {
+		t.Errorf("Refused(shop) = %q, %v; want why, naming the flag", why, ok)
+	}
+	if woken != 1 {
+		t.Errorf("the config's workloads were woken %d times, want once: the refusal is news once", woken)
+	}
+	if n := refusedCount(t, w.reg, "full"); n != 2 {
+		t.Errorf("ripple_config_rollouts_refused_total{why=full} = %v, want 2", n)
+	}
+	// A change in flight ends: the next look makes the new change's.
+	flight[1].Status.Phase = v1alpha1.PhasePropagated
+	if err := w.c.Status().Update(t.Context(), flight[1]); err != nil {
+		t.Fatal(err)
+	}
+	w.k.Notice(key)
+	w.reconcile()
+	var names []string
+	for _, cr := range w.rollouts() {
+		names = append(names, cr.Name)
+	}
+	if _, ok := w.k.Refused("shop"); ok || len(names) != 3 || slices.Contains(names, "other-1") || !slices.Contains(names, "other-0") {
+		t.Errorf("kept %v; want the new change and the two in flight, the halted other-0 among them, and the refusal forgotten", names)
+	}
+}
+
+// refusedCount is ripple_config_rollouts_refused_total{why} in reg.
+func refusedCount(t *testing.T, reg *prometheus.Registry, why string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == "ripple_config_rollouts_refused_total" && m.GetLabel()[0].GetValue() == why {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func TestSecretWithoutKeyHasNoObject(t *testing.T) {

@@ -11,6 +11,7 @@ type changes struct {
 	propagation *prometheus.HistogramVec
 	stale       *prometheus.GaugeVec
 	writes      *prometheus.CounterVec
+	refused     *prometheus.CounterVec
 }
 
 func newChanges() changes {
@@ -22,11 +23,13 @@ func newChanges() changes {
 			"Workloads that read a config but keep its old data until someone restarts them (not opted in, or under the notify policy), in the latest change of each config, by config kind.", "kind"),
 		writes: counterVec("ripple_config_rollout_writes_total",
 			"Writes of ConfigRollouts by the change controller, by operation (create, status, label: the latest label moved off an older change, delete).", "op"),
+		refused: counterVec("ripple_config_rollouts_refused_total",
+			"Changes whose ConfigRollout could not be made, by why: full (the namespace has --config-rollouts-per-namespace changes in flight) or forbidden (the API server refused the create: no right, a quota). A canaried change among them is held (CanaryUnkept).", "why"),
 	}
 }
 
 func (c changes) changeCollectors() []prometheus.Collector {
-	return []prometheus.Collector{c.propagation, c.stale, c.writes}
+	return []prometheus.Collector{c.propagation, c.stale, c.writes, c.refused}
 }
 
 // Propagated records a change of a config of kind that propagated d after
@@ -38,6 +41,10 @@ func (m *Metrics) Propagated(kind string, d time.Duration) {
 // StaleConsumers sets how many stale consumers the latest changes of
 // configs of kind have.
 func (m *Metrics) StaleConsumers(kind string, n int) { m.stale.WithLabelValues(kind).Set(float64(n)) }
+
+// ChangeRefused counts one change whose ConfigRollout could not be made
+// (why: full, forbidden).
+func (m *Metrics) ChangeRefused(why string) { m.refused.WithLabelValues(why).Inc() }
 
 // ChangeWrite counts one write of a ConfigRollout (op: create, status,
 // label, delete).
