@@ -218,7 +218,7 @@ func setConditions(st *v1alpha1.ConfigRolloutStatus, chosen *canary.State, now t
 	if st.Phase == v1alpha1.PhaseHalted {
 		halted.Status, halted.Reason, halted.Message = metav1.ConditionTrue, string(reason.RolloutHalted), "the change is halted"
 		if chosen != nil && chosen.Why != "" {
-			halted.Message = "the change failed on its canary: " + chosen.Why
+			halted.Message = "the change failed on its canary: " + truncate(chosen.Why, maxWhy)
 		}
 	}
 	set(halted)

@@ -2,6 +2,7 @@ package change
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,6 +165,14 @@ func TestHaltedCanary(t *testing.T) {
 	}
 	if st.Canary == nil || st.Canary.Workloads[0].Name != "a" {
 		t.Errorf("canary %+v", st.Canary)
+	}
+	// A why as long as a tenant's series can make it is bounded in the
+	// condition as in status.canary.why: past the object's size, the halt
+	// would never be written.
+	c.Why = strings.Repeat("x", 64<<10)
+	st = Status(v1alpha1.ConfigRolloutStatus{}, []Consumer{managed("a", plan.Unchanged, rollout.Stalled), held}, &c, false, t0)
+	if h := apimeta.FindStatusCondition(st.Conditions, v1alpha1.Halted); h == nil || len(h.Message) > maxWhy+64 || len(st.Canary.Why) > maxWhy {
+		t.Errorf("a 64 KiB why: Halted's message %d bytes, status.canary.why %d; want at most about %d", len(h.Message), len(st.Canary.Why), maxWhy)
 	}
 }
 

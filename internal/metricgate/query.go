@@ -175,12 +175,24 @@ func (q Query) Judge(v model.Value) Result {
 		if !q.holds(f) {
 			of := ""
 			if len(s.Metric) > 0 {
-				of = " for " + s.Metric.String()
+				of = " for " + clipSeries(s.Metric.String())
 			}
 			return Result{Fail: fmt.Sprintf("the query gave %s%s, which is not %s %s", strconv.FormatFloat(f, 'g', 6, 64), of, q.op, strconv.FormatFloat(q.threshold, 'g', -1, 64))}
 		}
 	}
 	return Result{}
+}
+
+// maxSeries bounds a failing series' labels in a result: they are the
+// tenant's to choose, and the result goes into Events, a ConfigRollout's
+// status and an alert.
+const maxSeries = 256
+
+func clipSeries(s string) string {
+	if len(s) <= maxSeries {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxSeries], "") + "…}"
 }
 
 func (q Query) holds(v float64) bool {

@@ -113,10 +113,16 @@ func TestJudge(t *testing.T) {
 		{v: vec(), none: "no value"},
 		{v: vec(0.01, math.NaN()), none: "NaN"},
 		{v: model.Matrix{}, none: "not a value"},
+		// A tenant's 20 KB of labels: the result stays short.
+		{v: model.Vector{&model.Sample{Metric: model.Metric{"pod": "web-a", "junk": model.LabelValue(strings.Repeat("x", 20<<10))}, Value: 1}},
+			fail: `the query gave 1 for {junk="xxx`},
 	} {
 		got := q.Judge(c.v)
 		if (c.fail == "") != (got.Fail == "") || !strings.Contains(got.Fail, c.fail) || (c.none == "") != (got.None == "") || !strings.Contains(got.None, c.none) {
 			t.Errorf("Judge(%v) = %+v, want fail %q, none %q", c.v, got, c.fail, c.none)
+		}
+		if len(got.Fail) > 400 {
+			t.Errorf("Judge gave a result of %d bytes: a series' labels are not bounded", len(got.Fail))
 		}
 	}
 }
