@@ -322,3 +322,43 @@ func TestRestarterOwnsTheSteps(t *testing.T) {
 		t.Error("a restart whose time is gone is still kept")
 	}
 }
+
+// A workload deleted in the middle of its pod restart leaves nothing in
+// the Store: the restarter's next step forgets its restart and its pods'
+// memory, and so does its own reconcile when it comes first.
+func TestDeletedMidRestartIsForgotten(t *testing.T) {
+	for _, first := range []string{"restarter", "workload reconcile"} {
+		t.Run(first, func(t *testing.T) {
+			w := restartWorld(t, interceptor.Funcs{})
+			w.change("Deployment", "v2")
+			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
+			k := workload.Ref{Kind: "Deployment", Namespace: ns, Name: "web"}
+			if _, err := w.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			rst, fed := w.deps.Memory.Restart(k)
+			if !fed {
+				t.Fatal("the restart was not fed to the restarter")
+			}
+			w.deps.Memory.UpdatePod(k, rst.At, "uid-web-0", func(p podrestart.PodMemory) podrestart.PodMemory { return p.Refuse("a refusal") })
+			if err := w.c.Delete(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if first == "restarter" {
+				_, err = w.deps.restarts.Reconcile(t.Context(), k)
+			} else {
+				_, err = w.recs["Deployment"].Reconcile(t.Context(), req)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.deps.Memory.mu.Lock()
+			_, kept := w.deps.Memory.pods[k]
+			w.deps.Memory.mu.Unlock()
+			if kept {
+				t.Error("the deleted workload's pod memory is still kept")
+			}
+		})
+	}
+}
