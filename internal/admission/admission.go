@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,7 +346,7 @@ func Serve(mgr manager.Manager, cfg config.Admission, h *Handler) error {
 // certificate signed by a CA of the PEM file at path, and refuses the
 // handshake of one that has none.
 func ClientAuth(path string) (func(*tls.Config), error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, fmt.Errorf("--admission-client-ca: %w", err)
 	}

@@ -80,7 +80,7 @@ func TestClientCertificateAsked(t *testing.T) {
 		}
 		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		return err
 	}

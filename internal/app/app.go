@@ -500,9 +500,15 @@ func writeClient(rc *rest.Config, o client.Options) (client.Client, error) {
 // own applied fields and the other managers' names
 // (workload.TrimManagedFields), and
 // replaces a SecretProviderClassPodStatus's mounted versions by their
-// digest. (The pod statuses cannot have a ByObject entry: their API may
+// digest, and drops a ConfigRollout's annotations and managedFields,
+// which Ripple never reads and whoever may write one could fill. (The pod
+// statuses and ConfigRollouts cannot have a ByObject entry: their API may
 // not be served when the cache is built.)
 func defaultTransform(obj any) (any, error) {
+	if cr, ok := obj.(*v1alpha1.ConfigRollout); ok {
+		cr.Annotations, cr.ManagedFields = nil, nil
+		return cr, nil
+	}
 	obj, err := source.TransformPodStatus(obj)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/config"
 	"github.com/ripple-dev/ripple/internal/source"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -143,6 +144,14 @@ func TestDefaultTransform(t *testing.T) {
 	u := out.(*unstructured.Unstructured)
 	if _, found, _ := unstructured.NestedSlice(u.Object, "status", "objects"); err != nil || found || source.Digest(u) == "" {
 		t.Errorf("pod status after the transform: %v, %v", u.Object, err)
+	}
+	// A ConfigRollout's annotations are anyone's with write on it: 1 MiB
+	// of them costs Ripple's cache nothing.
+	cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "db-r1", Labels: map[string]string{v1alpha1.LabelLatest: "true"},
+		Annotations: map[string]string{"junk": strings.Repeat("x", 1<<20)}, ManagedFields: d.ManagedFields}}
+	out, err = defaultTransform(cr)
+	if c := out.(*v1alpha1.ConfigRollout); err != nil || c.Annotations != nil || c.ManagedFields != nil || c.Labels[v1alpha1.LabelLatest] != "true" {
+		t.Errorf("ConfigRollout after the transform: %+v, %v; want its labels only", c.Labels, err)
 	}
 }
 

@@ -260,7 +260,7 @@ func TestLoadBoundsTheInput(t *testing.T) {
 	big := write("big.yaml", maxFile+1)
 	half := write("half.yaml", maxTotal/2+1)
 	fits := write("fits.yaml", 1024)
-	bigStdin, err := os.Open(big)
+	bigStdin, err := os.Open(filepath.Clean(big))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,25 @@
 package chart
 
 import (
+	"context"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/hack/cluster"
 	"github.com/ripple-dev/ripple/hack/helmchart"
 	"github.com/ripple-dev/ripple/hack/kit"
@@ -67,5 +80,143 @@ func TestHelmInstallsTheCRD(t *testing.T) {
 	helm(first, "uninstall", "ripple")
 	if got := owner(); got != first+"/ripple" {
 		t.Errorf("after its release's uninstall the CRD is owned by %q", got)
+	}
+}
+
+// TestConfigRolloutWritePolicy: the chart's ConfigRollout write policy is
+// rendered by a cluster-wide install (as the CRD; none scoped, in single
+// mode or turned off) for the ConfigRollouts of the kinds it watches, and
+// on the real API server it lets
+// Ripple's ServiceAccount write them while a tenant with every right in
+// the namespace can neither mark a halted change passed, nor delete it,
+// nor plant one; the garbage collector may still delete one.
+func TestConfigRolloutWritePolicy(t *testing.T) {
+	const rel = "crpolicy"
+	var sa string // Ripple's ServiceAccount, as rendered
+	policy := func(values map[string]any) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		t.Helper()
+		_, objs := render(t, helmchart.Release{Name: rel, Namespace: relNS, Values: []map[string]any{values}})
+		if sas := find(objs, "ServiceAccount"); len(sas) == 1 {
+			sa = sas[0].GetName()
+		}
+		ps, bs := find(objs, "ValidatingAdmissionPolicy"), find(objs, "ValidatingAdmissionPolicyBinding")
+		if len(ps) == 0 && len(bs) == 0 {
+			return nil, nil
+		}
+		if len(ps) != 1 || len(bs) != 1 || !strings.HasSuffix(ps[0].GetName(), "-configrollouts") {
+			t.Fatalf("%d policies, %d bindings, want the ConfigRollouts' one each", len(ps), len(bs))
+		}
+		return ps[0], bs[0]
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		// match is the binding's matchResources as JSON; "none": no policy.
+		match string
+	}{
+		{"global", nil, "null"},
+		{"scoped", r(map[string]any{"namespaces": []any{"team-a", "team-b"}}), "none"},
+		{"Secrets ignored", r(map[string]any{"ignoreSecrets": true}),
+			`{"objectSelector":{"matchExpressions":[{"key":"ripple.dev/config-kind","operator":"NotIn","values":["secret"]}]}}`},
+		{"single", r(map[string]any{"watchGlobally": false}), "none"},
+		{"off", map[string]any{"ripple": map[string]any{"configRollouts": map[string]any{"writePolicy": false}}}, "none"},
+		{"ConfigRollouts off", map[string]any{"ripple": map[string]any{"configRollouts": map[string]any{"enabled": false}}}, "none"},
+	} {
+		p, b := policy(tc.values)
+		if p == nil {
+			if tc.match != "none" {
+				t.Errorf("%s: no policy", tc.name)
+			}
+			continue
+		}
+		m, _, _ := unstructured.NestedFieldNoCopy(b.Object, "spec", "matchResources")
+		if got, _ := json.Marshal(m); string(got) != tc.match {
+			t.Errorf("%s: matchResources %s, want %s", tc.name, got, tc.match)
+		}
+	}
+
+	ctx := t.Context()
+	p, b := policy(nil)
+	a := newApplier(t, api.Config)
+	for _, o := range []*unstructured.Unstructured{p, b} {
+		if err := a.apply(ctx, o, false); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.delete(context.WithoutCancel(ctx), o) })
+	}
+	admin := kubernetes.NewForConfigOrDie(api.Config)
+	ns := kit.NewNamespace(t, admin, "crpolicy-", nil)
+	ripple := "system:serviceaccount:" + relNS + ":" + sa
+	gc := "system:serviceaccount:kube-system:generic-garbage-collector"
+	// Every right in the namespace, for the tenant as for Ripple and the
+	// garbage collector: only the policy tells them apart.
+	all := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "everything"}, Rules: all}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []rbacv1.Subject
+	for _, u := range []string{"tenant", ripple, gc} {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "everything"}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	as := func(user string) client.Client {
+		rc := rest.CopyConfig(api.Config)
+		if user != "" {
+			rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		}
+		c, err := client.New(rc, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tenant, rippleSA := as("tenant"), as(ripple)
+	change := func(name string) *v1alpha1.ConfigRollout {
+		return &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1alpha1.LabelConfigKind: "configmap"}},
+			Spec: v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: "app", UID: "uid-app"}, Revision: "r1"}}
+	}
+	// The API server loads a new policy asynchronously: wait until it
+	// refuses the tenant's planted change (a dry run), then judge.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsForbidden(tenant.Create(ctx, change("planted"), client.DryRunAll)), nil
+	}); err != nil {
+		t.Fatalf("the policy never took effect: %v", err)
+	}
+	halted := change("app-r1")
+	if err := rippleSA.Create(ctx, halted); err != nil {
+		t.Fatalf("Ripple creates a ConfigRollout: %v", err)
+	}
+	halted.Status.Phase = v1alpha1.PhaseHalted
+	if err := rippleSA.Status().Update(ctx, halted); err != nil {
+		t.Fatalf("Ripple writes its status: %v", err)
+	}
+	passed := halted.DeepCopy()
+	passed.Status.Phase = v1alpha1.PhasePropagated
+	for what, err := range map[string]error{
+		"plants a change":        tenant.Create(ctx, change("planted")),
+		"marks the halt passed":  tenant.Status().Update(ctx, passed),
+		"deletes the halt":       tenant.Delete(ctx, halted),
+		"relabels it the latest": tenant.Patch(ctx, halted, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"ripple.dev/latest":"true"}}}`))),
+	} {
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only Ripple") {
+			t.Errorf("the tenant %s: %v, want the policy's refusal", what, err)
+		}
+	}
+	var got v1alpha1.ConfigRollout
+	if err := as("").Get(ctx, client.ObjectKeyFromObject(halted), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.PhaseHalted {
+		t.Errorf("the change is %q after the tenant's tries, want Halted", got.Status.Phase)
+	}
+	if err := as(gc).Delete(ctx, halted); err != nil {
+		t.Errorf("the garbage collector deletes a ConfigRollout: %v", err)
 	}
 }

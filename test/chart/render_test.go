@@ -49,7 +49,8 @@ func valueSets() []valueSet {
 	return []valueSet{
 		{name: "chart defaults", golden: "default", check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
 			// The Role: the Job re-create records in the release namespace.
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "ServiceAccount")
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "ServiceAccount",
+				"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 			if len(cfg.Namespaces) != 0 || cfg.LeaderElection {
 				t.Errorf("namespaces %v, leader election %v: want global mode without HA", cfg.Namespaces, cfg.LeaderElection)
 			}
@@ -58,7 +59,8 @@ func valueSets() []valueSet {
 			}
 		}},
 		{name: "Reloader's default values", reloader: true, golden: "reloader-defaults", check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
-			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "ServiceAccount")
+			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "ServiceAccount",
+				"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 			_, c := rippleDeployment(t, objs)
 			if !strings.HasPrefix(c.Image, "ghcr.io/ripple-dev/ripple:") {
 				t.Errorf("image %q: Reloader's image must be replaced by Ripple's", c.Image)
@@ -276,7 +278,7 @@ func valueSets() []valueSet {
 		}},
 		{name: "production", golden: "production", values: productionValues(), check: func(t *testing.T, objs []*unstructured.Unstructured, opts *config.Options, cfg config.Config) {
 			wantKinds(t, objs, "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "PodMonitor",
-				"PrometheusRule", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount", "ServiceMonitor", "VerticalPodAutoscaler")
+				"PrometheusRule", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount", "ServiceMonitor", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "VerticalPodAutoscaler")
 			if cfg.SettleWindow.String() != "5s" || cfg.KubeAPIQPS != 50 || cfg.KubeAPIBurst != 100 || cfg.PprofAddr != ":6061" || !opts.CSIIntegration || !cfg.MetricsByNamespace {
 				t.Errorf("config %+v", cfg)
 			}
@@ -312,7 +314,7 @@ func valueSets() []valueSet {
 				t.Errorf("Ripple's admission config %+v", cfg.Admission)
 			}
 			wantKinds(t, objs, "Certificate", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Issuer", "NetworkPolicy",
-				"Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration")
+				"Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration")
 			wantNetpol(t, objs, "443/TCP 6443/TCP", "53/UDP 53/TCP")
 		}},
 		// With the generated certificate and HA: every replica serves it.
