@@ -88,7 +88,7 @@ var (
 var foreign = []string{
 	"helm", "kubectl", "kustomize", "argocd", "flux", "kind", "k3d", "minikube",
 	"skopeo", "podman", "docker", "nerdctl", "ctr", "crane", "oras",
-	"git", "gh", "curl", "jq", "yq", "go", "sudo",
+	"git", "gh", "curl", "jq", "yq", "go", "sudo", "kube-apiserver",
 }
 
 // ours are the command lines of Ripple's own programs that begin like a
