@@ -136,7 +136,15 @@ func TestConfigRolloutWritePolicy(t *testing.T) {
 	}
 
 	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(api.Config)
+	ns := kit.NewNamespace(t, admin, "crpolicy-", nil)
 	p, b := policy(nil)
+	// The API server is shared with tests that run Ripples under other
+	// ServiceAccounts: the binding is narrowed to this test's namespace.
+	if err := unstructured.SetNestedField(b.Object, map[string]any{"namespaceSelector": map[string]any{
+		"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}, "spec", "matchResources"); err != nil {
+		t.Fatal(err)
+	}
 	a := newApplier(t, api.Config)
 	for _, o := range []*unstructured.Unstructured{p, b} {
 		if err := a.apply(ctx, o, false); err != nil {
@@ -144,8 +152,6 @@ func TestConfigRolloutWritePolicy(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = a.delete(context.WithoutCancel(ctx), o) })
 	}
-	admin := kubernetes.NewForConfigOrDie(api.Config)
-	ns := kit.NewNamespace(t, admin, "crpolicy-", nil)
 	ripple := "system:serviceaccount:" + relNS + ":" + sa
 	gc := "system:serviceaccount:kube-system:generic-garbage-collector"
 	// Every right in the namespace, for the tenant as for Ripple and the

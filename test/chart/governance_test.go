@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,20 @@ import (
 	"github.com/ripple-dev/ripple/test/inproc"
 )
 
+// approvals are the approval policy and its binding among objs (the
+// ConfigRollout write policy is another's).
+func approvals(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		for _, o := range find(objs, kind) {
+			if strings.HasSuffix(o.GetName(), "-approvals") {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
 func governance(kv map[string]any) map[string]any {
 	return map[string]any{"ripple": map[string]any{"governance": kv}}
 }
@@ -32,8 +47,8 @@ func governance(kv map[string]any) map[string]any {
 // policy renders only when enabled (and not without approvers).
 func TestGovernanceRenders(t *testing.T) {
 	_, objs := render(t, helmchart.Release{Name: relName, Namespace: relNS})
-	if n := len(find(objs, "ValidatingAdmissionPolicy")) + len(find(objs, "ValidatingAdmissionPolicyBinding")); n != 0 {
-		t.Errorf("defaults render %d admission objects, want none", n)
+	if n := len(approvals(objs)); n != 0 {
+		t.Errorf("defaults render %d approval policy objects, want none", n)
 	}
 	d, c := rippleDeployment(t, objs)
 	_, cfg, err := inproc.ParseFlags(c.Args, envLookup(nil, d, c))
@@ -51,7 +66,7 @@ func TestGovernanceRenders(t *testing.T) {
 	if err != nil || !cfg.TightenOnly || !cfg.ApprovalsVerified || !slices.Equal(cfg.DeleteNamespaces, []string{"batch", "shop"}) || cfg.ApprovalMaxAge != 48*time.Hour {
 		t.Errorf("set: tighten %v, verified %v, delete in %v, max age %v (%v)", cfg.TightenOnly, cfg.ApprovalsVerified, cfg.DeleteNamespaces, cfg.ApprovalMaxAge, err)
 	}
-	if len(find(objs, "ValidatingAdmissionPolicy")) != 1 || len(find(objs, "ValidatingAdmissionPolicyBinding")) != 1 {
+	if kinds := approvals(objs); len(kinds) != 2 || kinds[0].GetKind() != "ValidatingAdmissionPolicy" || kinds[1].GetKind() != "ValidatingAdmissionPolicyBinding" {
 		t.Error("approvalPolicy.enabled renders no policy and binding")
 	}
 
@@ -83,13 +98,11 @@ func TestApprovalPolicyAdmits(t *testing.T) {
 			"approvalPolicy": map[string]any{"enabled": true, "approvers": []any{"shop-approvers"}}}}},
 	}})
 	a := newApplier(t, api.Config)
-	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-		for _, o := range find(objs, kind) {
-			if err := a.apply(ctx, o, false); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = a.delete(ctx, o) })
+	for _, o := range approvals(objs) {
+		if err := a.apply(ctx, o, false); err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = a.delete(ctx, o) })
 	}
 	admin := kubernetes.NewForConfigOrDie(api.Config)
 	const ns = "governance-approvals"

@@ -227,3 +227,15 @@ func (w *warnings) all() []string {
 	defer w.mu.Unlock()
 	return append([]string(nil), w.msgs...)
 }
+
+// onShared are the arguments of a helm command on the shared API server:
+// an install or upgrade leaves the ConfigRollout write policy out, as it
+// is cluster-wide and would refuse the ConfigRollouts of the other tests'
+// Ripples, each under a ServiceAccount of its own
+// (TestConfigRolloutWritePolicy tests it, bound to its own namespace).
+func onShared(args []string) []string {
+	if len(args) > 0 && (args[0] == "install" || args[0] == "upgrade") {
+		return append(args, "--set", "ripple.configRollouts.writePolicy=false")
+	}
+	return args
+}

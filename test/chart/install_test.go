@@ -31,7 +31,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	env := []string{"KUBECONFIG=" + api.Kubeconfig}
 	helm := func(args ...string) string {
 		t.Helper()
-		out, err := helmchart.HelmEnv(env, append(args, "--namespace", ns)...)
+		out, err := helmchart.HelmEnv(env, onShared(append(args, "--namespace", ns))...)
 		if err != nil {
 			t.Fatal(err)
 		}

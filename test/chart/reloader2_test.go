@@ -31,7 +31,7 @@ func TestReloaderChart3ValuesUpgradeInPlace(t *testing.T) {
 	ns := kit.NewNamespace(t, cs, "reloader3-", nil)
 	helm := func(args ...string) string {
 		t.Helper()
-		out, err := helmchart.HelmEnv([]string{"KUBECONFIG=" + api.Kubeconfig}, append(args, "--namespace", ns)...)
+		out, err := helmchart.HelmEnv([]string{"KUBECONFIG=" + api.Kubeconfig}, onShared(append(args, "--namespace", ns))...)
 		if err != nil {
 			t.Fatal(err)
 		}

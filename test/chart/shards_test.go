@@ -121,7 +121,7 @@ func TestShardsUpgrade(t *testing.T) {
 	env := []string{"KUBECONFIG=" + api.Kubeconfig}
 	for _, n := range []int{1, 3, 2} {
 		verb := map[bool]string{true: "install", false: "upgrade"}[n == 1]
-		out, err := helmchart.HelmEnv(env, verb, "r", chart, "--namespace", ns, "--set", fmt.Sprintf("ripple.shards=%d", n))
+		out, err := helmchart.HelmEnv(env, onShared([]string{verb, "r", chart, "--namespace", ns, "--set", fmt.Sprintf("ripple.shards=%d", n)})...)
 		if err != nil {
 			t.Fatal(err)
 		}
