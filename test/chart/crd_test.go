@@ -86,10 +86,10 @@ func TestHelmInstallsTheCRD(t *testing.T) {
 // TestConfigRolloutWritePolicy: the chart's ConfigRollout write policy is
 // rendered by a cluster-wide install (as the CRD; none scoped, in single
 // mode or turned off) for the ConfigRollouts of the kinds it watches, and
-// on the real API server it lets
-// Ripple's ServiceAccount write them while a tenant with every right in
-// the namespace can neither mark a halted change passed, nor delete it,
-// nor plant one; the garbage collector may still delete one.
+// on the real API server it lets Ripple's ServiceAccount write them while
+// a tenant with every right in the namespace can neither mark a halted
+// change passed, nor delete it, nor plant one; the garbage collector and
+// the controller manager may still delete one.
 func TestConfigRolloutWritePolicy(t *testing.T) {
 	const rel = "crpolicy"
 	var sa string // Ripple's ServiceAccount, as rendered
@@ -154,6 +154,7 @@ func TestConfigRolloutWritePolicy(t *testing.T) {
 	}
 	ripple := "system:serviceaccount:" + relNS + ":" + sa
 	gc := "system:serviceaccount:kube-system:generic-garbage-collector"
+	kcm := "system:kube-controller-manager" // its controllers without --use-service-account-credentials
 	// Every right in the namespace, for the tenant as for Ripple and the
 	// garbage collector: only the policy tells them apart.
 	all := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
@@ -161,7 +162,7 @@ func TestConfigRolloutWritePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var subjects []rbacv1.Subject
-	for _, u := range []string{"tenant", ripple, gc} {
+	for _, u := range []string{"tenant", ripple, gc, kcm} {
 		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
 	}
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everything"},
@@ -224,5 +225,12 @@ func TestConfigRolloutWritePolicy(t *testing.T) {
 	}
 	if err := as(gc).Delete(ctx, halted); err != nil {
 		t.Errorf("the garbage collector deletes a ConfigRollout: %v", err)
+	}
+	other := change("app-r2")
+	if err := rippleSA.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := as(kcm).Delete(ctx, other); err != nil {
+		t.Errorf("the controller manager deletes a ConfigRollout: %v", err)
 	}
 }
