@@ -275,24 +275,32 @@ func TestNewChangeSupersedesAndHistoryIsBounded(t *testing.T) {
 	}
 }
 
+// otherChange makes, a second after the last, the ConfigRollout of
+// another ConfigMap of the namespace, name, in phase.
+func (w *world) otherChange(name string, phase v1alpha1.Phase) *v1alpha1.ConfigRollout {
+	w.t.Helper()
+	cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+		Spec: v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: name}, Revision: "r"}}
+	w.clk.Step(time.Second)
+	if err := w.c.Create(w.t.Context(), cr); err != nil {
+		w.t.Fatal(err)
+	}
+	cr.Status.Phase = phase
+	if err := w.c.Status().Update(w.t.Context(), cr); err != nil {
+		w.t.Fatal(err)
+	}
+	return cr
+}
+
 func TestNamespaceBound(t *testing.T) {
 	w := newWorld(t)
 	w.k.PerNamespace = 3
 	for i := range 5 {
-		name := fmt.Sprint("other-", i)
-		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-			Spec: v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: name}, Revision: "r"}}
-		w.clk.Step(time.Second)
-		if err := w.c.Create(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-		cr.Status.Phase = v1alpha1.PhasePropagated
+		phase := v1alpha1.PhasePropagated
 		if i == 0 { // the oldest is halted, the next done: the done ones go
-			cr.Status.Phase = v1alpha1.PhaseHalted
+			phase = v1alpha1.PhaseHalted
 		}
-		if err := w.c.Status().Update(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
+		w.otherChange(fmt.Sprint("other-", i), phase)
 	}
 	w.clk.Step(time.Second)
 	w.setData("v2")
@@ -317,18 +325,7 @@ func TestNamespaceFullRefusesTheNewChange(t *testing.T) {
 	w.k.PerNamespace = 3
 	var flight []*v1alpha1.ConfigRollout
 	for i, phase := range []v1alpha1.Phase{v1alpha1.PhaseHalted, v1alpha1.PhaseRolling, v1alpha1.PhaseRolling} {
-		name := fmt.Sprint("other-", i)
-		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-			Spec: v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: name}, Revision: "r"}}
-		w.clk.Step(time.Second)
-		if err := w.c.Create(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-		cr.Status.Phase = phase
-		if err := w.c.Status().Update(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-		flight = append(flight, cr)
+		flight = append(flight, w.otherChange(fmt.Sprint("other-", i), phase))
 	}
 	woken := 0
 	w.k.Wake = func(context.Context, string, refs.Ref) { woken++ }
