@@ -134,12 +134,14 @@ func queryGateRipple(t *testing.T, ns string, prom *kit.Prometheus) *ripple {
 // A change that keeps every pod Ready but raises the canary's error
 // ratio halts, with the value in the Event, after a kill -9 of Ripple in
 // the bake; no other workload rolls. The query reads the change's
-// namespace only: another namespace's failing series is not seen.
+// namespace only: another namespace's failing series is not seen. The
+// chart's NetworkPolicy for this Prometheus lets Ripple reach it.
 func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 	const fleet, bake = 3, 40 * time.Second
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	prom := kit.NewPrometheus(t)
+	checkQueryGateEgress(t, cs, ns, prom.URL)
 	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
 	prom.Set(0.9, canaryErrors, "namespace", "elsewhere", "pod", "d00-5d8f-abcde")
 	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())

@@ -44,8 +44,9 @@ const (
 // its progress deadline. The change halts there (a RolloutHalted Event on
 // the ConfigMap within the deadline + 5 s of the canary's write), no other
 // Deployment is written for two minutes after the change, a kill -9 of
-// Ripple during the halt rolls nothing more, and each held Deployment is
-// told why. The fix (quota lifted, data changed again) rolls all 50, the
+// Ripple during the halt rolls nothing more, the namespace's owner (every
+// right in it) can neither mark the halt passed nor delete it under the
+// chart's write policy, and each held Deployment is told why. The fix (quota lifted, data changed again) rolls all 50, the
 // held ones exactly once.
 func TestCanaryHaltsABadChange(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
@@ -70,6 +71,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 
 	r.Kill() // during the halt: the restart must find it
 	r.Start()
+	checkOnlyRippleWrites(t, cs, ns)
 	time.Sleep(time.Until(changed.Add(2 * time.Minute)))
 	rolled := fleetWith(t, cs, ns, canaryEnv, bad)
 	if len(rolled) != 1 || rolled[0] != "d00" {
