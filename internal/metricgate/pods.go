@@ -180,8 +180,9 @@ func podNames(c workload.Ref) string {
 		alts = slices.Concat(generated(name(c.Name, dash)), indexed(name(c.Name)))
 	case "CronJob":
 		// Its Jobs: <name>-<scheduled minute> by its controller, or
-		// <name>-<5 chars> generated (Ripple's and kubectl's), each
-		// indexed or not.
+		// <name>-<5 chars> generated (Ripple's reload, as Reloader's),
+		// each indexed or not. A CronJob's name is at most 52 bytes, so
+		// a started Job's generateName is never cut.
 		scheduled, started := name(c.Name, dash, rep(digit, 1, maxInt64)), name(c.Name, dash, rep(generatedChar, randomLength, randomLength))
 		alts = slices.Concat(generated(slices.Concat(scheduled, []piece{dash}), slices.Concat(started, []piece{dash})), indexed(scheduled), indexed(started))
 	case "DeploymentConfig":
