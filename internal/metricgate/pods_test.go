@@ -144,7 +144,7 @@ func indexedGenerateName(job string, index int) string {
 // Kubernetes generates them: a long name is cut, and the cut name still
 // matches; a workload named the canary's name, a dash and more does not.
 func TestPodsOfLongNames(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // names for a test, the same every run
 	nameOf := func(n int) string {
 		const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
 		b := make([]byte, n)
