@@ -3,6 +3,7 @@ package change
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,11 +63,7 @@ func (g *queryGate) Judge(ctx context.Context, key Key, canaries []workload.Ref)
 		return canary.Verdict{Gate: canary.GateQuery, Hold: busy}
 	}
 	if rctx != nil { // a new run
-		names := make([]string, len(canaries))
-		for i, c := range canaries {
-			names[i] = c.Name
-		}
-		go g.run(ctrl.LoggerInto(rctx, ctrl.LoggerFrom(ctx)), key, r, qs, names)
+		go g.run(ctrl.LoggerInto(rctx, ctrl.LoggerFrom(ctx)), key, r, qs, slices.Clone(canaries))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -84,14 +81,14 @@ func (g *queryGate) Judge(ctx context.Context, key Key, canaries []workload.Ref)
 // gone.
 func (g *queryGate) Done(key Key) { g.runs.done(key) }
 
-// run evaluates qs for the canaries names of key's change every interval
+// run evaluates qs for the canaries of key's change every interval
 // until ctx ends or one fails; each evaluation that changes what the gate
 // says queues the change.
-func (g *queryGate) run(ctx context.Context, key Key, r *queryRun, qs []metricgate.Query, names []string) {
+func (g *queryGate) run(ctx context.Context, key Key, r *queryRun, qs []metricgate.Query, canaries []workload.Ref) {
 	t := time.NewTicker(g.interval)
 	defer t.Stop()
 	for {
-		fail, unsure := g.evaluate(ctx, key.Namespace, qs, names)
+		fail, unsure := g.evaluate(ctx, key.Namespace, qs, canaries)
 		if ctx.Err() != nil {
 			return
 		}
@@ -113,12 +110,12 @@ func (g *queryGate) run(ctx context.Context, key Key, r *queryRun, qs []metricga
 	}
 }
 
-// evaluate asks each of qs, bound to ns and the canaries names, once: the
-// first failure, else why some gave no value.
-func (g *queryGate) evaluate(ctx context.Context, ns string, qs []metricgate.Query, names []string) (fail, unsure string) {
+// evaluate asks each of qs, bound to ns and the canaries (their names and
+// kinds), once: the first failure, else why some gave no value.
+func (g *queryGate) evaluate(ctx context.Context, ns string, qs []metricgate.Query, canaries []workload.Ref) (fail, unsure string) {
 	var none []string
 	for _, q := range qs {
-		bound, err := q.Bound(ns, names)
+		bound, err := q.Bound(ns, canaries)
 		if err != nil {
 			none = append(none, err.Error())
 			continue

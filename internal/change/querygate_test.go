@@ -108,8 +108,8 @@ func TestQueryGateFailsOnTheValue(t *testing.T) {
 		t.Errorf("with 0.2: %+v, want a failure naming the value", v)
 	}
 	for _, q := range prom.queries() {
-		if !strings.Contains(q, `namespace="shop"`) || strings.Contains(q, "bank") || !strings.Contains(q, `pod=~"(?:web)-.*"`) {
-			t.Errorf("asked %s, want it bound to namespace shop and the canary web's pods", q)
+		if !strings.Contains(q, `namespace="shop"`) || strings.Contains(q, "bank") || !strings.Contains(q, `pod=~"(?:web-[bcdfghjklmnpqrstvwxz2456789]{1,10}-[bcdfghjklmnpqrstvwxz2456789]{5})"`) {
+			t.Errorf("asked %s, want it bound to namespace shop and the pods of the canary Deployment web", q)
 		}
 	}
 	asked := len(prom.queries())

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // promql parses PromQL as Prometheus does by default: without its
@@ -33,8 +35,8 @@ const (
 	VarNamespace = "$namespace"
 	// VarWorkloads is a regular expression matching the canaries' names.
 	VarWorkloads = "$workloads"
-	// VarPods is a regular expression matching the canaries' pods' names
-	// (their name, a dash and anything).
+	// VarPods is a regular expression matching the canaries' pods' names:
+	// the names each one's kind's controller gives its pods (podNames).
 	VarPods = "$pods"
 )
 
@@ -87,7 +89,7 @@ func Parse(text string) (Query, error) {
 		return Query{}, fmt.Errorf("the query's left side gives a %s; it must give an instant vector or a scalar", t)
 	}
 	q := Query{Text: text, value: cmp.LHS.String(), op: cmp.Op, threshold: num.Val}
-	if _, err := q.Bound("default", []string{"canary"}); err != nil {
+	if _, err := q.Bound("default", []workload.Ref{{Kind: "Deployment", Namespace: "default", Name: "canary"}}); err != nil {
 		return Query{}, err
 	}
 	return q, nil
@@ -105,11 +107,11 @@ func unparen(e parser.Expr) parser.Expr {
 	}
 }
 
-// Bound is q's expression for the canaries (names) of a change in ns:
-// its template variables replaced and every selector bound to ns, what
-// Ripple sends.
-func (q Query) Bound(ns string, names []string) (string, error) {
-	expr, err := promql.ParseExpr(expand(q.value, ns, names))
+// Bound is q's expression for the canaries of a change in ns: its
+// template variables replaced and every selector bound to ns, what Ripple
+// sends.
+func (q Query) Bound(ns string, canaries []workload.Ref) (string, error) {
+	expr, err := promql.ParseExpr(expand(q.value, ns, canaries))
 	if err != nil {
 		return "", fmt.Errorf("the query for namespace %s is not PromQL: %w", ns, err)
 	}
@@ -129,19 +131,19 @@ func (q Query) Bound(ns string, names []string) (string, error) {
 	return expr.String(), nil
 }
 
-// expand replaces the template variables of text for the canaries names
-// of a change in ns. Names are DNS names: quoted for a regular expression
-// and for a PromQL string, they cannot close the string they are in.
-func expand(text, ns string, names []string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = strings.ReplaceAll(regexp.QuoteMeta(n), `\`, `\\`)
+// expand replaces the template variables of text for the canaries of a
+// change in ns. Names are DNS names: quoted for a regular expression and
+// for a PromQL string, they cannot close the string they are in.
+func expand(text, ns string, canaries []workload.Ref) string {
+	names, pods := make([]string, len(canaries)), make([]string, len(canaries))
+	for i, c := range canaries {
+		names[i], pods[i] = regexp.QuoteMeta(c.Name), podNames(c)
 	}
-	workloads := strings.Join(quoted, "|")
+	quote := func(re string) string { return strings.ReplaceAll(re, `\`, `\\`) }
 	return strings.NewReplacer(
 		VarNamespace, ns,
-		VarWorkloads, "(?:"+workloads+")",
-		VarPods, "(?:"+workloads+")-.*",
+		VarWorkloads, quote("(?:"+strings.Join(names, "|")+")"),
+		VarPods, quote("(?:"+strings.Join(pods, "|")+")"),
 	).Replace(text)
 }
 

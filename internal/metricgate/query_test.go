@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 func TestParseTakesConditionsOnly(t *testing.T) {
@@ -43,7 +45,7 @@ func TestBoundReadsTheChangesNamespaceOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := q.Bound("shop", []string{"web"})
+	got, err := q.Bound("shop", []workload.Ref{{Kind: "Deployment", Namespace: "shop", Name: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +81,11 @@ func TestBoundNamesTheCanaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := q.Bound("shop", []string{"web.v2", "api"})
+	got, err := q.Bound("shop", []workload.Ref{{Kind: "Deployment", Namespace: "shop", Name: "web.v2"}, {Kind: "StatefulSet", Namespace: "shop", Name: "api"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`pod=~"(?:web\\.v2|api)-.*"`, `deployment=~"(?:web\\.v2|api)"`, `ns="shop"`, `namespace="shop"`} {
+	for _, want := range []string{`pod=~"(?:web\\.v2-[bcdfghjklmnpqrstvwxz2456789]{1,10}-[bcdfghjklmnpqrstvwxz2456789]{5}|api-[0-9]{1,10})"`, `deployment=~"(?:web\\.v2|api)"`, `ns="shop"`, `namespace="shop"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("bound query %s does not hold %s", got, want)
 		}

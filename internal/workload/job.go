@@ -97,9 +97,19 @@ func (k job) Write(ctx context.Context, c client.Client, obj client.Object, u Up
 	if err != nil {
 		return Result{}, err
 	}
-	err = c.Create(ctx, record, client.FieldOwner(FieldManager))
+	err = c.Create(ctx, record.DeepCopy(), client.FieldOwner(FieldManager))
 	if apierrors.IsAlreadyExists(err) {
-		err = c.Update(ctx, record, client.FieldOwner(FieldManager)) // a leftover of an earlier attempt
+		// A leftover of an earlier attempt, of no use now: the Job it
+		// replaces still runs, not being deleted (recreated read it as
+		// stored, and a Job being deleted is not planned), so it was
+		// never deleted for this record, or the record's Job was created
+		// already. It is deleted and this one created, rather than
+		// overwritten, so that Ripple's Role has no update on ConfigMaps:
+		// between the two nothing is lost, as the Job was not deleted.
+		err = client.IgnoreNotFound(c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: record.Namespace, Name: record.Name}}))
+		if err == nil {
+			err = c.Create(ctx, record.DeepCopy(), client.FieldOwner(FieldManager))
+		}
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("recording the Job to re-create in ConfigMap %s/%s (Ripple's own namespace, $POD_NAMESPACE): %w",

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -79,6 +80,54 @@ func TestJobRecreate(t *testing.T) {
 	_ = c.Get(t.Context(), client.ObjectKeyFromObject(old), again)
 	if again.UID != got.UID || again.Annotations["applied"] != "2" {
 		t.Errorf("metadata write re-created the Job or lost the annotation: %+v", again.ObjectMeta)
+	}
+}
+
+// A record an earlier attempt left (sealed, of the same Job, or one that
+// does not open) is deleted and the reload's own created in its place,
+// never updated: the job-records Role grants ConfigMaps create and delete
+// only, as their names cannot be listed in it.
+func TestJobRecreateOverALeftover(t *testing.T) {
+	for _, sealed := range []bool{true, false} {
+		updates := 0
+		c := fake.NewClientBuilder().WithObjects(migrate()).WithInterceptorFuncs(interceptor.Funcs{
+			Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if _, ok := obj.(*corev1.ConfigMap); ok {
+					updates++
+					return apierrors.NewForbidden(corev1.Resource("configmaps"), obj.GetName(), errors.New("the job-records Role grants no update"))
+				}
+				return cl.Update(ctx, obj, opts...)
+			},
+		}).Build()
+		kind := jobKind(c).(job)
+		old := &batchv1.Job{}
+		_ = c.Get(t.Context(), client.ObjectKeyFromObject(migrate()), old)
+		leftover := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ripple", Name: recordName(client.ObjectKeyFromObject(old))},
+			Data: map[string]string{"left": "by an earlier attempt"}}
+		if sealed {
+			var err error
+			if leftover, err = kind.record(t.Context(), c, old, recreatedAsIs(t, old)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Create(t.Context(), leftover); err != nil {
+			t.Fatal(err)
+		}
+		tpl := old.Spec.Template.DeepCopy()
+		tpl.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_CFG_CONFIGMAP", Value: "v2"}}
+		if _, err := kind.Write(t.Context(), c, old, Update{Template: tpl}); err != nil {
+			t.Fatalf("sealed leftover %t: %v", sealed, err)
+		}
+		got := &batchv1.Job{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(old), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.UID == "old-uid" || !equality.Semantic.DeepEqual(got.Spec.Template.Spec.Containers[0].Env, tpl.Spec.Containers[0].Env) {
+			t.Errorf("sealed leftover %t: the Job re-created %s with env %v, want the reload's", sealed, got.UID, got.Spec.Template.Spec.Containers[0].Env)
+		}
+		if rs := records(t, c); len(rs) != 0 || updates != 0 {
+			t.Errorf("sealed leftover %t: %d records left, %d ConfigMap updates; want none", sealed, len(rs), updates)
+		}
 	}
 }
 

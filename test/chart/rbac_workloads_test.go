@@ -286,9 +286,9 @@ func (w *rbacWorkloads) plantCanaryRecord(ctx context.Context, ns string) {
 }
 
 // plantJobLeftover leaves a ConfigMap of the Job's re-create record name
-// in Ripple's namespace, as an earlier attempt can: the reload overwrites
-// it (the update rule of the job-records Role) and deletes it once the Job
-// is re-created. Without the record label, Ripple's start does not list
+// in Ripple's namespace, as an earlier attempt can: the reload deletes it
+// and records its own (the job-records Role has no update), deleted once
+// the Job is re-created. Without the record label, Ripple's start does not list
 // (and drop) it first.
 func (w *rbacWorkloads) plantJobLeftover(ctx context.Context, ns string) {
 	w.t.Helper()

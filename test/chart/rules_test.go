@@ -49,7 +49,7 @@ func TestWorkloadKindRules(t *testing.T) {
 	// The job-records Role: the records written, read with the config
 	// rule (by the Role itself when ConfigMaps are ignored), and the record
 	// key created, read by name when Secrets are ignored.
-	recordsWrite := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "delete"}}
+	recordsWrite := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete"}}
 	recordsRead := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}
 	secretCreate := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}
 	recordKeyGet := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{workload.RecordKeySecret}, Verbs: []string{"get"}}

@@ -134,7 +134,8 @@ func queryGateRipple(t *testing.T, ns string, prom *kit.Prometheus) *ripple {
 // A change that keeps every pod Ready but raises the canary's error
 // ratio halts, with the value in the Event, after a kill -9 of Ripple in
 // the bake; no other workload rolls. The query reads the change's
-// namespace only: another namespace's failing series is not seen. The
+// namespace and canaries only: another namespace's failing series is not
+// seen, nor the pods of a workload d00-x beside the canary d00. The
 // chart's NetworkPolicy for this Prometheus lets Ripple reach it.
 func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 	const fleet, bake = 3, 40 * time.Second
@@ -142,20 +143,21 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 	ns := newNamespace(t, cs)
 	prom := kit.NewPrometheus(t)
 	checkQueryGateEgress(t, cs, ns, prom.URL)
-	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
-	prom.Set(0.9, canaryErrors, "namespace", "elsewhere", "pod", "d00-5d8f-abcde")
+	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f9c7b4-x2x9q")
+	prom.Set(0.9, canaryErrors, "namespace", "elsewhere", "pod", "d00-5d8f9c7b4-x2x9q")
+	prom.Set(0.9, canaryErrors, "namespace", ns, "pod", "d00-x-5d8f9c7b4-x2x9q")
 	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())
 	r := queryGateRipple(t, ns, prom)
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
 	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r)
-	time.Sleep(6 * time.Second) // an evaluation of the restarted gate passed: the other namespace's 0.9 is not read
+	time.Sleep(6 * time.Second) // an evaluation of the restarted gate passed: neither 0.9 is read
 	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(canary.Baking) {
 		t.Fatalf("the change's canary %+v, want still baking while the namespace's error ratio is 0.01", st)
 	}
 
-	prom.Set(0.3, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
+	prom.Set(0.3, canaryErrors, "namespace", ns, "pod", "d00-5d8f9c7b4-x2x9q")
 	halt := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
 	for _, want := range []string{"the query gate", "the query gave 0.3", "not < 0.05"} {
 		if !strings.Contains(halt.Note, want) {
@@ -166,7 +168,7 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 		t.Errorf("the change's canary %+v, want halted by the query gate", st)
 	}
 	for _, q := range prom.Queries() {
-		if !strings.Contains(q, `namespace="`+ns+`"`) || !strings.Contains(q, `pod=~"(?:d00)-.*"`) {
+		if !strings.Contains(q, `namespace="`+ns+`"`) || !strings.Contains(q, `pod=~"(?:d00-[bcdfghjklmnpqrstvwxz2456789]{1,10}-[bcdfghjklmnpqrstvwxz2456789]{5})"`) {
 			t.Errorf("Ripple asked %s: want it bound to namespace %s and the canary d00's pods", q, ns)
 		}
 	}
@@ -185,7 +187,7 @@ func TestCanaryQueryGatePasses(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	prom := kit.NewPrometheus(t)
-	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f-abcde")
+	prom.Set(0.01, canaryErrors, "namespace", ns, "pod", "d00-5d8f9c7b4-x2x9q")
 	cm := createCanaryFleet(t, cs, ns, fleet, bake.String())
 	r := queryGateRipple(t, ns, prom)
 	r.Start()
