@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +13,8 @@ import (
 	"github.com/ripple-dev/ripple/internal/reason"
 )
 
-// genericJSON is docs/alerts.md's example for a generic JSON webhook.
+// genericJSON is docs/alerts.md's example for a generic JSON webhook
+// (TestDocsExampleIsTested keeps them alike).
 const genericJSON = `{
   "text": {{ json .Message }},
   "level": {{ json .Level }},
@@ -22,6 +24,16 @@ const genericJSON = `{
   "configs": {{ json .Configs }},
   "time": {{ json .Time }}
 }`
+
+func TestDocsExampleIsTested(t *testing.T) {
+	b, err := os.ReadFile("../../docs/alerts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "```text\n"+genericJSON+"\n```") {
+		t.Error("docs/alerts.md's example template is not this test's genericJSON")
+	}
+}
 
 func rolledAlert(namespace, workload string, sources ...Source) Alert {
 	a := Alert{Level: reason.Good, Reason: reason.Reloaded, Namespace: namespace, Kind: "Deployment", Workload: workload, Sources: sources}
