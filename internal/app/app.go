@@ -264,15 +264,7 @@ func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics, clk clock.Pass
 		return nil, err
 	}
 	if a.Template != nil {
-		return func(al notify.Alert) {
-			msg, err := a.Template.Render(al, clk.Now())
-			if err != nil {
-				log.Error(err, "alert not sent: --alert-template did not render it", "what", fmt.Sprintf("alert for %s %s/%s", al.Kind, al.Namespace, al.Workload))
-				m.NotificationFailed(metrics.SinkAlert)
-				return
-			}
-			q.Send(msg)
-		}, nil
+		return a.Template.Sender(q.Send, func() { m.NotificationFailed(metrics.SinkAlert) }, log, clk.Now), nil
 	}
 	if a.Structured && a.Sink == notify.Raw {
 		return func(al notify.Alert) { q.Send(notify.StructuredMessage(al, a.AdditionalInfo, clk.Now())) }, nil

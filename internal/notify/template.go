@@ -8,6 +8,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/ripple-dev/ripple/internal/reason"
 )
 
@@ -122,6 +124,24 @@ func (t *Template) Render(a Alert, now time.Time) (Message, error) {
 		contentType = "application/json"
 	}
 	return Message{Body: body, ContentType: contentType, What: fmt.Sprintf("alert for %s %s/%s", a.Kind, a.Namespace, a.Workload), Namespace: a.Namespace}, nil
+}
+
+// Sender returns the function that renders each alert with t, made at
+// now(), and sends it with send. An alert that does not render (a
+// template error, a body past MaxBodySize) is not sent: it is logged once
+// and onFail is called (a metric).
+func (t *Template) Sender(send func(Message), onFail func(), log logr.Logger, now func() time.Time) func(Alert) {
+	return func(a Alert) {
+		m, err := t.Render(a, now())
+		if err != nil {
+			log.Error(err, "alert not sent: --alert-template did not render it", "what", fmt.Sprintf("alert for %s %s/%s", a.Kind, a.Namespace, a.Workload))
+			if onFail != nil {
+				onFail()
+			}
+			return
+		}
+		send(m)
+	}
 }
 
 // bounded is a buffer that refuses to grow past max.

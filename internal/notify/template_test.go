@@ -167,3 +167,20 @@ func TestFailureCountedAndLoggedWithStatus(t *testing.T) {
 		}
 	}
 }
+
+// An alert that fails to render is not sent: logged once and counted.
+func TestTemplateRenderFailureCounted(t *testing.T) {
+	tpl, err := ParseTemplate(`{{ index .Configs 0 }}`, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []Message
+	failed := 0
+	logs := &capture{}
+	send := tpl.Sender(func(m Message) { sent = append(sent, m) }, func() { failed++ }, logs.logger(), time.Now)
+	send(rolledAlert("team", "web", Source{Kind: "ConfigMap", Name: "app"}))
+	send(Alert{Level: reason.Warning, Reason: reason.ReloadHeld, Namespace: "team", Kind: "Deployment", Workload: "db"}) // no config: index fails
+	if len(sent) != 1 || failed != 1 || strings.Count(logs.String(), "alert not sent") != 1 || !strings.Contains(logs.String(), "Deployment team/db") {
+		t.Errorf("sent %d, failed %d, logs:\n%s", len(sent), failed, logs)
+	}
+}
