@@ -71,20 +71,7 @@ func (o *AlertOptions) BindFlags(fs *pflag.FlagSet) {
 // not stop Ripple from starting (a crash-looping pod); Ripple turns alerts
 // off and says why in one warning.
 func (o *AlertOptions) validate(errs *problems) (Alert, []string) {
-	on := o.AlertOnReload == "true" // Reloader 1 compares the exact string
-	if o.alertOn.set {
-		if o.AlertOnReload != "" && o.alertOn.v != on {
-			*errs = append(*errs, fmt.Errorf("--alert-on-reload=%t and $ALERT_ON_RELOAD=%q disagree; give one of them", o.alertOn.v, o.AlertOnReload))
-		}
-		on = o.alertOn.v
-	}
-	// As in Reloader 2, a URL given as a flag turns alerts on.
-	if o.alertURL.set && o.alertURL.v != "" {
-		if o.alertOn.set && !o.alertOn.v {
-			*errs = append(*errs, fmt.Errorf("--alert-on-reload=false and --alert-webhook-url: a webhook URL turns alerts on (as in Reloader 2); give one of them"))
-		}
-		on = true
-	}
+	on := o.on(errs)
 	v := o.values(errs)
 	tpl := o.template(errs, v.info)
 	if !on {
@@ -102,14 +89,7 @@ func (o *AlertOptions) validate(errs *problems) (Alert, []string) {
 		return Alert{}, []string{fmt.Sprintf("alerts are off: %s asks for alerts, but %s; Ripple sends none, as Reloader does", why, what)}
 	}
 	a := Alert{Sink: v.sink, URL: v.url, AdditionalInfo: v.info, Structured: v.structured, Template: tpl}
-	var warnings []string
-	if tpl != nil {
-		if o.AlertSink != "" || o.alertSink.set || v.structured {
-			warnings = append(warnings, "--alert-template renders every alert's body: the alert sink's format ($ALERT_SINK, --alert-sink, --alert-structured) is not used")
-		}
-	} else if a.Structured && a.Sink != notify.Raw {
-		warnings = append(warnings, fmt.Sprintf("--alert-structured ($ALERT_STRUCTURED) applies to the raw sink only; the %s sink sends its own payload", a.Sink))
-	}
+	warnings := o.formatWarnings(a)
 	if v.proxy != "" {
 		u, err := parseURL(v.proxy)
 		if err != nil {
@@ -118,6 +98,40 @@ func (o *AlertOptions) validate(errs *problems) (Alert, []string) {
 		a.Proxy = u
 	}
 	return a, warnings
+}
+
+// on reports whether alerts are asked for.
+func (o *AlertOptions) on(errs *problems) bool {
+	on := o.AlertOnReload == "true" // Reloader 1 compares the exact string
+	if o.alertOn.set {
+		if o.AlertOnReload != "" && o.alertOn.v != on {
+			*errs = append(*errs, fmt.Errorf("--alert-on-reload=%t and $ALERT_ON_RELOAD=%q disagree; give one of them", o.alertOn.v, o.AlertOnReload))
+		}
+		on = o.alertOn.v
+	}
+	// As in Reloader 2, a URL given as a flag turns alerts on.
+	if o.alertURL.set && o.alertURL.v != "" {
+		if o.alertOn.set && !o.alertOn.v {
+			*errs = append(*errs, fmt.Errorf("--alert-on-reload=false and --alert-webhook-url: a webhook URL turns alerts on (as in Reloader 2); give one of them"))
+		}
+		on = true
+	}
+	return on
+}
+
+// formatWarnings are the warnings of format settings that a's format
+// does not use.
+func (o *AlertOptions) formatWarnings(a Alert) []string {
+	if a.Template != nil {
+		if o.AlertSink != "" || o.alertSink.set || a.Structured {
+			return []string{"--alert-template renders every alert's body: the alert sink's format ($ALERT_SINK, --alert-sink, --alert-structured) is not used"}
+		}
+		return nil
+	}
+	if a.Structured && a.Sink != notify.Raw {
+		return []string{fmt.Sprintf("--alert-structured ($ALERT_STRUCTURED) applies to the raw sink only; the %s sink sends its own payload", a.Sink)}
+	}
+	return nil
 }
 
 // template reads and parses --alert-template, nil when it is not set.

@@ -35,9 +35,10 @@ func TestDocsExampleIsTested(t *testing.T) {
 	}
 }
 
-func rolledAlert(namespace, workload string, sources ...Source) Alert {
-	a := Alert{Level: reason.Good, Reason: reason.Reloaded, Namespace: namespace, Kind: "Deployment", Workload: workload, Sources: sources}
-	a.Headline = ReloadedHeadline(namespace, "Deployment", workload, sources)
+// rolledAlert is the alert of a rollout of Deployment team/web.
+func rolledAlert(sources ...Source) Alert {
+	a := Alert{Level: reason.Good, Reason: reason.Reloaded, Namespace: "team", Kind: "Deployment", Workload: "web", Sources: sources}
+	a.Headline = ReloadedHeadline("team", "Deployment", "web", sources)
 	return a
 }
 
@@ -47,7 +48,7 @@ func TestTemplateRendersTheFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 2, 15, 4, 5, 0, time.FixedZone("CET", 3600))
-	m, err := tpl.Render(rolledAlert("team", "web", Source{Kind: "ConfigMap", Type: "CONFIGMAP", Name: "app"}, Source{Kind: "Secret", Type: "SECRET", Name: "creds"}), now)
+	m, err := tpl.Render(rolledAlert(Source{Kind: "ConfigMap", Type: "CONFIGMAP", Name: "app"}, Source{Kind: "Secret", Type: "SECRET", Name: "creds"}), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestTemplateRendersTheFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := tpl.Render(rolledAlert("team", "web"), now); m.ContentType != "text/plain" || !strings.HasPrefix(string(m.Body), "on call: team-a: Reloader detected") {
+	if m, _ := tpl.Render(rolledAlert(), now); m.ContentType != "text/plain" || !strings.HasPrefix(string(m.Body), "on call: team-a: Reloader detected") {
 		t.Errorf("a text template: %s %q", m.ContentType, m.Body)
 	}
 }
@@ -131,13 +132,13 @@ func TestTemplateBodyBound(t *testing.T) {
 	for range 100 {
 		sources = append(sources, Source{Kind: "ConfigMap", Name: strings.Repeat("n", 253)})
 	}
-	if _, err := tpl.Render(rolledAlert("team", "web", sources...), time.Now()); err != nil {
+	if _, err := tpl.Render(rolledAlert(sources...), time.Now()); err != nil {
 		t.Fatalf("100 configs, about 100 KiB: %v", err)
 	}
 	for range 200 {
 		sources = append(sources, Source{Kind: "ConfigMap", Name: strings.Repeat("n", 253)})
 	}
-	if _, err := tpl.Render(rolledAlert("team", "web", sources...), time.Now()); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := tpl.Render(rolledAlert(sources...), time.Now()); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("300 configs, about 300 KiB: error %v, want the body bound", err)
 	}
 }
@@ -178,7 +179,7 @@ func TestTemplateRenderFailureCounted(t *testing.T) {
 	failed := 0
 	logs := &capture{}
 	send := tpl.Sender(func(m Message) { sent = append(sent, m) }, func() { failed++ }, logs.logger(), time.Now)
-	send(rolledAlert("team", "web", Source{Kind: "ConfigMap", Name: "app"}))
+	send(rolledAlert(Source{Kind: "ConfigMap", Name: "app"}))
 	send(Alert{Level: reason.Warning, Reason: reason.ReloadHeld, Namespace: "team", Kind: "Deployment", Workload: "db"}) // no config: index fails
 	if len(sent) != 1 || failed != 1 || strings.Count(logs.String(), "alert not sent") != 1 || !strings.Contains(logs.String(), "Deployment team/db") {
 		t.Errorf("sent %d, failed %d, logs:\n%s", len(sent), failed, logs)
