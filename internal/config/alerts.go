@@ -128,10 +128,14 @@ func (o *AlertOptions) formatWarnings(a Alert) []string {
 		}
 		return nil
 	}
-	if a.Structured && a.Sink != notify.Raw {
-		return []string{fmt.Sprintf("--alert-structured ($ALERT_STRUCTURED) applies to the raw sink only; the %s sink sends its own payload", a.Sink)}
+	var warnings []string
+	if o.AlertClusterName != "" {
+		warnings = append(warnings, "--alert-cluster-name is a field of --alert-template's alerts, and no template is set: the sink's format does not show it")
 	}
-	return nil
+	if a.Structured && a.Sink != notify.Raw {
+		return append(warnings, fmt.Sprintf("--alert-structured ($ALERT_STRUCTURED) applies to the raw sink only; the %s sink sends its own payload", a.Sink))
+	}
+	return warnings
 }
 
 // template reads and parses --alert-template, nil when it is not set.

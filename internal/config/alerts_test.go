@@ -164,6 +164,11 @@ func TestAlertTemplate(t *testing.T) {
 	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "$ALERT_SINK") {
 		t.Errorf("template and ALERT_SINK: warnings %q, error %v", cfg.Warnings, err)
 	}
+	// A cluster name without a template shows nowhere: said at start.
+	cfg, err = parse(t, nil, url, "--alert-cluster-name=prod-eu")
+	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "--alert-cluster-name") {
+		t.Errorf("cluster name without a template: warnings %q, error %v", cfg.Warnings, err)
+	}
 	// A template without alerts: started, and told.
 	cfg, err = parse(t, nil, "--alert-template="+good)
 	if err != nil || cfg.Alert.URL != "" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "alerts are off") {
