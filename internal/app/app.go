@@ -115,7 +115,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		}
 	}
 	if cfg.WebhookURL != "" {
-		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped, Sink: "the --webhook-url endpoint"}, log.WithName("webhook"))
+		q, err := notify.NewQueue(cfg.WebhookURL, notify.Options{OnDrop: m.NotificationDropped,
+			OnFail: func() { m.NotificationFailed(metrics.SinkWebhook) }, Sink: "the --webhook-url endpoint"}, log.WithName("webhook"))
 		if err != nil {
 			return fmt.Errorf("--webhook-url: %w", err)
 		}
@@ -249,13 +250,21 @@ func alerts(mgr ctrl.Manager, a config.Alert, m *metrics.Metrics, clk clock.Pass
 	if a.URL == "" {
 		return nil, nil
 	}
+	sink := fmt.Sprintf("the %s alert sink (ALERT_WEBHOOK_URL)", a.Sink)
+	if a.Template != nil {
+		sink = "the --alert-template alert sink (ALERT_WEBHOOK_URL)"
+	}
+	log := mgr.GetLogger().WithName("alerts")
 	q, err := notify.NewQueue(a.URL, notify.Options{Proxy: a.Proxy, OnDrop: m.NotificationDropped,
-		Sink: fmt.Sprintf("the %s alert sink (ALERT_WEBHOOK_URL)", a.Sink)}, mgr.GetLogger().WithName("alerts"))
+		OnFail: func() { m.NotificationFailed(metrics.SinkAlert) }, Sink: sink}, log)
 	if err != nil {
 		return nil, fmt.Errorf("ALERT_WEBHOOK_URL: %w", err)
 	}
 	if err := mgr.Add(q); err != nil {
 		return nil, err
+	}
+	if a.Template != nil {
+		return a.Template.Sender(q.Send, func() { m.NotificationFailed(metrics.SinkAlert) }, log, clk.Now), nil
 	}
 	if a.Structured && a.Sink == notify.Raw {
 		return func(al notify.Alert) { q.Send(notify.StructuredMessage(al, a.AdditionalInfo, clk.Now())) }, nil

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,9 @@ type AlertOptions struct {
 	// The --alert-* flags of Reloader 2.
 	alertOn, alertStructured                   given[bool]
 	alertURL, alertSink, alertProxy, alertInfo given[string]
+	// AlertTemplate is --alert-template, a file; AlertClusterName is
+	// --alert-cluster-name, a field of its alerts.
+	AlertTemplate, AlertClusterName string
 }
 
 // Alert configures Reloader-style alerts.
@@ -33,6 +38,9 @@ type Alert struct {
 	// Structured sends the raw sink's alerts as JSON (Reloader 2's
 	// --alert-structured).
 	Structured bool
+	// Template, when set, renders every alert's body (--alert-template):
+	// Sink and Structured are then not used.
+	Template *notify.Template
 }
 
 func (o *AlertOptions) readEnv(lookup func(string) string) {
@@ -52,6 +60,8 @@ func (o *AlertOptions) BindFlags(fs *pflag.FlagSet) {
 	bindTrackedString(fs, &o.alertSink, "alert-sink", "Alert format, as $ALERT_SINK: slack, teams or gchat; anything else (raw, webhook) sends raw text.")
 	bindTrackedString(fs, &o.alertProxy, "alert-proxy", "HTTP proxy for alerts, as $ALERT_WEBHOOK_PROXY (or $ALERT_PROXY).")
 	bindTrackedString(fs, &o.alertInfo, "alert-additional-info", `Text put before each alert as "<info> : ", as $ALERT_ADDITIONAL_INFO.`)
+	fs.StringVar(&o.AlertTemplate, "alert-template", "", "A file holding a Go text/template that renders each alert's body (fields in docs/alerts.md; the json function quotes a value for JSON) instead of the sink's format. Read and tried on a sample alert at start: a template that does not parse or render fails the start. At most 64 KiB; a body past 256 KiB is not sent. Sent as application/json when the body is JSON, else text/plain.")
+	fs.StringVar(&o.AlertClusterName, "alert-cluster-name", "", "The cluster's name, the Cluster field of --alert-template's alerts.")
 	bindTrackedBool(fs, &o.alertStructured, "alert-structured", `With the raw sink, send each alert as JSON (Reloader 2's fields: event, workloadKind, workloadName, workloadNamespace, resourceKind, resourceName, resourceNamespace, timestamp, additional; Ripple adds message and resources) instead of text, as $ALERT_STRUCTURED=true.`)
 }
 
@@ -61,6 +71,37 @@ func (o *AlertOptions) BindFlags(fs *pflag.FlagSet) {
 // not stop Ripple from starting (a crash-looping pod); Ripple turns alerts
 // off and says why in one warning.
 func (o *AlertOptions) validate(errs *problems) (Alert, []string) {
+	on := o.on(errs)
+	v := o.values(errs)
+	tpl := o.template(errs, v.info)
+	if !on {
+		if tpl != nil {
+			return Alert{}, []string{"--alert-template is set but alerts are off: set --alert-webhook-url (or $ALERT_ON_RELOAD=true and $ALERT_WEBHOOK_URL) to send them"}
+		}
+		return Alert{}, nil
+	}
+	why := o.onWhy()
+	if _, err := parseURL(v.url, "http", "https"); err != nil {
+		what := "no webhook URL is set (--alert-webhook-url or $ALERT_WEBHOOK_URL)"
+		if v.url != "" {
+			what = "the webhook URL (--alert-webhook-url or $ALERT_WEBHOOK_URL) is not an http or https URL" // not quoted: it may hold a token
+		}
+		return Alert{}, []string{fmt.Sprintf("alerts are off: %s asks for alerts, but %s; Ripple sends none, as Reloader does", why, what)}
+	}
+	a := Alert{Sink: v.sink, URL: v.url, AdditionalInfo: v.info, Structured: v.structured, Template: tpl}
+	warnings := o.formatWarnings(a)
+	if v.proxy != "" {
+		u, err := parseURL(v.proxy)
+		if err != nil {
+			return Alert{}, []string{fmt.Sprintf("alerts are off: %s asks for alerts, but the alert proxy (--alert-proxy, $ALERT_WEBHOOK_PROXY or $ALERT_PROXY) is not a proxy URL such as http://proxy:3128", why)}
+		}
+		a.Proxy = u
+	}
+	return a, warnings
+}
+
+// on reports whether alerts are asked for.
+func (o *AlertOptions) on(errs *problems) bool {
 	on := o.AlertOnReload == "true" // Reloader 1 compares the exact string
 	if o.alertOn.set {
 		if o.AlertOnReload != "" && o.alertOn.v != on {
@@ -75,31 +116,55 @@ func (o *AlertOptions) validate(errs *problems) (Alert, []string) {
 		}
 		on = true
 	}
-	v := o.values(errs)
-	if !on {
-		return Alert{}, nil
-	}
-	why := o.onWhy()
-	if _, err := parseURL(v.url, "http", "https"); err != nil {
-		what := "no webhook URL is set (--alert-webhook-url or $ALERT_WEBHOOK_URL)"
-		if v.url != "" {
-			what = "the webhook URL (--alert-webhook-url or $ALERT_WEBHOOK_URL) is not an http or https URL" // not quoted: it may hold a token
+	return on
+}
+
+// formatWarnings are the warnings of format settings that a's format
+// does not use.
+func (o *AlertOptions) formatWarnings(a Alert) []string {
+	if a.Template != nil {
+		if o.AlertSink != "" || o.alertSink.set || a.Structured {
+			return []string{"--alert-template renders every alert's body: the alert sink's format ($ALERT_SINK, --alert-sink, --alert-structured) is not used"}
 		}
-		return Alert{}, []string{fmt.Sprintf("alerts are off: %s asks for alerts, but %s; Ripple sends none, as Reloader does", why, what)}
+		return nil
 	}
-	a := Alert{Sink: v.sink, URL: v.url, AdditionalInfo: v.info, Structured: v.structured}
 	var warnings []string
+	if o.AlertClusterName != "" {
+		warnings = append(warnings, "--alert-cluster-name is a field of --alert-template's alerts, and no template is set: the sink's format does not show it")
+	}
 	if a.Structured && a.Sink != notify.Raw {
-		warnings = append(warnings, fmt.Sprintf("--alert-structured ($ALERT_STRUCTURED) applies to the raw sink only; the %s sink sends its own payload", a.Sink))
+		return append(warnings, fmt.Sprintf("--alert-structured ($ALERT_STRUCTURED) applies to the raw sink only; the %s sink sends its own payload", a.Sink))
 	}
-	if v.proxy != "" {
-		u, err := parseURL(v.proxy)
-		if err != nil {
-			return Alert{}, []string{fmt.Sprintf("alerts are off: %s asks for alerts, but the alert proxy (--alert-proxy, $ALERT_WEBHOOK_PROXY or $ALERT_PROXY) is not a proxy URL such as http://proxy:3128", why)}
-		}
-		a.Proxy = u
+	return warnings
+}
+
+// template reads and parses --alert-template, nil when it is not set.
+// info is the additional info, a field of the template.
+func (o *AlertOptions) template(errs *problems, info string) *notify.Template {
+	if o.AlertTemplate == "" {
+		return nil
 	}
-	return a, warnings
+	f, err := os.Open(o.AlertTemplate)
+	if err != nil {
+		errs.bad("alert-template", "%v", err)
+		return nil
+	}
+	defer func() { _ = f.Close() }()
+	text, err := io.ReadAll(io.LimitReader(f, notify.MaxTemplateSize+1))
+	if err != nil {
+		errs.bad("alert-template", "reading %s: %v", o.AlertTemplate, err)
+		return nil
+	}
+	if len(text) > notify.MaxTemplateSize {
+		errs.bad("alert-template", "%s is larger than %d bytes, the bound of a template", o.AlertTemplate, notify.MaxTemplateSize)
+		return nil
+	}
+	tpl, err := notify.ParseTemplate(string(text), o.AlertClusterName, info)
+	if err != nil {
+		errs.bad("alert-template", "%s: %v", o.AlertTemplate, err)
+		return nil
+	}
+	return tpl
 }
 
 // alertValues are the alert settings, each from its flag or variable.

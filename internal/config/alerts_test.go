@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,5 +123,59 @@ func TestReloader2AlertFlags(t *testing.T) {
 		if strings.Contains(err.Error(), "secret-token") {
 			t.Errorf("error %q quotes the URL", err)
 		}
+	}
+}
+
+func writeTemplate(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "alert.tmpl")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// --alert-template is read and tried at start: a file that cannot be
+// read, parsed or rendered, or is past its bound, fails the start with an
+// error naming the flag.
+func TestAlertTemplate(t *testing.T) {
+	url := "--alert-webhook-url=https://hooks.example/x"
+	good := writeTemplate(t, `{"text": {{ json .Message }}, "cluster": {{ json .Cluster }}}`)
+	cfg, err := parse(t, nil, url, "--alert-template="+good, "--alert-cluster-name=prod-eu", "--alert-additional-info=oncall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Alert.Template == nil || cfg.Alert.Template.Cluster != "prod-eu" || cfg.Alert.Template.AdditionalInfo != "oncall" || len(cfg.Warnings) != 0 {
+		t.Fatalf("alert %+v, warnings %q", cfg.Alert, cfg.Warnings)
+	}
+	for name, path := range map[string]string{
+		"missing":      filepath.Join(t.TempDir(), "none.tmpl"),
+		"syntax":       writeTemplate(t, `{"text": {{ json .Message }`),
+		"unknown":      writeTemplate(t, `{{ .Data }}`),
+		"fails sample": writeTemplate(t, `{{ index .Configs 3 }}`),
+		"too large":    writeTemplate(t, strings.Repeat("x", notify.MaxTemplateSize+1)),
+	} {
+		if _, err := parse(t, nil, url, "--alert-template="+path); err == nil || !strings.Contains(err.Error(), "--alert-template") {
+			t.Errorf("%s: error %v, want one naming --alert-template", name, err)
+		}
+	}
+	// The template replaces the sink's format: said once at start.
+	cfg, err = parse(t, map[string]string{"ALERT_SINK": "slack"}, url, "--alert-template="+good)
+	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "$ALERT_SINK") {
+		t.Errorf("template and ALERT_SINK: warnings %q, error %v", cfg.Warnings, err)
+	}
+	// A cluster name without a template shows nowhere: said at start.
+	cfg, err = parse(t, nil, url, "--alert-cluster-name=prod-eu")
+	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "--alert-cluster-name") {
+		t.Errorf("cluster name without a template: warnings %q, error %v", cfg.Warnings, err)
+	}
+	// A template without alerts: started, and told.
+	cfg, err = parse(t, nil, "--alert-template="+good)
+	if err != nil || cfg.Alert.URL != "" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "alerts are off") {
+		t.Errorf("template without a URL: alert %+v, warnings %q, error %v", cfg.Alert, cfg.Warnings, err)
+	}
+	// Without alerts the file is still checked: a broken one fails.
+	if _, err := parse(t, nil, "--alert-template="+filepath.Join(t.TempDir(), "none.tmpl")); err == nil {
+		t.Error("a missing template without alerts: accepted")
 	}
 }

@@ -58,9 +58,9 @@ func (d *Deps) count(kind string, r reason.Reason) {
 // alertOf is the alert of notice n: Reloader's sentence for a rollout,
 // else the notice's message.
 func alertOf(kind string, obj client.Object, n plan.Notice) notify.Alert {
-	a := notify.Alert{Level: n.Alert, Namespace: obj.GetNamespace(), Kind: kind, Workload: obj.GetName()}
+	a := notify.Alert{Level: n.Alert, Reason: n.Reason, Namespace: obj.GetNamespace(), Kind: kind, Workload: obj.GetName()}
 	for _, c := range n.Configs {
-		a.Sources = append(a.Sources, notify.Source{Type: c.Kind.Type(), Name: c.Name})
+		a.Sources = append(a.Sources, notify.Source{Kind: string(c.Kind), Type: c.Kind.Type(), Name: c.Name})
 	}
 	if n.Reason == reason.Reloaded {
 		a.Headline = notify.ReloadedHeadline(a.Namespace, kind, a.Workload, a.Sources)

@@ -44,6 +44,7 @@ type Metrics struct {
 	coalesced           prometheus.Histogram
 	leader              prometheus.Gauge
 	notificationDropped prometheus.Counter
+	notificationFailed  *prometheus.CounterVec
 	eventDropped        prometheus.Counter
 	eventsProcessed     *prometheus.CounterVec
 	cacheObjects        *prometheus.GaugeVec
@@ -123,6 +124,8 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		leader: gauge("ripple_leader", "1 while this replica leads (or runs without leader election), else 0."),
 		notificationDropped: counter("ripple_notifications_dropped_total",
 			"Webhook or alert messages dropped because their queue was full: the namespace with the most messages waiting loses its oldest."),
+		notificationFailed: counterVec("ripple_notifications_failed_total",
+			"Webhook or alert messages not delivered: refused or unanswered after their attempts, or (alerts) an --alert-template that failed or rendered past its bound, by sink (webhook: --webhook-url; alert).", "sink"),
 		eventDropped: counter("ripple_events_dropped_total",
 			"Kubernetes Events Ripple did not record because its Event queue was full: the namespace with the most Events waiting loses its oldest."),
 		eventsProcessed: counterVec("reloader_events_processed_total",
@@ -156,7 +159,7 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 func (m *Metrics) collectors() []prometheus.Collector {
 	collectors := []prometheus.Collector{m.reloadExecuted, m.reconcileTotal, m.reconcileDuration, m.actionTotal, m.actionLatency,
 		m.skipped, m.errors, m.retries, m.eventsReceived, m.workloadsScanned, m.workloadsMatched,
-		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped, m.eventDropped,
+		m.reloads, m.decisionLatency, m.coalesced, m.leader, m.notificationDropped, m.notificationFailed, m.eventDropped,
 		m.eventsProcessed, m.cacheObjects, m.queueDepth, m.queueAdds, m.queueLatency, m.controllerDepth, m.wouldReload}
 	collectors = append(collectors, m.safetyCollectors()...)
 	collectors = append(collectors, m.pending)
@@ -182,6 +185,9 @@ func (m *Metrics) initKnown() {
 		m.skipped.WithLabelValues(r)
 	}
 	m.errors.WithLabelValues("handler_error")
+	for _, s := range []string{SinkWebhook, SinkAlert} {
+		m.notificationFailed.WithLabelValues(s)
+	}
 }
 
 // InitKinds creates the series of the workload kinds Ripple reloads (by
@@ -373,6 +379,16 @@ func (m *Metrics) SetLeader(leading bool) {
 
 // NotificationDropped counts a message a full queue dropped.
 func (m *Metrics) NotificationDropped() { m.notificationDropped.Inc() }
+
+// The sinks of ripple_notifications_failed_total.
+const (
+	SinkWebhook = "webhook"
+	SinkAlert   = "alert"
+)
+
+// NotificationFailed counts a message of sink (SinkWebhook, SinkAlert)
+// that was not delivered.
+func (m *Metrics) NotificationFailed(sink string) { m.notificationFailed.WithLabelValues(sink).Inc() }
 
 // EventDropped counts a Kubernetes Event a full Event queue dropped.
 func (m *Metrics) EventDropped() { m.eventDropped.Inc() }

@@ -89,6 +89,8 @@ func TestSeriesExistAtStart(t *testing.T) {
 		`ripple_rollout_duration_seconds_count{kind="Deployment"}`,
 		`reloader_retries_total{}`,
 		`ripple_leader{}`,
+		`ripple_notifications_failed_total{sink="webhook"}`,
+		`ripple_notifications_failed_total{sink="alert"}`,
 	}
 	for _, s := range want {
 		v, ok := got[s]
@@ -100,6 +102,17 @@ func TestSeriesExistAtStart(t *testing.T) {
 	}
 	if _, ok := got[`reloader_action_total{result="success",workload_kind="Rollout"}`]; ok {
 		t.Error("a kind Ripple does not reload has series")
+	}
+}
+
+// A message not delivered counts under its sink only.
+func TestNotificationFailed(t *testing.T) {
+	m, reg := newMetrics(t, false)
+	m.NotificationFailed(SinkAlert)
+	m.NotificationFailed(SinkAlert)
+	got := series(t, reg)
+	if got[`ripple_notifications_failed_total{sink="alert"}`] != 2 || got[`ripple_notifications_failed_total{sink="webhook"}`] != 0 {
+		t.Errorf("alert %v, webhook %v; want 2 and 0", got[`ripple_notifications_failed_total{sink="alert"}`], got[`ripple_notifications_failed_total{sink="webhook"}`])
 	}
 }
 

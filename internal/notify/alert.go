@@ -34,13 +34,17 @@ func ParseSink(s string) Sink {
 
 // Source is a config that a rollout carried.
 type Source struct {
+	Kind string // ConfigMap, Secret, SecretProviderClass
 	Type string // Reloader's CONFIGMAP, SECRET
 	Name string
 }
 
 // Alert is one alert: a headline, a level and the configs it is about.
 type Alert struct {
-	Level    reason.Level
+	Level reason.Level
+	// Reason is the reason of the notice the alert tells (an --alert-template
+	// field).
+	Reason   reason.Reason
 	Headline Text
 	// Namespace, Kind (e.g. Deployment) and Workload name the workload.
 	Namespace, Kind, Workload string

@@ -55,6 +55,9 @@ type Options struct {
 	Flush time.Duration
 	// OnDrop is called for each message a full queue drops (a metric).
 	OnDrop func()
+	// OnFail is called for each message not delivered after its attempts
+	// (a metric).
+	OnFail func()
 	// Clock is injected by tests; nil means the real clock.
 	Clock clock.WithTicker
 	// Sink names the endpoint in errors, with the setting that holds its
@@ -199,13 +202,20 @@ func (q *Queue) NeedLeaderElection() bool { return false }
 func (q *Queue) deliver(ctx context.Context, m Message) {
 	backoff := q.opts.Backoff
 	for attempt := 1; ; attempt++ {
-		retry, err := q.post(ctx, m)
+		retry, status, err := q.post(ctx, m)
 		if err == nil {
 			q.log.V(1).Info("notification delivered", "what", m.What, "attempt", attempt)
 			return
 		}
 		if !retry || attempt >= q.opts.Attempts {
-			q.log.Error(err, "notification not delivered to "+q.opts.Sink, "what", m.What, "attempts", attempt, "host", q.host)
+			kv := []any{"what", m.What, "attempts", attempt, "host", q.host}
+			if status != 0 {
+				kv = append(kv, "status", status)
+			}
+			q.log.Error(err, "notification not delivered to "+q.opts.Sink, kv...)
+			if q.opts.OnFail != nil {
+				q.opts.OnFail()
+			}
 			return
 		}
 		select {
@@ -217,10 +227,12 @@ func (q *Queue) deliver(ctx context.Context, m Message) {
 	}
 }
 
-func (q *Queue) post(ctx context.Context, m Message) (retry bool, err error) {
+// post sends m once; status is the HTTP status of the answer, 0 when
+// there was none.
+func (q *Queue) post(ctx context.Context, m Message) (retry bool, status int, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.url, bytes.NewReader(m.Body))
 	if err != nil {
-		return false, errors.New("building the request failed")
+		return false, 0, errors.New("building the request failed")
 	}
 	req.Header.Set("Content-Type", m.ContentType)
 	resp, err := q.client.Do(req)
@@ -230,21 +242,21 @@ func (q *Queue) post(ctx context.Context, m Message) (retry bool, err error) {
 			err = ue.Err // drop the URL from the message
 		}
 		if errors.Is(err, errRedirect) {
-			return false, fmt.Errorf("posting to %s: %w: set the URL the endpoint redirects to", q.opts.Sink, err)
+			return false, 0, fmt.Errorf("posting to %s: %w: set the URL the endpoint redirects to", q.opts.Sink, err)
 		}
-		return true, fmt.Errorf("posting to %s: cannot reach %s: %w", q.opts.Sink, q.host, err)
+		return true, 0, fmt.Errorf("posting to %s: cannot reach %s: %w", q.opts.Sink, q.host, err)
 	}
 	_ = resp.Body.Close() // only the status matters; the body is not read
 	code := resp.StatusCode
 	switch {
 	case code >= 300 && code < 400:
-		return false, fmt.Errorf("posting to %s: %w (status %d): set the URL the endpoint redirects to", q.opts.Sink, errRedirect, code)
+		return false, code, fmt.Errorf("posting to %s: %w (status %d): set the URL the endpoint redirects to", q.opts.Sink, errRedirect, code)
 	case code >= 500 || code == http.StatusTooManyRequests:
-		return true, fmt.Errorf("posting to %s: status %d from %s: the endpoint failed or throttled", q.opts.Sink, code, q.host)
+		return true, code, fmt.Errorf("posting to %s: status %d from %s: the endpoint failed or throttled", q.opts.Sink, code, q.host)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return false, fmt.Errorf("posting to %s: status %d from %s: the endpoint refused the request; check the token in its URL", q.opts.Sink, code, q.host)
+		return false, code, fmt.Errorf("posting to %s: status %d from %s: the endpoint refused the request; check the token in its URL", q.opts.Sink, code, q.host)
 	case code >= 400:
-		return false, fmt.Errorf("posting to %s: status %d from %s: check its URL (and, for alerts, that ALERT_SINK matches the service)", q.opts.Sink, code, q.host)
+		return false, code, fmt.Errorf("posting to %s: status %d from %s: check its URL (and, for alerts, that ALERT_SINK matches the service)", q.opts.Sink, code, q.host)
 	}
-	return false, nil
+	return false, code, nil
 }

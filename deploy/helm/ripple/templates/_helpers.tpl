@@ -716,6 +716,8 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if gt (int ($adm.maxRollouts | default 0)) 0 -}}{{- $args = append $args (printf "--admission-max-rollouts=%d" (int $adm.maxRollouts)) -}}{{- end -}}
 {{- if $adm.clientCA -}}{{- $args = append $args (printf "--admission-client-ca=%s/ca.crt" (include "ripple.admissionClientCADir" $)) -}}{{- end -}}
 {{- end -}}
+{{- if $rp.alertTemplate -}}{{- $args = append $args (printf "--alert-template=%s/alert.tmpl" (include "ripple.alertTemplateDir" .)) -}}{{- end -}}
+{{- if $rp.alertClusterName -}}{{- $args = append $args (printf "--alert-cluster-name=%s" $rp.alertClusterName) -}}{{- end -}}
 {{- range $rp.extraArgs -}}{{- $args = append $args (toString .) -}}{{- end -}}
 {{- toJson $args -}}
 {{- end -}}
@@ -780,6 +782,10 @@ The schema accepts these forms; nothing here fails. */}}
 {{- $_ := set .Values "_rippleDeprecated" $notes -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Where the alert template of ripple.alertTemplate is mounted:
+alert.tmpl in it. */}}
+{{- define "ripple.alertTemplateDir" -}}/etc/ripple/alert-template{{- end -}}
 
 {{/* Where the kinds file of ripple.workloadKinds.declared is mounted. */}}
 {{- define "ripple.workloadKindsDir" -}}/etc/ripple/workload-kinds{{- end -}}
