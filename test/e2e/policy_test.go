@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,15 +61,15 @@ func chartObjects[T any](t *testing.T, ns, kind string, values map[string]any) [
 func checkOnlyRippleWrites(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	ctx := t.Context()
-	ps := chartObjects[admissionv1.ValidatingAdmissionPolicy](t, ns, "ValidatingAdmissionPolicy", nil)
-	bs := chartObjects[admissionv1.ValidatingAdmissionPolicyBinding](t, ns, "ValidatingAdmissionPolicyBinding", nil)
+	ps := chartObjects[admissionregistrationv1.ValidatingAdmissionPolicy](t, ns, "ValidatingAdmissionPolicy", nil)
+	bs := chartObjects[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, ns, "ValidatingAdmissionPolicyBinding", nil)
 	if len(ps) != 1 || len(bs) != 1 {
 		t.Fatalf("the chart renders %d policies and %d bindings, want the ConfigRollouts' one each", len(ps), len(bs))
 	}
 	p, b := ps[0], bs[0]
 	p.Name = "ripple-configrollouts-" + ns
 	b.Name, b.Spec.PolicyName = p.Name, p.Name
-	b.Spec.MatchResources = &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+	b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
 		MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}
 	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
