@@ -130,6 +130,9 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 	if problem := plan.RefuseAction(&in.Workload, in.Sources, g.Settings.Keys); problem != "" {
 		in.Workload.Invalid = append(in.Workload.Invalid, problem)
 	}
+	if problem := plan.RefuseInPlace(&in.Workload, in.Sources, g.Settings.Keys); problem != "" {
+		in.Workload.Invalid = append(in.Workload.Invalid, problem)
+	}
 	if slices.Contains(in.SourceKinds, refs.Secret) {
 		// Read whether a change set waits for it or not: the plan is made
 		// once, with every input it may need (no Secrets watched: no

@@ -17,7 +17,10 @@ import (
 // a pod made from it that Ripple could not restart in place (no container
 // with a RestartContainer resize policy, BestEffort, a config mounted with
 // subPath) is a warning, as the controller's RestartNotInPlace Warning
-// would be at the first reload.
+// would be at the first reload; so is an env var read by fileKeyRef from
+// a file an init container writes from a config (plan.FileKeyBlocked), as
+// the controller's InvalidAnnotation would be (lint does not know which
+// configs Ripple watches, so it counts every config the template reads).
 func (c *checker) inPlace(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	if tpl == nil || (o.kind != "Deployment" && o.kind != "StatefulSet" && o.kind != "DaemonSet") {
 		return nil
@@ -26,6 +29,10 @@ func (c *checker) inPlace(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 	v, from := w.Governing(c.keys.RestartMethod, "")
 	if m, err := plan.ParseRestartMethod(v); err != nil || m != workload.RestartInPlace || from == plan.FromFlag {
 		return nil
+	}
+	if why := plan.FileKeyBlocked(&tpl.Spec, refs.All(&tpl.Spec)); why != "" {
+		return []Finding{o.finding(Warning, c.keys.RestartMethod, fmt.Sprintf(
+			"restart method in-place, but a restart in place cannot deliver a change of what this template reads: %s; Ripple reloads it by writing the pod template instead", why))}
 	}
 	fv, _ := w.Governing(c.keys.InPlaceFallback, "")
 	names, _ := w.Governing(c.keys.RestartContainers, "")

@@ -50,6 +50,40 @@ spec:
 `, meta, tpl)
 }
 
+// fileKeyWeb is Deployment web, whose metadata carries meta, whose
+// container app reads env var DB_URL by fileKeyRef from emptyDir volume
+// env, which init container render writes from ConfigMap app-config.
+func fileKeyWeb(meta string) string {
+	return fmt.Sprintf(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations: %s
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      volumes:
+        - {name: env, emptyDir: {}}
+      initContainers:
+        - name: render
+          image: render
+          envFrom: [{configMapRef: {name: app-config}}]
+          volumeMounts: [{name: env, mountPath: /out}]
+      containers:
+        - name: app
+          image: app
+          env:
+            - name: DB_URL
+              valueFrom: {fileKeyRef: {volumeName: env, path: app.env, key: DB_URL}}
+          resources: {requests: {cpu: 100m}}
+          resizePolicy: [{resourceName: cpu, restartPolicy: RestartContainer}]
+`, meta)
+}
+
 // configs are the configs the test workloads use, in namespace shop.
 const configs = `---
 apiVersion: v1
@@ -275,6 +309,14 @@ metadata:
 			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/reload-action: ":9090/-/reload"}`, `{}`),
 			want: []Finding{
 				{Warning, "Deployment shop/web", "ripple.dev/reload-action", "a reload action cannot deliver a change of what this template reads: container app reads ConfigMap app-config as environment variables, which never change in a running container; Ripple reloads it by its restart method instead"},
+			},
+		},
+		{
+			name:      "in-place and a reload action on a template whose env var an init container writes from a config (fileKeyRef)",
+			manifests: configs + fileKeyWeb(`{reloader.stakater.com/auto: "true", ripple.dev/restart-method: in-place, ripple.dev/reload-action: ":9090/-/reload"}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "ripple.dev/reload-action", "a reload action cannot deliver a change of what this template reads: container app reads env var DB_URL from a file (fileKeyRef) in emptyDir volume env, which init container render writes from ConfigMap app-config; init containers run again only in a new pod; Ripple reloads it by its restart method instead"},
+				{Warning, "Deployment shop/web", "ripple.dev/restart-method", "restart method in-place, but a restart in place cannot deliver a change of what this template reads: container app reads env var DB_URL from a file (fileKeyRef) in emptyDir volume env, which init container render writes from ConfigMap app-config; init containers run again only in a new pod; Ripple reloads it by writing the pod template instead"},
 			},
 		},
 		{

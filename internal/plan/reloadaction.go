@@ -25,7 +25,8 @@ import (
 // whole ConfigMap, Secret, projected or CSI volume. An environment
 // variable, a subPath file (bound once, at the container's start) or what
 // an init container read never changes in a running pod, so a workload
-// reading a config that way is refused the action (ActionBlocked) and
+// reading a config that way, or an env var an init container wrote from it
+// (fileKeyRef, FileKeyBlocked), is refused the action (ActionBlocked) and
 // reloads by its restart method instead.
 
 // DefaultReloadDelay is how long after a change Ripple calls the pods when
@@ -157,6 +158,9 @@ func ActionBlocked(spec *corev1.PodSpec, sources []refs.Ref) string {
 	watched := map[refs.Ref]bool{}
 	for _, s := range sources {
 		watched[s] = true
+	}
+	if why := FileKeyBlocked(spec, sources); why != "" {
+		return why
 	}
 	subPath := subPathMounts(spec)
 	for _, u := range refs.Uses(spec) {
