@@ -136,10 +136,11 @@ type Ask struct {
 
 // Start is a canaried change of config in ns to the data digest,
 // seen at now, among the workloads it rolls: the canaries are the first
-// spec.Of(n) of them, those that run pods first (a workload without pods
-// would pass at once, so it is a canary only when too few others run
-// pods), then those marked canary-first, then by name and kind. With no
-// workload to roll, it has passed.
+// spec.Of(n) of them, those marked canary-first first, then by name and
+// kind; while one of them runs pods, those that run none (Idle: scaled to
+// zero, a CronJob) are never canaries, as they would pass at once (the
+// canaries are then fewer when too few run pods); when none runs pods,
+// they are chosen among all. With no workload to roll, it has passed.
 func Start(ns string, ask Ask, cands []Candidate, now time.Time) State {
 	c := State{Namespace: ns, Config: ask.Config, Digest: ask.Digest, Bake: ask.Spec.Bake, Phase: Rolling, Since: now}
 	if len(cands) == 0 {
@@ -157,7 +158,11 @@ func Start(ns string, ask Ask, cands []Candidate, now time.Time) State {
 		return cmp.Or(cmp.Compare(first(!a.Idle), first(!b.Idle)), cmp.Compare(first(a.First), first(b.First)),
 			cmp.Compare(a.Ref.Name, b.Ref.Name), cmp.Compare(a.Ref.Kind, b.Ref.Kind))
 	})
-	for _, w := range cands[:ask.Spec.Of(len(cands))] {
+	n := ask.Spec.Of(len(cands))
+	if running := slices.IndexFunc(cands, func(w Candidate) bool { return w.Idle }); running > 0 {
+		n = min(n, running) // while one runs pods, no idle workload is a canary
+	}
+	for _, w := range cands[:n] {
 		c.Members = append(c.Members, Member{Ref: w.Ref})
 	}
 	return c

@@ -86,8 +86,18 @@ func TestStart(t *testing.T) {
 	}
 	c = Start("shop", Ask{Config: cmApp, Digest: "cm2", Spec: Spec{Percent: 100}},
 		[]Candidate{{Ref: dep("b"), Idle: true}, {Ref: dep("c")}, {Ref: dep("a"), Idle: true, First: true}}, now)
-	if got := c.MemberNames(); got != `Deployment "c", Deployment "a", Deployment "b"` {
-		t.Errorf("100%% of a fleet with idle workloads: canaries %s, want those that run pods first, then canary-first", got)
+	if got := c.MemberNames(); got != `Deployment "c"` {
+		t.Errorf("100%% of a fleet with idle workloads: canaries %s, want only the one that runs pods", got)
+	}
+	c = Start("shop", Ask{Config: cmApp, Digest: "cm2", Spec: Spec{Count: 3}},
+		[]Candidate{{Ref: dep("zero"), Idle: true}, {Ref: dep("d")}, {Ref: dep("c")}, {Ref: dep("a"), Idle: true, First: true}}, now)
+	if got := c.MemberNames(); got != `Deployment "c", Deployment "d"` {
+		t.Errorf("3 canaries, 2 workloads run pods: canaries %s, want those 2 only (a workload at 0 replicas is never a canary while others run pods)", got)
+	}
+	c = Start("shop", Ask{Config: cmApp, Digest: "cm2", Spec: Spec{Count: 2}},
+		[]Candidate{{Ref: dep("b"), Idle: true}, {Ref: dep("a"), Idle: true}, {Ref: dep("c"), Idle: true}}, now)
+	if got := c.MemberNames(); got != `Deployment "a", Deployment "b"` {
+		t.Errorf("none runs pods: canaries %s, want 2 of them, by name", got)
 	}
 }
 
