@@ -55,6 +55,7 @@ func TestState(t *testing.T) {
 	notifyApplied := managed("notify", plan.Unchanged, rollout.Complete)
 	notifyApplied.RollsNothing = true
 	noContainer := managed("sidecar", plan.NotReloading, rollout.Complete)
+	zero := func(c Consumer) Consumer { c.Zero = true; return c }
 	for _, tc := range []struct {
 		name string
 		c    Consumer
@@ -79,6 +80,13 @@ func TestState(t *testing.T) {
 		{"not referenced: no consumer", notReferenced, "", "", false},
 		{"notify", notify, v1alpha1.ConsumerNotifyOnly, "WouldReload", true},
 		{"not in the plan", Consumer{}, "", "", false},
+		{"scaled to zero, not applied yet: no pod runs the old data", zero(managed("a", plan.Changed, rollout.Complete)), v1alpha1.ConsumerComplete, "ScaledToZero", true},
+		{"scaled to zero, deferred", zero(deferred), v1alpha1.ConsumerComplete, "ScaledToZero", true},
+		{"scaled to zero, applied, rolling", zero(managed("a", plan.Unchanged, rollout.Progressing)), v1alpha1.ConsumerComplete, "ScaledToZero", true},
+		{"scaled to zero, applied and complete", zero(managed("a", plan.Unchanged, rollout.Complete)), v1alpha1.ConsumerComplete, "Applied", true},
+		{"scaled to zero, halted: the change is", zero(halted), v1alpha1.ConsumerHalted, "RolloutHalted", true},
+		{"scaled to zero, excluded", zero(excluded), v1alpha1.ConsumerExcluded, "Excluded", true},
+		{"scaled to zero, not opted in: no pod keeps the old data", zero(notOptedIn), "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, why, ok := State(tc.c, t0)
@@ -105,6 +113,24 @@ func TestConsumerStatesAreTheStandings(t *testing.T) {
 		if !seen[c] {
 			t.Errorf("the API's consumer state %s is no standing", c)
 		}
+	}
+}
+
+// A consumer scaled to zero counts propagated: a change whose other
+// consumers run it is Propagated while that one waits for its reload
+// window.
+func TestStatusScaledToZeroPropagates(t *testing.T) {
+	night := managed("night", plan.Changed, rollout.Complete)
+	night.Verdict, night.Zero = reason.ReloadDeferred, true
+	cs := []Consumer{managed("a", plan.Unchanged, rollout.Complete), night}
+	st := Status(v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}, cs, nil, false, t0.Add(time.Second))
+	want := v1alpha1.Counts{Consumers: 2, Managed: 2, Complete: 2}
+	if st.Counts != want || st.Phase != v1alpha1.PhasePropagated || !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.Propagated) {
+		t.Errorf("counts %+v, phase %s; want %+v, Propagated", st.Counts, st.Phase, want)
+	}
+	night.Zero = false // scaled up before its window opened: it runs old pods
+	if st := Status(v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}, []Consumer{cs[0], night}, nil, false, t0.Add(time.Second)); st.Phase != v1alpha1.PhaseWaiting {
+		t.Errorf("running pods, deferred: phase %s, want Waiting", st.Phase)
 	}
 }
 

@@ -65,6 +65,7 @@ const (
 	KindIgnored         Reason = "KindIgnored"
 	NamespaceOutOfScope Reason = "NamespaceOutOfScope"
 	WebhookMode         Reason = "WebhookMode"
+	ScaledToZero        Reason = "ScaledToZero"
 )
 
 // Level is how an alert of a reason reads: a rollout (Good), something
@@ -190,6 +191,8 @@ func standings() []Info {
 			When: "Not an Event: Ripple does not reload workloads of this kind (--ignored-workload-types, or --is-Argo-Rollouts / --is-openshift not set)."},
 		{Reason: NamespaceOutOfScope, NotRolled: true,
 			When: "Not an Event: the workload's namespace is outside Ripple's scope (--namespaces, --namespaces-to-ignore, --namespace-selector)."},
+		{Reason: ScaledToZero,
+			When: "Not an Event: in a ConfigRollout, a consumer Ripple rolls that is scaled to zero (spec.replicas 0, no replica left) counts complete whether it applied the change yet or not: no pod of it runs the old data, and a pod it starts reads the new (docs/config-rollouts.md)."},
 		{Reason: WebhookMode, NotRolled: true,
 			When: "Not an Event: Ripple runs with --webhook-url: it posts each change to the webhook and reloads nothing."},
 	}

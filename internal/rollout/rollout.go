@@ -102,6 +102,25 @@ func Idle(obj client.Object) string {
 	return ""
 }
 
+// ScaledToZero reports whether obj wants no pods and runs none: a
+// Deployment, StatefulSet, Argo Rollout (or another kind with
+// spec.replicas) whose spec.replicas is 0 and whose status counts no
+// replica left (a replica still running reads the data it started with).
+// A pod it starts later reads its configs' data as they are then.
+func ScaledToZero(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return zero(o.Spec.Replicas) != "" && o.Status.Replicas == 0
+	case *appsv1.StatefulSet:
+		return zero(o.Spec.Replicas) != "" && o.Status.Replicas == 0
+	case *unstructured.Unstructured:
+		n, ok, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		left, _, _ := unstructured.NestedInt64(o.Object, "status", "replicas")
+		return ok && n == 0 && left == 0
+	}
+	return false
+}
+
 func zero(replicas *int32) string {
 	if replicas != nil && *replicas == 0 {
 		return "it is scaled to zero"

@@ -182,3 +182,38 @@ func TestIdle(t *testing.T) {
 		}
 	}
 }
+
+// ScaledToZero names the workloads that want no pods and run none.
+func TestScaledToZero(t *testing.T) {
+	argo := func(spec, status any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}, "status": map[string]any{}}}
+		u.SetKind("Rollout")
+		if spec != nil {
+			u.Object["spec"].(map[string]any)["replicas"] = spec
+		}
+		if status != nil {
+			u.Object["status"].(map[string]any)["replicas"] = status
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		obj  client.Object
+		zero bool
+	}{
+		{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}}, true},
+		{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)}, Status: appsv1.DeploymentStatus{Replicas: 1}}, false}, // a pod left
+		{&appsv1.Deployment{}, false}, // replicas unset: 1
+		{&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}}, true},
+		{&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}, false},
+		{&appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{ObservedGeneration: 1}}, false}, // idle, but not scaled
+		{&batchv1.CronJob{}, false},
+		{argo(int64(0), nil), true},
+		{argo(int64(0), int64(2)), false},
+		{argo(int64(2), nil), false},
+		{argo(nil, nil), false},
+	} {
+		if got := ScaledToZero(tc.obj); got != tc.zero {
+			t.Errorf("ScaledToZero(%T %v) = %v, want %v", tc.obj, tc.obj, got, tc.zero)
+		}
+	}
+}
