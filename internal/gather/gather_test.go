@@ -2,6 +2,7 @@ package gather
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +231,36 @@ func TestInputRecordRestored(t *testing.T) {
 				t.Errorf("RecordRestored %v, want %v", in.Workload.RecordRestored, tc.want)
 			}
 		})
+	}
+}
+
+// A Deployment asking for in-place whose env var DB_URL is read by
+// fileKeyRef from a file init container render writes from ConfigMap cfg
+// is gathered with the template write and a problem naming why: the
+// workload reloads, by a new pod.
+func TestInputRefusesInPlaceForFileKeyRef(t *testing.T) {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{keys.RestartMethod: "in-place"}},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{{Name: "env", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			InitContainers: []corev1.Container{{Name: "render", VolumeMounts: []corev1.VolumeMount{{Name: "env", MountPath: "/out"}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
+			Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "DB_URL",
+				ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "env", Path: "app.env", Key: "DB_URL"}}}}}},
+		}}},
+	}
+	g := gatherer([]client.Object{d, cm("cfg", "v1")}, nil, nil)
+	g.Settings.RestartMethod = workload.RestartTemplate
+	in, err := g.Input(t.Context(), workload.WithRestarts(workload.Deployment), d, &d.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Workload.Restart.Method != workload.RestartTemplate {
+		t.Errorf("restart %+v, want the template write", in.Workload.Restart)
+	}
+	if !slices.ContainsFunc(in.Workload.Invalid, func(p string) bool {
+		return strings.Contains(p, `restart method "in-place"`) && strings.Contains(p, "env var DB_URL") && strings.Contains(p, "init container render")
+	}) {
+		t.Errorf("problems %q, want one naming in-place, DB_URL and render", in.Workload.Invalid)
 	}
 }
