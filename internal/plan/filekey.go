@@ -33,18 +33,7 @@ func FileKeyBlocked(spec *corev1.PodSpec, sources []refs.Ref) string {
 	if spec == nil {
 		return ""
 	}
-	watched := map[refs.Ref]bool{}
-	for _, s := range sources {
-		watched[s] = true
-	}
-	// reads[c] are the watched configs init container c reads, in spec
-	// order.
-	reads := map[string][]refs.Ref{}
-	for _, u := range refs.Uses(spec) {
-		if u.Init && watched[u.Ref] && !slices.Contains(reads[u.Container], u.Ref) {
-			reads[u.Container] = append(reads[u.Container], u.Ref)
-		}
-	}
+	reads := initReads(spec, sources)
 	if len(reads) == 0 {
 		return ""
 	}
@@ -59,16 +48,37 @@ func FileKeyBlocked(spec *corev1.PodSpec, sources []refs.Ref) string {
 			if e.ValueFrom == nil || e.ValueFrom.FileKeyRef == nil || !emptyDir[e.ValueFrom.FileKeyRef.VolumeName] {
 				continue
 			}
-			vol := e.ValueFrom.FileKeyRef.VolumeName
-			for _, ic := range spec.InitContainers {
-				if ic.Name == c.Name || len(reads[ic.Name]) == 0 || !mounts(ic, vol) {
-					continue
-				}
-				config := reads[ic.Name][0]
-				return fmt.Sprintf("container %s reads env var %s from a file (fileKeyRef) in emptyDir volume %s, which init container %s writes from %s %s; init containers run again only in a new pod",
-					c.Name, e.Name, vol, ic.Name, config.Kind, config.Name)
+			if why := writtenFrom(spec, reads, c.Name, e.Name, e.ValueFrom.FileKeyRef.VolumeName); why != "" {
+				return why
 			}
 		}
+	}
+	return ""
+}
+
+// initReads are the watched configs (of sources) each init container of
+// spec reads, in spec order, by container name.
+func initReads(spec *corev1.PodSpec, sources []refs.Ref) map[string][]refs.Ref {
+	reads := map[string][]refs.Ref{}
+	for _, u := range refs.Uses(spec) {
+		if u.Init && slices.Contains(sources, u.Ref) && !slices.Contains(reads[u.Container], u.Ref) {
+			reads[u.Container] = append(reads[u.Container], u.Ref)
+		}
+	}
+	return reads
+}
+
+// writtenFrom says which init container of spec, other than container,
+// mounts volume vol and reads a watched config (reads), for env var env
+// of container read from a file in vol; empty when none does.
+func writtenFrom(spec *corev1.PodSpec, reads map[string][]refs.Ref, container, env, vol string) string {
+	for _, ic := range spec.InitContainers {
+		if ic.Name == container || len(reads[ic.Name]) == 0 || !mounts(ic, vol) {
+			continue
+		}
+		config := reads[ic.Name][0]
+		return fmt.Sprintf("container %s reads env var %s from a file (fileKeyRef) in emptyDir volume %s, which init container %s writes from %s %s; init containers run again only in a new pod",
+			container, env, vol, ic.Name, config.Kind, config.Name)
 	}
 	return ""
 }
