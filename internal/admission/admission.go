@@ -90,6 +90,9 @@ type Handler struct {
 	// sometimes thins the log lines of reviews let through unchecked:
 	// whoever reaches the port chooses how many there are.
 	sometimes rate.Sometimes
+	// memo remembers the latest verdicts for MemoTTL: the same write
+	// judged again costs nothing (memo.go).
+	memo memo
 }
 
 // MaxInFlight is how many verdicts a replica makes at once; a review
@@ -119,12 +122,50 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if old == nil && cur == nil {
 		return admission.Allowed("")
 	}
+	key := h.memo.keyOf(req.Kind.Kind, old, cur)
+	r, hit := h.memo.get(key, h.Clock.Now())
+	if !hit {
+		var resp *admission.Response
+		if r, resp = h.judge(ctx, req, old, cur); resp != nil {
+			return *resp
+		}
+		h.memo.put(key, r, h.Clock.Now())
+	}
+	if !r.ok {
+		return admission.Allowed("")
+	}
+	warnings := []string{r.line}
+	limit, source, bad := h.limit(ctx, r.namespace)
+	if bad != "" {
+		warnings = append(warnings, bad)
+	}
+	if limit > 0 && r.rolls > limit {
+		either := cur
+		if either == nil {
+			either = old
+		}
+		if deny := h.guard(r, either, limit, source); deny != "" {
+			return admission.Denied(deny).WithWarnings(warnings...)
+		}
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// judge makes the verdict of the write of cur over old, in one of the
+// MaxInFlight slots and within the budget; without one (busy, an error,
+// too late) it is the answer that lets the write through unchecked,
+// which is not remembered.
+func (h *Handler) judge(ctx context.Context, req admission.Request, old, cur client.Object) (remembered, *admission.Response) {
+	unchecked := func(warning string) (remembered, *admission.Response) {
+		resp := admission.Allowed("").WithWarnings(warning)
+		return remembered{}, &resp
+	}
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	default:
 		h.logSometimes(errBusy, "no verdict for a config write; it is let through", req)
-		return admission.Allowed("").WithWarnings("ripple: busy checking other writes; this one is not checked")
+		return unchecked("ripple: busy checking other writes; this one is not checked")
 	}
 	budget := h.Budget
 	if budget <= 0 {
@@ -134,36 +175,22 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	defer cancel()
 	v, ok, err := h.verdict(ctx, old, cur)
 	if err == nil {
-		// The planner does not watch the clock: a verdict past its budget
-		// is one the API server may have stopped waiting for.
+		// A verdict past its budget is one the API server may have
+		// stopped waiting for.
 		err = ctx.Err()
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		h.logSometimes(err, "no verdict for a config write; it is let through", req)
 		why := "could not tell what this change rolls"
 		if errors.Is(err, context.DeadlineExceeded) {
 			why = "could not tell in time what this change rolls"
 		}
-		return admission.Allowed("").WithWarnings("ripple: " + why + "; it is not checked")
-	case !ok:
-		return admission.Allowed("")
+		return unchecked("ripple: " + why + "; it is not checked")
 	}
-	warnings := []string{impact.Line(v)}
-	limit, source, bad := h.limit(ctx, v.Namespace)
-	if bad != "" {
-		warnings = append(warnings, bad)
+	if !ok {
+		return remembered{}, nil
 	}
-	if limit > 0 && v.Rolls > limit {
-		either := cur
-		if either == nil {
-			either = old
-		}
-		if deny := h.guard(v, either, limit, source); deny != "" {
-			return admission.Denied(deny).WithWarnings(warnings...)
-		}
-	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	return remembered{ok: true, line: impact.Line(v), rolls: v.Rolls, namespace: v.Namespace, kind: v.Kind}, nil
 }
 
 // errBusy is why a review past MaxInFlight gets no verdict.
@@ -285,13 +312,13 @@ func (h *Handler) limit(ctx context.Context, ns string) (limit int, source, bad 
 
 // guard is the denial of a write above limit that config does not
 // acknowledge, or "" when it does.
-func (h *Handler) guard(v impact.Verdict, config client.Object, limit int, source string) string {
+func (h *Handler) guard(v remembered, config client.Object, limit int, source string) string {
 	ack := impact.AckOf(config, h.Keys.AckRollouts)
-	if ack.Covers(v.Rolls) {
+	if ack.Covers(v.rolls) {
 		return ""
 	}
 	msg := fmt.Sprintf("ripple: this change rolls %d workloads in %s, above the limit of %d (%s); to apply it, annotate the %s %s: %q",
-		v.Rolls, v.Namespace, limit, source, v.Kind, h.Keys.AckRollouts, strconv.Itoa(v.Rolls))
+		v.rolls, v.namespace, limit, source, v.kind, h.Keys.AckRollouts, strconv.Itoa(v.rolls))
 	switch {
 	case ack.Set && !ack.Valid:
 		msg += fmt.Sprintf(" (its %q is not a count)", clip(ack.Raw))
