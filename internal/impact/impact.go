@@ -237,7 +237,9 @@ func inputOf(ch Change, in plan.Input, now time.Time) plan.Input {
 			src.Before = &plan.Before{Digest: ch.Before.Digest, Keys: ch.Before.Keys, Seen: now}
 		}
 	}
-	return in
+	// Planned two to four times, at other times, settle schedules and
+	// canaries only: its sources are decided once.
+	return plan.Sourced(in)
 }
 
 // recorded are the workload's annotations with its applied record
