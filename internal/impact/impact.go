@@ -272,7 +272,12 @@ func recorded(in plan.Input, config refs.Ref, sum string) map[string]string {
 func settledAll(ctx context.Context, ins []plan.Input, now time.Time) ([]plan.Plan, error) {
 	written := func(refs.Ref) time.Time { return now }
 	plans := make([]plan.Plan, len(ins))
-	err := eachAtOnce(ctx, len(ins), func(i int) { plans[i] = standing.Settled(ins[i], written) })
+	err := eachAtOnce(ctx, len(ins), func(i int) {
+		plans[i] = standing.Settled(ins[i], written)
+		// A verdict reads no plan's write: its copy of the pod template
+		// would only stay in memory with every other reader's.
+		plans[i].Update = workload.Update{}
+	})
 	return plans, err
 }
 

@@ -400,15 +400,25 @@ func (p Plan) Writes() bool {
 // For plans a reconcile of the workload in: it runs the stages in order
 // until one decides the plan (stages).
 func For(in Input) Plan {
-	pl := planning{in: in}
+	pl, _ := plannings.Get().(*planning)
+	*pl = planning{in: in}
 	for _, s := range stages() {
-		if s.run(&pl) {
+		if s.run(pl) {
 			break
 		}
 	}
 	pl.p.finish(in)
-	return pl.p
+	p := pl.p
+	*pl = planning{} // it keeps nothing of this plan
+	plannings.Put(pl)
+	return p
 }
+
+// plannings are For's plannings, used again: the stages are called
+// through function values, so a planning is on the heap, and at over
+// 3 KB it was most of what a plan allocated (an admission verdict makes
+// hundreds of plans).
+var plannings = sync.Pool{New: func() any { return new(planning) }}
 
 // planning is a plan being made: the plan, and what the stages pass on.
 type planning struct {

@@ -72,6 +72,7 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	changed := time.Now()
 	setData(t, admin, victim, "v2")
 	quiet := waitReloaded(t, admin, victim, changed, reloadBound, "with no review sent")
+	applied := victimEnv(t, admin, victim)
 	t.Logf("with no review sent, the other namespace's workload reloaded %s after its change", quiet.Round(time.Millisecond))
 	before := rss(t, r)
 
@@ -91,7 +92,7 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	peak := before
 	changed = time.Now()
 	setData(t, admin, victim, "v3")
-	reloaded := waitReloaded(t, admin, victim, changed, floodReloadBound, fmt.Sprintf("(settle window + 1s) under %d forged reviews at once", forgers))
+	reloaded := waitEnvChanged(t, admin, victim, applied, changed, floodReloadBound, fmt.Sprintf("(settle window + 1s) under %d forged reviews at once", forgers))
 	for range 5 {
 		peak = max(peak, rss(t, r))
 		time.Sleep(time.Second)
@@ -169,6 +170,39 @@ func waitReadersBaselines(t *testing.T, admin kubernetes.Interface, ns string) {
 	})
 	if err != nil {
 		t.Fatalf("Ripple recorded its baseline on %d of %d readers within 2m: %v", done, sharedReaders, err)
+	}
+}
+
+// victimEnv is the value of Reloader's env var of ConfigMap app on the
+// Deployment web of ns.
+func victimEnv(t *testing.T, admin kubernetes.Interface, ns string) string {
+	t.Helper()
+	d, err := admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "STAKATER_APP_CONFIGMAP" {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// waitEnvChanged waits, at most bound after changed, until the victim's
+// Deployment carries another value than old in Reloader's env var (a
+// reload after the one that wrote old), and returns when it did; while
+// says what happened meanwhile.
+func waitEnvChanged(t *testing.T, admin kubernetes.Interface, ns, old string, changed time.Time, bound time.Duration, while string) time.Duration {
+	t.Helper()
+	for {
+		if v := victimEnv(t, admin, ns); v != old && v != "" {
+			return time.Since(changed)
+		}
+		if time.Since(changed) > bound {
+			t.Fatalf("the other namespace's workload did not reload within %s of its change, %s", bound, while)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
