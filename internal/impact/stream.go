@@ -19,10 +19,9 @@ import (
 // anyone who reaches its port may ask for them).
 var chunk = 256
 
-// outcome is one reader's place in a streamed verdict.
+// outcome is one reader's place in a streamed verdict: a few hundred
+// bytes (not its input nor its plan).
 type outcome struct {
-	// c is the consumer without its input, which is not kept.
-	c Consumer
 	// w is its place, ok false when it does not take part: first by its
 	// plan before any canary passed, then once they passed (canaried).
 	w, canaried     Workload
@@ -48,8 +47,7 @@ func (a Assessor) stream(ctx context.Context, ch Change, g gather.Gatherer, objs
 			cands = append(cands, canary.Candidate{Ref: c.Ref, First: c.First, Idle: c.Idle})
 		}
 		w, ok := Place(ch.Config, c, in.DryRun, p)
-		c.Input = plan.Input{}
-		outs[i] = outcome{c: c, w: w, ok: ok, consumer: true, reads: readsOf(in, ch.Config)}
+		outs[i] = outcome{w: w, ok: ok, consumer: true, reads: readsOf(in, ch.Config)}
 	})
 	if err != nil {
 		return Verdict{}, err
