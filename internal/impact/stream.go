@@ -99,8 +99,7 @@ func (a Assessor) plannedChunks(ctx context.Context, ch Change, g gather.Gathere
 		if err := errors.Join(append(errs, err)...); err != nil {
 			return err
 		}
-		var at []int
-		var ins []plan.Input
+		at, ins := make([]int, 0, len(part)), make([]plan.Input, 0, len(part))
 		for i, c := range cs {
 			if c == nil {
 				continue
