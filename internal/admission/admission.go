@@ -84,9 +84,10 @@ type Handler struct {
 	Budget time.Duration
 	Log    logr.Logger
 
-	// slots holds a token per verdict in flight (MaxInFlight).
-	slots chan struct{}
-	once  sync.Once
+	// slots holds a token per verdict in flight (MaxInFlight), big one
+	// per verdict of more than BigVerdict readers (MaxBigInFlight).
+	slots, big chan struct{}
+	once       sync.Once
 	// sometimes thins the log lines of reviews let through unchecked:
 	// whoever reaches the port chooses how many there are.
 	sometimes rate.Sometimes
@@ -102,6 +103,17 @@ type Handler struct {
 // need.
 const MaxInFlight = 2
 
+// BigVerdict is how many workloads may read a config before its verdict
+// is a big one, and MaxBigInFlight how many big verdicts a replica makes
+// at once (each also takes one of MaxInFlight); a review past it is let
+// through unchecked at once. A verdict holds a few hundred bytes per
+// reader and allocates about 35 KB per reader as it goes: two of a config
+// read by 5,000 at once grew Ripple's memory by twice what one did.
+const (
+	BigVerdict     = 1000
+	MaxBigInFlight = 1
+)
+
 // Webhook is h served as an admission webhook.
 func (h *Handler) Webhook() *admission.Webhook {
 	return &admission.Webhook{Handler: h, RecoverPanic: new(true)}
@@ -111,7 +123,7 @@ func (h *Handler) Webhook() *admission.Webhook {
 // a workload reads the config; denied when the guard's limit holds it.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	h.once.Do(func() {
-		h.slots = make(chan struct{}, MaxInFlight)
+		h.slots, h.big = make(chan struct{}, MaxInFlight), make(chan struct{}, MaxBigInFlight)
 		h.sometimes = rate.Sometimes{First: 1, Interval: 10 * time.Second}
 	})
 	old, cur, err := h.decode(req)
@@ -181,6 +193,9 @@ func (h *Handler) judge(ctx context.Context, req admission.Request, old, cur cli
 	}
 	if err != nil {
 		h.logSometimes(err, "no verdict for a config write; it is let through", req)
+		if errors.Is(err, errBusy) {
+			return unchecked("ripple: busy checking other writes; this one is not checked")
+		}
 		why := "could not tell what this change rolls"
 		if errors.Is(err, context.DeadlineExceeded) {
 			why = "could not tell in time what this change rolls"
@@ -271,6 +286,7 @@ func (h *Handler) watched(obj client.Object) bool {
 func (h *Handler) verdict(ctx context.Context, old, cur client.Object) (impact.Verdict, bool, error) {
 	a := h.Assessor()
 	a.Blind = true // whoever reaches the port may ask: never tell what a workload runs
+	a.Admit = h.admit
 	if old != nil && cur != nil && a.SameData(old, cur) {
 		return impact.Verdict{}, false, nil
 	}
@@ -290,6 +306,24 @@ func (h *Handler) verdict(ctx context.Context, old, cur client.Object) (impact.V
 	}
 	return v, len(v.Workloads) > 0, nil
 }
+
+// admit lets a verdict of a config that readers may read be made: at
+// once when it is not big, with one of the MaxBigInFlight tokens when it
+// is, else errBusy.
+func (h *Handler) admit(readers int) (func(), error) {
+	if readers <= BigVerdict {
+		return func() {}, nil
+	}
+	select {
+	case h.big <- struct{}{}:
+		return func() { <-h.big }, nil
+	default:
+		return nil, errBigBusy
+	}
+}
+
+// errBigBusy is why a big verdict past MaxBigInFlight is not made.
+var errBigBusy = fmt.Errorf("%d verdicts of configs read by more than %d workloads in flight already: %w", MaxBigInFlight, BigVerdict, errBusy)
 
 // limit is the guard's limit in namespace ns and what sets it; bad says
 // why a Namespace's own limit was not taken.

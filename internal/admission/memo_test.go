@@ -154,3 +154,33 @@ func TestMemoIsBounded(t *testing.T) {
 		t.Errorf("the memo holds %d verdicts after %d writes, want %d", n, MemoSize+50, MemoSize)
 	}
 }
+
+// At most MaxBigInFlight verdicts of configs read by more than BigVerdict
+// workloads are made at once: past them, such a review is let through
+// unchecked at once, while a config read by fewer still gets its verdict.
+func TestBigVerdictsAreBounded(t *testing.T) {
+	objs := readers("shop", BigVerdict+1, refs.ConfigMap)
+	objs = append(objs, readers("cafe", 2, refs.ConfigMap)...)
+	h := handler(t, objs)
+	big := review(t, admissionv1.Update, configMap("shop", before, nil), configMap("shop", after, nil))
+	small := review(t, admissionv1.Update, configMap("cafe", before, nil), configMap("cafe", after, nil))
+	h.Handle(t.Context(), small) // makes the handler's slots
+	for range MaxBigInFlight {
+		h.big <- struct{}{}
+	}
+	if resp := h.Handle(t.Context(), big); len(resp.Warnings) != 1 || resp.Warnings[0] != "ripple: busy checking other writes; this one is not checked" {
+		t.Errorf("a big verdict past MaxBigInFlight: %q, want it not checked", resp.Warnings)
+	}
+	if resp := h.Handle(t.Context(), review(t, admissionv1.Update, configMap("cafe", before, nil), configMap("cafe", map[string]string{"db.url": "x"}, nil))); len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "rolls 2 workloads") {
+		t.Errorf("a small verdict meanwhile: %q, want its verdict", resp.Warnings)
+	}
+	for range MaxBigInFlight {
+		<-h.big
+	}
+	if resp := h.Handle(t.Context(), big); len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], fmt.Sprintf("rolls %d workloads", BigVerdict+1)) {
+		t.Errorf("a big verdict once none is in flight: %q, want its verdict", resp.Warnings)
+	}
+	if n := len(h.big); n != 0 {
+		t.Errorf("%d big verdicts still counted in flight after they ended", n)
+	}
+}

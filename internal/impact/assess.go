@@ -60,6 +60,11 @@ type Assessor struct {
 	// whether a guess of the data is right. A write back to the data the
 	// readers run is then told as rolling them, a harmless over-warning.
 	Blind bool
+	// Admit, when set, is asked before a verdict gathers any reader, with
+	// how many workloads may read the config: an error ends the verdict
+	// with it, and release is called once the verdict is made. The
+	// admission webhook bounds its large verdicts so.
+	Admit func(readers int) (release func(), err error)
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
@@ -71,6 +76,13 @@ func (a Assessor) Assess(ctx context.Context, old, cur client.Object, now time.T
 	ch, g, objs, err := a.found(ctx, old, cur)
 	if err != nil {
 		return Verdict{}, err
+	}
+	if a.Admit != nil {
+		release, err := a.Admit(len(objs))
+		if err != nil {
+			return Verdict{}, err
+		}
+		defer release()
 	}
 	return a.stream(ctx, ch, g, objs, now)
 }

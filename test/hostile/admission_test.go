@@ -93,8 +93,11 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	changed = time.Now()
 	setData(t, admin, victim, "v3")
 	reloaded := waitEnvChanged(t, admin, victim, applied, changed, floodReloadBound, fmt.Sprintf("(settle window + 1s) under %d forged reviews at once", forgers))
+	var heap, goal float64
 	for range 5 {
-		peak = max(peak, rss(t, r))
+		m := kit.Scrape(t, r.metrics)
+		peak = max(peak, m["process_resident_memory_bytes{}"])
+		heap, goal = max(heap, m["go_memstats_heap_inuse_bytes{}"]), max(goal, m["go_memstats_next_gc_bytes{}"])
 		time.Sleep(time.Second)
 	}
 	stop()
@@ -103,7 +106,8 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	t.Logf("under %d forged reviews at once, the other namespace's workload reloaded %s after its change (%s without them)",
 		forgers, reloaded.Round(time.Millisecond), quiet.Round(time.Millisecond))
 	t.Logf("the forged reviews: %d verdicts, %d let through unchecked at once (busy), %d past the budget, %d failed (%s)", verdicts, busy, late, failed, f.lastErr())
-	t.Logf("Ripple's resident memory: %.0f MiB before the reviews, at most %.0f MiB under them", before/(1<<20), peak/(1<<20))
+	t.Logf("Ripple's resident memory: %.0f MiB before the reviews, at most %.0f MiB under them (heap in use at most %.0f MiB, GC goal at most %.0f MiB)",
+		before/(1<<20), peak/(1<<20), heap/(1<<20), goal/(1<<20))
 	if verdicts == 0 {
 		t.Errorf("no forged review got a verdict: the flood did not reach the planner (%s)", f.lastErr())
 	}
