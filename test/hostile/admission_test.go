@@ -296,7 +296,7 @@ func (f *forgery) post(ctx context.Context, body []byte) error {
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(out, &review); err != nil || review.Response == nil {
-		return fmt.Errorf("the answer %.200s: %v", out, err)
+		return fmt.Errorf("the answer %.200s: %w", out, err)
 	}
 	w := strings.Join(review.Response.Warnings, "; ")
 	switch {
