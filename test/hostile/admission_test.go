@@ -65,8 +65,10 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	r := startRipple(t, home, "--admission-bind-address="+addr, "--admission-cert-dir="+dir)
-	waitBaseline(t, admin, victim, "web")
+	// The readers first: Ripple's start records 5,000 baselines, the
+	// victim's among them, and waitBaseline waits 10 s only.
 	waitReadersBaselines(t, admin, readers)
+	waitBaseline(t, admin, victim, "web")
 	t.Logf("Ripple recorded its baselines %s after its start", time.Since(began).Round(time.Millisecond))
 
 	changed := time.Now()
