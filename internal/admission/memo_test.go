@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,5 +183,32 @@ func TestBigVerdictsAreBounded(t *testing.T) {
 	}
 	if n := len(h.big); n != 0 {
 		t.Errorf("%d big verdicts still counted in flight after they ended", n)
+	}
+}
+
+// A big verdict lowers the GC target to bigGOGC while it is made, and
+// sets it back after; one set meanwhile by another stands.
+func TestBigVerdictLowersTheGCTarget(t *testing.T) {
+	t.Setenv("GOGC", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	restore := lowGC()
+	if got := debug.SetGCPercent(bigGOGC); got != bigGOGC {
+		t.Errorf("while a big verdict is made, the GC target is %d, want %d", got, bigGOGC)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after it, the GC target is %d, want 100", got)
+	}
+	restore = lowGC()
+	debug.SetGCPercent(80) // another sets it meanwhile
+	restore()
+	if got := debug.SetGCPercent(100); got != 80 {
+		t.Errorf("after a target set meanwhile, the GC target is %d, want that one (80)", got)
+	}
+	t.Setenv("GOGC", "200")
+	debug.SetGCPercent(200)
+	lowGC()()
+	if got := debug.SetGCPercent(100); got != 200 {
+		t.Errorf("with $GOGC set, the GC target is %d, want $GOGC's", got)
 	}
 }

@@ -110,8 +110,10 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	t.Logf("the forged reviews: %d verdicts, %d let through unchecked at once (busy), %d past the budget, %d failed (%s)", verdicts, busy, late, failed, f.lastErr())
 	t.Logf("Ripple's resident memory: %.0f MiB before the reviews, at most %.0f MiB under them (heap in use at most %.0f MiB, GC goal at most %.0f MiB)",
 		before/(1<<20), peak/(1<<20), heap/(1<<20), goal/(1<<20))
-	if verdicts == 0 {
-		t.Errorf("no forged review got a verdict: the flood did not reach the planner (%s)", f.lastErr())
+	if verdicts+late == 0 {
+		// A verdict past its budget planned until then: it reached the
+		// planner too.
+		t.Errorf("no forged review was judged, in time or not: the flood did not reach the planner (%s)", f.lastErr())
 	}
 	if busy == 0 {
 		t.Errorf("no forged review was let through unchecked: %d verdicts were made at once", forgers)
