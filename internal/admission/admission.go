@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,12 +85,16 @@ type Handler struct {
 	Budget time.Duration
 	Log    logr.Logger
 
-	// slots holds a token per verdict in flight (MaxInFlight).
-	slots chan struct{}
-	once  sync.Once
+	// slots holds a token per verdict in flight (MaxInFlight), big one
+	// per verdict of more than BigVerdict readers (MaxBigInFlight).
+	slots, big chan struct{}
+	once       sync.Once
 	// sometimes thins the log lines of reviews let through unchecked:
 	// whoever reaches the port chooses how many there are.
 	sometimes rate.Sometimes
+	// memo remembers the latest verdicts for MemoTTL: the same write
+	// judged again costs nothing (memo.go).
+	memo memo
 }
 
 // MaxInFlight is how many verdicts a replica makes at once; a review
@@ -98,6 +103,17 @@ type Handler struct {
 // reviews: more at once would only wait, and take the CPUs the reloads
 // need.
 const MaxInFlight = 2
+
+// BigVerdict is how many workloads may read a config before its verdict
+// is a big one, and MaxBigInFlight how many big verdicts a replica makes
+// at once (each also takes one of MaxInFlight); a review past it is let
+// through unchecked at once. A verdict holds a few hundred bytes per
+// reader and allocates about 35 KB per reader as it goes: two of a config
+// read by 5,000 at once grew Ripple's memory by twice what one did.
+const (
+	BigVerdict     = 1000
+	MaxBigInFlight = 1
+)
 
 // Webhook is h served as an admission webhook.
 func (h *Handler) Webhook() *admission.Webhook {
@@ -108,7 +124,7 @@ func (h *Handler) Webhook() *admission.Webhook {
 // a workload reads the config; denied when the guard's limit holds it.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	h.once.Do(func() {
-		h.slots = make(chan struct{}, MaxInFlight)
+		h.slots, h.big = make(chan struct{}, MaxInFlight), make(chan struct{}, MaxBigInFlight)
 		h.sometimes = rate.Sometimes{First: 1, Interval: 10 * time.Second}
 	})
 	old, cur, err := h.decode(req)
@@ -119,12 +135,50 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if old == nil && cur == nil {
 		return admission.Allowed("")
 	}
+	key := h.memo.keyOf(req.Kind.Kind, old, cur)
+	r, hit := h.memo.get(key, h.Clock.Now())
+	if !hit {
+		var resp *admission.Response
+		if r, resp = h.judge(ctx, req, old, cur); resp != nil {
+			return *resp
+		}
+		h.memo.put(key, r, h.Clock.Now())
+	}
+	if !r.ok {
+		return admission.Allowed("")
+	}
+	warnings := []string{r.line}
+	limit, source, bad := h.limit(ctx, r.namespace)
+	if bad != "" {
+		warnings = append(warnings, bad)
+	}
+	if limit > 0 && r.rolls > limit {
+		either := cur
+		if either == nil {
+			either = old
+		}
+		if deny := h.guard(r, either, limit, source); deny != "" {
+			return admission.Denied(deny).WithWarnings(warnings...)
+		}
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// judge makes the verdict of the write of cur over old, in one of the
+// MaxInFlight slots and within the budget; without one (busy, an error,
+// too late) it is the answer that lets the write through unchecked,
+// which is not remembered.
+func (h *Handler) judge(ctx context.Context, req admission.Request, old, cur client.Object) (remembered, *admission.Response) {
+	unchecked := func(warning string) (remembered, *admission.Response) {
+		resp := admission.Allowed("").WithWarnings(warning)
+		return remembered{}, &resp
+	}
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	default:
 		h.logSometimes(errBusy, "no verdict for a config write; it is let through", req)
-		return admission.Allowed("").WithWarnings("ripple: busy checking other writes; this one is not checked")
+		return unchecked("ripple: busy checking other writes; this one is not checked")
 	}
 	budget := h.Budget
 	if budget <= 0 {
@@ -134,36 +188,25 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	defer cancel()
 	v, ok, err := h.verdict(ctx, old, cur)
 	if err == nil {
-		// The planner does not watch the clock: a verdict past its budget
-		// is one the API server may have stopped waiting for.
+		// A verdict past its budget is one the API server may have
+		// stopped waiting for.
 		err = ctx.Err()
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		h.logSometimes(err, "no verdict for a config write; it is let through", req)
+		if errors.Is(err, errBusy) {
+			return unchecked("ripple: busy checking other writes; this one is not checked")
+		}
 		why := "could not tell what this change rolls"
 		if errors.Is(err, context.DeadlineExceeded) {
 			why = "could not tell in time what this change rolls"
 		}
-		return admission.Allowed("").WithWarnings("ripple: " + why + "; it is not checked")
-	case !ok:
-		return admission.Allowed("")
+		return unchecked("ripple: " + why + "; it is not checked")
 	}
-	warnings := []string{impact.Line(v)}
-	limit, source, bad := h.limit(ctx, v.Namespace)
-	if bad != "" {
-		warnings = append(warnings, bad)
+	if !ok {
+		return remembered{}, nil
 	}
-	if limit > 0 && v.Rolls > limit {
-		either := cur
-		if either == nil {
-			either = old
-		}
-		if deny := h.guard(v, either, limit, source); deny != "" {
-			return admission.Denied(deny).WithWarnings(warnings...)
-		}
-	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	return remembered{ok: true, line: impact.Line(v), rolls: v.Rolls, namespace: v.Namespace, kind: v.Kind}, nil
 }
 
 // errBusy is why a review past MaxInFlight gets no verdict.
@@ -244,6 +287,7 @@ func (h *Handler) watched(obj client.Object) bool {
 func (h *Handler) verdict(ctx context.Context, old, cur client.Object) (impact.Verdict, bool, error) {
 	a := h.Assessor()
 	a.Blind = true // whoever reaches the port may ask: never tell what a workload runs
+	a.Admit = h.admit
 	if old != nil && cur != nil && a.SameData(old, cur) {
 		return impact.Verdict{}, false, nil
 	}
@@ -263,6 +307,54 @@ func (h *Handler) verdict(ctx context.Context, old, cur client.Object) (impact.V
 	}
 	return v, len(v.Workloads) > 0, nil
 }
+
+// admit lets a verdict of a config that readers may read be made: at
+// once when it is not big, with one of the MaxBigInFlight tokens when it
+// is, else errBusy.
+func (h *Handler) admit(readers int) (func(), error) {
+	if readers <= BigVerdict {
+		return func() {}, nil
+	}
+	select {
+	case h.big <- struct{}{}:
+		restore := lowGC()
+		return func() { restore(); <-h.big }, nil
+	default:
+		return nil, errBigBusy
+	}
+}
+
+// bigGOGC is the GC target while a big verdict is made, unless $GOGC is
+// set: the cache sync's (cmd/ripple's syncGOGC). A verdict of a config
+// read by 5,000 workloads allocates about 175 MB in a second; at Go's
+// 100 the heap then grows to twice the live heap, and a flood of forged
+// reviews kept Ripple's memory 82 MiB above its rest, 46 MiB at 50
+// (docs/performance.md), for more collections while it lasts.
+const bigGOGC = 50
+
+// lowGC sets the GC target to bigGOGC, when it is higher and $GOGC is not
+// set, and returns what sets it back: to what it was, unless another has
+// set it meanwhile (the end of the cache sync), whose value stands. Only
+// one big verdict is made at once (MaxBigInFlight), so lowGC is never
+// called again before it is restored.
+func lowGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	prev := debug.SetGCPercent(bigGOGC)
+	if prev <= bigGOGC {
+		debug.SetGCPercent(prev)
+		return func() {}
+	}
+	return func() {
+		if cur := debug.SetGCPercent(prev); cur != bigGOGC {
+			debug.SetGCPercent(cur)
+		}
+	}
+}
+
+// errBigBusy is why a big verdict past MaxBigInFlight is not made.
+var errBigBusy = fmt.Errorf("%d verdicts of configs read by more than %d workloads in flight already: %w", MaxBigInFlight, BigVerdict, errBusy)
 
 // limit is the guard's limit in namespace ns and what sets it; bad says
 // why a Namespace's own limit was not taken.
@@ -285,13 +377,13 @@ func (h *Handler) limit(ctx context.Context, ns string) (limit int, source, bad 
 
 // guard is the denial of a write above limit that config does not
 // acknowledge, or "" when it does.
-func (h *Handler) guard(v impact.Verdict, config client.Object, limit int, source string) string {
+func (h *Handler) guard(v remembered, config client.Object, limit int, source string) string {
 	ack := impact.AckOf(config, h.Keys.AckRollouts)
-	if ack.Covers(v.Rolls) {
+	if ack.Covers(v.rolls) {
 		return ""
 	}
 	msg := fmt.Sprintf("ripple: this change rolls %d workloads in %s, above the limit of %d (%s); to apply it, annotate the %s %s: %q",
-		v.Rolls, v.Namespace, limit, source, v.Kind, h.Keys.AckRollouts, strconv.Itoa(v.Rolls))
+		v.rolls, v.namespace, limit, source, v.kind, h.Keys.AckRollouts, strconv.Itoa(v.rolls))
 	switch {
 	case ack.Set && !ack.Valid:
 		msg += fmt.Sprintf(" (its %q is not a count)", clip(ack.Raw))

@@ -60,30 +60,62 @@ type Assessor struct {
 	// whether a guess of the data is right. A write back to the data the
 	// readers run is then told as rolling them, a harmless over-warning.
 	Blind bool
+	// Admit, when set, is asked before a verdict gathers any reader, with
+	// how many workloads may read the config: an error ends the verdict
+	// with it, and release is called once the verdict is made. The
+	// admission webhook bounds its large verdicts so.
+	Admit func(readers int) (release func(), err error)
 }
 
 // Assess is the verdict of writing cur, a ConfigMap or Secret, over old
 // (nil when cur is created; cur is nil when old is deleted), at now.
-// Neither is changed.
+// Neither is changed. It is Of of Consumers, made a chunk of readers at a
+// time (stream.go), so that a config read by thousands costs memory for
+// a chunk of them only.
 func (a Assessor) Assess(ctx context.Context, old, cur client.Object, now time.Time) (Verdict, error) {
-	ch, cs, err := a.Consumers(ctx, old, cur)
+	ch, g, objs, err := a.found(ctx, old, cur)
 	if err != nil {
 		return Verdict{}, err
 	}
-	return Of(ctx, ch, cs, now)
+	if a.Admit != nil {
+		release, err := a.Admit(len(objs))
+		if err != nil {
+			return Verdict{}, err
+		}
+		defer release()
+	}
+	return a.stream(ctx, ch, g, objs, now)
 }
 
 // Consumers reads the write of cur over old as a Change, and the
 // workloads that may read cur with their plan inputs gathered as the
 // write leaves it: what Of decides from.
 func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change, []Consumer, error) {
+	ch, g, objs, err := a.found(ctx, old, cur)
+	if err != nil {
+		return ch, nil, err
+	}
+	cs, err := a.gathered(ctx, g, objs)
+	return ch, cs, err
+}
+
+// found is a workload of kind that may read the config.
+type found struct {
+	kind workload.Kind
+	obj  client.Object
+}
+
+// found reads the write of cur over old as a Change, the gatherer that
+// reads the config as the write leaves it, and the workloads that may
+// read it.
+func (a Assessor) found(ctx context.Context, old, cur client.Object) (Change, gather.Gatherer, []found, error) {
 	either := cur
 	if either == nil {
 		either = old
 	}
 	kind := source.KindOf(either)
 	if kind == "" {
-		return Change{}, nil, fmt.Errorf("%T is not a ConfigMap or a Secret", either)
+		return Change{}, gather.Gatherer{}, nil, fmt.Errorf("%T is not a ConfigMap or a Secret", either)
 	}
 	ch := Change{Namespace: either.GetNamespace(), Config: refs.Ref{Kind: kind, Name: either.GetName()}}
 	r := withConfig{Reader: a.Reader, kind: kind, key: client.ObjectKeyFromObject(either)}
@@ -96,26 +128,27 @@ func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change
 		prev := digestOf(old)
 		ch.Before = &digest.Form{Digest: source.Digest(prev), Keys: source.Keys(prev)}
 	}
-	type found struct {
-		kind workload.Kind
-		obj  client.Object
-	}
 	var objs []found
 	for _, k := range a.Kinds {
 		of, err := a.Find(ctx, k, ch.Namespace, ch.Config)
 		if err != nil {
-			return ch, nil, err
+			return ch, gather.Gatherer{}, nil, err
 		}
 		for _, obj := range of {
 			objs = append(objs, found{k, obj})
 		}
 	}
 	g := gather.Gatherer{Reader: r, Settings: a.Settings, Digester: a.Digester, Canaries: a.Canaries}
+	return ch, g, objs, nil
+}
+
+// gathered are the consumers among objs, gathered with g, in their order.
+func (a Assessor) gathered(ctx context.Context, g gather.Gatherer, objs []found) ([]Consumer, error) {
 	cs := make([]*Consumer, len(objs))
 	errs := make([]error, len(objs))
 	err := eachAtOnce(ctx, len(objs), func(i int) { cs[i], errs[i] = a.consumer(ctx, g, objs[i].kind, objs[i].obj) })
 	if err := errors.Join(append(errs, err)...); err != nil {
-		return ch, nil, err
+		return nil, err
 	}
 	out := make([]Consumer, 0, len(cs))
 	for _, c := range cs {
@@ -123,7 +156,7 @@ func (a Assessor) Consumers(ctx context.Context, old, cur client.Object) (Change
 			out = append(out, *c)
 		}
 	}
-	return ch, out, nil
+	return out, nil
 }
 
 // consumer is obj, of kind, gathered with g as a consumer; nil when it has

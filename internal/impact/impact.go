@@ -176,8 +176,8 @@ func Of(ctx context.Context, ch Change, cs []Consumer, now time.Time) (Verdict, 
 			return Verdict{}, err
 		}
 	}
-	v := Verdict{Namespace: ch.Namespace, Kind: string(ch.Config.Kind), Name: ch.Config.Name, Op: ch.Op(), Keys: []KeyChange{}, Workloads: []Workload{}}
-	var readers []plan.Input
+	var placed []Workload
+	var readers []reads
 	for i, c := range cs {
 		w, ok := Place(ch.Config, c, ins[i].DryRun, plans[i])
 		if !ok {
@@ -186,8 +186,18 @@ func Of(ctx context.Context, ch Change, cs []Consumer, now time.Time) (Verdict, 
 		if chosen != nil {
 			w = canaried(w, ch.Config, c, ins[i].DryRun, held[i], *chosen)
 		}
+		placed = append(placed, w)
+		readers = append(readers, readsOf(ins[i], ch.Config))
+	}
+	return verdictOf(ch, placed, readers, chosen), nil
+}
+
+// verdictOf is the verdict of ch that places its workloads so, read as
+// readers say, with the canaries chosen (nil when not canaried).
+func verdictOf(ch Change, placed []Workload, readers []reads, chosen *canary.State) Verdict {
+	v := Verdict{Namespace: ch.Namespace, Kind: string(ch.Config.Kind), Name: ch.Config.Name, Op: ch.Op(), Keys: []KeyChange{}, Workloads: []Workload{}}
+	for _, w := range placed {
 		v.Workloads = append(v.Workloads, w)
-		readers = append(readers, ins[i])
 		if w.rolls() {
 			v.Rolls++
 		}
@@ -204,7 +214,7 @@ func Of(ctx context.Context, ch Change, cs []Consumer, now time.Time) (Verdict, 
 	}
 	v.Keys = keyChanges(ch, readers)
 	v.Summary = summary(v)
-	return v, nil
+	return v
 }
 
 func cmpBool(a, b bool) int {
@@ -237,7 +247,9 @@ func inputOf(ch Change, in plan.Input, now time.Time) plan.Input {
 			src.Before = &plan.Before{Digest: ch.Before.Digest, Keys: ch.Before.Keys, Seen: now}
 		}
 	}
-	return in
+	// Planned two to four times, at other times, settle schedules and
+	// canaries only: its sources are decided once.
+	return plan.Sourced(in)
 }
 
 // recorded are the workload's annotations with its applied record
@@ -270,7 +282,12 @@ func recorded(in plan.Input, config refs.Ref, sum string) map[string]string {
 func settledAll(ctx context.Context, ins []plan.Input, now time.Time) ([]plan.Plan, error) {
 	written := func(refs.Ref) time.Time { return now }
 	plans := make([]plan.Plan, len(ins))
-	err := eachAtOnce(ctx, len(ins), func(i int) { plans[i] = standing.Settled(ins[i], written) })
+	err := eachAtOnce(ctx, len(ins), func(i int) {
+		plans[i] = standing.Settled(ins[i], written)
+		// A verdict reads no plan's write: its copy of the pod template
+		// would only stay in memory with every other reader's.
+		plans[i].Update = workload.Update{}
+	})
 	return plans, err
 }
 
@@ -338,14 +355,19 @@ func Place(config refs.Ref, c Consumer, dryRun bool, p plan.Plan) (Workload, boo
 // workload that nothing of its own holds waits for the canaries, as its
 // plan before they passed (held) says.
 func canaried(w Workload, config refs.Ref, c Consumer, dryRun bool, held plan.Plan, chosen canary.State) Workload {
-	w.Canary = chosen.IsCanary(c.Ref)
+	h, ok := Place(config, c, dryRun, held)
+	return canariedOver(w, c.Ref, h, ok, chosen)
+}
+
+// canariedOver is canaried with the workload's place before the canaries
+// passed (h; ok false when it had none) made already.
+func canariedOver(w Workload, ref workload.Ref, h Workload, ok bool, chosen canary.State) Workload {
+	w.Canary = chosen.IsCanary(ref)
 	switch {
 	case w.Canary && w.State == standing.Pending:
 		w.Detail = "the canary, rolls first and bakes " + chosen.Bake.String()
-	case !w.Canary && w.Reason == reason.ReloadDue:
-		if h, ok := Place(config, c, dryRun, held); ok {
-			w = h
-		}
+	case !w.Canary && w.Reason == reason.ReloadDue && ok:
+		w = h
 	}
 	if w.Reason == reason.WaitingForCanary {
 		names := make([]string, len(chosen.Members))
@@ -398,7 +420,7 @@ func unaffected(sp plan.SourcePlan) string {
 // keyChanges are the keys whose value differs between ch's old and new
 // data, by name, each with how many of the workloads read it (one that
 // reads the whole config, or names no key, reads every key).
-func keyChanges(ch Change, readers []plan.Input) []KeyChange {
+func keyChanges(ch Change, readers []reads) []KeyChange {
 	before := map[string]string{}
 	if ch.Before != nil {
 		for k, d := range ch.Before.Keys.All() {
@@ -428,12 +450,24 @@ func keyChanges(ch Change, readers []plan.Input) []KeyChange {
 	}
 	slices.SortFunc(out, func(a, b KeyChange) int { return strings.Compare(a.Name, b.Name) })
 	for i := range out {
-		for _, in := range readers {
-			keys, all := refs.Keys(refs.Uses(&in.Workload.Template.Spec), ch.Config)
-			if all || len(keys) == 0 || slices.Contains(keys, out[i].Name) {
+		for _, r := range readers {
+			if r.all || len(r.keys) == 0 || slices.Contains(r.keys, out[i].Name) {
 				out[i].ReadBy++
 			}
 		}
 	}
 	return out
+}
+
+// reads are the keys of a config a workload reads: all, or these (none
+// named is all too).
+type reads struct {
+	keys []string
+	all  bool
+}
+
+// readsOf are the keys of config that the workload of in reads.
+func readsOf(in plan.Input, config refs.Ref) reads {
+	keys, all := refs.Keys(refs.Uses(&in.Workload.Template.Spec), config)
+	return reads{keys: keys, all: all}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -88,11 +89,41 @@ func assessor(s plan.Settings, objs ...client.Object) Assessor {
 // assess is the verdict of writing cur over old, with the workloads ws.
 func assess(t *testing.T, s plan.Settings, now time.Time, old, cur client.Object, ws ...client.Object) Verdict {
 	t.Helper()
-	v, err := assessor(s, append(ws, cur)...).Assess(t.Context(), old, cur, now)
+	a := assessor(s, append(ws, cur)...)
+	v, err := a.Assess(t.Context(), old, cur, now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameAsOf(t, a, old, cur, now, v)
 	return v
+}
+
+// sameAsOf fails unless v, Assess's verdict (made a chunk of readers at
+// a time), is Of's of every consumer at once, and Assess's with chunks of
+// one and two readers.
+func sameAsOf(t *testing.T, a Assessor, old, cur client.Object, now time.Time, v Verdict) {
+	t.Helper()
+	ch, cs, err := a.Consumers(t.Context(), old, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Of(t.Context(), ch, cs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v, whole) {
+		t.Errorf("Assess's verdict\n%+v\nis not Of's\n%+v", v, whole)
+	}
+	defer func(n int) { chunk = n }(chunk)
+	for _, chunk = range []int{1, 2} {
+		small, err := a.Assess(t.Context(), old, cur, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(small, whole) {
+			t.Errorf("Assess's verdict with chunks of %d\n%+v\nis not Of's\n%+v", chunk, small, whole)
+		}
+	}
 }
 
 // outcomes are where the verdict leaves each workload: "State/Reason",
@@ -195,6 +226,7 @@ func TestVerdictCanaryUnkept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sameAsOf(t, a, configMap(before, ann), configMap(after, ann), saturday, v)
 		if got := outcomes(v); !mapsEqual(got, tc.want) || v.Canary != nil || !strings.Contains(v.Summary, tc.contains) {
 			t.Errorf("%v: outcomes %v, canary %+v, summary %q; want %v, no canary, %q", tc.args, got, v.Canary, v.Summary, tc.want, tc.contains)
 		}
@@ -371,10 +403,12 @@ func TestVerdictDeleted(t *testing.T) {
 		rolls int
 		want  string
 	}{{[]string{"--reload-on-delete"}, 1, "Pending/ReloadDue"}, {nil, 0, "Complete/Applied"}} {
-		v, err := assessor(settings(t, tc.args...), web).Assess(t.Context(), configMap(before, nil), nil, saturday)
+		a := assessor(settings(t, tc.args...), web)
+		v, err := a.Assess(t.Context(), configMap(before, nil), nil, saturday)
 		if err != nil {
 			t.Fatal(err)
 		}
+		sameAsOf(t, a, configMap(before, nil), nil, saturday, v)
 		if v.Op != Deleted || v.Rolls != tc.rolls || outcomes(v)["web"] != tc.want {
 			t.Errorf("%v: %+v; want deleted, %d rolled, web %s", tc.args, v, tc.rolls, tc.want)
 		}

@@ -11,6 +11,11 @@
 // Adding a reason is one entry here; nothing else declares one.
 package reason
 
+import (
+	"slices"
+	"sync"
+)
+
 // Reason is the CamelCase name of an outcome: an Event reason, or, for the
 // outcomes that are not Events (Event false), a reason `ripple explain`
 // gives.
@@ -200,13 +205,21 @@ func standings() []Info {
 
 // Lookup returns what the registry says of r, and whether r is in it.
 func Lookup(r Reason) (Info, bool) {
-	for _, i := range All() {
-		if i.Reason == r {
-			return i, true
-		}
-	}
-	return Info{}, false
+	i, ok := index()[r]
+	return i, ok
 }
+
+// index is the registry by reason, made once: a plan looks reasons up
+// for each of its notices, and an admission verdict makes plans by the
+// hundred.
+var index = sync.OnceValue(func() map[Reason]Info {
+	all := All()
+	out := make(map[Reason]Info, len(all))
+	for _, i := range slices.Backward(all) { // the first of a reason listed twice, as the scan found it
+		out[i.Reason] = i
+	}
+	return out
+})
 
 // Of returns what the registry says of r; an unknown reason is a Normal
 // Event with no alert, logged with its name.
