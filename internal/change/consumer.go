@@ -34,10 +34,6 @@ type Consumer struct {
 	// Idle says why the workload runs no pods a canary's health could be
 	// judged on (rollout.Idle); empty when it runs some.
 	Idle string
-	// Zero is set when the workload is scaled to zero and runs no pod
-	// (rollout.ScaledToZero): none reads the old data, and a pod it starts
-	// reads the new.
-	Zero bool
 	// Since is when the workload's pods last started together without
 	// Ripple: its creation, or a `kubectl rollout restart`. A consumer
 	// Ripple does not roll whose pods started after the change runs it.
@@ -58,26 +54,15 @@ var consumerStates = map[standing.State]v1alpha1.ConsumerState{
 // seen (standing.Of), with its reason; false when it is no consumer: it
 // does not read the config, or Ripple does not roll it and its pods
 // started after the change, so they run it, or it runs no pod at all.
-//
-// A consumer scaled to zero (Zero) that Ripple rolls stands Complete,
-// reason ScaledToZero, whether it applied the change yet or not (a reload
-// window, an approval, a canary may still hold its template write): no
-// pod of it runs the old data, and any pod it starts reads the new, so it
-// holds no change from propagating. Ripple still rolls it when its reload
-// is due. A halted one stays Halted: the change is halted anyway.
+// A consumer scaled to zero stands as standing.Of says (Complete,
+// ScaledToZero, where it would wait or roll).
 func State(c Consumer, seen time.Time) (v1alpha1.ConsumerState, string, bool) {
 	if !c.Found {
 		return "", "", false
 	}
 	s, ok := standing.Of(c.Facts)
-	if !ok || (s.State == standing.Stale || s.State == standing.NotifyOnly) && (c.Zero || !c.Since.Before(seen)) {
+	if !ok || (s.State == standing.Stale || s.State == standing.NotifyOnly) && (c.Facts.Zero || !c.Since.Before(seen)) {
 		return "", "", false
-	}
-	switch s.State {
-	case standing.Pending, standing.Waiting, standing.Rolling, standing.Stalled:
-		if c.Zero {
-			return v1alpha1.ConsumerComplete, string(reason.ScaledToZero), true
-		}
 	}
 	return consumerStates[s.State], string(s.Reason), true
 }

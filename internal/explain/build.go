@@ -278,6 +278,7 @@ func verdict(f Facts, r Report) (standing.Standing, string) {
 	if f.Rollout != nil {
 		w.Rollout = *f.Rollout
 	}
+	w.Zero = f.Object != nil && rollout.ScaledToZero(f.Object)
 	w.Held, w.Rolling = beside(r.Waiting, f.Now)
 	if w.Rolling != "" && w.Rollout.State == rollout.Complete {
 		// A pause or a restart holds its rollout, whatever the kind's

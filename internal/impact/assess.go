@@ -174,7 +174,7 @@ func (a Assessor) consumer(ctx context.Context, g gather.Gatherer, k workload.Ki
 		return nil, fmt.Errorf("reading the configs of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
 	c := &Consumer{Ref: workload.RefTo(k, obj), Input: in,
-		First: canary.IsFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != ""}
+		First: canary.IsFirst(obj.GetAnnotations(), a.Settings.Keys), Idle: rollout.Idle(obj) != "", Zero: rollout.ScaledToZero(obj)}
 	if a.Rollouts != nil {
 		st := a.Rollouts(k, obj)
 		c.Rollout = &st

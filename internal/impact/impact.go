@@ -79,6 +79,8 @@ type Consumer struct {
 	// First is set when it asks to be chosen as a canary first; Idle when
 	// it runs no pods (rollout.Idle), as the change controller chooses.
 	First, Idle bool
+	// Zero is set when it is scaled to zero (rollout.ScaledToZero).
+	Zero bool
 	// Rollout is how its rollout stands; nil when unknown (manifest files
 	// hold no status), taken as complete.
 	Rollout *rollout.Status
@@ -338,7 +340,7 @@ func Place(config refs.Ref, c Consumer, dryRun bool, p plan.Plan) (Workload, boo
 	if !ok {
 		return Workload{}, false
 	}
-	f.Rollout = rollout.Status{State: rollout.Complete}
+	f.Rollout, f.Zero = rollout.Status{State: rollout.Complete}, c.Zero
 	if c.Rollout != nil {
 		f.Rollout = *c.Rollout
 	}

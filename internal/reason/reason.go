@@ -197,7 +197,7 @@ func standings() []Info {
 		{Reason: NamespaceOutOfScope, NotRolled: true,
 			When: "Not an Event: the workload's namespace is outside Ripple's scope (--namespaces, --namespaces-to-ignore, --namespace-selector)."},
 		{Reason: ScaledToZero,
-			When: "Not an Event: in a ConfigRollout, a consumer Ripple rolls that is scaled to zero (spec.replicas 0, no replica left) counts complete whether it applied the change yet or not: no pod of it runs the old data, and a pod it starts reads the new (docs/config-rollouts.md)."},
+			When: "Not an Event: a workload Ripple rolls that is scaled to zero (spec.replicas 0, no replica left) stands complete in a change, in its ConfigRollout and in explain and plan alike, whether it applied the change yet or not: no pod of it runs the old data, and a pod it starts reads the new (docs/config-rollouts.md)."},
 		{Reason: WebhookMode, NotRolled: true,
 			When: "Not an Event: Ripple runs with --webhook-url: it posts each change to the webhook and reloads nothing."},
 	}

@@ -79,6 +79,9 @@ type Facts struct {
 	// method restarting its pods, a pause period).
 	Rollout rollout.Status
 	Rolling reason.Reason
+	// Zero is set when the workload is scaled to zero and runs no pod
+	// (rollout.ScaledToZero).
+	Zero bool
 }
 
 // FactsOf are the facts that plan p of a workload, with --dry-run
@@ -100,6 +103,21 @@ func FactsOf(p plan.Plan, config refs.Ref, dryRun bool) (Facts, bool) {
 // when it is no consumer of the config (a reload annotation names it, the
 // pod template does not read it).
 func Of(f Facts) (Standing, bool) {
+	s, ok := of(f)
+	if ok && f.Zero && slices.Contains(emptied, s.State) {
+		return Standing{Complete, reason.ScaledToZero}, true
+	}
+	return s, ok
+}
+
+// emptied are the standings a workload scaled to zero is Complete in
+// instead, whether it applied the change yet or not (a reload window, an
+// approval, a canary may still hold its write): no pod of it runs the old
+// data, and a pod it starts reads the new. Ripple still rolls it when its
+// reload is due; a halted change stays Halted.
+var emptied = []State{Pending, Waiting, Rolling, Stalled}
+
+func of(f Facts) (Standing, bool) {
 	if d := f.Source.Decision; !d.Reload {
 		return decided(d.Reason)
 	}

@@ -75,6 +75,16 @@ func TestOf(t *testing.T) {
 			Standing{NotifyOnly, reason.WouldReload}, true},
 		{"not referenced: no consumer", Facts{Source: source(app, plan.NotReloading, decide.NotReferenced)}, Standing{}, false},
 		{"no container to write on", Facts{Source: source(app, plan.NotReloading, decide.AutoMatch)}, Standing{Stale, reason.NotReferenced}, true},
+		// Scaled to zero: no pod runs the old data, whatever holds the write.
+		{"scaled to zero, held by its window", Facts{Source: source(app, plan.Created, decide.AutoMatch), Verdict: reason.ReloadDeferred, Zero: true},
+			Standing{Complete, reason.ScaledToZero}, true},
+		{"scaled to zero, due", Facts{Source: source(app, plan.Changed, decide.AutoMatch), Zero: true}, Standing{Complete, reason.ScaledToZero}, true},
+		{"scaled to zero, rolling", Facts{Source: source(app, plan.Unchanged, decide.AutoMatch), Rolling: reason.RestartInProgress, Zero: true},
+			Standing{Complete, reason.ScaledToZero}, true},
+		{"scaled to zero, halted: the change is", Facts{Source: source(app, plan.Changed, decide.AutoMatch), Verdict: reason.RolloutHalted, Zero: true},
+			Standing{Halted, reason.RolloutHalted}, true},
+		{"scaled to zero, the notify policy", Facts{Source: source(app, plan.Deleted, decide.AutoMatch), Verdict: reason.ReloadPending, RollsNothing: true, Zero: true},
+			Standing{NotifyOnly, reason.WouldReload}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got, ok := Of(tc.f); got != tc.want || ok != tc.ok {

@@ -29,6 +29,8 @@ type Whole struct {
 	// (WebhookMode, KindIgnored, NamespaceOutOfScope, NoTemplate); empty
 	// when it does.
 	Unmanaged reason.Reason
+	// Zero is as in Facts.
+	Zero bool
 }
 
 // first is the order in which the standings of a workload's configs
@@ -46,7 +48,7 @@ func Workload(w Whole) Standing {
 	best, found := Standing{Complete, reason.NoSources}, false
 	for _, sp := range w.Plan.Sources {
 		f, _ := FactsOf(w.Plan, sp.Ref, w.DryRun)
-		f.Rollout, f.Rolling = w.Rollout, w.Rolling
+		f.Rollout, f.Rolling, f.Zero = w.Rollout, w.Rolling, w.Zero
 		if f.Verdict == "" {
 			f.Verdict = w.Held
 		}
