@@ -265,9 +265,10 @@ func (s *podRecords) see(obj any) *podSeen {
 	case *podSeen:
 		return o
 	case *corev1.Pod:
-		seen := &podSeen{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace}, owned: s.owns(o)}
+		// Copies: nothing the gate keeps, even for a moment, holds on
+		// to the decoded pod.
+		seen := &podSeen{ObjectMeta: metav1.ObjectMeta{Name: strings.Clone(o.Name), Namespace: strings.Clone(o.Namespace)}, owned: s.owns(o)}
 		if seen.owned {
-			seen.Name = strings.Clone(o.Name) // the record's key
 			seen.rec = recordOf(o)
 		}
 		return seen
