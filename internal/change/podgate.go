@@ -40,6 +40,12 @@ const (
 	maxPodContainers = 32
 	maxContainerName = 63
 	maxReason        = 64
+	// maxListing bounds the watches listing their pods at once across the
+	// cluster: while a list streams, the pods it decodes are in memory,
+	// and a tenant's can be large (every canary of a change starts its
+	// list at the bake's start). A list is short: a selector's own pods,
+	// or maxStrays of the others.
+	maxListing = 4
 )
 
 // podGate is the canary's pod gate (Gate): while a change bakes, it
@@ -64,6 +70,14 @@ type podGate struct {
 	// kept is how many pods' records every watch keeps, bound by
 	// maxPodRecords.
 	kept atomic.Int64
+	// lists holds a slot per watch listing its pods (maxListing).
+	listsOnce sync.Once
+	lists     chan struct{}
+}
+
+func (g *podGate) listSlots() chan struct{} {
+	g.listsOnce.Do(func() { g.lists = make(chan struct{}, maxListing) })
+	return g.lists
 }
 
 // podWatch is the watch of one baking change's canaries' pods, the first
@@ -160,10 +174,13 @@ func (g *podGate) watch(ctx context.Context, key Key, w *podWatch, c workload.Re
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			if o.Continue == "" {
-				s.listing()
+				if err := s.listing(ctx); err != nil {
+					return nil, err
+				}
 			}
 			l, err := pods.List(ctx, o)
 			if err != nil {
+				s.listed()
 				refused(err)
 				return nil, err
 			}
@@ -176,11 +193,17 @@ func (g *podGate) watch(ctx context.Context, key Key, w *podWatch, c workload.Re
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = sel
-			if o.SendInitialEvents != nil && *o.SendInitialEvents {
-				s.listing() // a streamed list: its pods come through Transformer
+			streamed := o.SendInitialEvents != nil && *o.SendInitialEvents
+			if streamed { // a streamed list: its pods come through Transformer
+				if err := s.listing(ctx); err != nil {
+					return nil, err
+				}
 			}
 			wi, err := pods.Watch(ctx, o)
 			if err != nil {
+				if streamed {
+					s.listed()
+				}
 				refused(err)
 			}
 			return wi, err
@@ -227,10 +250,12 @@ type podRecords struct {
 	mu      sync.Mutex
 	records map[string]podRecord // by pod name
 	strays  int
-	// listed is the strays the list under way saw so far: a list past
-	// the bound is stopped before it ends.
-	listed int
-	ended  bool
+	// strayed is the strays the list under way saw so far: a list past
+	// the bound is stopped before it ends. slot: it holds a slot of the
+	// gate's lists.
+	strayed int
+	slot    bool
+	ended   bool
 }
 
 // podRecord is what the gate reads of an owned pod.
@@ -324,11 +349,45 @@ func (s *podRecords) Transformer() toolscache.TransformFunc {
 	}
 }
 
-// listing starts a list: its strays are counted anew.
-func (s *podRecords) listing() {
+// listing starts a list, once it has a slot (or the watch ended): its
+// strays are counted anew.
+func (s *podRecords) listing(ctx context.Context) error {
+	s.mu.Lock()
+	s.strayed = 0
+	slot := s.slot
+	s.mu.Unlock()
+	if slot { // a list tried again
+		return nil
+	}
+	slots := s.gate.listSlots()
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.listed = 0
+	if s.ended {
+		<-slots
+		return context.Canceled
+	}
+	s.slot = true
+	return nil
+}
+
+// listed gives the list's slot back: it ended, failed, or the watch did.
+func (s *podRecords) listed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.freeSlot()
+}
+
+// freeSlot is listed with s.mu held.
+func (s *podRecords) freeSlot() {
+	if s.slot {
+		<-s.gate.listSlots()
+		s.slot = false
+	}
 }
 
 // seeListed counts p if it is a stray of a paged list.
@@ -341,8 +400,8 @@ func (s *podRecords) seeListed(p *corev1.Pod) {
 func (s *podRecords) strayListed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.listed++
-	return s.tooMany(s.listed)
+	s.strayed++
+	return s.tooMany(s.strayed)
 }
 
 // tooMany ends the watch if n strays are past the bound, and says so.
@@ -462,6 +521,7 @@ func (s *podRecords) Replace(items []any, _ string) error {
 func (s *podRecords) replace(items []any) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.freeSlot()
 	if s.ended {
 		return false
 	}
@@ -505,6 +565,7 @@ func (s *podRecords) endLocked() {
 	}
 	s.ended = true
 	s.stop()
+	s.freeSlot()
 	s.gate.kept.Add(-int64(len(s.records)))
 	s.records = nil
 }

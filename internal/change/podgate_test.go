@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -283,4 +285,40 @@ func TestPodRecords(t *testing.T) {
 	s.end()
 	_ = s.Add(pod("d", "web", 0))
 	check("ended", 0, 0)
+}
+
+// At most maxListing watches list their pods at once: the pods a list
+// decodes are in memory while it runs.
+func TestPodGateListsFewAtOnce(t *testing.T) {
+	g, cs, _ := gateFixture(t, 0)
+	var mu sync.Mutex
+	listing, most := 0, 0
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		listing++
+		most = max(most, listing)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		listing--
+		mu.Unlock()
+		return false, nil, nil
+	})
+	var canaries []workload.Ref
+	for i := range 3 * maxListing {
+		canaries = append(canaries, workload.Ref{Kind: "Deployment", Namespace: "tenant", Name: fmt.Sprint("web-", i)})
+	}
+	key := Key{Namespace: "tenant", Config: refs.Ref{Kind: refs.ConfigMap, Name: "app"}}
+	for i := 0; g.Judge(t.Context(), key, canaries).Hold != ""; i++ {
+		if i > 1000 {
+			t.Fatal("the watches did not list their pods within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if most > maxListing {
+		t.Errorf("%d lists at once, want at most %d", most, maxListing)
+	}
+	if n := len(g.listSlots()); n != 0 {
+		t.Errorf("%d list slots still held after every list ended", n)
+	}
 }
