@@ -45,7 +45,7 @@ const (
 	// and a tenant's can be large (every canary of a change starts its
 	// list at the bake's start). A list is short: a selector's own pods,
 	// or maxStrays of the others.
-	maxListing = 4
+	maxListing = 2
 )
 
 // podGate is the canary's pod gate (Gate): while a change bakes, it
