@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -161,16 +162,31 @@ func (g *podGate) watch(ctx context.Context, key Key, w *podWatch, c workload.Re
 	}
 	ctx, stop := context.WithCancel(ctx)
 	s := &podRecords{gate: g, key: key, w: w, canary: c, owns: scope.Owns, want: scope.Want, stop: stop}
-	pods, sel := g.pods.CoreV1().Pods(c.Namespace), scope.Selector.String()
+	lw := s.listWatch(g.pods.CoreV1().Pods(c.Namespace), scope.Selector.String())
+	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, g.pods), &corev1.Pod{}, s,
+		toolscache.ReflectorOptions{Name: "the pods of " + c.Kind + " " + c.Namespace + "/" + c.Name})
+	w.mu.Lock()
+	w.pods = append(w.pods, s)
+	w.mu.Unlock()
+	go func() {
+		r.RunWithContext(ctx)
+		s.end()
+	}()
+	return nil
+}
+
+// listWatch lists and watches the pods sel selects, counting the strays
+// of each list as it comes.
+func (s *podRecords) listWatch(pods corev1client.PodInterface, sel string) *toolscache.ListWatch {
 	// A list or watch refused (no rights on pods) is said, not only
 	// logged: the gate holds the change while it cannot see. Other errors
 	// (a watch cut, an API server restarting) are retried.
 	refused := func(err error) {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			w.cannot(c, err)
+			s.w.cannot(s.canary, err)
 		}
 	}
-	lw := &toolscache.ListWatch{
+	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			if o.Continue == "" {
@@ -209,16 +225,6 @@ func (g *podGate) watch(ctx context.Context, key Key, w *podWatch, c workload.Re
 			return wi, err
 		},
 	}
-	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, g.pods), &corev1.Pod{}, s,
-		toolscache.ReflectorOptions{Name: "the pods of " + c.Kind + " " + c.Namespace + "/" + c.Name})
-	w.mu.Lock()
-	w.pods = append(w.pods, s)
-	w.mu.Unlock()
-	go func() {
-		r.RunWithContext(ctx)
-		s.end()
-	}()
-	return nil
 }
 
 // saw keeps signal if it is the first: the one the gate fails with.

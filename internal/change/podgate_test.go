@@ -153,7 +153,7 @@ func judgeUntil(t *testing.T, g *podGate, key Key, c workload.Ref, done func(can
 	return v
 }
 
-func records(g *podGate, key Key) (kept, strays int) {
+func records(g *podGate) (kept, strays int) {
 	g.watches.each(func(w *podWatch) {
 		for _, s := range w.pods {
 			k, n := s.count()
@@ -170,7 +170,7 @@ func TestPodGateKeepsItsOwnPodsOnly(t *testing.T) {
 	g, cs, web := gateFixture(t, 50)
 	key := Key{Namespace: "tenant", Config: refs.Ref{Kind: refs.ConfigMap, Name: "app"}}
 	judgeUntil(t, g, key, web, func(v canary.Verdict) bool { return v.Hold == "" })
-	if kept, strays := records(g, key); kept != 2 || strays != 50 || g.kept.Load() != 2 {
+	if kept, strays := records(g); kept != 2 || strays != 50 || g.kept.Load() != 2 {
 		t.Errorf("the gate keeps %d records (%d across the cluster) and counts %d strays, want 2 and 50", kept, g.kept.Load(), strays)
 	}
 	p := gatePod(true, 1, "", &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137})

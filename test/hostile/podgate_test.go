@@ -92,7 +92,7 @@ func TestPodGateCostsTheTenantItsOwn(t *testing.T) {
 	}
 
 	changedThere := time.Now()
-	setData(t, admin, bystander, "v2")
+	setData(t, admin, bystander, "v3")
 	reloaded := waitReloaded(t, admin, bystander, changedThere, reloadBound, "(settle window + 2s) while the pod gate held the tenant's change")
 	t.Logf("the other namespace's workload reloaded %s after its change", reloaded.Round(time.Millisecond))
 	for range 10 { // the other canaries' lists go on a few at a time, then the holds stay
