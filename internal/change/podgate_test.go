@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -321,4 +322,18 @@ func TestPodGateListsFewAtOnce(t *testing.T) {
 	if n := len(g.listSlots()); n != 0 {
 		t.Errorf("%d list slots still held after every list ended", n)
 	}
+}
+
+// A gate refused the pods (no list rights) holds the change, saying so.
+func TestPodGateRefusedHolds(t *testing.T) {
+	g, cs, web := gateFixture(t, 0)
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf("no rights"))
+	})
+	key := Key{Namespace: "tenant", Config: refs.Ref{Kind: refs.ConfigMap, Name: "app"}}
+	v := judgeUntil(t, g, key, web, func(v canary.Verdict) bool { return strings.Contains(v.Hold, "cannot watch") })
+	if want := `cannot watch the pods of Deployment "web"`; !strings.HasPrefix(v.Hold, want) {
+		t.Errorf("hold %q, want %q", v.Hold, want)
+	}
+	g.Done(key)
 }
