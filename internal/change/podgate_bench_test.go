@@ -106,7 +106,7 @@ func bakeAll(b *testing.B, cs kubernetes.Interface, canaries map[workload.Ref]*a
 		}
 	}
 	watched := 0
-	g.watches.each(func(w *podWatch) { watched += len(w.synced) })
+	g.watches.each(func(w *podWatch) { watched += len(w.pods) })
 	if watched != len(keys) {
 		b.Fatalf("the gate watches %d canaries' pods, want %d", watched, len(keys))
 	}
