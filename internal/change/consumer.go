@@ -61,7 +61,7 @@ func State(c Consumer, seen time.Time) (v1alpha1.ConsumerState, string, bool) {
 		return "", "", false
 	}
 	s, ok := standing.Of(c.Facts)
-	if !ok || (s.State == standing.Stale || s.State == standing.NotifyOnly) && (c.Facts.Zero || !c.Since.Before(seen)) {
+	if !ok || (s.State == standing.Stale || s.State == standing.NotifyOnly) && (c.Zero || !c.Since.Before(seen)) {
 		return "", "", false
 	}
 	return consumerStates[s.State], string(s.Reason), true

@@ -97,7 +97,7 @@ func (r *Reconciler) consumer(ctx context.Context, obj client.Object, tpl *corev
 	c := change.Consumer{Ref: workload.RefTo(r.Kind, obj), Since: obj.GetCreationTimestamp().Time,
 		First: canary.IsFirst(obj.GetAnnotations(), r.Settings.Keys), Idle: rollout.Idle(obj)}
 	c.Facts, c.Found = standing.FactsOf(p, config, in.DryRun)
-	c.Facts.Zero = rollout.ScaledToZero(obj)
+	c.Zero = rollout.ScaledToZero(obj)
 	c.Candidate = p.Policy != plan.Notify && slices.ContainsFunc(p.Changes, func(c strategy.Change) bool { return c.Ref == config })
 	if i := slices.IndexFunc(p.CanaryAsks, func(a canary.Ask) bool { return a.Config == config }); i >= 0 {
 		c.Ask = &p.CanaryAsks[i]
