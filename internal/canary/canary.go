@@ -138,9 +138,10 @@ type Ask struct {
 // seen at now, among the workloads it rolls: the canaries are the first
 // spec.Of(n) of them, those marked canary-first first, then by name and
 // kind; while one of them runs pods, those that run none (Idle: scaled to
-// zero, a CronJob) are never canaries, as they would pass at once (the
-// canaries are then fewer when too few run pods); when none runs pods,
-// they are chosen among all. With no workload to roll, it has passed.
+// zero, a CronJob) are never canaries of some, as they would pass at once
+// (the canaries are then fewer when too few run pods); a canary of all
+// (100%, or a count of as many) takes every workload; when none runs
+// pods, they are chosen among all. With no workload to roll, it has passed.
 func Start(ns string, ask Ask, cands []Candidate, now time.Time) State {
 	c := State{Namespace: ns, Config: ask.Config, Digest: ask.Digest, Bake: ask.Spec.Bake, Phase: Rolling, Since: now}
 	if len(cands) == 0 {
@@ -159,8 +160,11 @@ func Start(ns string, ask Ask, cands []Candidate, now time.Time) State {
 			cmp.Compare(a.Ref.Name, b.Ref.Name), cmp.Compare(a.Ref.Kind, b.Ref.Kind))
 	})
 	n := ask.Spec.Of(len(cands))
-	if running := slices.IndexFunc(cands, func(w Candidate) bool { return w.Idle }); running > 0 {
-		n = min(n, running) // while one runs pods, no idle workload is a canary
+	// While one runs pods, no idle workload is a canary of some: it would
+	// pass at once and let the rest roll unjudged. A canary of all leaves
+	// no rest to protect, so every workload is one.
+	if running := slices.IndexFunc(cands, func(w Candidate) bool { return w.Idle }); running > 0 && n < len(cands) {
+		n = min(n, running)
 	}
 	for _, w := range cands[:n] {
 		c.Members = append(c.Members, Member{Ref: w.Ref})

@@ -86,8 +86,8 @@ func TestStart(t *testing.T) {
 	}
 	c = Start("shop", Ask{Config: cmApp, Digest: "cm2", Spec: Spec{Percent: 100}},
 		[]Candidate{{Ref: dep("b"), Idle: true}, {Ref: dep("c")}, {Ref: dep("a"), Idle: true, First: true}}, now)
-	if got := c.MemberNames(); got != `Deployment "c"` {
-		t.Errorf("100%% of a fleet with idle workloads: canaries %s, want only the one that runs pods", got)
+	if got := c.MemberNames(); got != `Deployment "c", Deployment "a", Deployment "b"` {
+		t.Errorf("100%% of a fleet with idle workloads: canaries %s, want all (no rest to protect), those that run pods first", got)
 	}
 	c = Start("shop", Ask{Config: cmApp, Digest: "cm2", Spec: Spec{Count: 3}},
 		[]Candidate{{Ref: dep("zero"), Idle: true}, {Ref: dep("d")}, {Ref: dep("c")}, {Ref: dep("a"), Idle: true, First: true}}, now)
