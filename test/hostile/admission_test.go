@@ -52,6 +52,7 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	admin := clientset(t, kc.Config)
 	home := kit.NewNamespace(t, admin, "ripple-", nil)
 	readers := kit.NewNamespace(t, admin, "readers-", nil)
+	drainAfter(t, admin, readers)
 	victim := kit.NewNamespace(t, admin, "victim-", nil)
 	began := time.Now()
 	plantSharedReaders(t, admin, readers)

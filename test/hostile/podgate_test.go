@@ -40,6 +40,7 @@ func TestPodGateCostsTheTenantItsOwn(t *testing.T) {
 	admin := clientset(t, kc.Config)
 	home := kit.NewNamespace(t, admin, "ripple-", nil)
 	tenant := kit.NewNamespace(t, admin, "podgated-", nil)
+	drainAfter(t, admin, tenant)
 	bystander := kit.NewNamespace(t, admin, "bystander-", nil)
 	mallory := editor(t, admin, tenant)
 
@@ -120,11 +121,11 @@ func plantGated(t *testing.T, mallory kubernetes.Interface, ns string) {
 			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{name, "decoy"}}}}
 		create(t, "a canary Deployment", mallory.AppsV1().Deployments(ns).Create, d)
 	}
-	// One reader more, without pods (the canaries are chosen among those
-	// with pods first), waits for the bake: until then the change is in
-	// flight and the gates are asked.
+	// One reader more, after the canaries by name, waits for the bake:
+	// until then the change is in flight and the gates are asked. It runs
+	// a pod: one scaled to zero would stand complete at once.
 	create(t, "a Deployment after the canaries", mallory.AppsV1().Deployments(ns).Create,
-		deployment("rest", 0, map[string]string{auto: "true"}, usesConfig("rest", "gated")))
+		deployment("rest", 1, map[string]string{auto: "true"}, usesConfig("rest", "gated")))
 }
 
 // plantDecoys: bare pods labelled app=decoy, and 20 KB of labels more,

@@ -123,7 +123,9 @@ func plantQueried(t *testing.T, mallory kubernetes.Interface, ns string) {
 	for _, name := range gateReaders {
 		tpl := usesConfig(name, "metrics")
 		tpl.Annotations = map[string]string{canaryQuery: tenantsQuery}
+		// One replica each: a workload scaled to zero runs no pod the
+		// change could harm, so it stands complete and no gate is asked.
 		create(t, "a queried Deployment", mallory.AppsV1().Deployments(ns).Create,
-			deployment(name, 0, map[string]string{auto: "true", canaryQuery: tenantsQuery}, tpl))
+			deployment(name, 1, map[string]string{auto: "true", canaryQuery: tenantsQuery}, tpl))
 	}
 }
