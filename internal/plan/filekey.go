@@ -99,11 +99,7 @@ func RefuseInPlace(w *Workload, sources []Source, keys annotation.Keys) string {
 	if r.Method != workload.RestartInPlace || w.Template == nil {
 		return ""
 	}
-	watched := make([]refs.Ref, 0, len(sources))
-	for _, s := range sources {
-		watched = append(watched, s.Ref)
-	}
-	why := FileKeyBlocked(&w.Template.Spec, watched)
+	why := FileKeyBlocked(&w.Template.Spec, refsOf(sources))
 	if why == "" {
 		return ""
 	}

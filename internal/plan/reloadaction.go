@@ -138,11 +138,7 @@ func RefuseAction(w *Workload, sources []Source, keys annotation.Keys) string {
 	if r.Method != workload.RestartReloadAction || w.Template == nil {
 		return ""
 	}
-	watched := make([]refs.Ref, 0, len(sources))
-	for _, s := range sources {
-		watched = append(watched, s.Ref)
-	}
-	why := ActionBlocked(&w.Template.Spec, watched)
+	why := ActionBlocked(&w.Template.Spec, refsOf(sources))
 	if why == "" {
 		return ""
 	}
@@ -189,6 +185,15 @@ func subPathMounts(spec *corev1.PodSpec) map[string]bool {
 				out[c.Name+"/"+m.Name] = true
 			}
 		}
+	}
+	return out
+}
+
+// refsOf is the configs sources are of.
+func refsOf(sources []Source) []refs.Ref {
+	out := make([]refs.Ref, 0, len(sources))
+	for _, s := range sources {
+		out = append(out, s.Ref)
 	}
 	return out
 }

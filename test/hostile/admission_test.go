@@ -75,7 +75,7 @@ func TestForgedReviewsDoNotDelayReloads(t *testing.T) {
 	changed := time.Now()
 	setData(t, admin, victim, "v2")
 	quiet := waitReloaded(t, admin, victim, changed, reloadBound, "with no review sent")
-	applied := victimEnv(t, admin, victim)
+	applied := victimHash(t, admin, victim)
 	t.Logf("with no review sent, the other namespace's workload reloaded %s after its change", quiet.Round(time.Millisecond))
 	before := rss(t, r)
 
@@ -182,22 +182,6 @@ func waitReadersBaselines(t *testing.T, admin kubernetes.Interface, ns string) {
 	}
 }
 
-// victimEnv is the value of Reloader's env var of ConfigMap app on the
-// Deployment web of ns.
-func victimEnv(t *testing.T, admin kubernetes.Interface, ns string) string {
-	t.Helper()
-	d, err := admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "STAKATER_APP_CONFIGMAP" {
-			return e.Value
-		}
-	}
-	return ""
-}
-
 // waitEnvChanged waits, at most bound after changed, until the victim's
 // Deployment carries another value than old in Reloader's env var (a
 // reload after the one that wrote old), and returns when it did; while
@@ -205,7 +189,7 @@ func victimEnv(t *testing.T, admin kubernetes.Interface, ns string) string {
 func waitEnvChanged(t *testing.T, admin kubernetes.Interface, ns, old string, changed time.Time, bound time.Duration, while string) time.Duration {
 	t.Helper()
 	for {
-		if v := victimEnv(t, admin, ns); v != old && v != "" {
+		if v := victimHash(t, admin, ns); v != old && v != "" {
 			return time.Since(changed)
 		}
 		if time.Since(changed) > bound {
