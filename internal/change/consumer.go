@@ -107,12 +107,16 @@ func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, chosen *canary.Stat
 }
 
 // phase is the phase of a change whose status was old, with consumers
-// counted in c: Propagated once every managed consumer completed (and for
-// good), else Superseded for good once the config changed again.
+// counted in c: Propagated once every managed consumer completed and its
+// canary, if it has one, passed (and for good), else Superseded for good
+// once the config changed again. A change whose consumers are all canaries
+// (or whose others run no pods) is judged by its bake like any other: a
+// wait on it must not end before a gate could halt it.
 func phase(old v1alpha1.ConfigRolloutStatus, c v1alpha1.Counts, chosen *canary.State, superseded bool) v1alpha1.Phase {
 	superseded = superseded || old.Phase == v1alpha1.PhaseSuperseded
+	judged := chosen == nil || chosen.Phase == canary.Passed
 	switch {
-	case old.PropagatedAt != nil, !superseded && c.Complete == c.Managed:
+	case old.PropagatedAt != nil, !superseded && c.Complete == c.Managed && judged:
 		return v1alpha1.PhasePropagated
 	case superseded:
 		return v1alpha1.PhaseSuperseded
@@ -211,6 +215,10 @@ func setConditions(st *v1alpha1.ConfigRolloutStatus, chosen *canary.State, now t
 		prop.Message = fmt.Sprintf("every managed consumer (%d) runs the change", c.Managed)
 	case v1alpha1.PhaseSuperseded:
 		prop.Message = "the config changed again before this change propagated; see the newer ConfigRollout"
+	default:
+		if c.Complete == c.Managed && chosen != nil && chosen.Phase != canary.Passed {
+			prop.Message = fmt.Sprintf("every managed consumer (%d) runs the change; its canary has not passed yet", c.Managed)
+		}
 	}
 	if c.Stale > 0 {
 		prop.Message += fmt.Sprintf("; %d stale consumers keep the old data until they are restarted", c.Stale)

@@ -251,12 +251,12 @@ func TestPropagatedNeverEarly(t *testing.T) {
 				st = v1alpha1.ConfigRolloutStatus{SeenAt: st.SeenAt, Phase: st.Phase, PropagatedAt: st.PropagatedAt, Conditions: st.Conditions}
 			}
 			st = Status(st, cs, halt, false, now)
-			all := true
+			all := halt == nil || halt.Phase == canary.Passed
 			for _, c := range cs {
 				all = all && c.Source.State == plan.Unchanged && c.Rollout.State == rollout.Complete
 			}
 			if st.PropagatedAt != nil && !all {
-				t.Fatalf("run %d, step %d: Propagated with consumers %+v", run, step, cs)
+				t.Fatalf("run %d, step %d: Propagated with consumers %+v, canary %+v", run, step, cs, halt)
 			}
 			if all && st.PropagatedAt == nil {
 				t.Fatalf("run %d, step %d: every consumer complete, not Propagated (phase %s)", run, step, st.Phase)
@@ -265,5 +265,29 @@ func TestPropagatedNeverEarly(t *testing.T) {
 				t.Fatalf("run %d: condition %v, PropagatedAt %v", run, got, st.PropagatedAt)
 			}
 		}
+	}
+}
+
+// A change whose consumers are all its canaries is not Propagated once
+// they rolled: its bake may still halt it, and a wait on it must say so.
+func TestAllCanariesPropagateAfterTheBake(t *testing.T) {
+	a := managed("a", plan.Unchanged, rollout.Complete)
+	c := canary.State{Config: config, Phase: canary.Baking,
+		Members: []canary.Member{{Ref: a.Ref, Applied: t0}}}
+	st := Status(v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}, []Consumer{a}, &c, false, t0.Add(time.Second))
+	prop := apimeta.FindStatusCondition(st.Conditions, v1alpha1.Propagated)
+	if st.Phase == v1alpha1.PhasePropagated || st.PropagatedAt != nil || prop == nil || prop.Status != "False" {
+		t.Fatalf("baking: phase %s, Propagated %+v; want not propagated", st.Phase, prop)
+	}
+	if want := "every managed consumer (1) runs the change; its canary has not passed yet"; prop.Message != want {
+		t.Errorf("message %q, want %q", prop.Message, want)
+	}
+	c.Phase, c.Why = canary.Halted, `Deployment "a": a pod restarted during the bake`
+	if st := Status(st, []Consumer{a}, &c, false, t0.Add(2*time.Second)); st.Phase != v1alpha1.PhaseHalted || st.PropagatedAt != nil {
+		t.Errorf("halted in its bake: phase %s, propagated at %v; want Halted", st.Phase, st.PropagatedAt)
+	}
+	c.Phase = canary.Passed
+	if st := Status(st, []Consumer{a}, &c, false, t0.Add(3*time.Second)); st.Phase != v1alpha1.PhasePropagated {
+		t.Errorf("passed: phase %s, want Propagated", st.Phase)
 	}
 }
