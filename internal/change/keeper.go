@@ -749,6 +749,24 @@ func (k *Keeper) Completed(key Key, w workload.Ref) bool {
 	return true
 }
 
+// Rolled notes an update of a consumer of key's change in flight that
+// does not complete it: the look it calls for waits lookInterval from the
+// first update of a burst, unless one is spaced already. A fan-out's
+// writes are then looked at once they are made, not as they begin, when
+// the look's plan of every consumer would take the CPU from the writes.
+func (k *Keeper) Rolled(key Key) {
+	now := k.Clock.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if last, ok := k.lastLook[key]; ok && now.Sub(last) < lookInterval {
+		return
+	}
+	if k.lastLook == nil {
+		k.lastLook = map[Key]time.Time{}
+	}
+	k.lastLook[key] = now
+}
+
 // untilLook is how long the next look at key must wait; none, and the
 // look is taken, when lookInterval has passed since the last or the last
 // consumer left completed.

@@ -30,6 +30,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 type fleet []Consumer
@@ -544,5 +545,37 @@ func TestLookBudget(t *testing.T) {
 	}
 	if d := w.k.untilLook(Key{Namespace: "other", Config: config}); d != 0 {
 		t.Errorf("another namespace's look waits %s", d)
+	}
+}
+
+// A burst of consumer updates is looked at once, lookInterval after its
+// first update (a fan-out's writes are not slowed by plans of every
+// consumer as they begin), and a later update of the burst does not push
+// the look back; the last consumer's completion is looked at at once.
+func TestRolloutBurstLookedAtAfter(t *testing.T) {
+	w := newWorld(t)
+	key := Key{Namespace: "shop", Config: config}
+	w.k.Rolled(key)
+	if d := w.k.untilLook(key); d != lookInterval {
+		t.Errorf("at the burst's first update: look in %s, want %s", d, lookInterval)
+	}
+	w.clk.Step(lookInterval / 2)
+	w.k.Rolled(key)
+	if d := w.k.untilLook(key); d != lookInterval/2 {
+		t.Errorf("a later update of the burst: look in %s, want the same look, in %s", d, lookInterval/2)
+	}
+	w.clk.Step(lookInterval / 2)
+	if d := w.k.untilLook(key); d != 0 {
+		t.Errorf("after the burst: look in %s, want now", d)
+	}
+	w.k.Rolled(key) // within lookInterval of that look
+	w.k.mu.Lock()
+	w.k.left = map[Key]map[workload.Ref]bool{key: {managed("a", plan.Unchanged, rollout.Complete).Ref: true}}
+	w.k.mu.Unlock()
+	if !w.k.Completed(key, managed("a", plan.Unchanged, rollout.Complete).Ref) {
+		t.Fatal("the last consumer's completion does not end the change")
+	}
+	if d := w.k.untilLook(key); d != 0 {
+		t.Errorf("the last completion: look in %s, want now", d)
 	}
 }

@@ -164,7 +164,8 @@ func (c *Controller) WatchKind(kind workload.Kind) error {
 
 // watchKind watches the workloads of kind: a rollout of a consumer of a
 // change in flight moves the change on, and the completion of its last
-// one is looked at at once (Keeper.Completed). Other workloads' updates
+// one is looked at at once (Keeper.Completed), the others' once their
+// burst is over (Keeper.Rolled). Other workloads' updates
 // cost a look at their pod template's references.
 func (c *Controller) watchKind(kind workload.Kind) error {
 	status := rollout.Of
@@ -183,8 +184,8 @@ func (c *Controller) watchKind(kind workload.Kind) error {
 			for _, ref := range refs.All(&tpl.Spec) {
 				key := Key{Namespace: e.ObjectNew.GetNamespace(), Config: ref}
 				if c.keeper.Active(key) {
-					if complete {
-						c.keeper.Completed(key, w)
+					if !complete || !c.keeper.Completed(key, w) {
+						c.keeper.Rolled(key)
 					}
 					c.turns.add(q, key)
 				}
