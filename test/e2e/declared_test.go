@@ -28,6 +28,24 @@ import (
 // without a pod template.
 var externalSecrets = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}
 
+// externalSecretCRD installs the real ExternalSecret CRD once for the
+// tests of the shared cluster: two parallel installs of one CRD race, and
+// the second fails as it already exists.
+var externalSecretCRD struct {
+	once sync.Once
+	err  error
+}
+
+func installExternalSecretCRD(t *testing.T) {
+	t.Helper()
+	externalSecretCRD.once.Do(func() {
+		externalSecretCRD.err = kc.InstallCRDs(context.Background(), cluster.ExternalSecretCRD)
+	})
+	if externalSecretCRD.err != nil {
+		t.Fatal(externalSecretCRD.err)
+	}
+}
+
 // syncWatch records, from a watch, every write of one ExternalSecret
 // (the force-sync value it left), and how far the watch has delivered.
 type syncWatch struct {
@@ -133,9 +151,7 @@ func waitRecorded(t *testing.T, dc dynamic.Interface, ns, name string) *unstruct
 // baseline of an ExternalSecret created while it was down.
 func TestDeclaredRestartAnnotation(t *testing.T) {
 	t.Parallel()
-	if err := kc.InstallCRDs(t.Context(), cluster.ExternalSecretCRD); err != nil {
-		t.Fatal(err)
-	}
+	installExternalSecretCRD(t)
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	dc := dynamic.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -182,9 +198,7 @@ const templateFromField = "spec.target.template.templateFrom[].configMap.name"
 // it is named in.
 func TestDeclaredRefsFollowTemplateFrom(t *testing.T) {
 	t.Parallel()
-	if err := kc.InstallCRDs(t.Context(), cluster.ExternalSecretCRD); err != nil {
-		t.Fatal(err)
-	}
+	installExternalSecretCRD(t)
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	dc := dynamic.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -239,8 +253,8 @@ func TestDeclaredRefsFollowTemplateFrom(t *testing.T) {
 	}
 	var line string
 	for l := range strings.Lines(out) {
-		if strings.HasPrefix(l, "ConfigMap/secret-template") {
-			line = l
+		if strings.HasPrefix(l, "ConfigMap/secret-template") && line == "" {
+			line = l // the SOURCES row, before the DECISIONS one
 		}
 	}
 	if !strings.Contains(line, "field "+templateFromField) || !strings.Contains(line, "AutoMatch") || strings.Contains(out, "ConfigMap/unrelated") {
