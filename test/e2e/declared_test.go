@@ -39,7 +39,7 @@ var externalSecretCRD struct {
 func installExternalSecretCRD(t *testing.T) {
 	t.Helper()
 	externalSecretCRD.once.Do(func() {
-		externalSecretCRD.err = kc.InstallCRDs(context.Background(), cluster.ExternalSecretCRD)
+		externalSecretCRD.err = kc.InstallCRDs(t.Context(), cluster.ExternalSecretCRD) // done before Do returns to any caller
 	})
 	if externalSecretCRD.err != nil {
 		t.Fatal(externalSecretCRD.err)
