@@ -181,7 +181,14 @@ func (c *Controller) watchKind(kind workload.Kind) error {
 			}
 			w := workload.RefTo(kind, e.ObjectNew)
 			complete := status(e.ObjectNew).State == rollout.Complete
-			for _, ref := range refs.All(&tpl.Spec) {
+			configs := refs.All(&tpl.Spec)
+			if fr, ok := kind.(workload.FieldReferrer); ok {
+				fields, _ := fr.FieldRefs(e.ObjectNew)
+				for _, f := range fields {
+					configs = append(configs, f.Ref)
+				}
+			}
+			for _, ref := range configs {
 				key := Key{Namespace: e.ObjectNew.GetNamespace(), Config: ref}
 				if c.keeper.Active(key) {
 					if !complete || !c.keeper.Completed(key, w) {

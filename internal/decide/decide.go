@@ -33,8 +33,11 @@ type Input struct {
 	Policy annotation.Policy
 	Source Source
 	// Referenced is true when the workload's pod template references the
-	// config.
+	// config, or a field of its own does (Field).
 	Referenced bool
+	// Field is the field path of the workload's own field that references
+	// the config (a declared kind's refs), when its pod template does not.
+	Field string
 	// AutoReloadAll is the --auto-reload-all flag.
 	AutoReloadAll bool
 }
@@ -130,5 +133,9 @@ func Decide(in Input) Decision {
 	if !in.Referenced {
 		return Decision{Reason: NotReferenced, Message: fmt.Sprintf("%s is not referenced by the pod template, so %s does not apply", what, by)}
 	}
-	return Decision{Reload: true, Reason: trigger, Message: fmt.Sprintf("%s is referenced by the pod template%s", what, cond)}
+	by = "the pod template"
+	if in.Field != "" {
+		by = "the workload's field " + in.Field
+	}
+	return Decision{Reload: true, Reason: trigger, Message: fmt.Sprintf("%s is referenced by %s%s", what, by, cond)}
 }

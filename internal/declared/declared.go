@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 // Kind is one declared workload kind, as the kinds file spells it.
@@ -42,6 +44,10 @@ type Kind struct {
 	// Paused is the field path of a boolean that pauses the kind's
 	// rollouts (pause-period), e.g. "spec.updateStrategy.paused".
 	Paused string `json:"paused,omitempty"`
+	// Refs are fields of the object that name ConfigMaps or Secrets of
+	// its namespace, which the Reloader annotations that follow
+	// references (auto, search) then follow as a template's.
+	Refs []Ref `json:"refs,omitempty"`
 
 	// qualified is set by Merge when another declared kind has the same
 	// kind name: both are then named with their group.
@@ -73,6 +79,22 @@ type Replicas struct {
 	Updated   string `json:"updated"`
 	Available string `json:"available"`
 }
+
+// Ref is a field path whose string values name configs of Kind
+// (ConfigMap or Secret): refs.ParseField's path.
+type Ref struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+}
+
+// The bounds of a kind's refs: at most MaxRefs paths per kind, and at
+// most MaxRefValues values read of one object (refs.FieldRefs), so that
+// a tenant's object with thousands of names costs no more than one with
+// MaxRefValues.
+const (
+	MaxRefs      = 64
+	MaxRefValues = 256
+)
 
 // DefaultObservedGeneration is Ready.ObservedGeneration when not given.
 const DefaultObservedGeneration = "status.observedGeneration"
@@ -190,6 +212,9 @@ func decodeValue(v reflect.Value, raw json.RawMessage, path string) []error {
 		v.Set(p)
 		return errs
 	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		return decodeList(v, raw, path)
+	}
 	if t.Kind() != reflect.Struct {
 		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
 			return []error{&fieldErr{path, fmt.Sprintf("want a string, not a %s", jsonType(raw)), true}}
@@ -215,6 +240,22 @@ func decodeValue(v reflect.Value, raw json.RawMessage, path string) []error {
 		}
 		errs = append(errs, decodeValue(v.FieldByIndex(fieldIndex(t, names[i])), fields[key], join(path, names[i]))...)
 	}
+	return errs
+}
+
+// decodeList decodes a list of mappings item by item, each item's errors
+// named by its index (refs[2].path).
+func decodeList(v reflect.Value, raw json.RawMessage, path string) []error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return []error{&fieldErr{path, fmt.Sprintf("want a list, not a %s", jsonType(raw)), true}}
+	}
+	list := reflect.MakeSlice(v.Type(), len(items), len(items))
+	var errs []error
+	for i, item := range items {
+		errs = append(errs, decodeValue(list.Index(i), item, fmt.Sprintf("%s[%d]", path, i))...)
+	}
+	v.Set(list)
 	return errs
 }
 
@@ -294,6 +335,7 @@ func (k Kind) problems(skip map[string]bool) []error {
 	if k.Ready != nil {
 		errs = append(errs, k.Ready.validate()...)
 	}
+	errs = append(errs, k.validateRefs()...)
 	return slices.DeleteFunc(errs, func(err error) bool {
 		var fe *fieldErr
 		if !errors.As(err, &fe) {
@@ -370,6 +412,59 @@ func (k Kind) validateReload() []error {
 		errs = append(errs, fieldError("paused", "%q is not a field path such as spec.paused", k.Paused))
 	}
 	return errs
+}
+
+// validateRefs checks each ref's path and kind, and their bound.
+func (k Kind) validateRefs() []error {
+	var errs []error
+	if len(k.Refs) > MaxRefs {
+		errs = append(errs, fieldError("refs", "%d paths; a kind has at most %d", len(k.Refs), MaxRefs))
+	}
+	seen := map[Ref]int{}
+	for i, r := range k.Refs {
+		field := fmt.Sprintf("refs[%d]", i)
+		kind, ok := configKind(r.Kind)
+		if !ok {
+			errs = append(errs, fieldError(field+".kind", "%q is not a config kind; use ConfigMap or Secret", r.Kind))
+			continue
+		}
+		f, err := refs.ParseField(r.Path, kind)
+		switch {
+		case err != nil:
+			errs = append(errs, fieldError(field+".path", "%s", err))
+		case f.Within(Path(k.Template)):
+			errs = append(errs, fieldError(field+".path", "%q is in the pod template (%s), whose configs Ripple finds itself", r.Path, k.Template))
+		}
+		key := Ref{Path: r.Path, Kind: string(kind)}
+		if first, dup := seen[key]; dup {
+			errs = append(errs, fieldError(field, "the same path and kind as refs[%d]", first))
+		}
+		seen[key] = i
+	}
+	return errs
+}
+
+// configKind reads a ref's kind, in any case.
+func configKind(s string) (refs.Kind, bool) {
+	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
+		if strings.EqualFold(s, string(k)) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// Fields are the kind's refs, parsed (refs that do not parse, which
+// validation rejects, are left out).
+func (k Kind) Fields() []refs.Field {
+	var out []refs.Field
+	for _, r := range k.Refs {
+		kind, _ := configKind(r.Kind)
+		if f, err := refs.ParseField(r.Path, kind); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (r Ready) validate() []error {

@@ -1,10 +1,13 @@
 package declared
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ripple-dev/ripple/internal/refs"
 )
 
 func TestParse(t *testing.T) {
@@ -67,6 +70,31 @@ func TestParse(t *testing.T) {
 		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, ready: {condition: Ready, replicas: {desired: a, updated: b, available: c}}}\n",
 		errs: []string{"ready.condition: set either condition"},
 	}, {
+		name: "refs of a restart kind, kinds in any case",
+		file: "- {group: a.io, version: v1, kind: Widget, restart: {annotation: x}, refs: [{path: 'spec.from[].configMap.name', kind: configmap}, {path: spec.secretName, kind: Secret}]}\n",
+		want: []Kind{{Group: "a.io", Version: "v1", Kind: "Widget", Resource: "widgets", Restart: &Restart{Annotation: "x"},
+			Refs: []Ref{{Path: "spec.from[].configMap.name", Kind: "configmap"}, {Path: "spec.secretName", Kind: "Secret"}}}},
+	}, {
+		name: "refs of a template kind, outside the template",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, refs: [{path: spec.configName, kind: ConfigMap}]}\n",
+		want: []Kind{{Group: "a.io", Version: "v1", Kind: "Widget", Resource: "widgets", Template: "spec.template",
+			Refs: []Ref{{Path: "spec.configName", Kind: "ConfigMap"}}}},
+	}, {
+		name: "refs: each bad item named by its index and field",
+		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, refs: [{path: 'spec.a[0].name', kind: ConfigMap}, {path: spec.b, kind: Pod}, " +
+			"{path: spec.template.spec.volumes, kind: Secret}, {path: metadata.name, kind: Secret}, {kind: Secret}, {path: spec.c, kind: ConfigMap, typo: 1}, 'spec.d', {path: spec.b, kind: configMap}, {path: spec.b, kind: ConfigMap}]}\n",
+		errs: []string{"entry 1 (Widget)", `unknown field "refs[5].typo"; the fields are path, kind`, `want a mapping of fields (path, kind), not a string`,
+			`refs[0].path: "spec.a[0].name": field 2, "a[0]", is not a field name`,
+			`refs[1].kind: "Pod" is not a config kind; use ConfigMap or Secret`,
+			`refs[2].path: "spec.template.spec.volumes" is in the pod template (spec.template)`,
+			`refs[3].path: "metadata.name" is under metadata`,
+			`refs[4].path: missing`,
+			`refs[8]: the same path and kind as refs[7]`},
+	}, {
+		name: "refs not a list",
+		file: "- {group: a.io, version: v1, kind: Widget, restart: {annotation: x}, refs: spec.a}\n",
+		errs: []string{"entry 1 (Widget): refs: want a list, not a string"},
+	}, {
 		name: "ready replicas missing a field",
 		file: "- {group: a.io, version: v1, kind: Widget, template: spec.template, ready: {replicas: {desired: spec.replicas, updated: status.updated}}}\n",
 		errs: []string{`ready.replicas.available: "" is not a field path`},
@@ -115,6 +143,26 @@ func TestPresets(t *testing.T) {
 	}
 	if _, err := Presets([]string{"kruise", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope" is not a preset; use one of external-secrets, keda, knative, kruise`) {
 		t.Fatalf("unknown preset: error %v", err)
+	}
+}
+
+func TestRefsBound(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("- group: a.io\n  version: v1\n  kind: Widget\n  restart: {annotation: x}\n  refs:\n")
+	for i := range MaxRefs + 1 {
+		fmt.Fprintf(&b, "  - {path: spec.c%d, kind: ConfigMap}\n", i)
+	}
+	_, err := Parse("kinds.yaml", []byte(b.String()))
+	if want := fmt.Sprintf("entry 1 (Widget): refs: %d paths; a kind has at most %d", MaxRefs+1, MaxRefs); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Parse of %d refs: %v, want %q", MaxRefs+1, err, want)
+	}
+}
+
+func TestFields(t *testing.T) {
+	k := Kind{Refs: []Ref{{Path: "spec.a[].name", Kind: "configmap"}, {Path: "spec.s", Kind: "SECRET"}}}
+	got := k.Fields()
+	if len(got) != 2 || got[0].Kind != refs.ConfigMap || got[1].Kind != refs.Secret || got[0].Path != "spec.a[].name" {
+		t.Fatalf("Fields = %+v", got)
 	}
 }
 
@@ -183,7 +231,7 @@ func TestParseReportsEveryErrorOnItsOwnLine(t *testing.T) {
 			"- {group: A_B, version: v1, kind: Gadget, templat: spec.template, paused: 'spec paused', ready: {condition: Ready, replica: {}}}\n",
 		lines: []string{
 			`kinds.yaml: entry 2 (Gadget): unknown field "ready.replica"; the fields are observedGeneration, condition, replicas`,
-			`kinds.yaml: entry 2 (Gadget): unknown field "templat"; the fields are group, version, kind, resource, template, restart, ready, paused`,
+			`kinds.yaml: entry 2 (Gadget): unknown field "templat"; the fields are group, version, kind, resource, template, restart, ready, paused, refs`,
 			`kinds.yaml: entry 2 (Gadget): group: "A_B" is not an API group (a DNS subdomain such as apps.kruise.io)`,
 			`kinds.yaml: entry 2 (Gadget): template: missing: set template (the field path of a pod template) or restart`,
 			`kinds.yaml: entry 2 (Gadget): paused: only a kind with a template can be paused`,
@@ -206,7 +254,7 @@ func TestParseReportsEveryErrorOnItsOwnLine(t *testing.T) {
 		name: "an entry that is no mapping, then a valid one and a bad one",
 		file: "- Widget\n- {group: a.io, version: v1, kind: Gadget, template: spec.template}\n- {group: a.io, version: V1, kind: gizmo, restart: {annotation: x, anotation: y}}\n",
 		lines: []string{
-			`kinds.yaml: entry 1: want a mapping of fields (group, version, kind, resource, template, restart, ready, paused), not a string`,
+			`kinds.yaml: entry 1: want a mapping of fields (group, version, kind, resource, template, restart, ready, paused, refs), not a string`,
 			`kinds.yaml: entry 3 (gizmo): unknown field "restart.anotation"; the fields are annotation`,
 			`kinds.yaml: entry 3 (gizmo): version: "V1" is not an API version such as v1alpha1`,
 			`kinds.yaml: entry 3 (gizmo): kind: "gizmo" is not a kind (upper camel case, such as CloneSet)`,

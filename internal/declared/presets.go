@@ -52,10 +52,16 @@ var presets = map[string][]Kind{
 		Template: "spec.jobTargetRef.template",
 	}},
 	// External Secrets ExternalSecret: a new value of its force-sync
-	// annotation makes the operator fetch the secret again.
+	// annotation makes the operator fetch the secret again. The ConfigMaps
+	// and Secrets its target's template is rendered from (templateFrom)
+	// are its references, as a pod template's are a Deployment's.
 	"external-secrets": {{
 		Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret", Resource: "externalsecrets",
 		Restart: &Restart{Annotation: "force-sync"},
+		Refs: []Ref{
+			{Path: "spec.target.template.templateFrom[].configMap.name", Kind: "ConfigMap"},
+			{Path: "spec.target.template.templateFrom[].secret.name", Kind: "Secret"},
+		},
 	}},
 }
 

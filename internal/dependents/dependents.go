@@ -24,7 +24,8 @@ import (
 
 // indexSources is the field index from a source to the workloads that may
 // depend on it. Its values are "<Kind>/<name>" for every source the pod
-// template references or a named-reload annotation names literally, and
+// template or the workload's own fields (workload.FieldReferrer)
+// reference or a named-reload annotation names literally, and
 // "<Kind>/*" when a named-reload annotation holds a pattern (valid or not:
 // patterns are compiled at plan time only). It may hold
 // more than the workload really reloads on; the plan decides exactly.
@@ -159,6 +160,13 @@ func (f *Index) indexValues(kind workload.Kind) client.IndexerFunc {
 		}
 		for _, ref := range refs.All(&tpl.Spec) {
 			add(sourceKey(ref.Kind, ref.Name))
+		}
+		if fr, ok := kind.(workload.FieldReferrer); ok {
+			// The configs its own fields name (a declared kind's refs).
+			fields, _ := fr.FieldRefs(obj)
+			for _, f := range fields {
+				add(sourceKey(f.Kind, f.Name))
+			}
 		}
 		for _, sk := range f.SourceKinds {
 			// Named keys may sit on the metadata or, as a fallback, on the

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/annotation"
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/dependents/dependentstest"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/workload"
@@ -211,5 +212,51 @@ func TestIndexValuesCompileNothing(t *testing.T) {
 	}
 	if want := []string{"ConfigMap/*", "Secret/db", "Secret/*"}; !slices.Equal(got, want) {
 		t.Errorf("index values %v, want %v", got, want)
+	}
+}
+
+// A declared kind's objects are indexed by the configs their refs name,
+// as their cache keeps them (trimmed, the refs read once), so that a
+// config's event finds them without a list of the kind.
+func TestOfByFieldRefs(t *testing.T) {
+	k := declared.Kind{Group: "example.com", Version: "v1", Kind: "SecretSync", Resource: "secretsyncs",
+		Restart: &declared.Restart{Annotation: "example.com/force-sync"},
+		Refs:    []declared.Ref{{Path: "spec.from[].configMap.name", Kind: "ConfigMap"}, {Path: "spec.from[].secret.name", Kind: "Secret"}}}
+	kind := workload.NewDeclared(k)
+	trim := workload.TrimDeclared([]declared.Kind{k})
+	sync := func(name string, from ...any) client.Object {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"from": from}}}
+		u.SetGroupVersionKind(k.GVK())
+		u.SetNamespace("shop")
+		u.SetName(name)
+		cached, err := trim(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cached.(*unstructured.Unstructured)
+	}
+	cm := func(name string) any { return map[string]any{"configMap": map[string]any{"name": name}} }
+	objs := []client.Object{
+		sync("tpl", cm("cfg")),
+		sync("both", cm("other"), cm("cfg")),
+		sync("secret", map[string]any{"secret": map[string]any{"name": "cfg"}}),
+		sync("none"),
+	}
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(k.GVK(), &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(k.GVK().GroupVersion().WithKind("SecretSyncList"), &unstructured.UnstructuredList{})
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	ix := &Index{Keys: keys, SourceKinds: refs.Kinds()}
+	if err := ix.Register(t.Context(), dependentstest.Indexer(b), kind); err != nil {
+		t.Fatal(err)
+	}
+	ix.Reader = b.Build()
+	got, err := ix.Of(t.Context(), kind, "shop", refs.Ref{Kind: refs.ConfigMap, Name: "cfg"})
+	if err != nil || !slices.Equal(names(got), []string{"both", "tpl"}) {
+		t.Errorf("Of(ConfigMap/cfg) = %v, %v; want [both tpl]", names(got), err)
+	}
+	got, err = ix.Of(t.Context(), kind, "shop", refs.Ref{Kind: refs.Secret, Name: "cfg"})
+	if err != nil || !slices.Equal(names(got), []string{"secret"}) {
+		t.Errorf("Of(Secret/cfg) = %v, %v; want [secret]", names(got), err)
 	}
 }

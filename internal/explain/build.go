@@ -133,6 +133,9 @@ func sources(f Facts) []Source {
 	if f.Template != nil {
 		uses = refs.Uses(&f.Template.Spec)
 	}
+	for _, fr := range f.Input.Workload.FieldRefs {
+		uses = append(uses, fr.Use())
+	}
 	seen := map[refs.Ref]bool{}
 	for i, sp := range f.Plan.Sources {
 		src := f.Input.Sources[i]
@@ -188,7 +191,7 @@ func usesOf(uses []refs.Use, ref refs.Ref) []Use {
 	out := []Use{}
 	for _, u := range uses {
 		if u.Ref == ref {
-			out = append(out, Use{Container: u.Container, Init: u.Init, Via: string(u.Via), Volume: u.Volume, Keys: u.Keys})
+			out = append(out, Use{Container: u.Container, Init: u.Init, Via: string(u.Via), Volume: u.Volume, Keys: u.Keys, Field: u.Field})
 		}
 	}
 	return out

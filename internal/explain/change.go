@@ -152,13 +152,19 @@ func (e Explainer) consumers(ctx context.Context, kinds []Kind, ns string, ref r
 	return err
 }
 
-// mayUse reports whether obj may use the config ref: its pod template
-// references it, or its annotations name configs of its kind or search
+// mayUse reports whether obj may use the config ref: its pod template or
+// its own fields reference it, or its annotations name configs of its kind or search
 // them.
 func mayUse(kind Kind, obj client.Object, ref refs.Ref, keys annotation.Keys) bool {
 	tpl, _ := kind.PodTemplate(obj)
 	if tpl != nil && slices.Contains(refs.All(&tpl.Spec), ref) {
 		return true
+	}
+	if fr, ok := kind.Kind.(workload.FieldReferrer); ok {
+		fields, _ := fr.FieldRefs(obj)
+		if slices.ContainsFunc(fields, func(f refs.FieldRef) bool { return f.Ref == ref }) {
+			return true
+		}
 	}
 	for _, key := range []string{keys.ReloadKey(ref.Kind), keys.Search} {
 		if _, ok := obj.GetAnnotations()[key]; ok {

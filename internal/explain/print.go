@@ -216,11 +216,16 @@ func section(tw *strings.Builder, title, head string, n int, row func(int) strin
 	}
 }
 
-// usedBy says where the pod template uses a source, e.g.
-// "app envFrom; init (init) volume cfg [a,b]".
+// usedBy says where the pod template (or a field of the workload's own)
+// uses a source, e.g. "app envFrom; init (init) volume cfg [a,b]" or
+// "field spec.configMap.name".
 func usedBy(uses []Use) string {
 	parts := make([]string, 0, len(uses))
 	for _, u := range uses {
+		if u.Field != "" {
+			parts = append(parts, "field "+u.Field)
+			continue
+		}
 		var b strings.Builder
 		b.WriteString(cmpOr(u.Container, "(no container)"))
 		if u.Init {

@@ -132,9 +132,13 @@ type Use struct {
 	Container string `json:"container,omitempty"`
 	// Init is set for an init container.
 	Init bool `json:"init,omitempty"`
-	// Via is env, envFrom, volume, projected or csi.
+	// Via is env, envFrom, volume, projected or csi; field for a field
+	// of the workload's own that names it (a declared kind's refs).
 	Via    string `json:"via"`
 	Volume string `json:"volume,omitempty"`
+	// Field is that field's path, e.g.
+	// spec.target.template.templateFrom[].configMap.name.
+	Field string `json:"field,omitempty"`
 	// Keys are the keys read; empty means all.
 	Keys []string `json:"keys,omitempty"`
 }

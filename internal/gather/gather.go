@@ -20,6 +20,7 @@ import (
 
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/canary"
+	"github.com/ripple-dev/ripple/internal/declared"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -111,7 +112,7 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 	in.Workload.Invalid = append(in.Workload.Invalid, problems...)
 	record := plan.AppliedRecord(obj.GetAnnotations(), g.Settings.Keys)
 	for _, kind := range in.SourceKinds {
-		names, over, err := g.candidates(ctx, kind, obj, tpl, record)
+		names, over, err := g.candidates(ctx, kind, obj, tpl, in.Workload.FieldRefs, record)
 		if err != nil {
 			return in, err
 		}
@@ -192,6 +193,13 @@ func Workload(kind workload.Kind, obj client.Object, tpl *corev1.PodTemplateSpec
 	if c, ok := kind.(workload.Checker); ok {
 		w.Invalid = c.Check(obj)
 	}
+	if fr, ok := kind.(workload.FieldReferrer); ok {
+		var over bool
+		if w.FieldRefs, over = fr.FieldRefs(obj); over {
+			w.Invalid = append(w.Invalid, fmt.Sprintf("its fields (the refs of kind %s) hold more than %d names; only the first %d are followed",
+				kind.Name(), declared.MaxRefValues, declared.MaxRefValues))
+		}
+	}
 	_, w.Restartable = kind.(workload.Restarter)
 	if tr, ok := kind.(workload.TemplateRoller); ok {
 		w.RollsWithTemplate = tr.RollsWithTemplate()
@@ -214,16 +222,22 @@ func Version(kind workload.Kind, obj client.Object) string {
 }
 
 // candidates lists the names of sources of kind that may reload the
-// workload: those it references, those its named-reload annotation names,
+// workload: those it references (in its template or its fields), those its named-reload annotation names,
 // and those in its applied record (a deleted source matched by a pattern
 // can no longer be listed). When matching the annotation's patterns
 // against the namespace's sources would cost more than the budget
 // (annotation.MatchBudget), it matches none and returns why as over.
-func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Object, tpl *corev1.PodTemplateSpec, record map[string]string) (_ []string, over, _ error) {
+func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Object, tpl *corev1.PodTemplateSpec,
+	fields []refs.FieldRef, record map[string]string) (_ []string, over, _ error) {
 	var names []string
 	for _, ref := range refs.All(&tpl.Spec) {
 		if ref.Kind == kind {
 			names = append(names, ref.Name)
+		}
+	}
+	for _, f := range fields {
+		if f.Kind == kind {
+			names = append(names, f.Name)
 		}
 	}
 	for key := range record {

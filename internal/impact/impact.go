@@ -470,6 +470,6 @@ type reads struct {
 
 // readsOf are the keys of config that the workload of in reads.
 func readsOf(in plan.Input, config refs.Ref) reads {
-	keys, all := refs.Keys(refs.Uses(&in.Workload.Template.Spec), config)
+	keys, all := refs.Keys(plan.Uses(in.Workload), config)
 	return reads{keys: keys, all: all}
 }

@@ -29,7 +29,11 @@ func (c *checker) workload(ctx context.Context, kind workload.Kind, o *target) [
 	}
 	out = append(out, c.inPlace(o, tpl)...)
 	out = append(out, c.reloadAction(o, tpl)...)
-	return append(out, c.reloads(o, tpl)...)
+	var fields []refs.FieldRef
+	if fr, ok := kind.(workload.FieldReferrer); ok {
+		fields, _ = fr.FieldRefs(o.obj)
+	}
+	return append(out, c.reloads(o, tpl, fields)...)
 }
 
 // template returns the pod template of obj, as Ripple finds it
@@ -47,8 +51,9 @@ func (c *checker) template(ctx context.Context, kind workload.Kind, obj client.O
 }
 
 // reloads checks what the workload's policy says against the configs its
-// template references and the configs in the files.
-func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec) []Finding {
+// template and its own fields (a declared kind's refs) reference and the
+// configs in the files.
+func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec, fields []refs.FieldRef) []Finding {
 	meta := o.obj.GetAnnotations()
 	var tplAnn map[string]string
 	var spec *corev1.PodSpec
@@ -56,6 +61,9 @@ func (c *checker) reloads(o *target, tpl *corev1.PodTemplateSpec) []Finding {
 		tplAnn, spec = tpl.Annotations, &tpl.Spec
 	}
 	used := refs.All(spec)
+	for _, f := range fields {
+		used = append(used, f.Ref)
+	}
 	var out []Finding
 	var auto, search bool
 	shadowed := map[string][]string{} // template key -> kinds it is ignored for

@@ -121,6 +121,10 @@ type Workload struct {
 	Pausable, Paused bool
 	// Invalid are the kind's own annotation problems (workload.Checker).
 	Invalid []string
+	// FieldRefs are the configs the workload's own fields name, outside
+	// its pod template (a declared kind's refs): the annotations that
+	// follow references follow them as the template's.
+	FieldRefs []refs.FieldRef
 	// OverBudget are the kinds of config whose named-reload annotation
 	// costs more than annotation.MatchBudget to match against the configs
 	// of the namespace: the gather matched none of it and said why in

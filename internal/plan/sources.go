@@ -30,7 +30,7 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		written:    parseRecord(in.Applied),
 		onTemplate: parseOnTemplate(in.OnTemplate),
 		aliases:    appliedAliases(in.Workload.Annotations, in.Keys),
-		uses:       refs.Uses(&in.Workload.Template.Spec),
+		uses:       Uses(in.Workload),
 	}
 	for _, kind := range in.SourceKinds {
 		p := kindPolicy(in.Keys, kind, in.Workload)
@@ -108,13 +108,32 @@ func keyTables(sources []Source) iter.Seq2[refs.Ref, digest.KeyTable] {
 // reload is written on.
 func decision(s Settings, w Workload, src Source, policy annotation.Policy) (decide.Decision, string) {
 	container, referenced := refs.Target(&w.Template.Spec, src.Ref)
+	field := ""
+	if !referenced {
+		// A config the workload's own field names: its reload is written
+		// on the first container, as a named reload's.
+		if i := slices.IndexFunc(w.FieldRefs, func(f refs.FieldRef) bool { return f.Ref == src.Ref }); i >= 0 {
+			referenced, field = true, w.FieldRefs[i].Path
+		}
+	}
 	return decide.Decide(decide.Input{
 		Keys:          s.Keys,
 		Policy:        policy,
 		Source:        decide.Source{Ref: src.Ref, Annotations: src.Annotations},
 		Referenced:    referenced,
+		Field:         field,
 		AutoReloadAll: s.AutoReloadAll,
 	}), container
+}
+
+// Uses are where workload w uses its configs: its pod template's uses,
+// then its own fields' (each reading every key).
+func Uses(w Workload) []refs.Use {
+	out := refs.Uses(&w.Template.Spec)
+	for _, f := range w.FieldRefs {
+		out = append(out, f.Use())
+	}
+	return out
 }
 
 // source plans one source; the change is nil when it does not roll.

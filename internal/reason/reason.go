@@ -126,7 +126,7 @@ func All() []Info {
 			When: "The manual reload policy: a change set waits for an approval (ripple approve); once per change set, naming the configs and the digests of ConfigMaps (never a Secret's)."},
 		{Reason: ApprovalSuperseded, Event: true, Warning: true, Log: "approval not applied: superseded",
 			When: "An approval named a digest that is no longer the pending one (the config changed again since, its data was written again after the approval, or nothing was pending), or it expired (--approval-max-age, no time, a time in the future): not applied, removed."},
-		{Reason: InvalidAnnotation, Event: true, Warning: true, Log: "invalid annotation", Debug: true, When: "An annotation value was invalid; the message names it."},
+		{Reason: InvalidAnnotation, Event: true, Warning: true, Log: "invalid annotation", Debug: true, When: "An annotation value was invalid, or a declared kind's object names more configs in its refs than are read; the message names it."},
 		{Reason: RolloutQueued, Event: true, Log: "waiting for a rollout slot", NotRolled: true,
 			When: "The rollout waits for a slot (--max-concurrent-rollouts, --max-concurrent-rollouts-per-namespace); once per wait."},
 		{Reason: RolloutComplete, Event: true, Log: "rollout complete", When: "A rollout Ripple started completed."},

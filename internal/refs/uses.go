@@ -37,6 +37,9 @@ type Use struct {
 	// Keys are the keys used: the env var's key or the volume's items.
 	// Empty means every key.
 	Keys []string
+	// Field is the field path of a custom resource's field that names
+	// the source (Via FieldVia; FieldRef.Use).
+	Field string
 }
 
 // Uses returns every place the pod spec uses a source: for each container,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/declared"
+	"github.com/ripple-dev/ripple/internal/refs"
 	rstatus "github.com/ripple-dev/ripple/internal/rollout"
 )
 
@@ -23,7 +24,7 @@ import (
 // writes its reload on the pod template at its field path, as the Argo
 // Rollout kind does at spec.template; a restart kind sets its annotation.
 func NewDeclared(k declared.Kind) Kind {
-	base := declaredBase{unstructuredKind{k.GVK()}, k}
+	base := declaredBase{unstructuredKind{k.GVK()}, k, k.Fields()}
 	switch {
 	case k.Restart != nil:
 		return declaredRestart{base}
@@ -53,11 +54,51 @@ type DeclaredKind interface {
 	Declared() declared.Kind
 }
 
-// declaredBase is what every declared kind has: its name, its objects and
-// its rollout status.
+// FieldReferrer is a kind whose objects name configs in fields of their
+// own, outside any pod template (a declared kind's refs).
+type FieldReferrer interface {
+	// FieldRefs are the configs obj's fields name; over is set when obj
+	// has more values there than declared.MaxRefValues, of which only
+	// the first are read.
+	FieldRefs(obj client.Object) (refs []refs.FieldRef, over bool)
+}
+
+// declaredBase is what every declared kind has: its name, its objects,
+// its rollout status and the configs its fields name.
 type declaredBase struct {
 	unstructuredKind
-	spec declared.Kind
+	spec   declared.Kind
+	fields []refs.Field
+}
+
+// FieldRefs reads the kind's refs from obj, or as the cache keeps them
+// (TrimDeclared).
+func (k declaredBase) FieldRefs(obj client.Object) ([]refs.FieldRef, bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || len(k.fields) == 0 {
+		return nil, false
+	}
+	if cached, ok := u.Object[cachedRefs].(string); ok {
+		var c fieldRefs
+		if err := json.Unmarshal([]byte(cached), &c); err == nil {
+			return c.Refs, c.Over
+		}
+	}
+	return refs.FieldRefs(u.Object, k.fields, declared.MaxRefValues)
+}
+
+// refsJSON is what the cache keeps of the refs content names at fields.
+func refsJSON(content map[string]any, fields []refs.Field) string {
+	var c fieldRefs
+	c.Refs, c.Over = refs.FieldRefs(content, fields, declared.MaxRefValues)
+	b, _ := json.Marshal(c) // strings and a bool always marshal
+	return string(b)
+}
+
+// fieldRefs is what the cache keeps of an object's refs (cachedRefs).
+type fieldRefs struct {
+	Refs []refs.FieldRef `json:"refs,omitempty"`
+	Over bool            `json:"over,omitempty"`
 }
 
 // Name is the declared kind's name: qualified by its group when its kind
@@ -252,6 +293,11 @@ func patchAt(ctx context.Context, c client.Client, obj client.Object, body map[s
 // written by merge patches of their own (patchAt).
 const cachedTemplate = "ripple.dev/podTemplate"
 
+// cachedRefs is where the cache keeps the configs a declared kind's
+// object names in its refs, read once when the object is cached (JSON of
+// fieldRefs): the cache keeps none of the fields they are read from.
+const cachedRefs = "ripple.dev/fieldRefs"
+
 // TrimDeclared returns a cache transform that keeps of a declared kind's
 // object only what Ripple reads (its metadata and declared.Kind.Reads),
 // its pod template as JSON (cachedTemplate), so that the cache holds
@@ -263,10 +309,11 @@ func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
 		name     string   // the template's field path, for errors
 		template []string // nil when the kind has no pod template
 		reads    [][]string
+		fields   []refs.Field
 	}
 	keep := map[schema.GroupVersionKind]trim{}
 	for _, k := range kinds {
-		keep[k.GVK()] = trim{name: k.Template, template: declared.Path(k.Template), reads: k.Reads()}
+		keep[k.GVK()] = trim{name: k.Template, template: declared.Path(k.Template), reads: k.Reads(), fields: k.Fields()}
 	}
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -278,8 +325,13 @@ func TrimDeclared(kinds []declared.Kind) func(any) (any, error) {
 			return obj, nil
 		}
 		out := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
-		if v, ok := u.Object[cachedTemplate]; ok {
-			out[cachedTemplate] = v // trimmed before: client-go may transform an object twice
+		for _, c := range []string{cachedTemplate, cachedRefs} {
+			if v, ok := u.Object[c]; ok {
+				out[c] = v // trimmed before: client-go may transform an object twice
+			}
+		}
+		if _, ok := out[cachedRefs]; !ok && len(k.fields) > 0 {
+			out[cachedRefs] = refsJSON(u.Object, k.fields)
 		}
 		for _, p := range k.reads {
 			v, found, _ := unstructured.NestedFieldNoCopy(u.Object, p...)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/declared"
+	"github.com/ripple-dev/ripple/internal/refs"
 	rstatus "github.com/ripple-dev/ripple/internal/rollout"
 )
 
@@ -237,5 +238,56 @@ func TestTrimDeclared(t *testing.T) {
 	other := declaredObj(t, declared.Kind{Group: "other.io", Version: "v1", Kind: "Thing"}, "x", map[string]any{"spec": map[string]any{"a": "b"}})
 	if got, _ := trim(other.DeepCopy()); !equality.Semantic.DeepEqual(got.(*unstructured.Unstructured).Object, other.Object) {
 		t.Fatalf("an object of an undeclared kind was trimmed: %v", got)
+	}
+}
+
+// A declared kind's refs are read from the whole object (explain, from
+// the API server) and from the cache's trimmed copy alike; the cache
+// keeps them, not the fields they are read from.
+func TestDeclaredFieldRefs(t *testing.T) {
+	k := secretSync
+	k.Refs = []declared.Ref{{Path: "spec.from[].configMap.name", Kind: "ConfigMap"}, {Path: "spec.credentials", Kind: "Secret"}}
+	kind := NewDeclared(k)
+	obj := declaredObj(t, k, "s", map[string]any{"spec": map[string]any{
+		"from":        []any{map[string]any{"configMap": map[string]any{"name": "tpl"}}, map[string]any{"literal": "x"}},
+		"credentials": "creds", "refreshInterval": "1h",
+	}})
+	want := []refs.FieldRef{
+		{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "tpl"}, Path: "spec.from[].configMap.name"},
+		{Ref: refs.Ref{Kind: refs.Secret, Name: "creds"}, Path: "spec.credentials"},
+	}
+	fr, ok := kind.(FieldReferrer)
+	if !ok {
+		t.Fatal("a declared kind is no FieldReferrer")
+	}
+	if got, over := fr.FieldRefs(obj); over || !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("FieldRefs of the whole object = %v, over %v; want %v", got, over, want)
+	}
+	trimmed, err := TrimDeclared([]declared.Kind{k})(obj.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := trimmed.(*unstructured.Unstructured)
+	if _, ok := u.Object["spec"]; ok {
+		t.Fatalf("the cache keeps the spec: %v", u.Object)
+	}
+	if got, over := fr.FieldRefs(u); over || !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("FieldRefs of the cached object = %v, over %v; want %v", got, over, want)
+	}
+
+	many := make([]any, declared.MaxRefValues+1)
+	for i := range many {
+		many[i] = map[string]any{"configMap": map[string]any{"name": "tpl"}}
+	}
+	big := declaredObj(t, k, "big", map[string]any{"spec": map[string]any{"from": many}})
+	trimmed, err = TrimDeclared([]declared.Kind{k})(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, over := fr.FieldRefs(trimmed.(*unstructured.Unstructured)); !over || len(got) != 1 {
+		t.Fatalf("FieldRefs of %d values, cached = %v, over %v; want the one name, over", len(many), got, over)
+	}
+	if got, over := NewDeclared(secretSync).(FieldReferrer).FieldRefs(obj); got != nil || over {
+		t.Fatalf("a kind without refs: %v, %v", got, over)
 	}
 }

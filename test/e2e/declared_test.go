@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,24 @@ import (
 // a kind reloaded by an annotation (restart: {annotation: force-sync}),
 // without a pod template.
 var externalSecrets = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}
+
+// externalSecretCRD installs the real ExternalSecret CRD once for the
+// tests of the shared cluster: two parallel installs of one CRD race, and
+// the second fails as it already exists.
+var externalSecretCRD struct {
+	once sync.Once
+	err  error
+}
+
+func installExternalSecretCRD(t *testing.T) {
+	t.Helper()
+	externalSecretCRD.once.Do(func() {
+		externalSecretCRD.err = kc.InstallCRDs(t.Context(), cluster.ExternalSecretCRD) // done before Do returns to any caller
+	})
+	if externalSecretCRD.err != nil {
+		t.Fatal(externalSecretCRD.err)
+	}
+}
 
 // syncWatch records, from a watch, every write of one ExternalSecret
 // (the force-sync value it left), and how far the watch has delivered.
@@ -132,9 +151,7 @@ func waitRecorded(t *testing.T, dc dynamic.Interface, ns, name string) *unstruct
 // baseline of an ExternalSecret created while it was down.
 func TestDeclaredRestartAnnotation(t *testing.T) {
 	t.Parallel()
-	if err := kc.InstallCRDs(t.Context(), cluster.ExternalSecretCRD); err != nil {
-		t.Fatal(err)
-	}
+	installExternalSecretCRD(t)
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	dc := dynamic.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -166,5 +183,81 @@ func TestDeclaredRestartAnnotation(t *testing.T) {
 	time.Sleep(afterRollout)
 	if got := syncs.settled(t, dc, ns, "creds"); len(got) != 1 {
 		t.Fatalf("writes (their force-sync values) after a restart of Ripple: %q, want only the one of the change", got)
+	}
+}
+
+// templateFromField is the external-secrets preset's ref to the
+// ConfigMaps an ExternalSecret's target template is rendered from.
+const templateFromField = "spec.target.template.templateFrom[].configMap.name"
+
+// An ExternalSecret with auto, on the real CRD, whose target template is
+// rendered from a ConfigMap it names in templateFrom (the preset's refs,
+// no reload annotation naming it): a change of an unrelated ConfigMap
+// writes nothing, a change of its template's ConfigMap sets force-sync
+// once, recorded under that ConfigMap alone, and explain shows the field
+// it is named in.
+func TestDeclaredRefsFollowTemplateFrom(t *testing.T) {
+	t.Parallel()
+	installExternalSecretCRD(t)
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	dc := dynamic.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	r := startRipple(t, ns, "--workload-kinds-preset=external-secrets")
+	waitLog(t, r, "the API is served; watching it")
+	createConfigMap(t, cs, ns, "secret-template", "v1")
+	createConfigMap(t, cs, ns, "unrelated", "v1")
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+		"metadata": map[string]any{"name": "rendered", "annotations": map[string]any{autoAnnotation: "true"}},
+		"spec": map[string]any{
+			"secretStoreRef": map[string]any{"name": "vault", "kind": "SecretStore"},
+			"target": map[string]any{"name": "rendered", "template": map[string]any{"templateFrom": []any{
+				map[string]any{"configMap": map[string]any{"name": "secret-template", "items": []any{map[string]any{"key": "VALUE"}}}},
+			}}},
+		},
+	}}
+	if _, err := dc.Resource(externalSecrets).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base := waitRecorded(t, dc, ns, "rendered")
+	syncs := watchSyncs(t, dc, ns, "rendered", base.GetResourceVersion())
+
+	setConfigMapValue(t, cs, ns, "unrelated", "v2")
+	time.Sleep(afterRollout)
+	if got := syncs.settled(t, dc, ns, "rendered"); len(got) != 0 {
+		t.Fatalf("writes (their force-sync values) after a change of an unrelated ConfigMap: %q, want none", got)
+	}
+
+	setConfigMapValue(t, cs, ns, "secret-template", "v2")
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(syncs.settled(t, dc, ns, "rendered")) > 0, nil
+	}); err != nil {
+		t.Fatalf("force-sync never set after a change of the template's ConfigMap: %v", err)
+	}
+	time.Sleep(afterRollout)
+	if got := syncs.settled(t, dc, ns, "rendered"); len(got) != 1 || got[0] == "" {
+		t.Fatalf("writes (their force-sync values) after one change of the template's ConfigMap: %q, want one that sets it", got)
+	}
+	cur, err := dc.Resource(externalSecrets).Namespace(ns).Get(t.Context(), "rendered", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := cur.GetAnnotations()[appliedAnnotation]
+	if !strings.Contains(record, "ConfigMap/secret-template") || strings.Contains(record, "unrelated") {
+		t.Fatalf("applied record %q, want it to name ConfigMap/secret-template and not the unrelated one", record)
+	}
+
+	out, err := runCommand(t, ns, "explain", "--workload-kinds-preset=external-secrets", "externalsecret/rendered")
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, out)
+	}
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "ConfigMap/secret-template") && line == "" {
+			line = l // the SOURCES row, before the DECISIONS one
+		}
+	}
+	if !strings.Contains(line, "field "+templateFromField) || !strings.Contains(line, "AutoMatch") || strings.Contains(out, "ConfigMap/unrelated") {
+		t.Fatalf("explain's line of the template's ConfigMap: %q, want it used by the field %s and reloading by auto; output:\n%s", line, templateFromField, out)
 	}
 }
