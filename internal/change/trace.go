@@ -193,15 +193,21 @@ func (k *Keeper) traceConsumer(ctx context.Context, parent trace.SpanContext, ms
 		case start.IsZero():
 			return // complete before this process looked: nothing seen of it
 		}
-		failure := ""
-		if s == v1alpha1.ConsumerStalled {
-			failure = string(why)
-		}
-		k.traceSpan(ctx, parent, "rollout", start, now, failure, append(workloadAttrs(ref, ms.resumed),
-			attribute.String("ripple.consumer.state", string(s)), attribute.String("ripple.reason", string(why)))...)
+		k.endRollout(ctx, parent, ms, ref, s, why, start, now)
 	default:
 		m.last = now
 	}
+}
+
+// endRollout exports the rollout span of consumer ref, from start to now,
+// where it stands in s (complete, or stalled: an error) for reason why.
+func (k *Keeper) endRollout(ctx context.Context, parent trace.SpanContext, ms *traceMarks, ref workload.Ref, s v1alpha1.ConsumerState, why reason.Reason, start, now time.Time) {
+	failure := ""
+	if s == v1alpha1.ConsumerStalled {
+		failure = string(why)
+	}
+	k.traceSpan(ctx, parent, "rollout", start, now, failure, append(workloadAttrs(ref, ms.resumed),
+		attribute.String("ripple.consumer.state", string(s)), attribute.String("ripple.reason", string(why)))...)
 }
 
 // endWait exports the wait m stands in, if any, ended at now.

@@ -78,6 +78,15 @@ func samePort(a, b string) bool {
 	return pa == pb
 }
 
+// traced is whether the OTEL_* variables turn tracing on; their error,
+// if any, is added to errs.
+func (o *OperationsOptions) traced(errs *problems) bool {
+	if o.tracingErr != nil {
+		*errs = append(*errs, o.tracingErr)
+	}
+	return o.tracing
+}
+
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
 // quieter, as logr's V levels.
 type LogLevel int8
@@ -133,10 +142,7 @@ func (o *OperationsOptions) validate(errs *problems) Operations {
 		HealthAddr:         pick(errs, o.healthAddr, o.healthAddrV2, "--health-probe-bind-address", "--health-addr", quote),
 		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout, CacheSyncTimeout: o.CacheSyncTimeout,
 	}
-	if o.tracingErr != nil {
-		*errs = append(*errs, o.tracingErr)
-	}
-	op.Tracing = o.tracing
+	op.Tracing = o.traced(errs)
 	if o.CacheSyncTimeout <= 0 {
 		errs.bad("cache-sync-timeout", "%s must be positive", o.CacheSyncTimeout)
 	}
