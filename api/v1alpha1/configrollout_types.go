@@ -181,6 +181,22 @@ type ConfigRolloutStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Trace is the change's OpenTelemetry trace, when Ripple exports
+	// traces (docs/tracing.md).
+	// +optional
+	Trace *TraceStatus `json:"trace,omitempty"`
+}
+
+// TraceStatus names the trace of a change and its root span, so that the
+// spans a later look (or another Ripple, after a restart or a failover)
+// exports join the same trace.
+type TraceStatus struct {
+	// TraceID is the W3C trace id: 32 lowercase hex digits.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{32}$`
+	TraceID string `json:"traceID"`
+	// SpanID is the root span's id: 16 lowercase hex digits.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	SpanID string `json:"spanID"`
 }
 
 // Counts are how many consumers are in each state.

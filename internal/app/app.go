@@ -54,6 +54,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/tracing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -69,6 +70,13 @@ func Run(ctx context.Context, cfg config.Config, synced func()) error {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx)
+	if rm, ok := mgr.(*rippleManager); ok && cfg.Tracing {
+		if rm.traces, err = tracing.Start(ctx); err != nil {
+			return err
+		}
+		log.Info("exporting a trace per change over OTLP/HTTP")
+		defer flush(ctx, rm.traces)
+	}
 	if err := Setup(ctx, mgr, cfg, clock.RealClock{}, ctrlmetrics.Registry); err != nil {
 		return err
 	}
@@ -84,6 +92,14 @@ func Run(ctx context.Context, cfg config.Config, synced func()) error {
 			"namespace", cfg.Namespace)
 	}
 	return mgr.Start(ctx)
+}
+
+// flush exports the spans still queued at a shutdown, within
+// tracing.ShutdownTimeout.
+func flush(ctx context.Context, p *tracing.Provider) {
+	if err := p.Shutdown(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "exporting the last spans at shutdown")
+	}
 }
 
 // Setup registers Ripple's controllers on mgr: the reloaders, or in
@@ -138,6 +154,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	changes, err := changeOptions(cfg)
 	if err != nil {
 		return err
+	}
+	if m, ok := mgr.(*rippleManager); ok {
+		changes.Tracer = m.traces.Tracer()
 	}
 	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader())), optionalKinds(cfg, mgr.GetClient(), clk)
 	initKinds(m, kinds, optional)

@@ -19,6 +19,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/digestkey"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/tracing"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -144,6 +145,9 @@ type rippleManager struct {
 	// digestKey, when set, is where the caches' digest key is read (or
 	// created) before they start.
 	digestKey *digestKeyLoad
+	// traces is the trace exporter when tracing is on (Run starts and
+	// flushes it; the change controller's tracer is its).
+	traces *tracing.Provider
 }
 
 // digestKeyLoad is the digest key ring's Secret and the --digest mode.

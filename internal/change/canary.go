@@ -139,6 +139,9 @@ type canaryStep struct {
 	outcome *plan.Notice
 	carried bool
 	wake    time.Duration
+	// verdicts are the gates' verdicts of the look (the bake's end tells
+	// them in the trace).
+	verdicts []canary.Verdict
 }
 
 // Resumes reports whether value, the config's canary-resume annotation,
@@ -158,7 +161,7 @@ func Resumes(value string, cr *v1alpha1.ConfigRollout) bool {
 func step(st *v1alpha1.CanaryStatus, key Key, digest string, cs []Consumer, resume bool, timeout time.Duration, now time.Time,
 	verdicts []canary.Verdict, carry func() (canary.State, bool)) canaryStep {
 	c, ok := CanaryOf(st, key.Namespace, key.Config, digest)
-	var out canaryStep
+	out := canaryStep{verdicts: verdicts}
 	if !ok {
 		i := slices.IndexFunc(cs, func(c Consumer) bool { return c.Ask != nil })
 		if i < 0 {

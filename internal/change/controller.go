@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -36,6 +37,8 @@ type Options struct {
 	History, PerNamespace int
 	PodGate               bool
 	Query                 *QueryGate
+	// Tracer exports a trace per change (docs/tracing.md); nil: off.
+	Tracer trace.Tracer
 }
 
 // QueryGate is the query gate's settings: the API it asks, the cluster's

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,6 +125,13 @@ type Keeper struct {
 	// History and PerNamespace bound the ConfigRollouts kept
 	// (v1alpha1.Default* when 0).
 	History, PerNamespace int
+	// Tracer exports a trace per change (trace.go); nil: tracing is off.
+	Tracer trace.Tracer
+
+	// traceMu guards marks: what this process saw of the changes it
+	// traces (trace.go).
+	traceMu sync.Mutex
+	marks   map[Key]*traceMarks
 
 	nsLocks [64]sync.Mutex
 
@@ -659,6 +667,11 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, owned [
 	if cr.Status.Writer == "" {
 		cr.Status.Writer = source.Writer(cfg) // the revision is the same: so is the write
 	}
+	first := false
+	if cr.Status.Trace == nil && !Done(cr.Status) {
+		cr.Status.Trace = k.traceBegin(ctx, key, cfg, cr, now)
+		first = cr.Status.Trace != nil
+	}
 	sum := source.Digest(cfg)
 	cs := step(cr.Status.Canary, key, sum, consumers, Resumes(cfg.GetAnnotations()[k.ResumeKey], cr), k.Timeout, now, k.judge(ctx, key, cr.Status.Canary),
 		func() (canary.State, bool) { return k.Records.Carry(ctx, key, sum, otherDigests(cfg)) })
@@ -670,6 +683,7 @@ func (k *Keeper) update(ctx context.Context, key Key, cfg client.Object, owned [
 	st := Status(cr.Status, consumers, cs.canary, false, now)
 	observe(&st, cfg.GetResourceVersion())
 	k.track(key, st, leftOf(consumers, cr.Status.SeenAt.Time))
+	k.traceLook(ctx, key, cr.Name, st, consumers, first, now)
 	if equality.Semantic.DeepEqual(st, stored) {
 		return k.next(st, cs.wake), k.receipt(ctx, cfg, owned)
 	}
@@ -691,6 +705,7 @@ func (k *Keeper) wrote(ctx context.Context, key Key, cfg client.Object, cr *v1al
 	if cs.carried {
 		k.Records.Drop(ctx, key)
 	}
+	k.traceCanary(ctx, cr, stored.Canary, cs.verdicts, k.Clock.Now())
 	if n := cs.outcome; n != nil {
 		if cs.canary.Phase == canary.Halted {
 			k.Metrics.Halted(string(key.Config.Kind))
@@ -882,6 +897,7 @@ func (k *Keeper) endGates(key Key) {
 // scope or unchanged.
 func (k *Keeper) forget(key Key) {
 	k.endGates(key)
+	k.traceForget(key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.noticed, key)

@@ -81,7 +81,7 @@ func (c *Controller) newKeeper() *Keeper {
 		ResumeKey: e.Settings.Keys.CanaryResume, Timeout: e.Settings.Rollouts.Timeout, Gates: c.gates(),
 		Ring:    e.Ring,
 		Kinds:   rsource.Watched(e.Settings.SourceKinds),
-		History: c.o.History, PerNamespace: c.o.PerNamespace,
+		History: c.o.History, PerNamespace: c.o.PerNamespace, Tracer: c.o.Tracer,
 	}
 }
 

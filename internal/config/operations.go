@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ripple-dev/ripple/internal/tracing"
 )
 
 // OperationsOptions are how Ripple runs: API client limits, endpoints,
@@ -30,6 +32,10 @@ type OperationsOptions struct {
 	// MetaInfoNamespace and MetaInfoDeployment are $RELOADER_NAMESPACE and
 	// $RELOADER_DEPLOYMENT_NAME.
 	MetaInfoNamespace, MetaInfoDeployment string
+	// tracing is whether the OTEL_* variables turn tracing on, or why
+	// they are wrong (tracing.On).
+	tracing    bool
+	tracingErr error
 }
 
 // Operations are the validated operations settings.
@@ -51,6 +57,9 @@ type Operations struct {
 	// CacheSyncTimeout bounds the wait for the caches at start: Ripple
 	// exits with an error naming the resources it could not list.
 	CacheSyncTimeout time.Duration
+	// Tracing exports a trace per change over OTLP/HTTP
+	// (docs/tracing.md): an OTLP endpoint is set.
+	Tracing bool
 }
 
 // DefaultPprofAddr is the default of --pprof-addr: the loopback interface,
@@ -67,6 +76,15 @@ func samePort(a, b string) bool {
 		return a == b
 	}
 	return pa == pb
+}
+
+// traced is whether the OTEL_* variables turn tracing on; their error,
+// if any, is added to errs.
+func (o *OperationsOptions) traced(errs *problems) bool {
+	if o.tracingErr != nil {
+		*errs = append(*errs, o.tracingErr)
+	}
+	return o.tracing
 }
 
 // LogLevel is a verbosity: 0 is info, higher is more verbose, negative
@@ -96,6 +114,7 @@ func (o *OperationsOptions) readEnv(lookup func(string) string) {
 	o.MetaInfoNamespace = strings.TrimSpace(lookup("RELOADER_NAMESPACE"))
 	o.MetaInfoDeployment = strings.TrimSpace(lookup("RELOADER_DEPLOYMENT_NAME"))
 	o.MetricsByNamespace = lookup("METRICS_COUNT_BY_NAMESPACE") == "enabled"
+	o.tracing, o.tracingErr = tracing.On(lookup)
 }
 
 // BindFlags registers the operations flags.
@@ -123,6 +142,7 @@ func (o *OperationsOptions) validate(errs *problems) Operations {
 		HealthAddr:         pick(errs, o.healthAddr, o.healthAddrV2, "--health-probe-bind-address", "--health-addr", quote),
 		MetricsByNamespace: o.MetricsByNamespace, GracefulShutdownTimeout: o.GracefulShutdownTimeout, CacheSyncTimeout: o.CacheSyncTimeout,
 	}
+	op.Tracing = o.traced(errs)
 	if o.CacheSyncTimeout <= 0 {
 		errs.bad("cache-sync-timeout", "%s must be positive", o.CacheSyncTimeout)
 	}

@@ -33,6 +33,9 @@ func EnvVars() []EnvVar {
 		{"ALERT_PROXY", "The same as ALERT_WEBHOOK_PROXY (Reloader 2 reads both)."},
 		{"ALERT_ADDITIONAL_INFO", "Text put before each alert as \"<info> : \". Or --alert-additional-info."},
 		{"ALERT_STRUCTURED", "true: the raw sink sends JSON instead of text (Reloader 2's --alert-structured, which it also reads from this variable)."},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "Export one OpenTelemetry trace per change to this OTLP/HTTP collector (docs/tracing.md); or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT. Unset (and OTEL_TRACES_EXPORTER not otlp): no tracing, at no cost. The other OTEL_EXPORTER_OTLP_* variables (headers, TLS, timeout, compression), OTEL_SERVICE_NAME and OTEL_BSP_* apply as the OpenTelemetry SDK reads them. Helm: ripple.tracing.endpoint."},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "The trace endpoint's full URL (…/v1/traces): turns tracing on as OTEL_EXPORTER_OTLP_ENDPOINT does."},
+		{"OTEL_TRACES_EXPORTER", "otlp turns tracing on (at the SDK's default endpoint, localhost:4318, unless one is set); none turns it off; any other exporter is refused at start. OTEL_SDK_DISABLED=true turns it off too."},
 		{"KUBECONFIG", "Kubeconfig file when --kubeconfig is not set; else the in-cluster config, then $HOME/.kube/config."},
 	}
 }

@@ -77,6 +77,9 @@ type ChangeRollout struct {
 	SeenAt       time.Time       `json:"seenAt,omitzero"`
 	PropagatedAt *time.Time      `json:"propagatedAt,omitempty"`
 	Counts       v1alpha1.Counts `json:"counts"`
+	// TraceID is the change's trace (status.trace), when Ripple exports
+	// traces (docs/tracing.md).
+	TraceID string `json:"traceID,omitempty"`
 }
 
 // ChangeWorkload is one workload that uses the config.
@@ -212,7 +215,27 @@ func (e Explainer) rollout(ctx context.Context, ns string, ref refs.Ref) *Change
 	if at := newest.Status.PropagatedAt; at != nil {
 		r.PropagatedAt = &at.Time
 	}
+	if tr := newest.Status.Trace; tr != nil {
+		r.TraceID = tr.TraceID
+	}
 	return r
+}
+
+// traces sets the trace of the newest change of each config in sources
+// (in ns) whose ConfigRollout records one; a change that cannot be read
+// has none.
+func (e Explainer) traces(ctx context.Context, ns string, sources []Source) {
+	if !e.Settings.Config.ConfigRollouts {
+		return
+	}
+	for i, s := range sources {
+		if !s.Found || (s.Kind != string(refs.ConfigMap) && s.Kind != string(refs.Secret)) {
+			continue
+		}
+		if r := e.rollout(ctx, ns, refs.Ref{Kind: refs.Kind(s.Kind), Name: s.Name}); r != nil {
+			sources[i].Trace = r.TraceID
+		}
+	}
 }
 
 // PrintChange writes the explanation of a config's change in format.
@@ -279,6 +302,9 @@ func printRollout(b *strings.Builder, r *ChangeRollout) {
 	if r != nil {
 		fmt.Fprintf(b, "Change:\t%s: %s, %d of %d managed consumers updated, %d stale (seen %s)\n", r.Name, dash(string(r.Phase)),
 			r.Counts.Complete, r.Counts.Managed, r.Counts.Stale, r.SeenAt.UTC().Format(time.RFC3339))
+		if r.TraceID != "" {
+			fmt.Fprintf(b, "Trace:\t%s\n", r.TraceID)
+		}
 	}
 }
 

@@ -176,6 +176,7 @@ func (e Explainer) explain(ctx context.Context, kind Kind, obj client.Object) (R
 	}
 	r := Build(f)
 	r.Ownership = ownership(obj, f.Events)
+	e.traces(ctx, obj.GetNamespace(), r.Sources)
 	if e.Findings != nil {
 		r.Findings = e.Findings(r)
 	}

@@ -201,6 +201,9 @@ func printSources(tw *strings.Builder, sources []Source) {
 		if s.Hint != "" {
 			why += "; hint: " + s.Hint
 		}
+		if s.Trace != "" {
+			why += "; its change's trace: " + s.Trace
+		}
 		return fmt.Sprintf("%s/%s\t%s", s.Kind, s.Name, why)
 	})
 }

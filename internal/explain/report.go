@@ -124,6 +124,10 @@ type Source struct {
 	Hint string `json:"hint,omitempty"`
 	// LastWrite is when the source was last written (its managedFields).
 	LastWrite *time.Time `json:"lastWrite,omitempty"`
+	// Trace is the trace id of the config's newest change, as its
+	// ConfigRollout records it when Ripple exports traces
+	// (docs/tracing.md).
+	Trace string `json:"trace,omitempty"`
 }
 
 // Use is one place the pod template uses a source.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -302,6 +303,34 @@ func valueSets() []valueSet {
 				t.Errorf("Ripple's query gate: gates %v, url %q, query %q, interval %v, inconclusive %q, credentials %q",
 					o.CanaryGates, o.PrometheusURL, o.CanaryQuery, o.CanaryQueryInterval, o.CanaryQueryInconclusive, o.PrometheusCredentialsDir)
 			}
+		}},
+		// Traces (docs/tracing.md): the endpoint and the headers' Secret
+		// reach Ripple as the OTEL_* variables it reads, and the
+		// NetworkPolicy lets it reach the collector's port.
+		{name: "tracing", values: map[string]any{
+			"reloader": map[string]any{"netpol": map[string]any{"enabled": true}},
+			"ripple":   map[string]any{"tracing": map[string]any{"endpoint": "http://otel-collector.monitoring:4318", "headersSecret": map[string]any{"name": "otlp-auth"}}},
+		}, check: func(t *testing.T, objs []*unstructured.Unstructured, _ *config.Options, cfg config.Config) {
+			if !cfg.Tracing {
+				t.Error("ripple.tracing.endpoint did not turn tracing on")
+			}
+			_, c := rippleDeployment(t, objs)
+			var endpoint string
+			var headers *corev1.SecretKeySelector
+			for _, e := range c.Env {
+				switch e.Name {
+				case "OTEL_EXPORTER_OTLP_ENDPOINT":
+					endpoint = e.Value
+				case "OTEL_EXPORTER_OTLP_HEADERS":
+					if e.ValueFrom != nil {
+						headers = e.ValueFrom.SecretKeyRef
+					}
+				}
+			}
+			if endpoint != "http://otel-collector.monitoring:4318" || headers == nil || headers.Name != "otlp-auth" || headers.Key != "headers" {
+				t.Errorf("env: endpoint %q, headers from %+v; want the endpoint and the Secret otlp-auth's key headers", endpoint, headers)
+			}
+			wantNetpol(t, objs, "443/TCP 6443/TCP", "53/UDP 53/TCP", "4318/TCP")
 		}},
 		// The admission webhook with cert-manager (a golden file: no
 		// generated key in it), the guard, reloadOnCreate and the
