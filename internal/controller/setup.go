@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/configpods"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/eventrec"
@@ -88,6 +89,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Settings: d.Settings, Ring: func() digest.Ring { return d.Priors.Digester.Ring }, Namespace: o.Namespace, Namespaces: o.Namespaces})
 	if d.restarts, err = newRestarter(mgr, &d, o.Workers); err != nil {
 		return fmt.Errorf("setting up the pod restarter: %w", err)
+	}
+	if err := setupConfigPods(mgr, o, &d, watched); err != nil {
+		return fmt.Errorf("setting up the pods configs select: %w", err)
 	}
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	if err := s.sources(ctx, watched); err != nil {
@@ -271,4 +275,26 @@ func requests(names []types.NamespacedName) []reconcile.Request {
 		reqs[i] = reconcile.Request{NamespacedName: n}
 	}
 	return reqs
+}
+
+// setupConfigPods wires the controller of the pods configs select
+// (package configpods), with the pod restarter's pod reader; not under
+// --dry-run, which evicts nothing.
+func setupConfigPods(mgr ctrl.Manager, o Options, d *Deps, watched []refs.Kind) error {
+	if d.Settings.DryRun {
+		return nil
+	}
+	e := configpods.Env{Cache: mgr.GetClient(), Client: mgr.GetClient(), Pods: d.Pods, Acted: func(ns string) { acted(d.Pods, ns) },
+		Recorder: d.Recorder, Clock: d.Clock, Key: d.Settings.Keys.RestartPods, MaxUnavailable: d.Settings.Keys.MaxUnavailable,
+		Settle: d.Settings.SettleWindow, Timeout: d.Settings.Rollouts.Timeout, Kinds: map[string]bool{}, SourceKinds: watched}
+	for _, k := range o.Kinds {
+		e.Kinds[k.Name()] = true
+		if k.Name() == "Deployment" {
+			e.Deployment = k.New
+		}
+	}
+	for _, opt := range o.Optional {
+		e.Kinds[opt.Kind.Name()] = true
+	}
+	return configpods.Setup(mgr, e, max(o.Workers, 1))
 }
