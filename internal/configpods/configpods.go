@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 )
@@ -59,10 +59,12 @@ type Env struct {
 	// Pods reads the pods of a namespace, around the cache; Acted tells it
 	// that Ripple evicted pods of a namespace (the next read must not see
 	// them as they were).
-	Pods     client.Reader
-	Acted    func(ns string)
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	Pods  client.Reader
+	Acted func(ns string)
+	// Tell tells a notice on a config of kind: Ripple's emitter (log line,
+	// Event, alert).
+	Tell  func(ctx context.Context, kind string, obj client.Object, n plan.Notice)
+	Clock clock.PassiveClock
 	// Key is the restart-pods annotation, MaxUnavailable the
 	// max-unavailable one, both read on the config.
 	Key, MaxUnavailable string

@@ -1,11 +1,13 @@
 package configpods
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/reason"
 	rsource "github.com/ripple-dev/ripple/internal/source"
 )
@@ -83,7 +85,7 @@ func (c *Controller) done(k Key, ch seen) bool {
 
 // warnOnce tells a Warning (or Event) of what on config obj once per
 // change and message.
-func (c *Controller) warnOnce(obj client.Object, k Key, ch seen, what string, r reason.Reason, format string, args ...any) {
+func (c *Controller) warnOnce(ctx context.Context, obj client.Object, k Key, ch seen, what string, r reason.Reason, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	once := fmt.Sprintf("%s/%s/%s/%s/%d/%s", k.Kind, k.Namespace, k.Name, what, ch.at.UnixNano(), msg)
 	c.mu.Lock()
@@ -96,10 +98,10 @@ func (c *Controller) warnOnce(obj client.Object, k Key, ch seen, what string, r 
 	}
 	c.told[once] = true
 	c.mu.Unlock()
-	c.event(obj, reason.Of(r).Type(), r, "%s", msg)
+	c.tell(ctx, obj, k, r, "%s", msg)
 }
 
-// event tells an Event of reason r on config obj.
-func (c *Controller) event(obj client.Object, eventType string, r reason.Reason, format string, args ...any) {
-	c.env.Recorder.Eventf(obj, nil, eventType, string(r), "Restart", format, args...)
+// tell tells a notice of reason r on config obj, through the emitter.
+func (c *Controller) tell(ctx context.Context, obj client.Object, k Key, r reason.Reason, format string, args ...any) {
+	c.env.Tell(ctx, string(k.Kind), obj, plan.Notice{Reason: r, Message: fmt.Sprintf(format, args...)})
 }

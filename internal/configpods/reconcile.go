@@ -52,19 +52,19 @@ func (c *Controller) Reconcile(ctx context.Context, k Key) (reconcile.Result, er
 		err = fmt.Errorf("it selects every pod of the namespace")
 	}
 	if err != nil {
-		c.warnOnce(obj, k, ch, "selector", reasonInvalid, "Annotation %s: %q is not a label selector of pods: %v; no pod is restarted", c.env.Key, value, err)
+		c.warnOnce(ctx, obj, k, ch, "selector", reasonInvalid, "Annotation %s: %q is not a label selector of pods: %v; no pod is restarted", c.env.Key, value, err)
 		return reconcile.Result{}, nil
 	}
 	ps, res, err := c.read(ctx, obj, k, ch, sel)
 	if err != nil || res != nil {
 		return ptrOr(res), err
 	}
-	step := podrestart.Next(podrestart.Selected(ch.at, c.env.Settle, c.maxUnavailable(obj, k, ch), ps.pods), c.env.Clock.Now(), c.env.Timeout)
+	step := podrestart.Next(podrestart.Selected(ch.at, c.env.Settle, c.maxUnavailable(ctx, obj, k, ch), ps.pods), c.env.Clock.Now(), c.env.Timeout)
 	log := ctrl.LoggerFrom(ctx).WithValues("config", klog.KObj(obj), "kind", k.Kind)
 	if step.Status.State == rollout.Complete {
 		if c.done(k, ch) {
 			log.Info("selected pods restarted")
-			c.event(obj, corev1.EventTypeNormal, reasonRestarted, "Every pod selected by %s was restarted after the change of %s", c.env.Key, ch.at.UTC().Format(time.RFC3339))
+			c.tell(ctx, obj, k, reasonRestarted, "Every pod selected by %s was restarted after the change of %s", c.env.Key, ch.at.UTC().Format(time.RFC3339))
 		}
 		return reconcile.Result{}, nil
 	}
@@ -92,14 +92,14 @@ func (c *Controller) read(ctx context.Context, obj client.Object, k Key, ch seen
 	list := &corev1.PodList{}
 	err := c.env.Pods.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabelsSelector{Selector: sel})
 	if apierrors.IsForbidden(err) {
-		c.warnOnce(obj, k, ch, "forbidden", reasonFailed, "Cannot restart the pods selected by %s: Ripple may not list pods; grant it with the Helm chart value ripple.restartMethods.evict=true", c.env.Key)
+		c.warnOnce(ctx, obj, k, ch, "forbidden", reasonFailed, "Cannot restart the pods selected by %s: Ripple may not list pods; grant it with the Helm chart value ripple.restartMethods.evict=true", c.env.Key)
 		return selected{}, &reconcile.Result{RequeueAfter: forbiddenRetry}, nil
 	}
 	if err != nil {
 		return selected{}, nil, fmt.Errorf("listing the pods: %w", err)
 	}
 	if n := len(list.Items); n > MaxPods {
-		c.warnOnce(obj, k, ch, "many", reasonInvalid, "Annotation %s: %q selects %d pods, more than %d; no pod is restarted", c.env.Key, obj.GetAnnotations()[c.env.Key], n, MaxPods)
+		c.warnOnce(ctx, obj, k, ch, "many", reasonInvalid, "Annotation %s: %q selects %d pods, more than %d; no pod is restarted", c.env.Key, obj.GetAnnotations()[c.env.Key], n, MaxPods)
 		return selected{}, &reconcile.Result{}, nil
 	}
 	s := selected{byName: map[string]corev1.Pod{}}
@@ -117,14 +117,14 @@ func (c *Controller) read(ctx context.Context, obj client.Object, k Key, ch seen
 
 // maxUnavailable is the config's max-unavailable, 1 when not set or
 // invalid (told).
-func (c *Controller) maxUnavailable(obj client.Object, k Key, ch seen) int {
+func (c *Controller) maxUnavailable(ctx context.Context, obj client.Object, k Key, ch seen) int {
 	v, ok := obj.GetAnnotations()[c.env.MaxUnavailable]
 	if !ok {
 		return 1
 	}
 	n, err := plan.ParseMaxUnavailable(v)
 	if err != nil {
-		c.warnOnce(obj, k, ch, "max-unavailable", reasonInvalid, "Annotation %s: %v; using 1", c.env.MaxUnavailable, err)
+		c.warnOnce(ctx, obj, k, ch, "max-unavailable", reasonInvalid, "Annotation %s: %v; using 1", c.env.MaxUnavailable, err)
 		return 1
 	}
 	return n
@@ -140,7 +140,7 @@ func (c *Controller) evict(ctx context.Context, obj client.Object, k Key, ch see
 	var evicted []string
 	defer func() {
 		if len(evicted) > 0 {
-			c.event(obj, corev1.EventTypeNormal, reasonEvicted, "Evicted %s (selected by %s; %d left to restart)", strings.Join(evicted, ", "), c.env.Key, step.Left-len(evicted))
+			c.tell(ctx, obj, k, reasonEvicted, "Evicted %s (selected by %s; %d left to restart)", strings.Join(evicted, ", "), c.env.Key, step.Left-len(evicted))
 		}
 	}()
 	for _, name := range step.Restart {
@@ -148,10 +148,10 @@ func (c *Controller) evict(ctx context.Context, obj client.Object, k Key, ch see
 		err := evictPod(ctx, c.env.Client, &p)
 		switch {
 		case apierrors.IsTooManyRequests(err):
-			c.warnOnce(obj, k, ch, "pdb", reasonBlocked, "A PodDisruptionBudget allows no eviction of pod %s now (selected by %s); Ripple tries again", name, c.env.Key)
+			c.warnOnce(ctx, obj, k, ch, "pdb", reasonBlocked, "A PodDisruptionBudget allows no eviction of pod %s now (selected by %s); Ripple tries again", name, c.env.Key)
 			return reconcile.Result{RequeueAfter: step.Requeue}, nil
 		case apierrors.IsForbidden(err):
-			c.warnOnce(obj, k, ch, "forbidden-evict", reasonFailed, "Cannot restart the pods selected by %s: Ripple may not create pods/eviction; grant it with the Helm chart value ripple.restartMethods.evict=true", c.env.Key)
+			c.warnOnce(ctx, obj, k, ch, "forbidden-evict", reasonFailed, "Cannot restart the pods selected by %s: Ripple may not create pods/eviction; grant it with the Helm chart value ripple.restartMethods.evict=true", c.env.Key)
 			return reconcile.Result{RequeueAfter: forbiddenRetry}, nil
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			// gone or replaced since it was read: the next step sees it

@@ -27,6 +27,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	rsource "github.com/ripple-dev/ripple/internal/source"
@@ -285,7 +286,9 @@ func setupConfigPods(mgr ctrl.Manager, o Options, d *Deps, watched []refs.Kind) 
 		return nil
 	}
 	e := configpods.Env{Cache: mgr.GetClient(), Client: mgr.GetClient(), Pods: d.Pods, Acted: func(ns string) { acted(d.Pods, ns) },
-		Recorder: d.Recorder, Clock: d.Clock, Key: d.Settings.Keys.RestartPods, MaxUnavailable: d.Settings.Keys.MaxUnavailable,
+		Tell: func(ctx context.Context, kind string, obj client.Object, n plan.Notice) {
+			d.emit(ctx, kind, obj, []plan.Notice{n})
+		}, Clock: d.Clock, Key: d.Settings.Keys.RestartPods, MaxUnavailable: d.Settings.Keys.MaxUnavailable,
 		Settle: d.Settings.SettleWindow, Timeout: d.Settings.Rollouts.Timeout, Kinds: map[string]bool{}, SourceKinds: watched}
 	for _, k := range o.Kinds {
 		e.Kinds[k.Name()] = true
