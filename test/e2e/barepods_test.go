@@ -21,46 +21,36 @@ import (
 	"github.com/ripple-dev/ripple/internal/reason"
 )
 
-const (
-	restartPodsAnnotation = "ripple.dev/restart-pods"
-	// holdFinalizer keeps an evicted pod Terminating until the test lets
-	// it go, so that a second eviction while it is there would be seen.
-	holdFinalizer = "test.ripple.dev/hold"
-)
+const restartPodsAnnotation = "ripple.dev/restart-pods"
 
-// createBarePod creates a pod of no controller with labels, held by
-// holdFinalizer once deleted.
+// createBarePod creates a pod of no controller with labels.
 func createBarePod(t *testing.T, cs kubernetes.Interface, ns, name string, labels map[string]string) *corev1.Pod {
 	t.Helper()
 	tpl := podTemplate(name)
 	p, err := cs.CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Finalizers: []string{holdFinalizer}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       tpl.Spec,
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { release(context.Background(), cs, ns, name) })
 	return p
 }
 
-// release removes holdFinalizer from pod ns/name.
-func release(ctx context.Context, cs kubernetes.Interface, ns, name string) {
-	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	_, _ = cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-}
-
 // evictions follows the pods of a selector: each pod seen Terminating, in
-// order, and each time a pod became Terminating while another still was.
-// It holds every Terminating pod for hold before releasing it.
+// order and when, and each time a pod became Terminating while another
+// evicted one was still there.
 type evictions struct {
 	mu          sync.Mutex
 	order       []string
 	terminating map[string]bool
+	at          []time.Time
 	overlaps    []string
+	// history is every eviction and deletion, for the failure message.
+	history []string
 }
 
-func watchEvictions(t *testing.T, cs kubernetes.Interface, ns, selector string, hold time.Duration) *evictions {
+func watchEvictions(t *testing.T, cs kubernetes.Interface, ns, selector string) *evictions {
 	t.Helper()
 	e := &evictions{terminating: map[string]bool{}}
 	w, err := cs.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: selector})
@@ -74,27 +64,27 @@ func watchEvictions(t *testing.T, cs kubernetes.Interface, ns, selector string, 
 			if !ok {
 				continue
 			}
-			e.observe(ev.Type, p, func() {
-				time.AfterFunc(hold, func() { release(context.Background(), cs, ns, p.Name) })
-			})
+			e.observe(ev.Type, p)
 		}
 	}()
 	return e
 }
 
-func (e *evictions) observe(typ watch.EventType, p *corev1.Pod, held func()) {
+func (e *evictions) observe(typ watch.EventType, p *corev1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case typ == watch.Deleted:
+		e.history = append(e.history, fmt.Sprintf("%s %s gone", time.Now().Format("15:04:05.000"), p.Name))
 		delete(e.terminating, p.Name)
 	case p.DeletionTimestamp != nil && !e.terminating[p.Name]:
 		for other := range e.terminating {
 			e.overlaps = append(e.overlaps, fmt.Sprintf("%s evicted while %s was still there", p.Name, other))
 		}
+		e.history = append(e.history, fmt.Sprintf("%s %s evicted", time.Now().Format("15:04:05.000"), p.Name))
 		e.terminating[p.Name] = true
 		e.order = append(e.order, p.Name)
-		held()
+		e.at = append(e.at, time.Now())
 	}
 }
 
@@ -102,6 +92,17 @@ func (e *evictions) seen() ([]string, []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.order...), append([]string(nil), e.overlaps...)
+}
+
+// gaps are the times between consecutive evictions.
+func (e *evictions) gaps() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []time.Duration
+	for i := 1; i < len(e.at); i++ {
+		out = append(out, e.at[i].Sub(e.at[i-1]))
+	}
+	return out
 }
 
 // configPodsConfig creates the ConfigMap configName selecting pods by
@@ -118,10 +119,14 @@ func configPodsConfig(t *testing.T, cs kubernetes.Interface, ns, selector string
 }
 
 // Three bare pods a ConfigMap selects with restart-pods are evicted one
-// at a time when its data changes: each evicted pod is held Terminating
-// for 2 s by a finalizer, and no other is evicted before it is gone. A
-// pod of a Deployment (a kind Ripple has) that the selector matches is
-// left alone.
+// at a time when its data changes. kwok removes a deleted pod at once
+// (its finalizers too), so a pod is Terminating for milliseconds only:
+// "one at a time" is checked three ways from the pods' watch and the
+// Events: no pod is evicted while an evicted one is still there, each
+// batch (a PodsEvicted Event) names one pod, and the evictions are a
+// step apart (Ripple reads the pods again at most once a second, so
+// three evicted in one step would be milliseconds apart). A pod of a
+// Deployment (a kind Ripple has) that the selector matches is left alone.
 func TestConfigPodsEvictedOneAtATime(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
@@ -143,7 +148,7 @@ func TestConfigPodsEvictedOneAtATime(t *testing.T) {
 	}
 	waitFor(t, "4 Ready pods", func(ctx context.Context) (bool, error) { return readyPods(ctx, cs, ns, "role=bare") == 4, nil })
 	web := podUIDs(t, cs, ns, "app=web")
-	ev := watchEvictions(t, cs, ns, "role=bare", 2*time.Second)
+	ev := watchEvictions(t, cs, ns, "role=bare")
 
 	setConfigMapValue(t, cs, ns, configName, "v2")
 	waitEvent(t, cs, ns, "ConfigMap", configName, reason.PodsRestarted)
@@ -155,10 +160,21 @@ func TestConfigPodsEvictedOneAtATime(t *testing.T) {
 	if len(overlaps) > 0 {
 		t.Errorf("two pods evicted at once: %v", overlaps)
 	}
+	for _, gap := range ev.gaps() {
+		if gap < 500*time.Millisecond {
+			t.Errorf("evictions %s apart, want a step (about a second) apart: %v", gap, ev.history)
+		}
+	}
 	if now := podUIDs(t, cs, ns, "app=web"); len(now) != 1 || !sameUIDs(now, web) {
 		t.Errorf("the Deployment's pod was restarted: %v, was %v", now, web)
 	}
-	if notes := eventNotes(t, cs, ns, "ConfigMap", configName, reason.PodsEvicted); len(notes) != 3 {
+	notes := eventNotes(t, cs, ns, "ConfigMap", configName, reason.PodsEvicted)
+	for _, n := range notes {
+		if strings.Count(n, "bare-") != 1 {
+			t.Errorf("PodsEvicted %q names more than one pod", n)
+		}
+	}
+	if len(notes) != 3 {
 		t.Errorf("PodsEvicted events %q, want one per pod", notes)
 	}
 }
@@ -220,7 +236,7 @@ func TestConfigPodsHeldByPodDisruptionBudget(t *testing.T) {
 	if now := podUIDs(t, cs, ns, "role=held"); !sameUIDs(now, pod) {
 		t.Fatalf("the pod was evicted despite the budget: %v, was %v", now, pod)
 	}
-	ev := watchEvictions(t, cs, ns, "role=held", 0)
+	ev := watchEvictions(t, cs, ns, "role=held")
 	if err := cs.PolicyV1().PodDisruptionBudgets(ns).Delete(t.Context(), "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
