@@ -88,11 +88,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	d.changes = change.New(o.Changes, change.Env{Manager: mgr, Client: d.Client, Fleet: fl, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: m,
 		Settings: d.Settings, Ring: func() digest.Ring { return d.Priors.Digester.Ring }, Namespace: o.Namespace, Namespaces: o.Namespaces})
-	if d.restarts, err = newRestarter(mgr, &d, o.Workers); err != nil {
-		return fmt.Errorf("setting up the pod restarter: %w", err)
-	}
-	if err := setupConfigPods(mgr, o, &d, watched); err != nil {
-		return fmt.Errorf("setting up the pods configs select: %w", err)
+	if err := setupRestarts(mgr, o, &d, watched); err != nil {
+		return err
 	}
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	if err := s.sources(ctx, watched); err != nil {
@@ -276,6 +273,19 @@ func requests(names []types.NamespacedName) []reconcile.Request {
 		reqs[i] = reconcile.Request{NamespacedName: n}
 	}
 	return reqs
+}
+
+// setupRestarts wires the loops that restart pods: the pod restarter of
+// the workloads and the controller of the pods configs select.
+func setupRestarts(mgr ctrl.Manager, o Options, d *Deps, watched []refs.Kind) error {
+	var err error
+	if d.restarts, err = newRestarter(mgr, d, o.Workers); err != nil {
+		return fmt.Errorf("setting up the pod restarter: %w", err)
+	}
+	if err := setupConfigPods(mgr, o, d, watched); err != nil {
+		return fmt.Errorf("setting up the pods configs select: %w", err)
+	}
+	return nil
 }
 
 // setupConfigPods wires the controller of the pods configs select
