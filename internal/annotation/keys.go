@@ -102,6 +102,10 @@ type Keys struct {
 	// limit through. MaxRollouts is a Namespace's own limit for that
 	// guard, in place of --admission-max-rollouts.
 	AckRollouts, MaxRollouts string
+	// RestartPods is Ripple's own, on a config: a label selector of pods
+	// in its namespace that a change of its data evicts, those no
+	// workload of Ripple's owns (package configpods).
+	RestartPods string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -166,6 +170,7 @@ func DefaultKeys(prefix string) Keys {
 
 		AckRollouts: prefix + "/ack-rollouts",
 		MaxRollouts: prefix + "/max-rollouts",
+		RestartPods: prefix + "/restart-pods",
 	}
 }
 
@@ -184,7 +189,7 @@ func (k Keys) All() []string {
 		k.ReloadAction, k.ReloadDelay,
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
-		k.AckRollouts, k.MaxRollouts,
+		k.AckRollouts, k.MaxRollouts, k.RestartPods,
 	}
 }
 

@@ -20,12 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ripple-dev/ripple/internal/change"
+	"github.com/ripple-dev/ripple/internal/configpods"
 	"github.com/ripple-dev/ripple/internal/dependents"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/eventrec"
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	rsource "github.com/ripple-dev/ripple/internal/source"
@@ -86,8 +88,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	d.changes = change.New(o.Changes, change.Env{Manager: mgr, Client: d.Client, Fleet: fl, InScope: d.Finder.InScope, Clock: d.Clock, Metrics: m,
 		Settings: d.Settings, Ring: func() digest.Ring { return d.Priors.Digester.Ring }, Namespace: o.Namespace, Namespaces: o.Namespaces})
-	if d.restarts, err = newRestarter(mgr, &d, o.Workers); err != nil {
-		return fmt.Errorf("setting up the pod restarter: %w", err)
+	if err := setupRestarts(mgr, o, &d, watched); err != nil {
+		return err
 	}
 	s := &setup{mgr: mgr, o: o, deps: &d, fleet: fl, counter: m.NewCacheCounter(mgr.GetCache())}
 	if err := s.sources(ctx, watched); err != nil {
@@ -271,4 +273,41 @@ func requests(names []types.NamespacedName) []reconcile.Request {
 		reqs[i] = reconcile.Request{NamespacedName: n}
 	}
 	return reqs
+}
+
+// setupRestarts wires the loops that restart pods: the pod restarter of
+// the workloads and the controller of the pods configs select.
+func setupRestarts(mgr ctrl.Manager, o Options, d *Deps, watched []refs.Kind) error {
+	var err error
+	if d.restarts, err = newRestarter(mgr, d, o.Workers); err != nil {
+		return fmt.Errorf("setting up the pod restarter: %w", err)
+	}
+	if err := setupConfigPods(mgr, o, d, watched); err != nil {
+		return fmt.Errorf("setting up the pods configs select: %w", err)
+	}
+	return nil
+}
+
+// setupConfigPods wires the controller of the pods configs select
+// (package configpods), with the pod restarter's pod reader; not under
+// --dry-run, which evicts nothing.
+func setupConfigPods(mgr ctrl.Manager, o Options, d *Deps, watched []refs.Kind) error {
+	if d.Settings.DryRun {
+		return nil
+	}
+	e := configpods.Env{Cache: mgr.GetClient(), Client: mgr.GetClient(), Pods: d.Pods, Acted: func(ns string) { acted(d.Pods, ns) },
+		Tell: func(ctx context.Context, kind string, obj client.Object, n plan.Notice) {
+			d.emit(ctx, kind, obj, []plan.Notice{n})
+		}, Clock: d.Clock, Key: d.Settings.Keys.RestartPods, MaxUnavailable: d.Settings.Keys.MaxUnavailable,
+		Settle: d.Settings.SettleWindow, Timeout: d.Settings.Rollouts.Timeout, Kinds: map[string]bool{}, SourceKinds: watched}
+	for _, k := range o.Kinds {
+		e.Kinds[k.Name()] = true
+		if k.Name() == "Deployment" {
+			e.Deployment = k.New
+		}
+	}
+	for _, opt := range o.Optional {
+		e.Kinds[opt.Kind.Name()] = true
+	}
+	return configpods.Setup(mgr, e, max(o.Workers, 1))
 }

@@ -48,6 +48,9 @@ const (
 	RolloutHalted      Reason = "RolloutHalted"
 	CanaryPassed       Reason = "CanaryPassed"
 	CanaryUnkept       Reason = "CanaryUnkept"
+	PodsEvicted        Reason = "PodsEvicted"
+	PodsRestarted      Reason = "PodsRestarted"
+	EvictionBlocked    Reason = "EvictionBlocked"
 )
 
 // The reasons of where a workload stands (internal/standing) that no
@@ -161,6 +164,12 @@ func All() []Info {
 			When: "A canaried change cannot be canaried: the ConfigRollout CRD is not served, Ripple may not list ConfigRollouts, the API server refuses to create them (no right, a quota), the namespace holds --config-rollouts-per-namespace changes in flight, --config-rollouts=false, or a Secret's change without the digest key. The change is held (--canary-unkept=hold, the default): no workload rolls it until a canary can be kept, and then it rolls with its canary. Once per change on the config (with the alert) and on each held workload, naming what is missing (docs/canary.md)."},
 		{Reason: CanaryPassed, Event: true, Log: "canary passed",
 			When: "On the config: the canaries of a change rolled and stayed healthy for the bake (or `ripple resume` continued a halted change); the other workloads roll it (docs/canary.md)."},
+		{Reason: PodsEvicted, Event: true, Log: "evicted pods a config selects",
+			When: "On a config with restart-pods: the pods it names were evicted for a change of its data, max-unavailable at a time (docs/restart-methods.md#pods-a-config-selects)."},
+		{Reason: PodsRestarted, Event: true, Log: "pods a config selects restarted",
+			When: "On a config with restart-pods: every pod its selector selects that no workload of Ripple's owns was created after the change (docs/restart-methods.md#pods-a-config-selects)."},
+		{Reason: EvictionBlocked, Event: true, Warning: true, Log: "eviction refused by a PodDisruptionBudget",
+			When: "On a config with restart-pods: a PodDisruptionBudget allows no eviction of a pod it selects; Ripple tries again every second. Once per change (docs/restart-methods.md#pods-a-config-selects)."},
 	}, standings()...)
 }
 
