@@ -102,6 +102,11 @@ type Keys struct {
 	// limit through. MaxRollouts is a Namespace's own limit for that
 	// guard, in place of --admission-max-rollouts.
 	AckRollouts, MaxRollouts string
+	// SharedWith is Ripple's own, on a config: the namespaces whose
+	// workloads may follow it by a cross-namespace reference in a
+	// named-reload annotation ("namespace/name"), a comma list or "*".
+	// Only who may write the config grants it.
+	SharedWith string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -166,6 +171,8 @@ func DefaultKeys(prefix string) Keys {
 
 		AckRollouts: prefix + "/ack-rollouts",
 		MaxRollouts: prefix + "/max-rollouts",
+
+		SharedWith: prefix + "/shared-with",
 	}
 }
 
@@ -184,7 +191,7 @@ func (k Keys) All() []string {
 		k.ReloadAction, k.ReloadDelay,
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
-		k.AckRollouts, k.MaxRollouts,
+		k.AckRollouts, k.MaxRollouts, k.SharedWith,
 	}
 }
 
