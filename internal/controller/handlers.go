@@ -60,7 +60,9 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 			_, changed := r.Priors.Of(e.Object.GetNamespace(), refs.Ref{Kind: kind, Name: e.Object.GetName()})
 			enqueue(ctx, e.Object, q, !e.IsInInitialList || changed)
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q, true, e.ObjectOld) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			enqueue(ctx, e.ObjectNew, q, true, e.ObjectOld)
+		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, true) },
 	}
 }

@@ -80,4 +80,3 @@ func NotShared(keys annotation.Keys, ref refs.Ref, ns string) string {
 	return fmt.Sprintf("annotation %q: %s %q is not shared with this namespace: Ripple follows a config of another namespace only while it carries %q listing %q (or %q)",
 		keys.ReloadKey(ref.Kind), ref.Kind, ref.Name, keys.SharedWith, ns, annotation.GrantAll)
 }
-
