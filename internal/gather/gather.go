@@ -151,12 +151,7 @@ func (g Gatherer) canaries(ctx context.Context, in *plan.Input) error {
 		if spec, _ := plan.CanaryOf(src, in.Workload.NamespaceAnnotations, g.Settings); !spec.On() {
 			continue
 		}
-		ns, kept := in.Workload.Namespace, src
-		if shared, name, ok := annotation.SplitShared(src.Ref.Name); ok {
-			// A shared config's change is kept in its own namespace.
-			ns, kept.Ref.Name = shared, name
-		}
-		c, ok, err := g.Canaries.Canary(ctx, ns, kept)
+		c, ok, err := g.Canaries.Canary(ctx, in.Workload.Namespace, src)
 		var unkept Unkept
 		switch {
 		case errors.As(err, &unkept):
