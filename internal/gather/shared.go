@@ -69,7 +69,10 @@ func (g Gatherer) shared(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 		return plan.Source{}, NotShared(g.Settings.Keys, ref, ns), nil
 	}
 	src, err := g.source(ctx, other, refs.Ref{Kind: ref.Kind, Name: name})
-	src.Ref = ref
+	// Following starts with the grant: a change seen before it (the
+	// priors) is not the workload's to roll, so its first sight is a
+	// baseline whenever the grant came.
+	src.Ref, src.Before = ref, nil
 	return src, "", err
 }
 

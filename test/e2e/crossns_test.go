@@ -28,7 +28,7 @@ func TestCrossNamespaceGrant(t *testing.T) {
 	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	a, b := newNamespace(t, cs), newNamespace(t, cs)
-	shared := createConfigMap(t, cs, a, "shared", "v1")
+	shared := createConfigMap(t, cs, a, "shared", "s1")
 	local := createConfigMap(t, cs, b, "local", "v1")
 	ref := a + "/shared"
 	web := workload{kit.Deployment, b, "web"}
@@ -42,7 +42,7 @@ func TestCrossNamespaceGrant(t *testing.T) {
 	notShared := func(name string) string { return `ConfigMap "` + name + `" is not shared with this namespace` }
 	waitEventNaming(t, cs, web, string(reason.InvalidAnnotation), notShared(ref))
 	waitEventNaming(t, cs, web, string(reason.InvalidAnnotation), notShared(a+"/missing"))
-	sum := setConfigMapValue(t, cs, a, "shared", "v2")
+	sum := setConfigMapValue(t, cs, a, "shared", "s2")
 	before = expectNoRollout(t, cs, before)
 	expectUnread(t, cs, web, ref, digest.ConfigMap(shared), sum)
 
@@ -54,7 +54,7 @@ func TestCrossNamespaceGrant(t *testing.T) {
 	if err != nil || !strings.Contains(out, ref) || strings.Contains(out, notShared(ref)) || !strings.Contains(out, notShared(a+"/missing")) {
 		t.Errorf("explain of a granted reference: %v\n%s", err, out)
 	}
-	sum = setConfigMapValue(t, cs, a, "shared", "v3")
+	sum = setConfigMapValue(t, cs, a, "shared", "s3")
 	before = expectRollouts(t, cs, map[workload]rollouts{web: {before: before[web], n: 1, checks: []templateCheck{envIs(env, sum)}}})
 	if env == "STAKATER_SHARED_CONFIGMAP" || strings.HasPrefix(env, "STAKATER_") {
 		t.Errorf("the shared config's env var %q may collide with a same-namespace config's", env)
@@ -66,7 +66,7 @@ func TestCrossNamespaceGrant(t *testing.T) {
 		s, err := web.observe(ctx, cs)
 		return err == nil && !strings.Contains(s.annotations[appliedAnnotation], ref), err
 	})
-	setConfigMapValue(t, cs, a, "shared", "v4")
+	setConfigMapValue(t, cs, a, "shared", "s4")
 	expectNoRollout(t, cs, before)
 }
 
