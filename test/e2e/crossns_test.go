@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,9 +52,10 @@ func TestCrossNamespaceGrant(t *testing.T) {
 	grant(t, cs, a, "shared", "other, "+b)
 	waitBaseline(t, cs, web, digest.ConfigMap(local), sum)
 	before = expectNoRollout(t, cs, before)
-	out, err := runCommand(t, b, "explain", "deployment/web", "-o", "json")
-	if err != nil || !strings.Contains(out, ref) || strings.Contains(out, notShared(ref)) || !strings.Contains(out, notShared(a+"/missing")) {
-		t.Errorf("explain of a granted reference: %v\n%s", err, out)
+	ex := explainOf(t, web)
+	if !slices.ContainsFunc(ex.Sources, func(s explainSource) bool { return s.Name == ref && s.Found && s.Reload }) ||
+		len(ex.Warnings) != 1 || !strings.Contains(ex.Warnings[0], notShared(a+"/missing")) {
+		t.Errorf("explain of a granted reference: sources %+v, warnings %q", ex.Sources, ex.Warnings)
 	}
 	sum = setConfigMapValue(t, cs, a, "shared", "s3")
 	before = expectRollouts(t, cs, map[workload]rollouts{web: {before: before[web], n: 1, checks: []templateCheck{envIs(env, sum)}}})
@@ -68,6 +71,32 @@ func TestCrossNamespaceGrant(t *testing.T) {
 	})
 	setConfigMapValue(t, cs, a, "shared", "s4")
 	expectNoRollout(t, cs, before)
+}
+
+// explainSource and explained are what the test reads of `ripple explain
+// -o json`.
+type explainSource struct {
+	Name          string
+	Found, Reload bool
+}
+
+type explained struct {
+	Sources  []explainSource
+	Warnings []string
+}
+
+// explainOf runs `ripple explain -o json` on w.
+func explainOf(t *testing.T, w workload) explained {
+	t.Helper()
+	out, err := runCommand(t, w.ns, "explain", "deployment/"+w.name, "-o", "json")
+	var ex explained
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &ex)
+	}
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, out)
+	}
+	return ex
 }
 
 // grant sets the shared-with annotation of ConfigMap ns/name to v.
