@@ -171,8 +171,7 @@ func DefaultKeys(prefix string) Keys {
 
 		AckRollouts: prefix + "/ack-rollouts",
 		MaxRollouts: prefix + "/max-rollouts",
-
-		SharedWith: prefix + "/shared-with",
+		SharedWith:  prefix + "/shared-with",
 	}
 }
 
