@@ -106,6 +106,11 @@ type Keys struct {
 	// in its namespace that a change of its data evicts, those no
 	// workload of Ripple's owns (package configpods).
 	RestartPods string
+	// SharedWith is Ripple's own, on a config: the namespaces whose
+	// workloads may follow it by a cross-namespace reference in a
+	// named-reload annotation ("namespace/name"), a comma list or "*".
+	// Only who may write the config grants it.
+	SharedWith string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -171,6 +176,7 @@ func DefaultKeys(prefix string) Keys {
 		AckRollouts: prefix + "/ack-rollouts",
 		MaxRollouts: prefix + "/max-rollouts",
 		RestartPods: prefix + "/restart-pods",
+		SharedWith:  prefix + "/shared-with",
 	}
 }
 
@@ -189,7 +195,7 @@ func (k Keys) All() []string {
 		k.ReloadAction, k.ReloadDelay,
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
-		k.AckRollouts, k.MaxRollouts, k.RestartPods,
+		k.AckRollouts, k.MaxRollouts, k.RestartPods, k.SharedWith,
 	}
 }
 

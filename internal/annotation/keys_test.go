@@ -54,6 +54,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.RestartedAt = tt.own + "/restarted-at"
 			want.AckRollouts, want.MaxRollouts = tt.own+"/ack-rollouts", tt.own+"/max-rollouts"
 			want.RestartPods = tt.own + "/restart-pods"
+			want.SharedWith = tt.own + "/shared-with"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)
 			}

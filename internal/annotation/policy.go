@@ -39,6 +39,9 @@ type Policy struct {
 	// from reloading on a config its owner excluded; the Warning says
 	// how to fix it.
 	ExcludeAll bool
+	// Shared counts the cross-namespace references ("namespace/name",
+	// shared.go) in Named, at most MaxShared.
+	Shared int
 	// FromTemplate is true when the trigger keys were read from the pod
 	// template because the workload metadata carries none of them.
 	FromTemplate bool
@@ -101,6 +104,10 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 		p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: %w; ignoring them all", where, reloadKey, err))
 	}
 	for _, item := range items {
+		if ok, err := sharedItem(item); ok {
+			p.shared(item, err)
+			continue
+		}
 		m, err := newMatcher(item)
 		if err != nil {
 			p.Invalid = append(p.Invalid, fmt.Errorf("%s %q: invalid pattern %s: %w", where, reloadKey, quoteItem(item), err))
@@ -148,9 +155,18 @@ func Names(keys Keys, kind refs.Kind, ann map[string]string) (names []string, pa
 		return nil, false
 	}
 	items, _ := boundedList(ann[key])
+	shared := 0
 	for _, item := range items {
+		isShared, err := sharedItem(item)
 		switch {
 		case checkLen(item) != nil:
+		case isShared:
+			// As Parse keeps them: valid, of a kind that may be shared,
+			// within MaxShared.
+			if err == nil && (kind == refs.ConfigMap || kind == refs.Secret) && shared < MaxShared {
+				shared++
+				names = append(names, item)
+			}
 		case isNameLiteral(item):
 			names = append(names, item)
 		default:

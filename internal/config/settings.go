@@ -26,5 +26,6 @@ func (c Config) PlanSettings(started time.Time) plan.Settings {
 		RestartMethod: c.RestartMethod, Canary: canary, UnkeptRolls: r.CanaryUnkept == UnkeptRoll,
 		ApprovalMaxAge: r.ApprovalMaxAge, ApprovalsVerified: r.ApprovalsVerified, TightenOnly: r.TightenOnly,
 		DeleteNamespaces: c.DeleteNamespaces,
+		Watched:          c.Namespaces, Unwatched: c.NamespacesToIgnore,
 	}
 }

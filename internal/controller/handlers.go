@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -32,7 +33,8 @@ func sourceChanged(keys annotation.Keys) predicate.Predicate {
 			o, n := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
 			return source.Digest(e.ObjectOld) != source.Digest(e.ObjectNew) ||
 				o[keys.Ignore] != n[keys.Ignore] ||
-				o[keys.Match] != n[keys.Match]
+				o[keys.Match] != n[keys.Match] ||
+				o[keys.SharedWith] != n[keys.SharedWith]
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
@@ -43,8 +45,9 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // sourceHandler enqueues the workloads of r.Kind that may depend on the
 // source of an event.
 func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
-	enqueue := func(ctx context.Context, src client.Object, q queue, change bool) {
+	enqueue := func(ctx context.Context, src client.Object, q queue, change bool, was ...client.Object) {
 		r.enqueueDependentsAt(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, src.GetResourceVersion(), q, change)
+		r.enqueueShared(ctx, kind, q, change, append(was, src)...)
 	}
 	return handler.Funcs{
 		// The initial list at start is no change: its reconciles catch up
@@ -57,7 +60,9 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 			_, changed := r.Priors.Of(e.Object.GetNamespace(), refs.Ref{Kind: kind, Name: e.Object.GetName()})
 			enqueue(ctx, e.Object, q, !e.IsInInitialList || changed)
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { enqueue(ctx, e.ObjectNew, q, true) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			enqueue(ctx, e.ObjectNew, q, true, e.ObjectOld)
+		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, true) },
 	}
 }
@@ -79,6 +84,12 @@ func (r *Reconciler) enqueueDependentsAt(ctx context.Context, ns string, src ref
 	if err != nil {
 		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
 	}
+	r.enqueueFound(ctx, objs, version, q, change)
+}
+
+// enqueueFound queues objs, the workloads of r.Kind found for an event of
+// a source at resourceVersion version, as enqueueDependents says.
+func (r *Reconciler) enqueueFound(ctx context.Context, objs []client.Object, version string, q queue, change bool) {
 	r.Metrics.Scanned(r.Kind.Name(), len(objs))
 	now := r.Clock.Now()
 	for _, obj := range objs {
@@ -100,6 +111,27 @@ func (r *Reconciler) enqueueDependentsAt(ctx context.Context, ns string, src ref
 			log.FromContext(ctx).V(1).Info("waiting for the settle window", "workload", name, "kind", r.Kind.Name(), "wait", window)
 		}
 	}
+}
+
+// enqueueShared queues the workloads of r.Kind in other namespaces that
+// follow a config by a cross-namespace reference: those of the namespaces
+// its shared-with annotation grants in any of objs, its versions before
+// and after the event, so that a grant removed reaches the workloads that
+// lose it (their reconcile stops following the config and says why). A
+// config that grants nothing costs no lookup.
+func (r *Reconciler) enqueueShared(ctx context.Context, kind refs.Kind, q queue, change bool, objs ...client.Object) {
+	granted := func(ns string) bool {
+		return slices.ContainsFunc(objs, func(o client.Object) bool { return annotation.Granted(r.Settings.Keys, o.GetAnnotations(), ns) })
+	}
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.GetAnnotations()[r.Settings.Keys.SharedWith]; return ok }) {
+		return
+	}
+	src := objs[len(objs)-1]
+	found, err := r.Finder.Shared(ctx, r.Kind, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, granted)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "finding the workloads of a shared source", "kind", r.Kind.Name())
+	}
+	r.enqueueFound(ctx, found, src.GetResourceVersion(), q, change)
 }
 
 // templateHash is the hash of obj's pod template as the cache holds it

@@ -211,3 +211,50 @@ func TestRequestsForNamespace(t *testing.T) {
 		t.Errorf("requests %v, want %s/a and %s/b", got, ns, ns)
 	}
 }
+
+// A config's event reaches the workloads of other namespaces that name it
+// by a cross-namespace reference only in the namespaces its grant lists,
+// before or after the event (a grant removed reaches those that lose it);
+// a config that grants nothing queues none. A change of the grant alone
+// passes the filter.
+func TestSourceHandlerShared(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment})
+	keys := w.deps.Settings.Keys
+	tenant := deployment("tenant")
+	tenant.Namespace = "payments"
+	tenant.Annotations = map[string]string{keys.ConfigMapReload: ns + "/" + configMap().Name}
+	tenant.Spec.Template.Spec.Containers[0].EnvFrom = nil
+	w.create(tenant)
+	h := w.recs["Deployment"].sourceHandler(refs.ConfigMap)
+	plain, granted := configMap(), configMap()
+	granted.Annotations = map[string]string{keys.SharedWith: "payments"}
+	queued := func() []string {
+		var out []string
+		for _, r := range w.queue.added {
+			out = append(out, r.Namespace+"/"+r.Name)
+		}
+		w.queue.added = nil
+		return out
+	}
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: plain, ObjectNew: plain}, w.queue)
+	if got := queued(); len(got) != 0 {
+		t.Errorf("a config granting nothing queued %v", got)
+	}
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: plain, ObjectNew: granted}, w.queue)
+	if got := queued(); len(got) != 1 || got[0] != "payments/tenant" {
+		t.Errorf("the grant added queued %v, want payments/tenant", got)
+	}
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: granted, ObjectNew: plain}, w.queue)
+	if got := queued(); len(got) != 1 || got[0] != "payments/tenant" {
+		t.Errorf("the grant removed queued %v, want payments/tenant", got)
+	}
+	other := configMap()
+	other.Annotations = map[string]string{keys.SharedWith: "billing"}
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: other, ObjectNew: other}, w.queue)
+	if got := queued(); len(got) != 0 {
+		t.Errorf("a grant to another namespace queued %v", got)
+	}
+	if !sourceChanged(keys).Update(event.UpdateEvent{ObjectOld: plain, ObjectNew: granted}) {
+		t.Error("sourceChanged drops a change of the grant")
+	}
+}

@@ -289,3 +289,28 @@ func (f *Index) list(ctx context.Context, list client.ObjectList, ns, index, val
 	}
 	return out, nil
 }
+
+// Shared returns the workloads of kind in other namespaces than ns that
+// name src, of namespace ns, by a cross-namespace reference
+// ("namespace/name" in a named-reload annotation) and whose namespace
+// granted admits: one lookup of the index across namespaces, never a
+// LIST. A workload that takes its template from a Deployment (a
+// workloadRef Rollout) is found by its own annotations only.
+func (f *Index) Shared(ctx context.Context, kind workload.Kind, ns string, src refs.Ref, granted func(ns string) bool) ([]client.Object, error) {
+	list := kind.NewList()
+	key := sourceKey(src.Kind, ns+"/"+src.Name)
+	if err := f.Reader.List(ctx, list, client.MatchingFields{indexSources: key}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing %ss from the cache by shared source %s: %w", kind.Name(), key, err)
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok && obj.GetNamespace() != ns && granted(obj.GetNamespace()) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}

@@ -120,12 +120,8 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 			in.Workload.Invalid = append(in.Workload.Invalid, over.Error())
 			in.Workload.OverBudget = append(in.Workload.OverBudget, kind)
 		}
-		for _, name := range names {
-			src, err := g.source(ctx, obj.GetNamespace(), refs.Ref{Kind: kind, Name: name})
-			if err != nil {
-				return in, err
-			}
-			in.Sources = append(in.Sources, src)
+		if err := g.read(ctx, &in, kind, names); err != nil {
+			return in, err
 		}
 	}
 	if problem := plan.RefuseAction(&in.Workload, in.Sources, g.Settings.Keys); problem != "" {
@@ -241,7 +237,9 @@ func (g Gatherer) candidates(ctx context.Context, kind refs.Kind, obj client.Obj
 		}
 	}
 	for key := range record {
-		if name, ok := strings.CutPrefix(key, string(kind)+"/"); ok {
+		// A config of another namespace is followed only while the
+		// annotation names it (shared.go), not for its record.
+		if name, ok := strings.CutPrefix(key, string(kind)+"/"); ok && !strings.Contains(name, "/") {
 			names = append(names, name)
 		}
 	}

@@ -67,6 +67,7 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.CanaryBake] = home{config: true, valid: canaryBake, namespace: true}
 	h[k.CanaryFirst] = home{metadataOnly: true, valid: onlyTrue}
 	h[k.CanaryResume] = home{config: true, valid: canaryResume}
+	h[k.SharedWith] = home{config: true}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}

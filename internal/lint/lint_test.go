@@ -342,6 +342,20 @@ metadata: {name: elsewhere, namespace: other}
 			},
 		},
 		{
+			name: "cross-namespace references: found in their namespace, malformed ones flagged",
+			manifests: configs + web(
+				`{configmap.reloader.stakater.com/reload: "mesh/ca, mesh/gone, a/b/c", secret.reloader.stakater.com/reload: "Mesh/tls"}`, `{}`) + `---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: mesh, annotations: {ripple.dev/shared-with: shop}}
+`,
+			want: []Finding{
+				{Error, "Deployment shop/web", "configmap.reloader.stakater.com/reload", `annotation "configmap.reloader.stakater.com/reload": malformed reference "a/b/c": a reference to another namespace is namespace/name, with one "/"`},
+				{Error, "Deployment shop/web", "secret.reloader.stakater.com/reload", `annotation "secret.reloader.stakater.com/reload": malformed reference "Mesh/tls": "Mesh" is not a namespace name (lower-case letters, digits and "-", at most 63)`},
+				{Warning, "Deployment shop/web", "configmap.reloader.stakater.com/reload", `annotation "configmap.reloader.stakater.com/reload": "mesh/gone" matches no ConfigMap in the files; Ripple reloads the workload when one is created`},
+			},
+		},
+		{
 			name: "named reloads read from the pod template",
 			manifests: configs + web(`{}`,
 				`{secretproviderclass.reloader.stakater.com/reload: vault-.*}`),

@@ -141,8 +141,14 @@ func (c *checker) named(o *target, kind refs.Kind, p annotation.Policy) []Findin
 	return out
 }
 
-// anySource reports whether m matches a config of kind in namespace ns.
+// anySource reports whether m matches a config of kind in namespace ns;
+// for a cross-namespace reference ("namespace/name"), whether that config
+// is in the files.
 func (c *checker) anySource(kind refs.Kind, ns string, m annotation.Matcher) bool {
+	if other, name, ok := annotation.SplitShared(m.String()); ok {
+		_, found := c.sources[source{kind: kind, namespace: other, name: name}]
+		return found
+	}
 	for s := range c.sources {
 		if s.kind == kind && s.namespace == ns && m.Match(s.name) {
 			return true

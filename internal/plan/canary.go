@@ -18,8 +18,15 @@ import (
 
 // CanaryOf resolves how a change of src is canaried: the config's canary
 // annotations, else its Namespace's (ns, read with --namespace-defaults),
-// else --canary and --canary-bake (canary.Resolve).
+// else --canary and --canary-bake (canary.Resolve). A config of another
+// namespace (a cross-namespace reference) is not canaried for the
+// workload: its change's canaries are chosen by its ConfigRollout, in its
+// own namespace, among that namespace's consumers, and one of another
+// namespace would wait for them forever.
 func CanaryOf(src Source, ns map[string]string, s Settings) (canary.Spec, []string) {
+	if strings.Contains(src.Ref.Name, "/") {
+		return canary.Spec{}, nil
+	}
 	return canary.Resolve(canary.Levels{Default: s.Canary, Namespace: ns, Config: src.Annotations,
 		Where: " on " + src.Ref.String(), Tighten: s.TightenOnly}, s.Keys)
 }

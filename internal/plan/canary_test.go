@@ -29,6 +29,12 @@ func TestCanaryOf(t *testing.T) {
 	if got, _ := CanaryOf(Source{Ref: cmApp, Annotations: map[string]string{keys.Canary: "0"}}, nil, s); got.On() {
 		t.Errorf("canary \"0\" on the config = %+v, want none", got)
 	}
+	// A config of another namespace is not canaried for the workload,
+	// whatever the config, its Namespace or the flag say.
+	shared := Source{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "mesh/ca"}, Annotations: map[string]string{keys.Canary: "1"}}
+	if got, problems := CanaryOf(shared, map[string]string{keys.Canary: "1"}, s); got.On() || problems != nil {
+		t.Errorf("CanaryOf a shared config = %+v, %q, want none", got, problems)
+	}
 }
 
 func dep(name string) workload.Ref {

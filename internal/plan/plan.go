@@ -90,6 +90,16 @@ type Settings struct {
 	// DeleteNamespaces allow the delete restart method only in those
 	// namespaces (--restart-delete-namespaces); empty: everywhere.
 	DeleteNamespaces []string
+	// Watched and Unwatched are the namespaces whose configs Ripple reads
+	// (--namespaces; empty: every one) and never reads
+	// (--namespaces-to-ignore): a cross-namespace reference to a config
+	// outside them is not followed (Watches).
+	Watched, Unwatched []string
+}
+
+// Watches reports whether Ripple reads the configs of namespace ns.
+func (s Settings) Watches(ns string) bool {
+	return (len(s.Watched) == 0 || slices.Contains(s.Watched, ns)) && !slices.Contains(s.Unwatched, ns)
 }
 
 // Workload is the workload as gathered.

@@ -65,10 +65,17 @@ func (Annotations) Apply(tpl *corev1.PodTemplateSpec, changes []Change, now time
 	if ch.Container != "" {
 		containers = append(containers, ch.Container)
 	}
+	ns := ch.Namespace
+	if shared, _, ok := annotation.SplitShared(ch.Ref.Name); ok {
+		// A config of another namespace: its own namespace, and its name
+		// as "namespace/name", which no config of the workload's
+		// namespace has (Applied compares names only).
+		ns = shared
+	}
 	val, err := json.Marshal(reloadSource{
 		Type:          ch.Ref.Kind.Type(),
 		Name:          ch.Ref.Name,
-		Namespace:     ch.Namespace,
+		Namespace:     ns,
 		Hash:          ch.Hash,
 		ContainerRefs: containers,
 		ObservedAt:    now.Unix(),

@@ -154,3 +154,22 @@ func TestAnnotationsRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// A config of another namespace is recorded under its own namespace and
+// its name "namespace/name", which no same-namespace config of that name
+// reads back as its own.
+func TestAnnotationsShared(t *testing.T) {
+	tpl := &corev1.PodTemplateSpec{}
+	shared := ref(refs.ConfigMap, "mesh/ca")
+	Annotations{}.Apply(tpl, []Change{{Ref: shared, Namespace: "shop", Hash: "h1", Container: "app"}}, time.Unix(1786300000, 0))
+	want := `{"type":"CONFIGMAP","name":"mesh/ca","namespace":"mesh","hash":"h1","containerRefs":["app"],"observedAt":1786300000}`
+	if got := tpl.Annotations[annotation.LastReloadedFrom]; got != want {
+		t.Errorf("annotation = %s, want %s", got, want)
+	}
+	if h, ok := (Annotations{}).Applied(tpl, shared); !ok || h != "h1" {
+		t.Errorf("Applied(mesh/ca) = %q, %v", h, ok)
+	}
+	if _, ok := (Annotations{}).Applied(tpl, ref(refs.ConfigMap, "ca")); ok {
+		t.Error("the same-namespace ConfigMap ca reads the shared one's hash")
+	}
+}

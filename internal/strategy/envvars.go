@@ -1,12 +1,15 @@
 package strategy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -99,6 +102,9 @@ func setEnv(c *corev1.Container, name, value string) {
 // leaves a trailing "_". Distinct names can collide (a-b, a.b, a--b);
 // Reloader has the same collisions and we must produce the same names.
 func EnvVarName(ref refs.Ref) string {
+	if ns, name, ok := annotation.SplitShared(ref.Name); ok {
+		return sharedEnvVarName(ref.Kind, ns, name)
+	}
 	// Upper-case first, then filter bytes, as Reloader does: strings.ToUpper
 	// maps a few non-ASCII runes to ASCII letters (for example 'ı' to 'I').
 	upper := strings.ToUpper(ref.Name)
@@ -126,3 +132,16 @@ func EnvVarName(ref refs.Ref) string {
 
 // Slot is the env var name.
 func (EnvVars) Slot(ref refs.Ref) string { return EnvVarName(ref) }
+
+// sharedEnvVarName is the env var of a config of another namespace
+// (a cross-namespace reference, "namespace/name"): "RIPPLE_SHARED_" and
+// Reloader's conversion of namespace and name, then 8 hex digits of the
+// SHA-256 of "namespace/name". Reloader has no such reference, so nothing
+// needs its name; the prefix keeps it apart from every same-namespace
+// config's STAKATER_ name, and the hash apart from another reference that
+// converts alike (a-b/c and a/b-c).
+func sharedEnvVarName(kind refs.Kind, ns, name string) string {
+	converted := strings.TrimPrefix(EnvVarName(refs.Ref{Kind: kind, Name: ns + "-" + name}), "STAKATER_")
+	sum := sha256.Sum256([]byte(ns + "/" + name))
+	return "RIPPLE_SHARED_" + strings.TrimSuffix(converted, kind.Type()) + hex.EncodeToString(sum[:4]) + "_" + kind.Type()
+}

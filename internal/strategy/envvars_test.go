@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,30 @@ func TestEnvVarsApplyDeleted(t *testing.T) {
 	}
 	if got := tpl.Spec.Containers[0].Env; len(got) != 1 || got[0] != other {
 		t.Fatalf("other env vars changed: %+v", got)
+	}
+}
+
+// A config of another namespace gets a name of its own: never a
+// same-namespace config's (whose names stay Reloader's), nor another
+// reference's that converts alike.
+func TestSharedEnvVarName(t *testing.T) {
+	shared := EnvVarName(refs.Ref{Kind: refs.ConfigMap, Name: "a/shared"})
+	if want := "RIPPLE_SHARED_A_SHARED_"; !strings.HasPrefix(shared, want) || !strings.HasSuffix(shared, "_CONFIGMAP") {
+		t.Errorf("EnvVarName(a/shared) = %q, want %s<hash>_CONFIGMAP", shared, want)
+	}
+	for _, local := range []string{"a-shared", "shared", "ripple-shared-a-shared", "a.shared"} {
+		if n := EnvVarName(refs.Ref{Kind: refs.ConfigMap, Name: local}); n == shared || strings.HasPrefix(n, "RIPPLE_") {
+			t.Errorf("same-namespace %q got %q, beside the shared %q", local, n, shared)
+		}
+	}
+	if got := EnvVarName(refs.Ref{Kind: refs.ConfigMap, Name: "a-shared"}); got != "STAKATER_A_SHARED_CONFIGMAP" {
+		t.Errorf("same-namespace name changed: %q", got)
+	}
+	alike := EnvVarName(refs.Ref{Kind: refs.ConfigMap, Name: "a-b/c"})
+	if other := EnvVarName(refs.Ref{Kind: refs.ConfigMap, Name: "a/b-c"}); alike == other {
+		t.Errorf("a-b/c and a/b-c share %q", alike)
+	}
+	if s := EnvVarName(refs.Ref{Kind: refs.Secret, Name: "a/shared"}); !strings.HasSuffix(s, "_SECRET") || s == shared {
+		t.Errorf("the Secret a/shared got %q", s)
 	}
 }
