@@ -53,6 +53,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.ReloadAction, want.ReloadDelay = tt.own+"/reload-action", tt.own+"/reload-delay"
 			want.RestartedAt = tt.own + "/restarted-at"
 			want.AckRollouts, want.MaxRollouts = tt.own+"/ack-rollouts", tt.own+"/max-rollouts"
+			want.ConfigMapSelector, want.SecretSelector = tt.own+"/configmap-selector", tt.own+"/secret-selector"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)
 			}
