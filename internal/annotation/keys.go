@@ -27,6 +27,12 @@ type Keys struct {
 	// Search (A8) goes on a workload, Match (A9) and Ignore (A10) on a config.
 	Search, Match, Ignore string
 
+	// ConfigMapSelector and SecretSelector are Ripple's own, read on the
+	// workload, else its pod template: a label selector (kubectl syntax)
+	// of the configs of its namespace that reload it, as if each were
+	// named (docs/selectors.md).
+	ConfigMapSelector, SecretSelector string
+
 	// ConfigMapExclude, SecretExclude and SecretProviderClassExclude
 	// (A11-A13) list configs that never reload the workload.
 	ConfigMapExclude, SecretExclude, SecretProviderClassExclude string
@@ -173,10 +179,11 @@ func DefaultKeys(prefix string) Keys {
 		CanaryRecord: prefix + "/canary-record",
 		CanaryQuery:  prefix + "/canary-query",
 
-		AckRollouts: prefix + "/ack-rollouts",
-		MaxRollouts: prefix + "/max-rollouts",
-		RestartPods: prefix + "/restart-pods",
-		SharedWith:  prefix + "/shared-with",
+		AckRollouts:       prefix + "/ack-rollouts",
+		MaxRollouts:       prefix + "/max-rollouts",
+		RestartPods:       prefix + "/restart-pods",
+		SharedWith:        prefix + "/shared-with",
+		ConfigMapSelector: prefix + "/configmap-selector", SecretSelector: prefix + "/secret-selector",
 	}
 }
 
@@ -196,6 +203,7 @@ func (k Keys) All() []string {
 		k.RecreateRecord, k.Replaces,
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
 		k.AckRollouts, k.MaxRollouts, k.RestartPods, k.SharedWith,
+		k.ConfigMapSelector, k.SecretSelector,
 	}
 }
 
@@ -203,6 +211,12 @@ func (k Keys) All() []string {
 // Ripple does not know.
 func (k Keys) ReloadKey(kind refs.Kind) string {
 	return byKind(kind, k.ConfigMapReload, k.SecretReload, k.SecretProviderClassReload)
+}
+
+// SelectorKey returns the label-selector key for kind, or "" for a kind
+// that cannot be selected by label (a SecretProviderClass).
+func (k Keys) SelectorKey(kind refs.Kind) string {
+	return byKind(kind, k.ConfigMapSelector, k.SecretSelector, "")
 }
 
 // TypedAutoKey returns the typed-auto key (A2-A4) for kind, or "" for a kind

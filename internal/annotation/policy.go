@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
@@ -42,6 +44,13 @@ type Policy struct {
 	// Shared counts the cross-namespace references ("namespace/name",
 	// shared.go) in Named, at most MaxShared.
 	Shared int
+	// Selector is the kind's label selector (SelectorOf): the configs
+	// it selects reload the workload as if named. Nil without one, or
+	// when it is invalid: SelectorInvalid says why, naming the
+	// annotation. SelectorWhere names its annotation in messages.
+	Selector        labels.Selector
+	SelectorWhere   string
+	SelectorInvalid error
 	// FromTemplate is true when the trigger keys were read from the pod
 	// template because the workload metadata carries none of them.
 	FromTemplate bool
@@ -117,7 +126,18 @@ func Parse(keys Keys, kind refs.Kind, meta, tpl map[string]string) Policy {
 	}
 
 	p.excludes(keys.ExcludeKey(kind), meta)
+	p.Selector, p.SelectorWhere, p.SelectorInvalid = SelectorOf(keys, kind, meta, tpl)
 	return p
+}
+
+// CheckSelected refuses the selector when it selects n configs, more than
+// MaxSelected: the error names its annotation and the count.
+func (p Policy) CheckSelected(n int) error {
+	if n <= MaxSelected {
+		return nil
+	}
+	return fmt.Errorf("%s selects %d %ss, more than %d: refused, it reloads the workload on none of them until it selects at most %d",
+		p.SelectorWhere, n, p.kind, MaxSelected, MaxSelected)
 }
 
 // excludes reads the exclude key from the workload metadata meta within

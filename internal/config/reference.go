@@ -53,6 +53,9 @@ func annotationDocs(k annotation.Keys) [][3]string {
 		{k.Search, "workload", `"true": reload on referenced configs that carry the match annotation.`},
 		{k.Match, "config", `"true": search workloads reload on this config.`},
 		{k.Ignore, "config", `"true": this config never reloads anything.`},
+		{k.ConfigMapSelector, "workload (metadata, else pod template)", fmt.Sprintf("A label selector in kubectl's syntax (\"team=a\", \"tier in (web,api),!legacy\"): every ConfigMap of the workload's namespace whose labels match reloads it as if named in the reload annotation, and one created or deleted while selected rolls it too (without --reload-on-create or --reload-on-delete). "+
+			"A selector matching more than %d ConfigMaps is refused (a SelectorTooBroad Warning naming the annotation and the count); an invalid one is an InvalidAnnotation Warning. Either way the workload's other configs still reload it. See docs/selectors.md.", annotation.MaxSelected)},
+		{k.SecretSelector, "workload (metadata, else pod template)", "As above, for Secrets."},
 		{k.ConfigMapExclude, "workload (metadata only)", fmt.Sprintf("Comma list of ConfigMap names that never reload the workload; beats every other annotation. "+
 			"A list of more than %d items fails closed: it excludes every ConfigMap, with a Warning naming it.", annotation.MaxItems)},
 		{k.SecretExclude, "workload (metadata only)", "As above, for Secrets."},

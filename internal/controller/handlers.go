@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -24,20 +25,32 @@ import (
 )
 
 // sourceChanged passes source events that can change a reload decision:
-// creates, deletes, data changes, and changes of the ignore and match
-// annotations. Label- and other metadata-only updates and relists pass
+// creates, deletes, data changes, changes of the ignore, match and
+// shared-with annotations, and changes of the labels, which label selectors read
+// (selectionChanged). Other metadata-only updates and relists pass
 // nothing, so they cost no reconcile.
 func sourceChanged(keys annotation.Keys) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
-			return source.Digest(e.ObjectOld) != source.Digest(e.ObjectNew) ||
-				o[keys.Ignore] != n[keys.Ignore] ||
-				o[keys.Match] != n[keys.Match] ||
-				o[keys.SharedWith] != n[keys.SharedWith]
+			return changed(keys, e.ObjectOld, e.ObjectNew) || !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// relabelled reports whether an update of a source changed its labels and
+// nothing else sourceChanged passes.
+func relabelled(keys annotation.Keys, old, cur client.Object) bool {
+	return !changed(keys, old, cur) && !maps.Equal(old.GetLabels(), cur.GetLabels())
+}
+
+// changed reports whether an update of a source changed its data or its
+// ignore, match or shared-with annotations: a change for the workloads
+// using it (a grant's for those of the namespaces it names).
+func changed(keys annotation.Keys, old, cur client.Object) bool {
+	o, n := old.GetAnnotations(), cur.GetAnnotations()
+	return source.Digest(old) != source.Digest(cur) || o[keys.Ignore] != n[keys.Ignore] || o[keys.Match] != n[keys.Match] ||
+		o[keys.SharedWith] != n[keys.SharedWith]
 }
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -46,7 +59,11 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // source of an event.
 func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 	enqueue := func(ctx context.Context, src client.Object, q queue, change bool, was ...client.Object) {
-		r.enqueueDependentsAt(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, src.GetResourceVersion(), q, change)
+		sets := []map[string]string{src.GetLabels()}
+		for _, o := range was {
+			sets = append(sets, o.GetLabels())
+		}
+		r.enqueueDependentsAt(ctx, src.GetNamespace(), refs.Ref{Kind: kind, Name: src.GetName()}, src.GetResourceVersion(), q, change, sets)
 		r.enqueueShared(ctx, kind, q, change, append(was, src)...)
 	}
 	return handler.Funcs{
@@ -61,6 +78,10 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 			enqueue(ctx, e.Object, q, !e.IsInInitialList || changed)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			if relabelled(r.Settings.Keys, e.ObjectOld, e.ObjectNew) {
+				r.enqueueReselected(ctx, kind, e.ObjectOld, e.ObjectNew, q)
+				return
+			}
 			enqueue(ctx, e.ObjectNew, q, true, e.ObjectOld)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, true) },
@@ -73,14 +94,16 @@ func (r *Reconciler) sourceHandler(kind refs.Kind) handler.EventHandler {
 // workload is queued for when that window closes, so that its first
 // reconcile acts instead of only learning that it must wait.
 func (r *Reconciler) enqueueDependents(ctx context.Context, ns string, src refs.Ref, q queue, change bool) {
-	r.enqueueDependentsAt(ctx, ns, src, "", q, change)
+	r.enqueueDependentsAt(ctx, ns, src, "", q, change, nil)
 }
 
 // enqueueDependentsAt is enqueueDependents of an event that brought src at
 // resourceVersion version, which orders it against a change of a
 // workload's pod template (plan's TemplateApplied); empty when not known.
-func (r *Reconciler) enqueueDependentsAt(ctx context.Context, ns string, src refs.Ref, version string, q queue, change bool) {
-	objs, err := r.Finder.Of(ctx, r.Kind, ns, src)
+// The workloads whose label selector matches one of the label sets are
+// among its dependents (all of them for nil: not known).
+func (r *Reconciler) enqueueDependentsAt(ctx context.Context, ns string, src refs.Ref, version string, q queue, change bool, sets []map[string]string) {
+	objs, err := r.Finder.OfLabelled(ctx, r.Kind, ns, src, sets)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "finding the workloads of a source", "kind", r.Kind.Name())
 	}
@@ -198,5 +221,26 @@ func (r *Reconciler) podStatusHandler() handler.EventHandler {
 				enqueue(ctx, e.ObjectNew, q, true)
 			}
 		},
+	}
+}
+
+// enqueueReselected queues the workloads of r.Kind whose label selector
+// selects the source before or after an update that changed only its
+// labels: a config that joined or left a selection. It is no change of
+// data, so it starts no settle window: the reconcile records a config
+// that joined as a baseline and drops one that left from the record.
+func (r *Reconciler) enqueueReselected(ctx context.Context, kind refs.Kind, old, cur client.Object, q queue) {
+	before, err := r.Finder.Selecting(ctx, r.Kind, cur.GetNamespace(), kind, []map[string]string{old.GetLabels()})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "finding the workloads selecting a source", "kind", r.Kind.Name())
+		return
+	}
+	after, err := r.Finder.Selecting(ctx, r.Kind, cur.GetNamespace(), kind, []map[string]string{cur.GetLabels()})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "finding the workloads selecting a source", "kind", r.Kind.Name())
+		return
+	}
+	for _, obj := range append(before, after...) {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 	}
 }

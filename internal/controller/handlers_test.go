@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/plan"
@@ -25,7 +26,7 @@ import (
 
 // Source events: the initial list queues the workloads that use the
 // source as they are; a change opens their settle window and queues them
-// for when it closes; label-only updates pass nothing.
+// for when it closes; label-only updates pass only for label selectors.
 func TestSourceHandler(t *testing.T) {
 	w := newWorld(t, []workload.Kind{workload.Deployment})
 	w.create(configMap(), deployment("web"), deployment("other"))
@@ -62,9 +63,63 @@ func TestSourceHandler(t *testing.T) {
 	labelled.Labels = map[string]string{"only": "labels"}
 	ignored := cm.DeepCopy()
 	ignored.Annotations = map[string]string{keys.Ignore: "true"}
-	if p.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: labelled}) || !p.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: ignored}) {
-		t.Error("sourceChanged passes a label-only update or drops a change of the ignore annotation")
+	if !p.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: labelled}) || !p.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: ignored}) {
+		t.Error("sourceChanged drops a label-only update (label selectors read it) or a change of the ignore annotation")
 	}
+	annotated := cm.DeepCopy()
+	annotated.Annotations = map[string]string{"other": "x"}
+	if p.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: annotated}) {
+		t.Error("sourceChanged passes an update of another annotation")
+	}
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: cm, ObjectNew: labelled}, w.queue)
+	if len(w.queue.added) != 3 {
+		t.Errorf("a label-only update queued %v, want nothing: no workload selects by label", w.queue.added[3:])
+	}
+}
+
+// A config event reaches the workloads whose label selector matches its
+// labels, through the index: a change opens their settle window, a change
+// of labels alone queues those it joins or leaves, at once; a workload
+// selecting other labels, or with an invalid selector, is not queued.
+func TestSourceHandlerSelector(t *testing.T) {
+	w := newWorld(t, []workload.Kind{workload.Deployment})
+	sel := w.deps.Settings.Keys.ConfigMapSelector
+	selecting := func(name, selector string) *appsv1.Deployment {
+		d := deployment(name)
+		d.Annotations = map[string]string{sel: selector}
+		d.Spec.Template.Spec.Containers[0].EnvFrom = nil
+		return d
+	}
+	w.create(selecting("a", "team=a"), selecting("b", "team in (b)"), selecting("bad", "team in (a"), deployment("web"))
+	h := w.recs["Deployment"].sourceHandler(refs.ConfigMap)
+	cm := configMap()
+	cm.Name, cm.Labels = "dash", map[string]string{"team": "a"}
+	h.Create(t.Context(), event.CreateEvent{Object: cm}, w.queue)
+	if got := queued(w.queue.added); got != "a" {
+		t.Fatalf("a created ConfigMap labelled team=a queued %q, want a", got)
+	}
+	if m := w.deps.Memory.Load(workload.RefFor("Deployment", types.NamespacedName{Namespace: ns, Name: "a"})); !m.Pending.First.Equal(w.clk.Now()) {
+		t.Errorf("a change did not open a's settle window: %+v", m.Pending)
+	}
+	relabelled := cm.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "b"}
+	h.Update(t.Context(), event.UpdateEvent{ObjectOld: cm, ObjectNew: relabelled}, w.queue)
+	if got := queued(w.queue.added[1:]); got != "a,b" || w.queue.after[1] != 0 || w.queue.after[2] != 0 {
+		t.Errorf("a relabel from team=a to team=b queued %q after %v, want a,b at once", got, w.queue.after[1:])
+	}
+	h.Delete(t.Context(), event.DeleteEvent{Object: relabelled}, w.queue)
+	if got := queued(w.queue.added[3:]); got != "b" {
+		t.Errorf("a deleted ConfigMap labelled team=b queued %q, want b", got)
+	}
+}
+
+// queued is the names of reqs, in order, comma-separated.
+func queued(reqs []reconcile.Request) string {
+	var names []string
+	for _, r := range reqs {
+		names = append(names, r.Name)
+	}
+	return strings.Join(names, ",")
 }
 
 // Only the workloads whose rollout is followed reach the follower.

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/ripple-dev/ripple/internal/annotation"
 	"github.com/ripple-dev/ripple/internal/refs"
 )
@@ -24,6 +26,10 @@ type Source struct {
 	// Annotations are the source's own metadata annotations, where the
 	// ignore and match keys live.
 	Annotations map[string]string
+	// Labels are the source's labels, which a workload's label selector
+	// matches; Found is false when it no longer exists.
+	Labels map[string]string
+	Found  bool
 }
 
 // Input is everything Decide looks at.
@@ -40,6 +46,10 @@ type Input struct {
 	Field string
 	// AutoReloadAll is the --auto-reload-all flag.
 	AutoReloadAll bool
+	// Applied is true when the workload shows a digest of the config (its
+	// pod template or its applied record): a config gone that a label
+	// selector had selected is known by it alone.
+	Applied bool
 }
 
 // Reason is a machine-readable, CamelCase cause of a Decision.
@@ -54,6 +64,10 @@ const (
 	// NamedMatch: the config's name matches the named-reload annotation.
 	// No reference is needed.
 	NamedMatch Reason = "NamedMatch"
+	// SelectorMatch: the config's labels match the workload's label
+	// selector annotation, or the config is gone and the workload, which
+	// has a selector, shows a digest of it. No reference is needed.
+	SelectorMatch Reason = "SelectorMatch"
 	// SearchMatch: the workload searches, the config is marked as a match,
 	// and the workload references it.
 	SearchMatch Reason = "SearchMatch"
@@ -114,6 +128,10 @@ func Decide(in Input) Decision {
 
 	// The remaining triggers all need a reference. The first that applies
 	// names the reason, as in Reloader, which stops at the first trigger.
+	if d, ok := selected(in, what); ok {
+		return d
+	}
+
 	var trigger Reason
 	var cond, by string // why the trigger applies, continuing the sentence; its name
 	switch {
@@ -138,4 +156,26 @@ func Decide(in Input) Decision {
 		by = "the workload's field " + in.Field
 	}
 	return Decision{Reload: true, Reason: trigger, Message: fmt.Sprintf("%s is referenced by %s%s", what, by, cond)}
+}
+
+// selected decides a config by the workload's label selector, after the
+// named match: one its selector matches reloads the workload, and so does
+// one gone that it shows a digest of (the labels of a deleted config are
+// not known any more: it was selected when it was recorded, unless
+// something else chose it, which decides before). A config whose labels no
+// longer match is not selected and leaves the record without a rollout.
+func selected(in Input, what string) (Decision, bool) {
+	p := in.Policy
+	if p.Selector == nil {
+		return Decision{}, false
+	}
+	switch {
+	case in.Source.Found && p.Selector.Matches(labels.Set(in.Source.Labels)):
+		return Decision{Reload: true, Reason: SelectorMatch,
+			Message: fmt.Sprintf("%s has labels matching %q in %s", what, p.Selector.String(), p.SelectorWhere)}, true
+	case !in.Source.Found && in.Applied:
+		return Decision{Reload: true, Reason: SelectorMatch,
+			Message: fmt.Sprintf("%s, which the workload shows a digest of, is gone, and %s selects configs by label", what, p.SelectorWhere)}, true
+	}
+	return Decision{}, false
 }

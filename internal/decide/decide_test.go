@@ -701,3 +701,45 @@ func TestDecideExcludeOverBoundExcludesAll(t *testing.T) {
 		},
 	})
 }
+
+func TestDecideSelector(t *testing.T) {
+	k := annotation.DefaultKeys("")
+	sel := map[string]string{k.ConfigMapSelector: "team=a"}
+	team := map[string]string{"team": "a"}
+	for _, tc := range []struct {
+		name    string
+		meta    map[string]string
+		cfg     map[string]string // the config's annotations
+		labels  map[string]string
+		found   bool
+		applied bool
+		reload  bool
+		reason  Reason
+	}{
+		{name: "matching labels reload, unreferenced", meta: sel, labels: team, found: true, reload: true, reason: SelectorMatch},
+		{name: "other labels do not", meta: sel, labels: map[string]string{"team": "b"}, found: true, reason: NotOptedIn},
+		{name: "no labels do not", meta: sel, found: true, reason: NotOptedIn},
+		{name: "gone and shown: it was selected", meta: sel, applied: true, reload: true, reason: SelectorMatch},
+		{name: "gone and never shown", meta: sel, reason: NotOptedIn},
+		{name: "relabelled out while shown", meta: sel, labels: map[string]string{"team": "b"}, found: true, applied: true, reason: NotOptedIn},
+		{name: "no selector", meta: map[string]string{}, labels: team, found: true, reason: NotOptedIn},
+		{name: "ignore beats it", meta: sel, cfg: map[string]string{k.Ignore: "true"}, labels: team, found: true, reason: Ignored},
+		{name: "exclude beats it", meta: map[string]string{k.ConfigMapSelector: "team=a", k.ConfigMapExclude: "app"}, labels: team, found: true, reason: Excluded},
+		{name: "named decides first", meta: map[string]string{k.ConfigMapSelector: "team=a", k.ConfigMapReload: "app"}, labels: team, found: true, reload: true, reason: NamedMatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(Input{
+				Keys:    k,
+				Policy:  annotation.Parse(k, refs.ConfigMap, tc.meta, nil),
+				Source:  Source{Ref: cmApp, Annotations: tc.cfg, Labels: tc.labels, Found: tc.found},
+				Applied: tc.applied,
+			})
+			if d.Reload != tc.reload || d.Reason != tc.reason {
+				t.Errorf("Decide() = {%v, %s} (%s), want {%v, %s}", d.Reload, d.Reason, d.Message, tc.reload, tc.reason)
+			}
+			if d.Reason == SelectorMatch && !strings.Contains(d.Message, k.ConfigMapSelector) {
+				t.Errorf("message %q does not name the annotation", d.Message)
+			}
+		})
+	}
+}

@@ -183,6 +183,9 @@ func (f *Index) indexValues(kind workload.Kind) client.IndexerFunc {
 				if pattern {
 					add(patternKey(sk))
 				}
+				if annotation.HasSelector(f.Keys, sk, ann) {
+					add(selectorKey(sk))
+				}
 			}
 		}
 		return out
@@ -191,8 +194,16 @@ func (f *Index) indexValues(kind workload.Kind) client.IndexerFunc {
 
 // Of returns the workloads of kind in the source's namespace that may
 // depend on it. They are the cache's own objects, not copies: callers only
-// read them.
+// read them. The workloads whose label selector selects it are matched
+// against its labels as the cache holds them (all of them when it is gone
+// from the cache: the plan decides).
 func (f *Index) Of(ctx context.Context, kind workload.Kind, ns string, src refs.Ref) ([]client.Object, error) {
+	return f.OfLabelled(ctx, kind, ns, src, f.labelsOf(ctx, ns, src))
+}
+
+// OfLabelled is Of for a source whose labels the caller knows: each set of
+// sets (an update that changed them gives both), or nil when unknown.
+func (f *Index) OfLabelled(ctx context.Context, kind workload.Kind, ns string, src refs.Ref, sets []map[string]string) ([]client.Object, error) {
 	keys := []string{sourceKey(src.Kind, src.Name), patternKey(src.Kind)}
 	var out []client.Object
 	seen := map[types.NamespacedName]bool{}
@@ -201,6 +212,13 @@ func (f *Index) Of(ctx context.Context, kind workload.Kind, ns string, src refs.
 			seen[key] = true
 			out = append(out, obj)
 		}
+	}
+	selecting, err := f.Selecting(ctx, kind, ns, src.Kind, sets)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range selecting {
+		add(obj)
 	}
 	for _, key := range keys {
 		list := kind.NewList()

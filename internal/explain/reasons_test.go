@@ -23,7 +23,7 @@ func TestEveryReasonIsTheRegistrys(t *testing.T) {
 	old, current := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	decided := map[string]bool{}
 	for _, r := range []decide.Reason{decide.AutoMatch, decide.NamedMatch, decide.SearchMatch, decide.AutoReloadAll,
-		decide.NotOptedIn, decide.NotReferenced, decide.Excluded, decide.Ignored} {
+		decide.NotOptedIn, decide.NotReferenced, decide.Excluded, decide.Ignored, decide.SelectorMatch} {
 		decided[string(r)] = true
 	}
 	auto := "reloader.stakater.com/auto"

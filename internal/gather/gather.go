@@ -116,6 +116,14 @@ func (g Gatherer) Input(ctx context.Context, kind workload.Kind, obj client.Obje
 		if err != nil {
 			return in, err
 		}
+		selected, broad, err := g.selected(ctx, kind, obj, tpl)
+		if err != nil {
+			return in, err
+		}
+		if broad != nil {
+			in.Workload.TooBroad = append(in.Workload.TooBroad, plan.TooBroad{Kind: kind, Message: broad.Error()})
+		}
+		names = slices.Compact(slices.Sorted(slices.Values(append(names, selected...))))
 		if over != nil {
 			in.Workload.Invalid = append(in.Workload.Invalid, over.Error())
 			in.Workload.OverBudget = append(in.Workload.OverBudget, kind)
@@ -292,6 +300,7 @@ func (g Gatherer) source(ctx context.Context, ns string, ref refs.Ref) (plan.Sou
 	}
 	if err == nil {
 		src.Found, src.UID, src.Annotations, src.Created = true, obj.GetUID(), obj.GetAnnotations(), obj.GetCreationTimestamp().Time
+		src.Labels = obj.GetLabels()
 		src.Written, src.Version = source.Written(obj), obj.GetResourceVersion()
 		src.Digest, src.Keys, src.Others = source.Digest(obj), source.Keys(obj), source.Others(obj)
 		if p, ok := g.Priors.Of(ns, ref); ok && p.UID == obj.GetUID() {

@@ -63,6 +63,8 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.ReloadAction] = home{valid: reloadAction}
 	h[k.ReloadDelay] = home{valid: reloadDelay, namespace: true}
 	h[k.ReloadOnKeys] = home{valid: reloadOnKeys}
+	h[k.ConfigMapSelector] = home{valid: labelSelector}
+	h[k.SecretSelector] = home{valid: labelSelector}
 	h[k.Canary] = home{config: true, valid: canaryCount, namespace: true}
 	h[k.CanaryBake] = home{config: true, valid: canaryBake, namespace: true}
 	h[k.CanaryFirst] = home{metadataOnly: true, valid: onlyTrue}
@@ -191,6 +193,15 @@ func reloadOnKeys(v string) string {
 func duration(v string) string {
 	if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 		return "is not a duration such as 30s or 5m, so Ripple ignores it"
+	}
+	return ""
+}
+
+// labelSelector checks a label-selector annotation: an invalid one
+// selects nothing, as the controller's InvalidAnnotation says.
+func labelSelector(v string) string {
+	if _, err := annotation.Selector(v); err != nil {
+		return "is not a valid label selector (" + err.Error() + "), so it selects no config"
 	}
 	return ""
 }

@@ -422,6 +422,13 @@ spec:
 			},
 		},
 		{
+			name:      "an invalid label selector",
+			manifests: configs + web(`{ripple.dev/configmap-selector: "team in (a"}`, `{ripple.dev/secret-selector: "team=a"}`),
+			want: []Finding{
+				{Warning, "Deployment shop/web", "ripple.dev/configmap-selector", `annotation "ripple.dev/configmap-selector": "team in (a" is not a valid label selector (unable to parse requirement: found '', expected: ',' or ')'), so it selects no config`},
+			},
+		},
+		{
 			name: "keys on the wrong kind of object",
 			manifests: web(
 				`{reloader.stakater.com/match: "true", reloader.stakater.com/rollout-strategy: restart}`,

@@ -140,6 +140,10 @@ type Workload struct {
 	// of the namespace: the gather matched none of it and said why in
 	// Invalid, and the plan ignores it whole.
 	OverBudget []refs.Kind
+	// TooBroad are the label-selector annotations that select more than
+	// annotation.MaxSelected configs: the gather selected none of them,
+	// and the plan ignores them (selector.go).
+	TooBroad []TooBroad
 	// RollsWithTemplate is set when a change of the pod template by anyone
 	// starts new pods (not a CronJob's or a Job's): template.go.
 	RollsWithTemplate bool
@@ -174,6 +178,8 @@ type Source struct {
 	// UID is the source object's.
 	UID         types.UID
 	Annotations map[string]string
+	// Labels are the source's, which a workload's label selector matches.
+	Labels map[string]string
 	// Digest is the Reloader digest of its data.
 	Digest string
 	// Keys are the per-key digests of a ConfigMap's or Secret's data.
@@ -624,6 +630,7 @@ func (p *Plan) finish(in Input) {
 	revertNotices(in, p)
 	recordNotices(p)
 	warningNotices(p)
+	tooBroadNotices(in, p)
 }
 
 func appendNonEmpty(list []string, s string) []string {

@@ -37,6 +37,9 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		for _, err := range p.Invalid {
 			warnings = append(warnings, err.Error())
 		}
+		if p.SelectorInvalid != nil {
+			warnings = append(warnings, p.SelectorInvalid.Error())
+		}
 		wv.policies[kind] = p
 	}
 	var err error
@@ -79,7 +82,7 @@ type view struct {
 // Reloads reports whether a change of src reloads the workload under its
 // annotations, whatever was applied before: webhook mode names these.
 func Reloads(s Settings, w Workload, src Source) bool {
-	d, container := decision(s, w, src, kindPolicy(s.Keys, src.Ref.Kind, w))
+	d, container := decision(s, w, src, kindPolicy(s.Keys, src.Ref.Kind, w), false)
 	return d.Reload && container != ""
 }
 
@@ -89,6 +92,9 @@ func kindPolicy(keys annotation.Keys, kind refs.Kind, w Workload) annotation.Pol
 	p := annotation.Parse(keys, kind, w.Annotations, w.Template.Annotations)
 	if slices.Contains(w.OverBudget, kind) {
 		p.Named = nil
+	}
+	if slices.ContainsFunc(w.TooBroad, func(tb TooBroad) bool { return tb.Kind == kind }) {
+		p.Selector = nil
 	}
 	return p
 }
@@ -105,8 +111,9 @@ func keyTables(sources []Source) iter.Seq2[refs.Ref, digest.KeyTable] {
 }
 
 // decision decides whether src reloads the workload, and the container a
-// reload is written on.
-func decision(s Settings, w Workload, src Source, policy annotation.Policy) (decide.Decision, string) {
+// reload is written on; applied tells whether the workload shows a digest
+// of src (a label selector's config gone is known by it alone).
+func decision(s Settings, w Workload, src Source, policy annotation.Policy, applied bool) (decide.Decision, string) {
 	container, referenced := refs.Target(&w.Template.Spec, src.Ref)
 	field := ""
 	if !referenced {
@@ -119,10 +126,11 @@ func decision(s Settings, w Workload, src Source, policy annotation.Policy) (dec
 	return decide.Decide(decide.Input{
 		Keys:          s.Keys,
 		Policy:        policy,
-		Source:        decide.Source{Ref: src.Ref, Annotations: src.Annotations},
+		Source:        decide.Source{Ref: src.Ref, Annotations: src.Annotations, Labels: src.Labels, Found: src.Found},
 		Referenced:    referenced,
 		Field:         field,
 		AutoReloadAll: s.AutoReloadAll,
+		Applied:       applied,
 	}), container
 }
 
@@ -138,7 +146,7 @@ func Uses(w Workload) []refs.Use {
 
 // source plans one source; the change is nil when it does not roll.
 func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
-	d, container := decision(in.Settings, in.Workload, src, wv.policies[src.Ref.Kind])
+	d, container := decision(in.Settings, in.Workload, src, wv.policies[src.Ref.Kind], wv.shows(in, src.Ref))
 	sp := SourcePlan{Ref: src.Ref, State: NotReloading, Decision: d}
 	if !sp.Decision.Reload || container == "" {
 		return sp, nil
@@ -161,7 +169,7 @@ func source(in Input, src Source, wv view) (SourcePlan, *strategy.Change) {
 		rolledBack(wv, src, &sp)
 		reverted(wv, &sp, shown)
 	} else {
-		sp.State, sp.Digest = gone(in, src, ok)
+		sp.State, sp.Digest = gone(in, src, ok, d.Reason == decide.SelectorMatch)
 	}
 	if sp.State != Changed && sp.State != Created && sp.State != Deleted {
 		return sp, nil
@@ -200,7 +208,7 @@ func found(in Input, src Source, wv view, sp *SourcePlan, last string, ok bool) 
 		sp.State, sp.Digest, sp.means = Unchanged, last, sum
 	case ok:
 		sp.State = Changed
-	case created(in, src):
+	case created(in, src, sp.Decision.Reason == decide.SelectorMatch):
 		sp.State = Created
 	default:
 		// A source seen for the first time is a baseline, not a change.
@@ -216,12 +224,14 @@ func existedAt(w Workload, t time.Time) bool {
 }
 
 // gone is the state and digest of a source that does not exist; ok tells
-// whether a digest was applied.
-func gone(in Input, src Source, ok bool) (State, string) {
+// whether a digest was applied. A config a label selector had selected
+// left the selection: that is a change of what the workload reads, so it
+// rolls as --reload-on-delete rolls a named one (selector.go).
+func gone(in Input, src Source, ok, selected bool) (State, string) {
 	switch {
 	case src.Ref.Kind == refs.SecretProviderClass:
 		return Untracked, "" // the driver keeps serving what it mounted
-	case ok && in.ReloadOnDelete:
+	case ok && (in.ReloadOnDelete || selected):
 		return Deleted, digest.DeleteMarker
 	case ok:
 		return Missing, ""
@@ -252,8 +262,10 @@ func ambiguousRefs(in Input) map[refs.Ref]bool {
 // change: it was created after the workload, and after Ripple started
 // unless --sync-after-restart is set. Timestamps have one-second
 // granularity, so a source and a workload applied together do not count.
-func created(in Input, src Source) bool {
-	if !in.ReloadOnCreate || !src.Created.After(in.Workload.Created) {
+// A config a label selector selects (selected) needs no flag: its
+// creation adds to what the workload reads (selector.go).
+func created(in Input, src Source, selected bool) bool {
+	if (!in.ReloadOnCreate && !selected) || !src.Created.After(in.Workload.Created) {
 		return false
 	}
 	return in.SyncAfterRestart || !src.Created.Before(in.Started.Truncate(time.Second))

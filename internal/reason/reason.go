@@ -51,6 +51,7 @@ const (
 	PodsEvicted        Reason = "PodsEvicted"
 	PodsRestarted      Reason = "PodsRestarted"
 	EvictionBlocked    Reason = "EvictionBlocked"
+	SelectorTooBroad   Reason = "SelectorTooBroad"
 )
 
 // The reasons of where a workload stands (internal/standing) that no
@@ -130,6 +131,8 @@ func All() []Info {
 		{Reason: ApprovalSuperseded, Event: true, Warning: true, Log: "approval not applied: superseded",
 			When: "An approval named a digest that is no longer the pending one (the config changed again since, its data was written again after the approval, or nothing was pending), or it expired (--approval-max-age, no time, a time in the future): not applied, removed."},
 		{Reason: InvalidAnnotation, Event: true, Warning: true, Log: "invalid annotation", Debug: true, When: "An annotation value was invalid, or a declared kind's object names more configs in its refs than are read; the message names it."},
+		{Reason: SelectorTooBroad, Event: true, Warning: true, Log: "label selector refused: it selects too many configs", Debug: true,
+			When: "A workload's ripple.dev/configmap-selector or secret-selector selects more than 100 configs of its namespace: refused whole, no config reloads the workload by it, while its other configs still do; the message names the annotation and the count (docs/selectors.md)."},
 		{Reason: RolloutQueued, Event: true, Log: "waiting for a rollout slot", NotRolled: true,
 			When: "The rollout waits for a slot (--max-concurrent-rollouts, --max-concurrent-rollouts-per-namespace); once per wait."},
 		{Reason: RolloutComplete, Event: true, Log: "rollout complete", When: "A rollout Ripple started completed."},
