@@ -179,10 +179,8 @@ func DefaultKeys(prefix string) Keys {
 		CanaryRecord: prefix + "/canary-record",
 		CanaryQuery:  prefix + "/canary-query",
 
-		AckRollouts:       prefix + "/ack-rollouts",
-		MaxRollouts:       prefix + "/max-rollouts",
-		RestartPods:       prefix + "/restart-pods",
-		SharedWith:        prefix + "/shared-with",
+		AckRollouts: prefix + "/ack-rollouts", MaxRollouts: prefix + "/max-rollouts",
+		RestartPods: prefix + "/restart-pods", SharedWith: prefix + "/shared-with",
 		ConfigMapSelector: prefix + "/configmap-selector", SecretSelector: prefix + "/secret-selector",
 	}
 }
