@@ -162,7 +162,7 @@ func (w *world) reconcile(kind, name string) ctrl.Result {
 func (w *world) restart(kind, name string) ctrl.Result {
 	w.t.Helper()
 	k := workload.Ref{Kind: kind, Namespace: ns, Name: name}
-	if _, ok := w.deps.Memory.Restart(k); !ok {
+	if _, _, ok := w.deps.Memory.Restart(k); !ok {
 		return ctrl.Result{}
 	}
 	res, err := w.deps.restarts.Reconcile(w.t.Context(), k)

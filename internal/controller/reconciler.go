@@ -134,7 +134,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, outcome{}, err
 	}
 	if rst := in.Workload.Restart; isRestarting(r.Kind, rst) {
-		r.restarts.feed(r.key(req.NamespacedName), rst) // its steps are the restarter's
+		r.restarts.feed(r.key(req.NamespacedName), rst, "") // its steps are the restarter's
 	}
 	return r.converge(ctx, r.key(req.NamespacedName), obj, in)
 }
@@ -203,7 +203,7 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 	}
 	w.Skipped = res.Skipped != ""
 	if rst := p.Update.Restart; rst != nil && p.Writes() && !w.Skipped && isRestarting(r.Kind, *rst) {
-		r.restarts.feed(key, *rst)
+		r.restarts.feed(key, *rst, w.StaleVersion)
 	}
 	now := r.Clock.Now()
 	m := r.Memory.Update(key, func(m plan.Memory) plan.Memory { return m.Wrote(p, w, now) })

@@ -300,7 +300,7 @@ func TestRestarterOwnsTheSteps(t *testing.T) {
 	if n := lists.Load(); n != 0 {
 		t.Fatalf("%d pod lists by the workload reconciles, want none", n)
 	}
-	if _, fed := w.deps.Memory.Restart(k); !fed {
+	if _, _, fed := w.deps.Memory.Restart(k); !fed {
 		t.Fatal("the restart was not fed to the restarter")
 	}
 	res, err := w.deps.restarts.Reconcile(t.Context(), k)
@@ -318,8 +318,54 @@ func TestRestarterOwnsTheSteps(t *testing.T) {
 	if res, err := w.deps.restarts.Reconcile(t.Context(), k); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("restarter after the time was removed: %v, requeue %s; want done", err, res.RequeueAfter)
 	}
-	if _, fed := w.deps.Memory.Restart(k); fed {
+	if _, _, fed := w.deps.Memory.Restart(k); fed {
 		t.Error("a restart whose time is gone is still kept")
+	}
+}
+
+// The restarter fed by the write that recorded a restart may read a
+// cache that does not show the write yet: it keeps the restart and looks
+// again rather than take the missing restart time for its end, so a
+// reconcile that fed the same restart meanwhile is not undone.
+func TestRestarterWaitsForItsWriteInTheCache(t *testing.T) {
+	var stale atomic.Pointer[appsv1.Deployment]
+	w := restartWorld(t, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			if old := stale.Load(); old != nil {
+				old.DeepCopyInto(d)
+				return nil
+			}
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	before := &appsv1.Deployment{}
+	if err := w.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, before); err != nil {
+		t.Fatal(err)
+	}
+	w.change("Deployment", "v2")
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}
+	k := workload.Ref{Kind: "Deployment", Namespace: ns, Name: "web"}
+	if _, err := w.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, fed := w.deps.Memory.Restart(k); !fed {
+		t.Fatal("the write did not feed its restart to the restarter")
+	}
+	w.clk.Step(time.Second)
+	stale.Store(before)
+	res, err := w.deps.restarts.Reconcile(t.Context(), k)
+	if err != nil || res.RequeueAfter != podrestart.Poll {
+		t.Fatalf("restarter on a cache without the write: %v, requeue %s; want it looked at again in %s", err, res.RequeueAfter, podrestart.Poll)
+	}
+	if _, _, fed := w.deps.Memory.Restart(k); !fed {
+		t.Fatal("the restart was forgotten on a cache that does not show its write")
+	}
+	stale.Store(nil)
+	if _, err := w.deps.restarts.Reconcile(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.pods()) != 1 {
+		t.Errorf("pods %v once the cache shows the write; want one evicted", w.pods())
 	}
 }
 
@@ -336,7 +382,7 @@ func TestDeletedMidRestartIsForgotten(t *testing.T) {
 			if _, err := w.recs["Deployment"].Reconcile(t.Context(), req); err != nil {
 				t.Fatal(err)
 			}
-			rst, fed := w.deps.Memory.Restart(k)
+			rst, _, fed := w.deps.Memory.Restart(k)
 			if !fed {
 				t.Fatal("the restart was not fed to the restarter")
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/ripple-dev/ripple/internal/podrestart"
 	"github.com/ripple-dev/ripple/internal/workload"
 )
 
@@ -65,12 +66,13 @@ func (p *restarter) start(_ context.Context, q workqueue.TypedRateLimitingInterf
 	return nil
 }
 
-// feed gives the restarter the restart rst of workload k, in progress.
-func (p *restarter) feed(k workload.Ref, rst workload.Restart) {
+// feed gives the restarter the restart rst of workload k, in progress:
+// written on the resourceVersion stale, or read (stale empty).
+func (p *restarter) feed(k workload.Ref, rst workload.Restart, stale string) {
 	if p == nil {
 		return
 	}
-	p.Memory.KeepRestart(k, rst)
+	p.Memory.KeepRestart(k, rst, stale)
 	p.enqueue(k, 0)
 }
 
@@ -87,12 +89,13 @@ func (p *restarter) enqueue(k workload.Ref, d time.Duration) {
 // Reconcile takes the next step of k's pod restart, if it still has one
 // at the time fed: a workload gone, or whose restarted-at annotation no
 // longer holds that time (done, or a newer reload's, which its reconcile
-// feeds), is forgotten or left.
+// feeds), is forgotten or left. A cached copy that does not show the
+// restart's write yet is looked at again: it is no sign of an end.
 func (p *restarter) Reconcile(ctx context.Context, k workload.Ref) (reconcile.Result, error) {
 	p.mu.Lock()
 	r := p.recs[k.Kind]
 	p.mu.Unlock()
-	rst, ok := p.Memory.Restart(k)
+	rst, stale, ok := p.Memory.Restart(k)
 	if r == nil || !ok {
 		return reconcile.Result{}, nil
 	}
@@ -105,10 +108,13 @@ func (p *restarter) Reconcile(ctx context.Context, k workload.Ref) (reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if obj.GetResourceVersion() == stale {
+		return reconcile.Result{RequeueAfter: podrestart.Poll}, nil
+	}
 	at, err := time.Parse(time.RFC3339, obj.GetAnnotations()[r.Settings.Keys.RestartedAt])
 	switch {
 	case err != nil:
-		p.Memory.ForgetPods(k) // its restart is over
+		p.Memory.ForgetRestart(k, rst.At) // its restart is over
 		return reconcile.Result{}, nil
 	case !at.Equal(rst.At):
 		return reconcile.Result{}, nil // another reload's, fed by its reconcile

@@ -223,13 +223,14 @@ func (s *Store) Answer(k workload.Ref, at time.Time, uid types.UID, t time.Time,
 }
 
 // KeepRestart keeps rst, the restart in progress of k, for the
-// restarter; what is remembered of the pods of an earlier restart is
-// dropped.
-func (s *Store) KeepRestart(k workload.Ref, rst workload.Restart) {
+// restarter, with the resourceVersion its write was made on (stale; empty
+// when it was read, not written); what is remembered of the pods of an
+// earlier restart is dropped.
+func (s *Store) KeepRestart(k workload.Ref, rst workload.Restart, stale string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.podsAt(k, rst.At)
-	m.Restart = rst
+	m.Restart, m.StaleVersion = rst, stale
 	s.pods[k] = m
 }
 
@@ -242,13 +243,24 @@ func (s *Store) podsAt(k workload.Ref, at time.Time) podrestart.Memory {
 	return s.pods[k].For(at)
 }
 
-// Restart returns the restart in progress of k kept by KeepRestart;
-// false when there is none.
-func (s *Store) Restart(k workload.Ref) (workload.Restart, bool) {
+// Restart returns the restart in progress of k kept by KeepRestart, and
+// the resourceVersion its write was made on; false when there is none.
+func (s *Store) Restart(k workload.Ref) (rst workload.Restart, stale string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.pods[k]
-	return m.Restart, ok && m.Restart.At.Equal(m.At) && !m.At.IsZero()
+	return m.Restart, m.StaleVersion, ok && m.Restart.At.Equal(m.At) && !m.At.IsZero()
+}
+
+// ForgetRestart drops what Ripple remembers of the pods of k if it is of
+// the restart at at: that restart is over, and a newer one kept since is
+// not.
+func (s *Store) ForgetRestart(k workload.Ref, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pods[k].At.Equal(at) {
+		delete(s.pods, k)
+	}
 }
 
 // ForgetPods drops what Ripple remembers of the pods of k: its restart is

@@ -24,7 +24,11 @@ type Memory struct {
 	// Restart is the restart as the workload's reconcile resolved it (its
 	// method, pace and action), which the restarter carries out.
 	Restart workload.Restart
-	Pods    map[types.UID]PodMemory
+	// StaleVersion is the workload's resourceVersion the restart's write
+	// was made on: a cached copy still at it does not show the restart
+	// time yet, so it says nothing of whether the restart is over.
+	StaleVersion string
+	Pods         map[types.UID]PodMemory
 }
 
 // PodMemory is what Ripple remembers of one pod in a restart.
