@@ -326,7 +326,8 @@ func TestRestarterOwnsTheSteps(t *testing.T) {
 // The restarter fed by the write that recorded a restart may read a
 // cache that does not show the write yet: it keeps the restart and looks
 // again rather than take the missing restart time for its end, so a
-// reconcile that fed the same restart meanwhile is not undone.
+// reconcile that fed the same restart meanwhile is not undone; a cache
+// that shows the time goes on.
 func TestRestarterWaitsForItsWriteInTheCache(t *testing.T) {
 	var stale atomic.Pointer[appsv1.Deployment]
 	w := restartWorld(t, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -360,7 +361,15 @@ func TestRestarterWaitsForItsWriteInTheCache(t *testing.T) {
 	if _, _, fed := w.deps.Memory.Restart(k); !fed {
 		t.Fatal("the restart was forgotten on a cache that does not show its write")
 	}
+	// Once the cache shows the time, the restart goes on, even at the
+	// version it was fed with (a write that changed nothing).
 	stale.Store(nil)
+	d := &appsv1.Deployment{}
+	if err := w.c.Get(t.Context(), req.NamespacedName, d); err != nil {
+		t.Fatal(err)
+	}
+	rst, _, _ := w.deps.Memory.Restart(k)
+	w.deps.Memory.KeepRestart(k, rst, d.ResourceVersion)
 	if _, err := w.deps.restarts.Reconcile(t.Context(), k); err != nil {
 		t.Fatal(err)
 	}

@@ -108,11 +108,12 @@ func (p *restarter) Reconcile(ctx context.Context, k workload.Ref) (reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if obj.GetResourceVersion() == stale {
-		return reconcile.Result{RequeueAfter: podrestart.Poll}, nil
-	}
 	at, err := time.Parse(time.RFC3339, obj.GetAnnotations()[r.Settings.Keys.RestartedAt])
 	switch {
+	case (err != nil || !at.Equal(rst.At)) && obj.GetResourceVersion() == stale:
+		// Not in the cache yet. (A write that changed nothing leaves the
+		// version as it was, but then the time is there.)
+		return reconcile.Result{RequeueAfter: podrestart.Poll}, nil
 	case err != nil:
 		p.Memory.ForgetRestart(k, rst.At) // its restart is over
 		return reconcile.Result{}, nil
