@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -48,5 +49,23 @@ func TestSettingsUnread(t *testing.T) {
 	var u *metainfo.Unreadable
 	if _, _, err := f.settings(t.Context(), c, "ripple", nil); !errors.As(err, &u) || !strings.Contains(err.Error(), "needs get on configmaps in namespace ripple") {
 		t.Errorf("settings without a writer (approve): %v, want an error naming the permission", err)
+	}
+}
+
+// The commands read as kubectl does: its rate limits unless the
+// kubeconfig's own are set.
+func TestKubectlRates(t *testing.T) {
+	for _, tc := range []struct {
+		in, want rest.Config
+	}{
+		{rest.Config{}, rest.Config{QPS: 50, Burst: 300}},
+		{rest.Config{QPS: 7, Burst: 9}, rest.Config{QPS: 7, Burst: 9}},
+		{rest.Config{QPS: -1}, rest.Config{QPS: -1, Burst: 300}},
+	} {
+		rc := tc.in
+		kubectlRates(&rc)
+		if rc.QPS != tc.want.QPS || rc.Burst != tc.want.Burst {
+			t.Errorf("kubectlRates(QPS %v, burst %d) = %v, %d; want %v, %d", tc.in.QPS, tc.in.Burst, rc.QPS, rc.Burst, tc.want.QPS, tc.want.Burst)
+		}
 	}
 }
