@@ -133,6 +133,12 @@ func (c *Cluster) components(kwokConfig string) []component {
 			// Fast reaction matters more than efficiency on a test cluster.
 			"--concurrent-deployment-syncs=10",
 			"--concurrent-replicaset-syncs=10",
+			// Its default of 20 requests a second, not the CPU, is what
+			// held rollouts back when tests roll fleets at once (kwokctl
+			// lifts it too); the API server's priority and fairness still
+			// bounds it.
+			"--kube-api-qps=1000",
+			"--kube-api-burst=2000",
 			"--node-monitor-grace-period=60s",
 		}},
 		{"kube-scheduler", []string{
@@ -142,6 +148,8 @@ func (c *Cluster) components(kwokConfig string) []component {
 			"--bind-address=127.0.0.1",
 			"--secure-port=0",
 			"--leader-elect=false",
+			"--kube-api-qps=1000", // as the controller-manager's
+			"--kube-api-burst=2000",
 		}},
 		{"kwok", []string{
 			"--kubeconfig=" + c.Kubeconfig,

@@ -24,6 +24,7 @@ import (
 // bake's end either. Ripple is killed (kill -9) during the bake before the
 // restart: the gate resumes with the bake, and nothing rolls early or twice.
 func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
+	t.Parallel()
 	const fleet, bake = 3, 30 * time.Second
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -138,6 +139,7 @@ func queryGateRipple(t *testing.T, ns string, prom *kit.Prometheus) *ripple {
 // seen, nor the pods of a workload d00-x beside the canary d00. The
 // chart's NetworkPolicy for this Prometheus lets Ripple reach it.
 func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
+	t.Parallel()
 	const fleet, bake = 3, 40 * time.Second
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -183,6 +185,7 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 // the bake and within an evaluation of its end, across a kill -9 of
 // Ripple in the bake.
 func TestCanaryQueryGatePasses(t *testing.T) {
+	t.Parallel()
 	const fleet, bake = 3, 20 * time.Second
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)

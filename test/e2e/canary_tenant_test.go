@@ -26,6 +26,7 @@ import (
 // but scaled to zero is not chosen (it would pass at once). The bad change
 // halts on d00, a Deployment with pods, and nothing else rolls.
 func TestCanaryATenantCannotLoosen(t *testing.T) {
+	t.Parallel()
 	const fleet = 3
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -65,6 +66,7 @@ func TestCanaryATenantCannotLoosen(t *testing.T) {
 // does not hold it forever: past --rollout-timeout the change halts, says
 // why, and alerts as any halt does; the other workloads roll nothing.
 func TestCanaryThatNeverAppliesHalts(t *testing.T) {
+	t.Parallel()
 	const fleet, timeout = 3, 20 * time.Second
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)

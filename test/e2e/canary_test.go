@@ -49,6 +49,7 @@ const (
 // chart's write policy, and each held Deployment is told why. The fix (quota lifted, data changed again) rolls all 50, the
 // held ones exactly once.
 func TestCanaryHaltsABadChange(t *testing.T) {
+	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, canaryFleet, "5s")
@@ -113,6 +114,7 @@ func TestCanaryHaltsABadChange(t *testing.T) {
 // controller does not time out a rollout after NewReplicaSetAvailable, so
 // --rollout-timeout halts it.)
 func TestCanaryResume(t *testing.T) {
+	t.Parallel()
 	const fleet = 3
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -169,6 +171,7 @@ func TestCanaryResume(t *testing.T) {
 // to the change's ConfigRollout (Halted, the record deleted) and rolls
 // nothing more; the fix rolls every held Deployment once.
 func TestCanaryHaltCarriedOverAnUpgrade(t *testing.T) {
+	t.Parallel()
 	const fleet = 3
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
@@ -270,6 +273,7 @@ func blockNewPods(t *testing.T, cs kubernetes.Interface, ns string, n int) strin
 // the bake (a kill -9 of Ripple during the bake changes nothing), then at
 // once: the first of them within 2 s of the bake's end. All 50 roll once.
 func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
+	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	cm := createCanaryFleet(t, cs, ns, canaryFleet, "10s")

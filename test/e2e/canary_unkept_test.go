@@ -32,6 +32,7 @@ const unkeptFleet = 20
 // 19 are told so and stay at revision 1. The ConfigMap was told of the
 // hold once.
 func TestCanaryUnkeptHoldsUntilTheCRD(t *testing.T) {
+	t.Parallel()
 	fc := ownCluster(t, "a cluster without the ConfigRollout CRD")
 	cs := kubernetes.NewForConfigOrDie(fc.Config)
 	ns := newNamespace(t, cs)

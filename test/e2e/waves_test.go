@@ -49,6 +49,7 @@ const (
 // Reloaded and RolloutComplete Events. A Deployment whose rollout stalls
 // (progress deadline exceeded) is reported by a RolloutStalled Event.
 func TestRolloutWaves(t *testing.T) {
+	t.Parallel()
 	cs := kubernetes.NewForConfigOrDie(kc.Config)
 	ns := newNamespace(t, cs)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: waveSecret}, StringData: map[string]string{"token": "v1"}}
