@@ -145,7 +145,7 @@ test-e2e: tools build | $(TEST_JSON) ## End-to-end tests on the full local clust
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) -count=1 -parallel 16 -timeout 30m ./test/e2e/...
 
 .PHONY: test-hostile
-test-hostile: tools build | $(TEST_JSON) ## The hostile-tenant tier: a tenant with edit rights in its namespaces attacks Ripple on a local cluster of its own (about a minute).
+test-hostile: tools build | $(TEST_JSON) ## The hostile-tenant tier: a tenant with edit rights in its namespaces attacks Ripple on a local cluster of its own (4 to 5 minutes).
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) RIPPLE_BINARY=$(BIN)/ripple $(TIMED) $(GOTEST) -count=1 -timeout 10m ./test/hostile/...
 
 # The real-kubelet tier runs a kubelet as root, fenced in a mount
