@@ -35,7 +35,7 @@ CONTROLLER_GEN         := $(abspath $(shell go env GOCACHE)/../ripple-k8s/contro
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-24s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-24s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
 tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, kubectl, kubelet, etcd, kwok and helm (cached; ~17 min the first time on 2 cores).
@@ -159,7 +159,7 @@ test-chart: tools | $(TEST_JSON) ## Helm chart tests: lint, schema, golden files
 	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(TIMED) $(GOTEST) -count=1 -timeout 20m ./test/chart/...
 
 .PHONY: test-docs
-test-docs: | $(TEST_JSON) ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code, and what they say of the Makefile holds (no cluster; 1-2 min).
+test-docs: | $(TEST_JSON) ## Docs check: every flag, annotation, metric and Event reason README.md and docs/ name exists in the code, and what they say of the Makefile holds (no cluster; under a minute).
 	$(TIMED) $(GOTEST) -count=1 ./test/docs/...
 
 FUZZTIME ?= 30s

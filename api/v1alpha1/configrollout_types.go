@@ -115,7 +115,8 @@ type ConfigRolloutSpec struct {
 	Config ConfigReference `json:"config"`
 	// Revision names the config's data: a digest keyed with the install's
 	// key and bound to the config, so that it tells nothing of the data to
-	// whoever reads it.
+	// whoever reads it. Without the key, a ConfigMap's revision is an
+	// unkeyed SHA-256 and a Secret's change has no ConfigRollout.
 	// +kubebuilder:validation:MaxLength=64
 	Revision string `json:"revision"`
 }
