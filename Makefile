@@ -101,7 +101,7 @@ $(GOLANGCI_LINT):
 # internal/... (cmd/ and hack/ are tested too, but not counted): the profile
 # is kept for `go tool cover -html=bin/coverage-unit.out`.
 UNIT_COVER := $(BIN)/coverage-unit.out
-UNIT_PKGS  := ./internal/... ./cmd/... ./hack/bench/... ./hack/soak/... ./hack/vulncheck/...
+UNIT_PKGS  := ./internal/... ./cmd/... ./hack/bench/... ./hack/soak/... ./hack/vulncheck/... ./hack/testfailures/...
 
 $(TEST_JSON):
 	@mkdir -p $@
@@ -200,11 +200,16 @@ fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag pa
 # bakes and rollouts, so two of them share the two cores; beside the first
 # phase's compiles, the cores starve their API servers and those bounds
 # fail.
+# A failed e2e test prints Ripple's log after its own messages, and CI
+# shows the end of the output: a failed phase ends by naming its failed
+# tests with their messages.
+FAILED = { echo "== the failed tests"; go run ./hack/testfailures $(TEST_JSON)/*.json; exit 1; }
+
 .PHONY: test
 test: tools build ## Everything CI runs, in two phases of two lanes: vet, unit (with -race), docs and image beside chart and vulncheck; then e2e and hostile-tenant beside integration and real-kubelet (each tier prints its time; the end, the slowest 10 tests and the total).
 	@rm -rf $(TEST_JSON)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-checks test-lane-chart
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-e2e test-lane-clusters
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-checks test-lane-chart || $(FAILED)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-e2e test-lane-clusters || $(FAILED)
 	@echo "== the slowest 10 tests"
 	@cat $(TEST_JSON)/*.json | $(GOTESTSUM) tool slowest --num 10
 	@echo "== make test passed in $$(( ($$(date +%s) - $(MAKE_START)) / 60 ))m$$(( ($$(date +%s) - $(MAKE_START)) % 60 ))s"

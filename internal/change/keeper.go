@@ -865,8 +865,8 @@ func (k *Keeper) takeNotice(key Key) bool {
 // status (canary.Verdict): the pod gate so far.
 type Gate interface {
 	// Judge is the gate's verdict on the canaries of key's change, which
-	// bakes; its first call starts what it needs (a watch).
-	Judge(ctx context.Context, key Key, canaries []workload.Ref) canary.Verdict
+	// bakes since then; its first call starts what it needs (a watch).
+	Judge(ctx context.Context, key Key, since time.Time, canaries []workload.Ref) canary.Verdict
 	// Done ends what the gate keeps of key's change: its bake ended.
 	Done(key Key)
 }
@@ -882,7 +882,7 @@ func (k *Keeper) judge(ctx context.Context, key Key, st *v1alpha1.CanaryStatus) 
 	}
 	out := make([]canary.Verdict, 0, len(k.Gates))
 	for _, g := range k.Gates {
-		out = append(out, g.Judge(ctx, key, canaries))
+		out = append(out, g.Judge(ctx, key, st.Since.Time, canaries))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,6 +87,12 @@ func (g *podGate) listSlots() chan struct{} {
 // canary's pods, or stopped): a gate that cannot see holds the change
 // rather than pass it.
 type podWatch struct {
+	// since is when the bake started (status.canary.since, to the
+	// second, rounded up): a pod first seen with a container whose last
+	// run ended in that second or later restarted during the bake, while
+	// Ripple did not watch (before its list, or while it was down).
+	since time.Time
+
 	mu           sync.Mutex
 	signal, hold string
 	// pods are the records of each canary's pods: until each has listed
@@ -106,9 +113,9 @@ func (w *podWatch) held(why string) {
 	}
 }
 
-// Judge starts watching the pods of key's canaries, once, and returns the
-// first signal since.
-func (g *podGate) Judge(ctx context.Context, key Key, canaries []workload.Ref) canary.Verdict {
+// Judge starts watching the pods of key's canaries, whose bake started at
+// since, once, and returns the first signal since.
+func (g *podGate) Judge(ctx context.Context, key Key, since time.Time, canaries []workload.Ref) canary.Verdict {
 	base := g.base()
 	if base == nil {
 		return canary.Verdict{Gate: canary.GatePods, Hold: "the change controller has not started"}
@@ -118,6 +125,7 @@ func (g *podGate) Judge(ctx context.Context, key Key, canaries []workload.Ref) c
 		return canary.Verdict{Gate: canary.GatePods, Hold: busy}
 	}
 	if wctx != nil { // a new watch: not watched since an earlier look
+		w.since = since
 		if n := g.kept.Load(); n >= maxPodRecords {
 			g.watches.done(key) // not started: the next look tries again
 			return canary.Verdict{Gate: canary.GatePods, Hold: fmt.Sprintf(
@@ -275,10 +283,11 @@ type containerRecord struct {
 	restarts     int32
 	crashLooping bool
 	// reason and exitCode are its last termination's (terminated), for
-	// the signal's message.
+	// the signal's message; finished is when that run ended.
 	terminated bool
 	reason     string
 	exitCode   int32
+	finished   time.Time
 }
 
 // podSeen is a pod as the gate judged it: whether the canary owns it and
@@ -321,7 +330,7 @@ func recordOf(p *corev1.Pod) podRecord {
 		c := containerRecord{name: cut(st.Name, maxContainerName), restarts: st.RestartCount,
 			crashLooping: st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff"}
 		if t := st.LastTerminationState.Terminated; t != nil {
-			c.terminated, c.reason, c.exitCode = true, cut(t.Reason, maxReason), t.ExitCode
+			c.terminated, c.reason, c.exitCode, c.finished = true, cut(t.Reason, maxReason), t.ExitCode, t.FinishedAt.Time
 		}
 		r.containers[i] = c
 	}
@@ -451,7 +460,16 @@ func (s *podRecords) forget(name string) {
 // judge fails the gate if name's pod, from old to cur, says so (the
 // first signal only). s.mu is held.
 func (s *podRecords) judge(name string, old, cur podRecord) bool {
-	sig := podSignal(old, cur)
+	return s.fail(name, podSignal(old, cur, s.w.since))
+}
+
+// judgeFirst fails the gate if name's pod, seen for the first time, says
+// so. s.mu is held.
+func (s *podRecords) judgeFirst(name string, cur podRecord) bool {
+	return s.fail(name, podSignal(podRecord{}, cur, s.w.since))
+}
+
+func (s *podRecords) fail(name, sig string) bool {
 	return sig != "" && s.w.saw(fmt.Sprintf("%s %q: pod %s %s", s.canary.Kind, s.canary.Name, name, sig))
 }
 
@@ -490,6 +508,7 @@ func (s *podRecords) update(obj any, added bool) bool {
 		if !s.keep(seen.Name, seen.rec) {
 			return true
 		}
+		return s.judgeFirst(seen.Name, seen.rec)
 	case had: // released
 		s.forget(seen.Name)
 		s.strays++
@@ -545,7 +564,8 @@ func (s *podRecords) replace(items []any) bool {
 			if !s.keep(seen.Name, seen.rec) {
 				return true
 			}
-			if was, ok := old[seen.Name]; ok && s.judge(seen.Name, was, seen.rec) {
+			was, ok := old[seen.Name]
+			if ok && s.judge(seen.Name, was, seen.rec) || !ok && s.judgeFirst(seen.Name, seen.rec) {
 				news = true
 			}
 		}
@@ -583,11 +603,13 @@ func (s *podRecords) count() (records, strays int) {
 	return len(s.records), s.strays
 }
 
-// podSignal says what, from old to cur, fails the pod gate: a container
-// that restarted (and how it ended), one in CrashLoopBackOff, or the pod
-// turned unready; empty when nothing did. A pod being deleted says
+// podSignal says what, from old to cur, fails the pod gate of a bake
+// that started at since: a container that restarted (and how it ended),
+// one in CrashLoopBackOff, or the pod turned unready; empty when nothing
+// did. A container old does not have (a pod first seen) restarted if its
+// last run ended in since's second or later. A pod being deleted says
 // nothing: a rollout's old pods go that way.
-func podSignal(old, cur podRecord) string {
+func podSignal(old, cur podRecord, since time.Time) string {
 	if cur.deleting {
 		return ""
 	}
@@ -598,7 +620,8 @@ func podSignal(old, cur podRecord) string {
 			b = old.containers[i]
 		}
 		switch {
-		case i >= 0 && c.restarts > b.restarts:
+		case i >= 0 && c.restarts > b.restarts,
+			i < 0 && c.restarts > 0 && c.terminated && !c.finished.Before(since.Add(-time.Second)):
 			return fmt.Sprintf("container %s restarted%s", c.name, c.ended())
 		case c.crashLooping && !b.crashLooping:
 			return fmt.Sprintf("container %s is in CrashLoopBackOff%s", c.name, c.ended())

@@ -98,10 +98,10 @@ func bakeAll(b *testing.B, cs kubernetes.Interface, canaries map[workload.Ref]*a
 	for w := range canaries {
 		key := Key{Namespace: w.Namespace, Config: refs.Ref{Kind: refs.ConfigMap, Name: "config-" + w.Name}}
 		keys = append(keys, key)
-		g.Judge(ctx, key, []workload.Ref{w})
+		g.Judge(ctx, key, time.Time{}, []workload.Ref{w})
 	}
 	for _, key := range keys {
-		for g.Judge(ctx, key, nil).Hold != "" {
+		for g.Judge(ctx, key, time.Time{}, nil).Hold != "" {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}

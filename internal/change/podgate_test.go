@@ -41,9 +41,13 @@ func gatePod(ready bool, restarts int32, waiting string, last *corev1.ContainerS
 // What fails the pod gate: a restart (even one Ready again before the
 // workload's status shows it), CrashLoopBackOff, a pod turned unready;
 // not a pod being deleted (a rollout's old pods), not a pod that stays
-// as it was.
+// as it was. A pod seen for the first time fails it if a container's last
+// run ended in the bake, or it is in CrashLoopBackOff.
 func TestPodSignal(t *testing.T) {
-	oom := &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}
+	since := time.Date(2026, 12, 3, 8, 0, 1, 0, time.UTC) // the bake's start, rounded up to the second
+	oom := &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137, FinishedAt: metav1.NewTime(since.Add(5 * time.Second))}
+	before := &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, FinishedAt: metav1.NewTime(since.Add(-2 * time.Second))}
+	inTheSecond := &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, FinishedAt: metav1.NewTime(since.Add(-time.Second))}
 	deleting := gatePod(false, 0, "", nil)
 	deleting.DeletionTimestamp = &metav1.Time{}
 	for _, tc := range []struct {
@@ -51,6 +55,14 @@ func TestPodSignal(t *testing.T) {
 		old, cur *corev1.Pod
 		want     string
 	}{
+		// First seen (old nil): after a list that came late, or a restart
+		// of Ripple during the bake.
+		{"first seen, restarted in the bake", nil, gatePod(true, 1, "", oom), "container app restarted (OOMKilled, exit code 137)"},
+		{"first seen, restarted in the bake's first second", nil, gatePod(true, 1, "", inTheSecond), "container app restarted (Error, exit code 1)"},
+		{"first seen, restarted before the bake", nil, gatePod(true, 1, "", before), ""},
+		{"first seen, in a crash loop", nil, gatePod(false, 2, "CrashLoopBackOff", before), "container app is in CrashLoopBackOff (Error, exit code 1)"},
+		{"first seen, unready", nil, gatePod(false, 0, "", nil), ""},
+		{"first seen, as it started", nil, gatePod(true, 0, "", nil), ""},
 		{"unchanged", gatePod(true, 0, "", nil), gatePod(true, 0, "", nil), ""},
 		{"restarted, Ready again", gatePod(true, 0, "", nil), gatePod(true, 1, "", oom), "container app restarted (OOMKilled, exit code 137)"},
 		{"crash loop", gatePod(false, 2, "", nil), gatePod(false, 2, "CrashLoopBackOff", oom), "container app is in CrashLoopBackOff (OOMKilled, exit code 137)"},
@@ -60,7 +72,11 @@ func TestPodSignal(t *testing.T) {
 		{"deleted", gatePod(true, 0, "", nil), deleting, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := podSignal(recordOf(tc.old), recordOf(tc.cur)); got != tc.want {
+			var old podRecord
+			if tc.old != nil {
+				old = recordOf(tc.old)
+			}
+			if got := podSignal(old, recordOf(tc.cur), since); got != tc.want {
 				t.Errorf("podSignal = %q, want %q", got, tc.want)
 			}
 		})
@@ -95,17 +111,17 @@ func TestPodGateBoundPerNamespace(t *testing.T) {
 	key := func(ns, name string) Key {
 		return Key{Namespace: ns, Config: refs.Ref{Kind: refs.ConfigMap, Name: name}}
 	}
-	if v := g.Judge(t.Context(), key("tenant", "a"), canaries("tenant", maxBaking)); v.Hold != "" {
+	if v := g.Judge(t.Context(), key("tenant", "a"), time.Time{}, canaries("tenant", maxBaking)); v.Hold != "" {
 		t.Fatalf("the first %d canaries: held %q", maxBaking, v.Hold)
 	}
-	if v := g.Judge(t.Context(), key("tenant", "b"), canaries("tenant", 1)); !strings.Contains(v.Hold, "at most 100 canaries of a namespace") {
+	if v := g.Judge(t.Context(), key("tenant", "b"), time.Time{}, canaries("tenant", 1)); !strings.Contains(v.Hold, "at most 100 canaries of a namespace") {
 		t.Errorf("one canary more in the namespace: hold %q, want the bound", v.Hold)
 	}
-	if v := g.Judge(t.Context(), key("shop", "a"), canaries("shop", 1)); v.Hold != "" {
+	if v := g.Judge(t.Context(), key("shop", "a"), time.Time{}, canaries("shop", 1)); v.Hold != "" {
 		t.Errorf("another namespace held: %q", v.Hold)
 	}
 	g.Done(key("tenant", "a"))
-	if v := g.Judge(t.Context(), key("tenant", "b"), canaries("tenant", 1)); v.Hold != "" {
+	if v := g.Judge(t.Context(), key("tenant", "b"), time.Time{}, canaries("tenant", 1)); v.Hold != "" {
 		t.Errorf("after a bake ended: held %q", v.Hold)
 	}
 }
@@ -145,7 +161,7 @@ func judgeUntil(t *testing.T, g *podGate, key Key, c workload.Ref, done func(can
 	t.Helper()
 	var v canary.Verdict
 	for range 1000 {
-		if v = g.Judge(t.Context(), key, []workload.Ref{c}); done(v) {
+		if v = g.Judge(t.Context(), key, time.Time{}, []workload.Ref{c}); done(v) {
 			return v
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -194,6 +210,47 @@ func TestPodGateKeepsItsOwnPodsOnly(t *testing.T) {
 	}
 }
 
+// A restart the gate's watch did not see happen (before its list, or
+// while Ripple was down) fails it if the container's last run ended
+// after the bake started; one that ended before does not.
+func TestPodGateSeesARestartBeforeItsList(t *testing.T) {
+	since := time.Now().Truncate(time.Second)
+	for _, tc := range []struct {
+		name     string
+		finished time.Time
+		want     string
+	}{
+		{"in the bake", since.Add(3 * time.Second), `Deployment "web": pod web-abc-1 container app restarted (OOMKilled, exit code 137)`},
+		{"before the bake", since.Add(-time.Minute), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, cs, web := gateFixture(t, 0)
+			p, err := cs.CoreV1().Pods("tenant").Get(t.Context(), "web-abc-1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Status.ContainerStatuses[0].RestartCount = 1
+			p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
+				Reason: "OOMKilled", ExitCode: 137, FinishedAt: metav1.NewTime(tc.finished)}
+			if _, err := cs.CoreV1().Pods("tenant").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			key := Key{Namespace: "tenant", Config: refs.Ref{Kind: refs.ConfigMap, Name: "app"}}
+			var v canary.Verdict
+			for range 1000 {
+				if v = g.Judge(t.Context(), key, since, []workload.Ref{web}); v.Hold == "" {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if v.Hold != "" || v.Fail != tc.want {
+				t.Errorf("the gate says %+v once it listed, want it to fail with %q", v, tc.want)
+			}
+			g.Done(key)
+		})
+	}
+}
+
 // A selector that matches far more pods than the canary owns holds the
 // gate, naming the workload and the bound, and its watch stops.
 func TestPodGateHoldsOnStrays(t *testing.T) {
@@ -224,7 +281,7 @@ func TestPodGateCap(t *testing.T) {
 	g, _, web := gateFixture(t, 0)
 	key := Key{Namespace: "tenant", Config: refs.Ref{Kind: refs.ConfigMap, Name: "app"}}
 	g.kept.Store(maxPodRecords)
-	if v := g.Judge(t.Context(), key, []workload.Ref{web}); !strings.Contains(v.Hold, "at most 50000 pods across the cluster") {
+	if v := g.Judge(t.Context(), key, time.Time{}, []workload.Ref{web}); !strings.Contains(v.Hold, "at most 50000 pods across the cluster") {
 		t.Errorf("past the bound: hold %q", v.Hold)
 	}
 	g.kept.Store(maxPodRecords - 1)
@@ -310,7 +367,7 @@ func TestPodGateListsFewAtOnce(t *testing.T) {
 		canaries = append(canaries, workload.Ref{Kind: "Deployment", Namespace: "tenant", Name: fmt.Sprint("web-", i)})
 	}
 	key := Key{Namespace: "tenant", Config: refs.Ref{Kind: refs.ConfigMap, Name: "app"}}
-	for i := 0; g.Judge(t.Context(), key, canaries).Hold != ""; i++ {
+	for i := 0; g.Judge(t.Context(), key, time.Time{}, canaries).Hold != ""; i++ {
 		if i > 1000 {
 			t.Fatal("the watches did not list their pods within 10 s")
 		}

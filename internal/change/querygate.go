@@ -46,7 +46,7 @@ type queryRun struct {
 
 // Judge starts evaluating key's queries, once, and returns what they
 // said since.
-func (g *queryGate) Judge(ctx context.Context, key Key, canaries []workload.Ref) canary.Verdict {
+func (g *queryGate) Judge(ctx context.Context, key Key, _ time.Time, canaries []workload.Ref) canary.Verdict {
 	base := g.base()
 	if base == nil {
 		return canary.Verdict{Gate: canary.GateQuery, Hold: "the change controller has not started"}

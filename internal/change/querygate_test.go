@@ -93,17 +93,17 @@ func TestQueryGateFailsOnTheValue(t *testing.T) {
 	key := changeKey("shop", 0)
 	canaries := []workload.Ref{{Kind: "Deployment", Namespace: "shop", Name: "web"}}
 
-	if v := g.Judge(t.Context(), key, canaries); v.Gate != canary.GateQuery || v.Hold == "" || v.Fail != "" {
+	if v := g.Judge(t.Context(), key, time.Time{}, canaries); v.Gate != canary.GateQuery || v.Hold == "" || v.Fail != "" {
 		t.Errorf("before an evaluation: %+v, want a hold", v)
 	}
 	close(prom.ready)
 	waitLook(t, looks, key)
-	if v := g.Judge(t.Context(), key, canaries); v.Hold != "" || v.Fail != "" {
+	if v := g.Judge(t.Context(), key, time.Time{}, canaries); v.Hold != "" || v.Fail != "" {
 		t.Errorf("with 0.01 < 0.05: %+v, want neither hold nor fail", v)
 	}
 	prom.set(scalar(0.2), nil)
 	waitLook(t, looks, key)
-	v := g.Judge(t.Context(), key, canaries)
+	v := g.Judge(t.Context(), key, time.Time{}, canaries)
 	if !strings.Contains(v.Fail, "the query gave 0.2, which is not < 0.05") {
 		t.Errorf("with 0.2: %+v, want a failure naming the value", v)
 	}
@@ -127,15 +127,15 @@ func TestQueryGateInconclusive(t *testing.T) {
 		g, looks := newQueryGate(t, prom, "sum(up) >= 1", pass)
 		key := changeKey("shop", 0)
 		canaries := []workload.Ref{{Kind: "Deployment", Namespace: "shop", Name: "web"}}
-		g.Judge(t.Context(), key, canaries)
+		g.Judge(t.Context(), key, time.Time{}, canaries)
 		waitLook(t, looks, key)
-		v := g.Judge(t.Context(), key, canaries)
+		v := g.Judge(t.Context(), key, time.Time{}, canaries)
 		if v.Fail != "" || (v.Hold == "") == !pass || (!pass && !strings.Contains(v.Hold, "connection refused")) {
 			t.Errorf("pass=%t, Prometheus unreachable: %+v", pass, v)
 		}
 		prom.set(model.Vector{}, nil)
 		waitLook(t, looks, key) // what it says changed: why there is no value
-		if v := g.Judge(t.Context(), key, canaries); !pass && !strings.Contains(v.Hold, "no value") {
+		if v := g.Judge(t.Context(), key, time.Time{}, canaries); !pass && !strings.Contains(v.Hold, "no value") {
 			t.Errorf("no series: %+v, want a hold saying so", v)
 		}
 		g.Done(key)
@@ -155,15 +155,15 @@ func TestQueryGateBoundPerNamespace(t *testing.T) {
 	for i := range many {
 		many[i] = workload.Ref{Kind: "Deployment", Namespace: "tenant", Name: "w"}
 	}
-	g.Judge(t.Context(), changeKey("tenant", 0), many)
-	if v := g.Judge(t.Context(), changeKey("tenant", 1), many[:1]); !strings.Contains(v.Hold, "at most 100 canaries") {
+	g.Judge(t.Context(), changeKey("tenant", 0), time.Time{}, many)
+	if v := g.Judge(t.Context(), changeKey("tenant", 1), time.Time{}, many[:1]); !strings.Contains(v.Hold, "at most 100 canaries") {
 		t.Errorf("the tenant's next bake: %+v, want held by the bound", v)
 	}
-	if v := g.Judge(t.Context(), changeKey("shop", 0), many[:1]); strings.Contains(v.Hold, "at most") {
+	if v := g.Judge(t.Context(), changeKey("shop", 0), time.Time{}, many[:1]); strings.Contains(v.Hold, "at most") {
 		t.Errorf("another namespace's bake: %+v, want not held by the tenant's", v)
 	}
 	g.Done(changeKey("tenant", 0))
-	if v := g.Judge(t.Context(), changeKey("tenant", 1), many[:1]); strings.Contains(v.Hold, "at most") {
+	if v := g.Judge(t.Context(), changeKey("tenant", 1), time.Time{}, many[:1]); strings.Contains(v.Hold, "at most") {
 		t.Errorf("after the tenant's bake ended: %+v, want its next bake evaluated", v)
 	}
 }

@@ -495,7 +495,7 @@ type fakeGate struct {
 	done    []change.Key
 }
 
-func (g *fakeGate) Judge(_ context.Context, _ change.Key, canaries []workload.Ref) canary.Verdict {
+func (g *fakeGate) Judge(_ context.Context, _ change.Key, _ time.Time, canaries []workload.Ref) canary.Verdict {
 	g.judged = append(g.judged, canaries)
 	return g.verdict
 }

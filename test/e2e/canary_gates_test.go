@@ -21,8 +21,9 @@ import (
 // in for the kubelet and writes the pod's status), and the Deployment never
 // shows a replica unavailable. The change halts, naming the pod, the
 // container and how it ended, and no other Deployment rolls, not after the
-// bake's end either. Ripple is killed (kill -9) during the bake before the
-// restart: the gate resumes with the bake, and nothing rolls early or twice.
+// bake's end either. The restart happens while Ripple is down, killed
+// (kill -9) during the bake: the restarted gate, which lists the pods as
+// they are, still sees it, and nothing rolls early or twice.
 func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 	t.Parallel()
 	const fleet, bake = 3, 30 * time.Second
@@ -34,11 +35,11 @@ func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
-	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r)
-
-	pod := canaryPod(t, cs, ns, "d00", bad)
-	time.Sleep(2 * time.Second) // the restarted gate's watch has listed the pod
-	restartContainer(t, cs, pod, "OOMKilled", 137)
+	var pod *corev1.Pod
+	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r, func(bad string) {
+		pod = canaryPod(t, cs, ns, "d00", bad)
+		restartContainer(t, cs, pod, "OOMKilled", 137)
+	})
 	halt := waitEvent(t, cs, ns, "ConfigMap", canaryConfig, reason.RolloutHalted)
 	for _, want := range []string{"the pods gate", pod.Name, "restarted (OOMKilled, exit code 137)"} {
 		if !strings.Contains(halt.Note, want) {
@@ -56,9 +57,10 @@ func TestCanaryPodGateHaltsOnARestart(t *testing.T) {
 }
 
 // changeAndKillInBake changes cm (the canaried fleet's config), waits
-// until its canary bakes, and kills Ripple (kill -9) and starts it again:
-// the digest of the change, and when the bake started as its status says.
-func changeAndKillInBake(t *testing.T, cs kubernetes.Interface, ns string, cm *corev1.ConfigMap, r *ripple) (string, time.Time) {
+// until its canary bakes, and kills Ripple (kill -9), runs whileDown
+// (unless nil) with the change's digest, and starts Ripple again: the
+// digest, and when the bake started as its status says.
+func changeAndKillInBake(t *testing.T, cs kubernetes.Interface, ns string, cm *corev1.ConfigMap, r *ripple, whileDown func(hash string)) (string, time.Time) {
 	t.Helper()
 	cm = updateConfig(t, cs, cm, "v2")
 	var since time.Time
@@ -71,6 +73,9 @@ func changeAndKillInBake(t *testing.T, cs kubernetes.Interface, ns string, cm *c
 		return false, err
 	})
 	r.Kill()
+	if whileDown != nil {
+		whileDown(digest.ConfigMap(cm))
+	}
 	r.Start()
 	return digest.ConfigMap(cm), since
 }
@@ -153,7 +158,7 @@ func TestCanaryQueryGateHaltsOnTheValue(t *testing.T) {
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
-	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r)
+	bad, bakeStarted := changeAndKillInBake(t, cs, ns, cm, r, nil)
 	time.Sleep(6 * time.Second) // an evaluation of the restarted gate passed: neither 0.9 is read
 	if st := newestChange(t, ns).Status.Canary; st == nil || st.Phase != string(canary.Baking) {
 		t.Fatalf("the change's canary %+v, want still baking while the namespace's error ratio is 0.01", st)
@@ -196,7 +201,7 @@ func TestCanaryQueryGatePasses(t *testing.T) {
 	r.Start()
 	waitFleetBaseline(t, cs, ns, "", fleet)
 
-	good, since := changeAndKillInBake(t, cs, ns, cm, r)
+	good, since := changeAndKillInBake(t, cs, ns, cm, r, nil)
 	waitFleetRolled(t, cs, ns, good, fleet, bake+2*time.Minute)
 	st := newestChange(t, ns).Status.Canary
 	if st == nil || st.Phase != string(canary.Passed) {
