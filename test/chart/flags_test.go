@@ -35,6 +35,15 @@ var ignoreModes = []struct {
 	{false, true, []refs.Kind{refs.Secret}},
 }
 
+// leanChart is what TestEveryBooleanCombination leaves out of most of its
+// renders, most of their cost: the values schema, whose properties are
+// each checked alone (no if, allOf or dependency between them), so a
+// boolean it admits in one configuration it admits in all; and the CRD's
+// template, which reads none of the booleans and renders the same for
+// each. The configurations with every boolean on and every boolean off
+// render the whole chart.
+var leanChart = []string{"values.schema.json", "templates/crds.yaml"}
+
 // TestEveryBooleanCombination renders the chart for every combination of
 // its boolean values (2^11 times the three ignore modes) and checks that Ripple's real flag
 // parsing accepts each rendered container and that each value reaches the
@@ -46,16 +55,28 @@ func TestEveryBooleanCombination(t *testing.T) {
 		bits   int
 		ignore int
 	}
-	var combos []combo
+	var combos, extremes []combo
 	for bits := 0; bits < 1<<len(boolValues); bits++ {
 		for ig := range ignoreModes {
 			combos = append(combos, combo{bits, ig})
+			if bits == 0 || bits == 1<<len(boolValues)-1 {
+				extremes = append(extremes, combo{bits, ig})
+			}
 		}
 	}
+	type run struct {
+		name  string
+		part  []combo
+		leave []string
+	}
+	runs := []run{{"the whole chart, every boolean on or off", extremes, nil}}
 	const chunks = 8
 	for c := range chunks {
-		part := combos[c*len(combos)/chunks : (c+1)*len(combos)/chunks]
-		t.Run(fmt.Sprintf("part %d of %d", c+1, chunks), func(t *testing.T) {
+		runs = append(runs, run{fmt.Sprintf("part %d of %d", c+1, chunks), combos[c*len(combos)/chunks : (c+1)*len(combos)/chunks], leanChart})
+	}
+	for _, r := range runs {
+		part := r.part
+		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			values := map[string]map[string]any{}
 			aliases := make([]string, len(part))
@@ -71,7 +92,7 @@ func TestEveryBooleanCombination(t *testing.T) {
 				}
 				values[alias] = map[string]any{"reloader": rv}
 			}
-			umbrella := umbrellaChart(t, aliases, values)
+			umbrella := umbrellaChart(t, aliases, values, r.leave)
 			out, err := helmchart.Template(helmchart.Release{Name: "x", Namespace: relNS, Chart: umbrella})
 			if err != nil {
 				t.Fatal(err)
@@ -163,17 +184,24 @@ func describeBits(bits int) string {
 	return strings.Join(on, ",")
 }
 
-// umbrellaChart writes a chart whose dependencies are deploy/helm/ripple
-// once per alias, each with its values, and returns its directory.
-func umbrellaChart(t *testing.T, aliases []string, values map[string]map[string]any) string {
+// umbrellaChart writes a chart whose dependencies are deploy/helm/ripple,
+// without the files leave names, once per alias, each with its values,
+// and returns its directory.
+func umbrellaChart(t *testing.T, aliases []string, values map[string]map[string]any, leave []string) string {
 	t.Helper()
 	src, err := helmchart.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := copyDir(src, filepath.Join(dir, "charts", "ripple")); err != nil {
+	sub := filepath.Join(dir, "charts", "ripple")
+	if err := copyDir(src, sub); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range leave {
+		if err := os.Remove(filepath.Join(sub, filepath.FromSlash(f))); err != nil {
+			t.Fatal(err) // a file renamed: leanChart must follow
+		}
 	}
 	var deps []map[string]any
 	for _, a := range aliases {

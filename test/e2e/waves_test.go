@@ -259,7 +259,14 @@ func checkRevisions(t *testing.T, cs kubernetes.Interface, ns string) {
 func checkWaveEvents(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	var counts map[string]map[string]int
-	err := wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	// The Events trail the rollouts: Ripple writes them one at a time as
+	// the API server takes them, which on a busy 2-core machine is a few a
+	// second, so a minute after the last rollout a hundred or more may
+	// still be on their way. Lost is an Event that never comes: the wait
+	// ends when none has come for eventStall.
+	const eventStall = 30 * time.Second
+	seen, progressed := 0, time.Now()
+	err := wait.PollUntilContextCancel(t.Context(), time.Second, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -273,13 +280,20 @@ func checkWaveEvents(t *testing.T, cs kubernetes.Interface, ns string) {
 				counts[e.Reason][e.Regarding.Name]++
 			}
 		}
-		return len(counts[string(reason.Reloaded)]) == waveWorkloads+1 &&
-			len(counts[string(reason.RolloutComplete)]) == waveWorkloads && counts[string(reason.RolloutStalled)][stuck] == 1, nil
+		if len(list.Items) > seen {
+			seen, progressed = len(list.Items), time.Now()
+		}
+		done := len(counts[string(reason.Reloaded)]) == waveWorkloads+1 &&
+			len(counts[string(reason.RolloutComplete)]) == waveWorkloads && counts[string(reason.RolloutStalled)][stuck] == 1
+		if !done && time.Since(progressed) > eventStall {
+			return false, fmt.Errorf("no Event came for %s", eventStall)
+		}
+		return done, nil
 	})
 	if err != nil {
-		t.Errorf("Events: %d Deployments Reloaded (want %d), %d RolloutComplete (want %d), %s RolloutStalled %d (want 1)",
+		t.Errorf("Events: %d Deployments Reloaded (want %d), %d RolloutComplete (want %d), %s RolloutStalled %d (want 1): %v",
 			len(counts[string(reason.Reloaded)]), waveWorkloads+1, len(counts[string(reason.RolloutComplete)]), waveWorkloads,
-			stuck, counts[string(reason.RolloutStalled)][stuck])
+			stuck, counts[string(reason.RolloutStalled)][stuck], err)
 	}
 	notes, _ := kit.EventNotes(t.Context(), cs, ns, kit.EventMatch{Name: stuck, Reason: string(reason.RolloutStalled)})
 	if len(notes) != 1 || !strings.Contains(notes[0], "progress deadline exceeded") {
