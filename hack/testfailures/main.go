@@ -26,7 +26,7 @@ func main() {
 			os.Exit(1)
 		}
 		err = report(&out, f)
-		f.Close()
+		_ = f.Close() // read only: nothing to lose
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "testfailures: %s: %v\n", path, err)
 			os.Exit(1)
@@ -53,7 +53,7 @@ var testLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: `)
 // report writes, for each failed test read from in, its name and its
 // t.Log, t.Error and t.Fatal lines; for a package that failed with no
 // failed test (a panic, a timeout, a build error), its last lines.
-func report(w io.Writer, in io.Reader) error {
+func report(w *strings.Builder, in io.Reader) error {
 	type key struct{ pkg, test string }
 	output := map[key][]string{}
 	var failed []key
@@ -83,10 +83,10 @@ func report(w io.Writer, in io.Reader) error {
 			if testFailed[k.pkg] {
 				continue
 			}
-			fmt.Fprintf(w, "--- FAIL: package %s\n", k.pkg)
+			w.WriteString("--- FAIL: package " + k.pkg + "\n")
 			lines = output[k][max(0, len(output[k])-maxLines):]
 		} else {
-			fmt.Fprintf(w, "--- FAIL: %s (%s)\n", k.test, k.pkg)
+			w.WriteString("--- FAIL: " + k.test + " (" + k.pkg + ")\n")
 			for _, l := range output[k] {
 				if testLine.MatchString(l) && len(lines) < maxLines {
 					lines = append(lines, l)
@@ -94,7 +94,7 @@ func report(w io.Writer, in io.Reader) error {
 			}
 		}
 		for _, l := range lines {
-			fmt.Fprintln(w, l)
+			w.WriteString(l + "\n")
 		}
 	}
 	return nil
