@@ -192,8 +192,8 @@ fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag pa
 
 # make test runs its tiers in two phases, each of two lanes at once, each
 # lane's output printed whole when it ends. First the tiers that need no
-# local cluster (compiling, mostly): vet, the unit tests, docs and the
-# image in one lane; the chart tier and vulncheck in the other. Then the
+# local cluster (compiling, mostly): vet, the unit tests and the image in
+# one lane; the chart tier, vulncheck and docs in the other. Then the
 # tiers whose tests bound how long Ripple takes, each with a control
 # plane of its own: e2e and hostile in one lane, integration and kubelet
 # in the other. They spend most of their time waiting on settle windows,
@@ -206,7 +206,7 @@ fuzz: ## Run each fuzz target (annotation, window, duration, restart and flag pa
 FAILED = { echo "== the failed tests"; go run ./hack/testfailures $(TEST_JSON)/*.json; exit 1; }
 
 .PHONY: test
-test: tools build ## Everything CI runs, in two phases of two lanes: vet, unit (with -race), docs and image beside chart and vulncheck; then e2e and hostile-tenant beside integration and real-kubelet (each tier prints its time; the end, the slowest 10 tests and the total).
+test: tools build ## Everything CI runs, in two phases of two lanes: vet, unit (with -race) and image beside chart, vulncheck and docs; then e2e and hostile-tenant beside integration and real-kubelet (each tier prints its time; the end, the slowest 10 tests and the total, or the failed tests).
 	@rm -rf $(TEST_JSON)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-checks test-lane-chart || $(FAILED)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-e2e test-lane-clusters || $(FAILED)
@@ -218,11 +218,11 @@ test: tools build ## Everything CI runs, in two phases of two lanes: vet, unit (
 test-lane-checks:
 	@$(MAKE) --no-print-directory vet
 	@$(MAKE) --no-print-directory test-unit
-	@$(MAKE) --no-print-directory test-docs
 	@$(MAKE) --no-print-directory test-image
 test-lane-chart:
 	@$(MAKE) --no-print-directory test-chart
 	@$(MAKE) --no-print-directory vulncheck
+	@$(MAKE) --no-print-directory test-docs
 test-lane-e2e:
 	@$(MAKE) --no-print-directory test-e2e
 	@$(MAKE) --no-print-directory test-hostile
