@@ -290,7 +290,6 @@ func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 	waitFleetRolled(t, cs, ns, good, canaryFleet, 3*time.Minute)
 	all := time.Since(changed)
 	checkFleetRevisions(t, cs, ns, nil)
-	complete := waitEvent(t, cs, ns, "Deployment", "d00", reason.RolloutComplete)
 
 	first := firstRest(t, cs, ns)
 	if bakeEnd := bakeStarted.Add(10 * time.Second); first.Before(bakeEnd) {
@@ -299,8 +298,10 @@ func TestCanaryBakesThenRollsTheFleet(t *testing.T) {
 	if lag := first.Sub(eventTime(passed)); lag > 2*time.Second {
 		t.Errorf("the first non-canary rolled %s after the canary passed, want at most 2s", lag)
 	}
-	t.Logf("canary complete %s after the change, passed %s after, all %d rolled and complete %s after",
-		eventTime(complete).Sub(changed).Round(100*time.Millisecond), eventTime(passed).Sub(changed).Round(100*time.Millisecond), canaryFleet, all.Round(100*time.Millisecond))
+	// No RolloutComplete Event is waited for: Ripple was killed as the
+	// bake started, and an Event not yet written dies with the process.
+	t.Logf("canary baking %s after the change, passed %s after, all %d rolled and complete %s after",
+		bakeStarted.Sub(changed).Round(100*time.Millisecond), eventTime(passed).Sub(changed).Round(100*time.Millisecond), canaryFleet, all.Round(100*time.Millisecond))
 }
 
 // createCanaryFleet creates the ConfigMap, canaried on one workload with
