@@ -38,7 +38,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-24s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, kubectl, kubelet, etcd, kwok and helm (cached; ~17 min the first time on 2 cores).
+tools: ## Build the pinned kube-apiserver, controller-manager, scheduler, kubectl, kubelet, etcd, kwok and helm (cached; ~9 min the first time on 2 cores).
 	@$(TIMED) bash -c 'bash hack/build-tools.sh >/dev/null'
 
 .PHONY: build

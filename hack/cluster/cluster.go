@@ -80,10 +80,10 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if logDir == "" {
 		logDir = c.dir
 	}
-	// kwok reads ~/.kwok/kwok.yaml unless told otherwise; an empty config
-	// keeps a developer's own kwok setup out of the tests.
+	// kwok reads ~/.kwok/kwok.yaml unless told otherwise; a config of
+	// its own keeps a developer's kwok setup out of the tests.
 	kwokConfig := filepath.Join(c.dir, "kwok.yaml")
-	if err := os.WriteFile(kwokConfig, nil, 0o600); err != nil {
+	if err := writeKwokConfig(tools, kwokConfig); err != nil {
 		return err
 	}
 	for _, comp := range c.components(kwokConfig) {
@@ -106,6 +106,24 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		c.Nodes = append(c.Nodes, name)
 	}
 	return c.waitReady(ctx, cs)
+}
+
+// kwokStages are the stages kwok simulates nodes and pods by, which
+// hack/build-tools.sh takes from kwok's module: nodes become Ready and
+// keep their heartbeat, pods run at once, complete and go when deleted.
+var kwokStages = []string{"node-initialize", "node-heartbeat", "pod-ready", "pod-complete", "pod-delete"}
+
+// writeKwokConfig writes kwok's config, its stages, to path.
+func writeKwokConfig(tools, path string) error {
+	docs := make([]string, 0, len(kwokStages))
+	for _, name := range kwokStages {
+		b, err := os.ReadFile(filepath.Join(tools, "kwok-stages", name+".yaml"))
+		if err != nil {
+			return fmt.Errorf("kwok's stages (run hack/build-tools.sh): %w", err)
+		}
+		docs = append(docs, string(b))
+	}
+	return os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600)
 }
 
 // component is a cluster process beside the API server: its binary's name
