@@ -282,6 +282,11 @@ func (o *ReloadOptions) validateQueryGate(errs *problems) {
 	if on && o.PrometheusURL == "" {
 		errs.bad("canary-gates", "query needs --prometheus-url")
 	}
+	// Without a condition anywhere the gate would ask nothing, for good:
+	// a gate the user turned on that never judges is a mistake to name.
+	if on && o.CanaryQuery == "" && !o.NamespaceDefaults {
+		errs.bad("canary-gates", "query has no condition to ask: set --canary-query, or --namespace-defaults for the Namespaces' own canary-query annotation")
+	}
 	if o.PrometheusURL != "" {
 		if _, err := metricgate.NewAPI(o.PrometheusURL, o.PrometheusCredentialsDir); err != nil {
 			errs.bad("prometheus-url", "%v", err)

@@ -103,6 +103,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"reload action ports as a string", map[string]any{"ripple": map[string]any{"restartMethods": map[string]any{"reloadActionPorts": "9090"}}}, "at '/ripple/restartMethods/reloadActionPorts': got string, want null or array"},
 		{"a canary without ConfigRollouts", map[string]any{"ripple": map[string]any{"canary": 1, "configRollouts": map[string]any{"enabled": false}}}, "ripple.canary needs ripple.configRollouts.enabled"},
 		{"query gate without a Prometheus", map[string]any{"ripple": map[string]any{"canaryGates": []any{"query"}}}, "ripple.canaryGates has query but ripple.prometheus.url is empty"},
+		{"query gate without a condition", map[string]any{"ripple": map[string]any{"canaryGates": []any{"query"}, "prometheus": map[string]any{"url": "https://prometheus:9090"}}}, "ripple.canaryGates has query but no condition to ask"},
 		{"unknown inconclusive", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"inconclusive": "fail"}}}, "at '/ripple/prometheus/inconclusive'"},
 		{"Prometheus URL of another scheme", map[string]any{"ripple": map[string]any{"prometheus": map[string]any{"url": "ftp://prometheus"}}}, "at '/ripple/prometheus/url'"},
 		{"unknown gate", map[string]any{"ripple": map[string]any{"canaryGates": []any{"metrics"}}}, "at '/ripple/canaryGates/0'"},

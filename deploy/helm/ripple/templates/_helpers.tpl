@@ -264,6 +264,9 @@ says what to change. */}}
 {{- if and (has "query" (.Values.ripple.canaryGates | default list)) (not $prom.url) -}}
 {{- fail "ripple.canaryGates has query but ripple.prometheus.url is empty: the query gate asks that Prometheus (--canary-gates=query needs --prometheus-url)." -}}
 {{- end -}}
+{{- if and (has "query" (.Values.ripple.canaryGates | default list)) (not $prom.query) (not .Values.ripple.namespaceDefaults) -}}
+{{- fail "ripple.canaryGates has query but no condition to ask: set ripple.prometheus.query, or ripple.namespaceDefaults for the Namespaces' own canary-query (--canary-gates=query needs --canary-query or --namespace-defaults)." -}}
+{{- end -}}
 {{- $adm := .Values.ripple.admission | default dict -}}
 {{- if $adm.enabled -}}
 {{- $cert := $adm.certificate | default dict -}}
