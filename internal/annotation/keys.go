@@ -117,6 +117,11 @@ type Keys struct {
 	// named-reload annotation ("namespace/name"), a comma list or "*".
 	// Only who may write the config grants it.
 	SharedWith string
+	// Pin is Ripple's own, on a workload: "true" makes each reload (with
+	// --pinning) copy the configs its template reads into immutable
+	// copies and name them in Pinned, on the template, which the chart's
+	// admission policy points new pods at (package pin).
+	Pin, Pinned string
 }
 
 // DefaultKeys returns Reloader's default keys and Ripple's own keys under
@@ -180,7 +185,7 @@ func DefaultKeys(prefix string) Keys {
 		CanaryQuery:  prefix + "/canary-query",
 
 		AckRollouts: prefix + "/ack-rollouts", MaxRollouts: prefix + "/max-rollouts",
-		RestartPods: prefix + "/restart-pods", SharedWith: prefix + "/shared-with",
+		RestartPods: prefix + "/restart-pods", SharedWith: prefix + "/shared-with", Pin: prefix + "/pin", Pinned: prefix + "/pinned",
 		ConfigMapSelector: prefix + "/configmap-selector", SecretSelector: prefix + "/secret-selector",
 	}
 }
@@ -202,6 +207,7 @@ func (k Keys) All() []string {
 		k.Canary, k.CanaryBake, k.CanaryFirst, k.CanaryResume, k.CanaryRecord, k.CanaryQuery,
 		k.AckRollouts, k.MaxRollouts, k.RestartPods, k.SharedWith,
 		k.ConfigMapSelector, k.SecretSelector,
+		k.Pin, k.Pinned,
 	}
 }
 

@@ -55,6 +55,7 @@ func TestDefaultKeys(t *testing.T) {
 			want.AckRollouts, want.MaxRollouts = tt.own+"/ack-rollouts", tt.own+"/max-rollouts"
 			want.RestartPods = tt.own + "/restart-pods"
 			want.SharedWith = tt.own + "/shared-with"
+			want.Pin, want.Pinned = tt.own+"/pin", tt.own+"/pinned"
 			want.ConfigMapSelector, want.SecretSelector = tt.own+"/configmap-selector", tt.own+"/secret-selector"
 			if got := DefaultKeys(tt.prefix); got != want {
 				t.Errorf("DefaultKeys(%q) =\n%+v\nwant\n%+v", tt.prefix, got, want)

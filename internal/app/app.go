@@ -51,6 +51,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
 	"github.com/ripple-dev/ripple/internal/optional"
+	"github.com/ripple-dev/ripple/internal/pin"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -161,11 +162,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader())), optionalKinds(cfg, mgr.GetClient(), clk)
 	initKinds(m, kinds, optional)
 	return controller.Setup(ctx, mgr, controller.Options{
-		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors},
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors, Pins: pins(cfg, mgr, priors)},
 		Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
 		Changes: changes,
 	})
+}
+
+// pins is the copier of pinned configs (--pinning); nil when pinning is
+// off. It digests as the cache transform does, with the key ring the
+// cache was started with.
+func pins(cfg config.Config, mgr ctrl.Manager, priors *source.Priors) *pin.Copier {
+	if !cfg.Pinning {
+		return nil
+	}
+	return &pin.Copier{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Digester: func() digest.Digester { return priors.Digester }}
 }
 
 // newFinder is the Finder of the workloads that use a config, over mgr's

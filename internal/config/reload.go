@@ -63,6 +63,9 @@ type ReloadFlags struct {
 	// (docs/change-policies.md).
 	ApprovalMaxAge    time.Duration
 	ApprovalsVerified bool
+	// Pinning lets a workload annotated <prefix>/pin make its reloads pin
+	// the configs its pods read (docs/pinning.md).
+	Pinning bool
 	// TightenOnly lets a workload's own policy and window only tighten
 	// its Namespace's.
 	TightenOnly bool
@@ -197,6 +200,7 @@ func (o *ReloadOptions) bindPolicyFlags(fs *pflag.FlagSet) {
 // approve a reload (docs/change-policies.md, docs/security.md).
 func (o *ReloadOptions) bindGovernanceFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ApprovalMaxAge, "approval-max-age", o.ApprovalMaxAge, `An approval (<annotation-prefix>/approval) older than this is not applied: an ApprovalSuperseded Warning says it expired, and it is removed. It also expires while its change waits for a closed reload window, so set it above the longest gap between your windows' openings. 0 means no bound. Helm: ripple.governance.approvalMaxAge.`)
+	fs.BoolVar(&o.Pinning, "pinning", o.Pinning, `A workload annotated <annotation-prefix>/pin: "true" has each reload that writes its pod template copy every ConfigMap and Secret the template reads into an immutable copy named <config>-r-<digest> in its namespace, and name the copies in the template's <annotation-prefix>/pinned annotation; the chart's MutatingAdmissionPolicy (Kubernetes 1.36+) points each new pod at them, so kubectl rollout undo brings back the data the revision ran with. Needs create on ConfigMaps and Secrets. Helm: ripple.pinning.enabled. See docs/pinning.md.`)
 	fs.BoolVar(&o.TightenOnly, "tighten-only", o.TightenOnly, `A workload's own <annotation-prefix>/reload-policy and reload-window annotations may only tighten its Namespace's (with --namespace-defaults), else --reload-policy and --reload-window: a policy only from auto to manual to notify, a window only narrower. So may a config's own canary and canary-bake: a canary not turned off (the larger of the two counts), a bake not shortened. One that would loosen them is an InvalidAnnotation Warning naming it, and the Namespace's (or flag's) value applies. Helm: ripple.governance.tightenOnly.`)
 	fs.BoolVar(&o.ApprovalsVerified, "approvals-verified", o.ApprovalsVerified, `The cluster runs the admission policy that lets only the approvers set <annotation-prefix>/approval, with "by" their own username (Helm: ripple.governance.approvalPolicy.enabled): Events then say "approved by <user>"; without it, "approved by <user> (unverified)".`)
 }
@@ -277,16 +281,30 @@ const (
 	maxQueryInterval = 10 * time.Minute
 )
 
-func (o *ReloadOptions) validateQueryGate(errs *problems) {
-	on := slices.Contains(o.CanaryGates, string(canary.GateQuery))
-	if on && o.PrometheusURL == "" {
+// validateQueryGateOn checks that a query gate turned on can ask
+// something: a Prometheus, and a condition (without a condition anywhere
+// the gate would ask nothing, for good: a gate the user turned on that
+// never judges is a mistake to name), and that one turned off is not
+// given either.
+func (o *ReloadOptions) validateQueryGateOn(errs *problems) {
+	if !slices.Contains(o.CanaryGates, string(canary.GateQuery)) {
+		for _, f := range []struct{ flag, v string }{{"canary-query", o.CanaryQuery}, {"prometheus-url", o.PrometheusURL}} {
+			if f.v != "" {
+				errs.bad(f.flag, "is set but the query gate is off: add query to --canary-gates")
+			}
+		}
+		return
+	}
+	if o.PrometheusURL == "" {
 		errs.bad("canary-gates", "query needs --prometheus-url")
 	}
-	// Without a condition anywhere the gate would ask nothing, for good:
-	// a gate the user turned on that never judges is a mistake to name.
-	if on && o.CanaryQuery == "" && !o.NamespaceDefaults {
+	if o.CanaryQuery == "" && !o.NamespaceDefaults {
 		errs.bad("canary-gates", "query has no condition to ask: set --canary-query, or --namespace-defaults for the Namespaces' own canary-query annotation")
 	}
+}
+
+func (o *ReloadOptions) validateQueryGate(errs *problems) {
+	o.validateQueryGateOn(errs)
 	if o.PrometheusURL != "" {
 		if _, err := metricgate.NewAPI(o.PrometheusURL, o.PrometheusCredentialsDir); err != nil {
 			errs.bad("prometheus-url", "%v", err)
@@ -302,11 +320,6 @@ func (o *ReloadOptions) validateQueryGate(errs *problems) {
 	}
 	if o.CanaryQueryInconclusive != InconclusiveHold && o.CanaryQueryInconclusive != InconclusivePass {
 		errs.bad("canary-query-inconclusive", "%q is neither hold nor pass", o.CanaryQueryInconclusive)
-	}
-	for _, f := range []struct{ flag, v string }{{"canary-query", o.CanaryQuery}, {"prometheus-url", o.PrometheusURL}} {
-		if !on && f.v != "" {
-			errs.bad(f.flag, "is set but the query gate is off: add query to --canary-gates")
-		}
 	}
 }
 

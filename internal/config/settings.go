@@ -25,7 +25,7 @@ func (c Config) PlanSettings(started time.Time) plan.Settings {
 		ReloadWindow: r.ReloadWindow, ReloadPolicy: r.ReloadPolicy, NamespaceDefaults: r.NamespaceDefaults,
 		RestartMethod: c.RestartMethod, Canary: canary, UnkeptRolls: r.CanaryUnkept == UnkeptRoll,
 		ApprovalMaxAge: r.ApprovalMaxAge, ApprovalsVerified: r.ApprovalsVerified, TightenOnly: r.TightenOnly,
-		DeleteNamespaces: c.DeleteNamespaces,
-		Watched:          c.Namespaces, Unwatched: c.NamespacesToIgnore,
+		DeleteNamespaces: c.DeleteNamespaces, Pinning: r.Pinning,
+		Watched: c.Namespaces, Unwatched: c.NamespacesToIgnore,
 	}
 }

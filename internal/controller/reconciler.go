@@ -39,6 +39,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/gather"
 	"github.com/ripple-dev/ripple/internal/metrics"
 	"github.com/ripple-dev/ripple/internal/notify"
+	"github.com/ripple-dev/ripple/internal/pin"
 	"github.com/ripple-dev/ripple/internal/plan"
 	"github.com/ripple-dev/ripple/internal/rollout"
 	"github.com/ripple-dev/ripple/internal/source"
@@ -75,6 +76,9 @@ type Deps struct {
 	restarts *restarter
 	// configsTold are the changes told on their configs (tellConfigs).
 	configsTold *configsTold
+	// Pins makes the copies a pinned workload's reload names (--pinning);
+	// nil when pinning is off.
+	Pins *pin.Copier
 }
 
 // Reconciler reconciles one workload kind.
@@ -196,6 +200,9 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 	w := plan.Write{StaleVersion: obj.GetResourceVersion(), Instant: rollout.Instant(obj)} // a custom kind's write updates obj
 	var res workload.Result
 	if p.Writes() {
+		if err := r.pin(ctx, obj, p); err != nil {
+			return res, err
+		}
 		var err error
 		if res, err = r.Kind.Write(ctx, r.Client, obj, p.Update); err != nil {
 			return res, err
@@ -211,6 +218,20 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 		r.follow(key.Key())
 	}
 	return res, nil
+}
+
+// pin makes the copies the template of p names, when it pins its
+// configs (a pinned workload: --pinning and ripple.dev/pin), before the template that names them is written:
+// a pod must never be created naming a copy that is not there.
+func (r *Reconciler) pin(ctx context.Context, obj client.Object, p plan.Plan) error {
+	if r.Pins == nil || p.Update.Template == nil {
+		return nil
+	}
+	pins, err := pin.Parse(p.Update.Template.Annotations[r.Settings.Keys.Pinned])
+	if err != nil || len(pins) == 0 {
+		return err
+	}
+	return r.Pins.Ensure(ctx, obj, pins)
 }
 
 // load reads the workload and its pod template from the cache. It returns

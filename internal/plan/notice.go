@@ -336,7 +336,7 @@ func lastWriter(in Input) string {
 // template change applied. The write of the plan that first sees one
 // records it, so each is told once, after that write; later plans show
 // it told.
-func recordNotices(p *Plan) {
+func recordNotices(in Input, p *Plan) {
 	var back, tpl []SourcePlan
 	for _, sp := range p.Sources {
 		switch sp.State {
@@ -347,9 +347,14 @@ func recordNotices(p *Plan) {
 		}
 	}
 	if len(back) > 0 {
+		built, now := strings.Join(withDigest(back, true, ""), ", "), strings.Join(withDigest(back, false, " (changed since)"), ", ")
 		n := notice(reason.RolledBack, sourceRefs(back),
-			"Pod template rolled back to a revision built for %s; its pods read the current data: %s. Ripple keeps the rollback and rolls again on the next config change",
-			strings.Join(withDigest(back, true, ""), ", "), strings.Join(withDigest(back, false, " (changed since)"), ", "))
+			"Pod template rolled back to a revision built for %s; its pods read the current data: %s. Ripple keeps the rollback and rolls again on the next config change", built, now)
+		if rec := in.Workload.Template.Annotations[in.Keys.Pinned]; pinned(in) && rec != "" {
+			// The restored template names the copies it was built with.
+			n = notice(reason.RolledBack, sourceRefs(back),
+				"Pod template rolled back to a revision built for %s; its pods read that data, from the copies it pins (%s), not the current data: %s. Ripple keeps the rollback and rolls again on the next config change", built, rec, now)
+		}
 		n.AfterWrite, n.Told = true, len(p.RolledBack) == 0 || !p.Writes()
 		p.tell(n)
 	}

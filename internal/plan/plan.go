@@ -90,6 +90,10 @@ type Settings struct {
 	// DeleteNamespaces allow the delete restart method only in those
 	// namespaces (--restart-delete-namespaces); empty: everywhere.
 	DeleteNamespaces []string
+	// Pinning lets a workload's reloads pin its configs (--pinning,
+	// ripple.dev/pin, pin.go): the template they write names immutable
+	// copies of the data it was built for.
+	Pinning bool
 	// Watched and Unwatched are the namespaces whose configs Ripple reads
 	// (--namespaces; empty: every one) and never reads
 	// (--namespaces-to-ignore): a cross-namespace reference to a config
@@ -602,6 +606,9 @@ func (pl *planning) notify() bool {
 func (pl *planning) write() bool {
 	in, p, w := pl.in, &pl.p, pl.w
 	p.Update, p.Requeue = update(in, w, pl.period)
+	if p.Update.Template != nil {
+		p.Warnings = append(p.Warnings, pinTemplate(in, p.Update.Template)...)
+	}
 	if p.Approving != nil {
 		p.Update.Annotations = dropApproval(in, p.Update.Annotations)
 	}
@@ -628,7 +635,7 @@ func (p *Plan) finish(in Input) {
 		p.tell(resumedNotice(*p))
 	}
 	revertNotices(in, p)
-	recordNotices(p)
+	recordNotices(in, p)
 	warningNotices(p)
 	tooBroadNotices(in, p)
 }

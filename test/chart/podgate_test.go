@@ -49,23 +49,7 @@ func podGateCase(t *testing.T, withRule bool) {
 		"ripple":   map[string]any{"annotationPrefix": prefix, "canaryGates": []any{"pods"}},
 	}
 	_, objs := render(t, helmchart.Release{Name: relNS, Namespace: relNS, Values: []map[string]any{values}})
-	found := false
-	for _, role := range roles(objs) {
-		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-		i := slices.IndexFunc(rules, func(x any) bool { return describeRule(x) == "core/pods list,watch" })
-		if i < 0 {
-			continue
-		}
-		found = true
-		if !withRule {
-			if err := unstructured.SetNestedSlice(role.Object, slices.Delete(rules, i, i+1), "rules"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if !found {
-		t.Fatal("ripple.canaryGates: [pods] rendered no rule granting list and watch on pods")
-	}
+	takeRule(t, objs, "core/pods list,watch", !withRule)
 	sa := applyRBAC(t, newApplier(t, api.Config), objs)
 	user := "system:serviceaccount:" + relNS + ":" + sa
 	waitAuthorized(t, cs, relNS, sa, roles(objs), []string{app})
@@ -154,5 +138,29 @@ func completeRollout(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// takeRule checks that the rendered roles grant the rule desc (as
+// describeRule writes it) and, with remove, takes it out of them: the
+// case without it, that proves it needed.
+func takeRule(t *testing.T, objs []*unstructured.Unstructured, desc string, remove bool) {
+	t.Helper()
+	found := false
+	for _, role := range roles(objs) {
+		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+		i := slices.IndexFunc(rules, func(x any) bool { return describeRule(x) == desc })
+		if i < 0 {
+			continue
+		}
+		found = true
+		if remove {
+			if err := unstructured.SetNestedSlice(role.Object, slices.Delete(rules, i, i+1), "rules"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the chart renders no rule %q", desc)
 	}
 }

@@ -532,6 +532,14 @@ kinds) and the optional kinds change them. */}}
   resources: ["configrollouts/status"]
   verbs: ["update"]
 {{- end }}
+{{- if (.Values.ripple.pinning | default dict).enabled }}
+# Pinning (docs/pinning.md): a pinned workload's reload creates immutable
+# copies of the configs it reads, in its namespace, and adds a workload
+# that pins the same data to a copy's owners (patch).
+- apiGroups: [""]
+  resources: [{{ if not $r.ignoreConfigMaps }}"configmaps"{{ end }}{{ if not (or $r.ignoreConfigMaps $r.ignoreSecrets) }}, {{ end }}{{ if not $r.ignoreSecrets }}"secrets"{{ end }}]
+  verbs: ["create", "patch"]
+{{- end }}
 {{- range include "ripple.workloadKindResources" . | fromJsonArray }}
 # Declared kind {{ .kind }} (ripple.workloadKinds): its reload is a patch.
 - apiGroups: [{{ .group | quote }}]
@@ -675,6 +683,7 @@ items back, so "a in (x,y),team:b" keeps working item by item, legacy
 {{- if $prom.query -}}{{- $args = append $args (printf "--canary-query=%s" (toString $prom.query)) -}}{{- end -}}
 {{- if $prom.interval -}}{{- $args = append $args (printf "--canary-query-interval=%s" (toString $prom.interval)) -}}{{- end -}}
 {{- if $prom.inconclusive -}}{{- $args = append $args (printf "--canary-query-inconclusive=%s" (toString $prom.inconclusive)) -}}{{- end -}}
+{{- if ($rp.pinning | default dict).enabled -}}{{- $args = append $args "--pinning=true" -}}{{- end -}}
 {{- $cro := $rp.configRollouts | default dict -}}
 {{- if not $cro.enabled -}}{{- $args = append $args "--config-rollouts=false" -}}{{- end -}}
 {{- if $cro.history -}}{{- $args = append $args (printf "--config-rollout-history=%s" (toString $cro.history)) -}}{{- end -}}

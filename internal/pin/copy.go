@@ -1,0 +1,146 @@
+package pin
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ripple-dev/ripple/internal/digest"
+	"github.com/ripple-dev/ripple/internal/refs"
+)
+
+// CopyLabel marks a copy as Ripple's: a copy without it is not trusted,
+// and the chart's policy lets Ripple create only copies that carry it.
+const CopyLabel = "ripple.dev/pinned-copy"
+
+// CopyOf is the annotation on a copy naming the config it copies.
+const CopyOf = "ripple.dev/copy-of"
+
+// Copier makes the copies a reload's template names, before the template
+// is written. Its reads go around the cache (API), which keeps no data;
+// the data it copies is held only for the copy's create.
+type Copier struct {
+	Client client.Client
+	API    client.Reader
+	// Digester digests a config as the cache transform did, so that a
+	// copy is made of the data the plan saw and nothing else.
+	Digester func() digest.Digester
+}
+
+// Ensure makes sure each copy of pins exists in the namespace of owner,
+// the workload that reads them, and lists owner among its owners: the
+// copy goes when the last workload pinning it does. A config whose data
+// is no longer the pinned data fails: the plan is made again from the
+// cache, which will show the change.
+func (c Copier) Ensure(ctx context.Context, owner client.Object, pins []Pin) error {
+	gvk, err := c.Client.GroupVersionKindFor(owner)
+	if err != nil {
+		return err
+	}
+	ref := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
+	for _, p := range pins {
+		want, err := c.copyOf(ctx, owner.GetNamespace(), p)
+		if err != nil {
+			return err
+		}
+		want.SetOwnerReferences([]metav1.OwnerReference{ref})
+		if err := c.create(ctx, want, p, ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyOf reads the config of p and builds its copy.
+func (c Copier) copyOf(ctx context.Context, ns string, p Pin) (client.Object, error) {
+	key := types.NamespacedName{Namespace: ns, Name: p.Ref.Name}
+	meta := metav1.ObjectMeta{
+		Name: p.Name(), Namespace: ns,
+		Labels:      map[string]string{CopyLabel: "true"},
+		Annotations: map[string]string{CopyOf: p.Ref.Name},
+	}
+	switch p.Ref.Kind {
+	case refs.ConfigMap:
+		var cm corev1.ConfigMap
+		if err := c.API.Get(ctx, key, &cm); err != nil {
+			return nil, fmt.Errorf("pinning %s: %w", p.Ref, err)
+		}
+		if err := c.check(p, c.Digester().ConfigMap(&cm)); err != nil {
+			return nil, err
+		}
+		return &corev1.ConfigMap{ObjectMeta: meta, Immutable: ptr.To(true), Data: cm.Data, BinaryData: cm.BinaryData}, nil
+	case refs.Secret:
+		var s corev1.Secret
+		if err := c.API.Get(ctx, key, &s); err != nil {
+			return nil, fmt.Errorf("pinning %s: %w", p.Ref, err)
+		}
+		if s.Type == corev1.SecretTypeServiceAccountToken {
+			return nil, fmt.Errorf("pinning %s: a ServiceAccount token Secret is never copied", p.Ref)
+		}
+		if err := c.check(p, c.Digester().Secret(&s)); err != nil {
+			return nil, err
+		}
+		return &corev1.Secret{ObjectMeta: meta, Immutable: ptr.To(true), Type: s.Type, Data: s.Data}, nil
+	}
+	return nil, fmt.Errorf("pinning %s: only ConfigMaps and Secrets are pinned", p.Ref)
+}
+
+// check reports whether the data read is the data p was pinned at, in
+// any form the plan may have digested it in.
+func (c Copier) check(p Pin, d digest.Digests) error {
+	for _, f := range append([]digest.Form{d.Form}, d.Others...) {
+		if len(f.Digest) >= DigestLen && f.Digest[:DigestLen] == p.Digest {
+			return nil
+		}
+	}
+	return fmt.Errorf("pinning %s: its data changed since the plan saw %s; planning again", p.Ref, p.Digest)
+}
+
+// create creates want, or, when a copy of that name exists, checks it is
+// Ripple's copy of the same data and adds owner to its owners.
+func (c Copier) create(ctx context.Context, want client.Object, p Pin, owner metav1.OwnerReference) error {
+	err := c.Client.Create(ctx, want)
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	got, _ := want.DeepCopyObject().(client.Object)
+	if err := c.API.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+		return fmt.Errorf("pinning %s: %w", p.Ref, err)
+	}
+	if got.GetLabels()[CopyLabel] != "true" || !sameData(want, got) {
+		return fmt.Errorf("pinning %s: %s %q exists and is not Ripple's copy of this data", p.Ref, p.Ref.Kind, p.Name())
+	}
+	for _, o := range got.GetOwnerReferences() {
+		if o.UID == owner.UID {
+			return nil
+		}
+	}
+	// Locked on the resourceVersion read: two workloads adding themselves
+	// at once must not drop each other.
+	base, _ := got.DeepCopyObject().(client.Object)
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	got.SetOwnerReferences(append(got.GetOwnerReferences(), owner))
+	return c.Client.Patch(ctx, got, patch)
+}
+
+// sameData reports whether two copies hold the same data.
+func sameData(a, b client.Object) bool {
+	if a, ok := a.(*corev1.ConfigMap); ok {
+		b, ok := b.(*corev1.ConfigMap)
+		return ok && maps.Equal(a.Data, b.Data) && maps.EqualFunc(a.BinaryData, b.BinaryData, bytesEqual)
+	}
+	if a, ok := a.(*corev1.Secret); ok {
+		b, ok := b.(*corev1.Secret)
+		return ok && a.Type == b.Type && maps.EqualFunc(a.Data, b.Data, bytesEqual)
+	}
+	return false
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
