@@ -220,9 +220,9 @@ func (r *Reconciler) write(ctx context.Context, key workload.Ref, obj client.Obj
 	return res, nil
 }
 
-// pin makes the copies the template of p names, when it pins its
-// configs (a pinned workload: --pinning and ripple.dev/pin), before the template that names them is written:
-// a pod must never be created naming a copy that is not there.
+// pin makes the copies the template of p names (a pinned workload:
+// --pinning and ripple.dev/pin) before the template that names them is
+// written: a pod must never be created naming a copy that is not there.
 func (r *Reconciler) pin(ctx context.Context, obj client.Object, p plan.Plan) error {
 	if r.Pins == nil || p.Update.Template == nil {
 		return nil

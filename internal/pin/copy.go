@@ -16,8 +16,8 @@ import (
 	"github.com/ripple-dev/ripple/internal/refs"
 )
 
-// CopyLabel marks a copy as Ripple's: a copy without it is not trusted,
-// and the chart's policy lets Ripple create only copies that carry it.
+// CopyLabel marks a copy as Ripple's: an object of a copy's name
+// without it is not taken for one.
 const CopyLabel = "ripple.dev/pinned-copy"
 
 // CopyOf is the annotation on a copy naming the config it copies.
