@@ -183,16 +183,7 @@ func podConfigNames(p *corev1.Pod) []configName {
 // forbidden error names configmaps and the Deployment does not roll: a
 // template never names a copy that is not there.
 func TestPinningRules(t *testing.T) {
-	for _, withRule := range []bool{true, false} {
-		name := "with create on configmaps and secrets"
-		if !withRule {
-			name = "without it"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			pinningRulesCase(t, withRule)
-		})
-	}
+	withAndWithoutRule(t, "with create on configmaps and secrets", pinningRulesCase)
 }
 
 func pinningRulesCase(t *testing.T, withRule bool) {

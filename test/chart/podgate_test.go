@@ -26,14 +26,20 @@ import (
 // gate cannot watch: the API server's forbidden error names pods, and the
 // gate holds the change (the other Deployment does not roll).
 func TestPodGateRules(t *testing.T) {
+	withAndWithoutRule(t, "with list and watch on pods", podGateCase)
+}
+
+// withAndWithoutRule runs a rule's case in parallel twice: with the rule
+// (named with), and without it.
+func withAndWithoutRule(t *testing.T, with string, run func(t *testing.T, withRule bool)) {
 	for _, withRule := range []bool{true, false} {
-		name := "with list and watch on pods"
+		name := with
 		if !withRule {
-			name = "without them"
+			name = "without it"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			podGateCase(t, withRule)
+			run(t, withRule)
 		})
 	}
 }
