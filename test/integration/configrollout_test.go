@@ -20,6 +20,10 @@ import (
 // says so once, naming the resource, and reloads as before; once the CRD
 // is installed it starts the change controller, and a change gets its
 // ConfigRollout, labelled, owned by its config, counting its consumer.
+// The change before it may get one too: without a controller-manager its
+// rollout never completes, so it is still in flight when the controller
+// starts, and whether the controller looks before the next write is a
+// race; the test waits for the one its own write made.
 func TestConfigRolloutsFollowTheCRD(t *testing.T) {
 	t.Parallel()
 	own, e := ownAPI(t)
@@ -41,6 +45,10 @@ func TestConfigRolloutsFollowTheCRD(t *testing.T) {
 	}
 	e.waitWatching(t, "ConfigRollout")
 	e.waitApplied(t, kit.Deployment, d, cm, e.setConfig(t, cm, "v3"))
+	written := configObject(e.ns, cm, nil, "")
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(written), written); err != nil {
+		t.Fatal(err)
+	}
 
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
@@ -53,17 +61,19 @@ func TestConfigRolloutsFollowTheCRD(t *testing.T) {
 	var cr v1alpha1.ConfigRollout
 	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		var l v1alpha1.ConfigRolloutList
-		if err := c.List(ctx, &l, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelConfigName: "app", v1alpha1.LabelConfigKind: "configmap"}); err != nil {
+		if err := c.List(ctx, &l, client.InNamespace(e.ns), client.MatchingLabels{
+			v1alpha1.LabelConfigName: "app", v1alpha1.LabelConfigKind: "configmap", v1alpha1.LabelLatest: "true",
+		}); err != nil {
 			return false, err
 		}
-		if len(l.Items) == 1 && l.Items[0].Status.Counts.Managed == 1 {
+		if len(l.Items) == 1 && l.Items[0].Spec.Config.ResourceVersion == written.GetResourceVersion() && l.Items[0].Status.Counts.Managed == 1 {
 			cr = l.Items[0]
 			return true, nil
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no ConfigRollout counting the Deployment for the change: %v", err)
+		t.Fatalf("no latest ConfigRollout of the change at resourceVersion %s counting the Deployment: %v", written.GetResourceVersion(), err)
 	}
 	// Without a controller-manager the Deployment's rollout never
 	// completes: the change stays in flight.
