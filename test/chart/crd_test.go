@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,18 +156,7 @@ func TestConfigRolloutWritePolicy(t *testing.T) {
 	kcm := "system:kube-controller-manager" // its controllers without --use-service-account-credentials
 	// Every right in the namespace, for the tenant as for Ripple and the
 	// garbage collector: only the policy tells them apart.
-	all := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "everything"}, Rules: all}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var subjects []rbacv1.Subject
-	for _, u := range []string{"tenant", ripple, gc, kcm} {
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
-	}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everything"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "everything"}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	everything(t, admin, ns, "tenant", ripple, gc, kcm)
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/ripple-dev/ripple/hack/helmchart"
@@ -123,6 +129,16 @@ func TestPinningPolicy(t *testing.T) {
 		if n.got != n.was {
 			t.Errorf("a pod without the record: %s names %q, want %q", n.where, n.got, n.was)
 		}
+	}
+	// A reference without a name is the API server's validation's to
+	// refuse, with its own message: the policy (which runs first) does
+	// not fail on it.
+	nameless := pod(record)
+	nameless.Spec.Containers[1].EnvFrom = append(nameless.Spec.Containers[1].EnvFrom,
+		corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{Optional: ptr.To(true)}})
+	_, err = cs.CoreV1().Pods(relNS).Create(t.Context(), nameless, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "configMapRef.name: Required value") || strings.Contains(err.Error(), "Policy") {
+		t.Errorf("a pinned pod with a nameless envFrom: %v, want the API server's validation error, not the policy's", err)
 	}
 }
 
@@ -267,5 +283,148 @@ func pinningRulesCase(t *testing.T, withRule bool) {
 	}
 	if got := forbidden(); len(got) > 0 {
 		t.Errorf("forbidden errors on configmaps with the rule: %q", got)
+	}
+}
+
+// TestPinnedCopyPolicy applies the chart's pinned copy policy to the real
+// API server and, as Ripple's ServiceAccount with every right in two
+// namespaces (its own and an app's), tries what the rule pinning adds
+// would let it do: outside its own namespace it creates a copy, adds an
+// owner to it and nothing else; it makes no copy in its own namespace,
+// where its Role decides the rest. Another user is not confined.
+func TestPinnedCopyPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(api.Config)
+	own := kit.NewNamespace(t, admin, "pincopy-", nil)
+	app := kit.NewNamespace(t, admin, "pincopy-app-", nil)
+	_, objs := render(t, helmchart.Release{Name: own, Namespace: own, Values: []map[string]any{pinningValues(own + ".copy.test")}})
+	ps, bs := find(objs, "ValidatingAdmissionPolicy"), find(objs, "ValidatingAdmissionPolicyBinding")
+	ps = slices.DeleteFunc(ps, func(o *unstructured.Unstructured) bool { return !strings.HasSuffix(o.GetName(), "-pinned-copies") })
+	bs = slices.DeleteFunc(bs, func(o *unstructured.Unstructured) bool { return !strings.HasSuffix(o.GetName(), "-pinned-copies") })
+	if len(ps) != 1 || len(bs) != 1 {
+		t.Fatalf("ripple.pinning.enabled renders %d pinned copy policies and %d bindings, want one each", len(ps), len(bs))
+	}
+	// The API server is shared: the binding is narrowed to the test's
+	// namespaces.
+	if err := unstructured.SetNestedField(bs[0].Object, map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{
+		map[string]any{"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{own, app}}}}}, "spec", "matchResources"); err != nil {
+		t.Fatal(err)
+	}
+	a := newApplier(t, api.Config)
+	for _, o := range []*unstructured.Unstructured{ps[0], bs[0]} {
+		if err := a.apply(ctx, o, false); err != nil {
+			t.Fatalf("the API server refuses the chart's %s: %v", o.GetKind(), err)
+		}
+		t.Cleanup(func() { _ = a.delete(context.WithoutCancel(ctx), o) })
+	}
+	sas := find(objs, "ServiceAccount")
+	if len(sas) != 1 {
+		t.Fatalf("%d ServiceAccounts rendered", len(sas))
+	}
+	ripple := "system:serviceaccount:" + own + ":" + sas[0].GetName()
+	for _, ns := range []string{own, app} {
+		everything(t, admin, ns, ripple, "tenant")
+	}
+	as := func(user string) kubernetes.Interface {
+		rc := rest.CopyConfig(api.Config)
+		rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		return kubernetes.NewForConfigOrDie(rc)
+	}
+	rip, tenant := as(ripple), as("tenant")
+	copyMeta := func(ns, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{pin.CopyLabel: "true"}}
+	}
+	const copyName = "cfg-r-0123456789ab"
+	copyOf := func(ns string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: copyMeta(ns, copyName), Immutable: ptr.To(true), Data: map[string]string{"k": "v"}}
+	}
+	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "cfg"}, Data: map[string]string{"k": "v"}}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	createCM := func(c kubernetes.Interface, cm *corev1.ConfigMap) error {
+		_, err := c.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, dry)
+		return err
+	}
+	// The API server loads a new policy asynchronously.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return apierrors.IsForbidden(createCM(rip, plain)), nil
+	}); err != nil {
+		t.Fatalf("the policy never took effect: %v", err)
+	}
+
+	mutable := copyOf(app)
+	mutable.Immutable = nil
+	misnamed := copyOf(app)
+	misnamed.Name = "cfg-copy"
+	token := &corev1.Secret{ObjectMeta: copyMeta(app, "tok-r-0123456789ab"), Immutable: ptr.To(true), Type: corev1.SecretTypeServiceAccountToken}
+	token.Annotations = map[string]string{corev1.ServiceAccountNameKey: "default"}
+	for what, tc := range map[string]struct {
+		err  error
+		want string // in the refusal; "": allowed
+	}{
+		"a copy":                           {createCM(rip, copyOf(app)), ""},
+		"a ConfigMap not labelled a copy":  {createCM(rip, plain), "only its pinned copies"},
+		"a mutable copy":                   {createCM(rip, mutable), "immutable"},
+		"a copy not named <config>-r-<12>": {createCM(rip, misnamed), "<config>-r-<12 hex digits>"},
+		"a copy in its own namespace":      {createCM(rip, copyOf(own)), "no pinned copy in its own namespace"},
+		"a ConfigMap in its own namespace": {createCM(rip, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "ripple-state"}}), ""},
+		"the tenant's ConfigMap":           {createCM(tenant, plain), ""},
+		"a ServiceAccount token copy": {func() error {
+			_, err := rip.CoreV1().Secrets(app).Create(ctx, token, dry)
+			return err
+		}(), "ServiceAccount token"},
+	} {
+		switch {
+		case tc.want == "" && tc.err != nil:
+			t.Errorf("Ripple creating %s: %v, want it allowed", what, tc.err)
+		case tc.want != "" && (tc.err == nil || !strings.Contains(tc.err.Error(), tc.want)):
+			t.Errorf("Ripple creating %s: %v, want the policy's refusal saying %q", what, tc.err, tc.want)
+		}
+	}
+
+	// Changes: an owner added to a copy passes; a change of another
+	// ConfigMap, one that makes it a copy, or one that unmarks a copy,
+	// does not.
+	cp, err := rip.CoreV1().ConfigMaps(app).Create(ctx, copyOf(app), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps(app).Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owner := `{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"00000000-0000-0000-0000-000000000001"}]}}`
+	for what, tc := range map[string]struct {
+		name, patch, want string
+	}{
+		"adds an owner to its copy":    {cp.Name, owner, ""},
+		"adds an owner to a ConfigMap": {plain.Name, owner, "is not one"},
+		"labels a ConfigMap a copy":    {plain.Name, `{"metadata":{"labels":{"` + pin.CopyLabel + `":"true"}}}`, "was not one"},
+		"takes the label off its copy": {cp.Name, `{"metadata":{"labels":{"` + pin.CopyLabel + `":null}}}`, "is not one"},
+	} {
+		_, err := rip.CoreV1().ConfigMaps(app).Patch(ctx, tc.name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("Ripple %s: %v, want it allowed", what, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("Ripple %s: %v, want the policy's refusal saying %q", what, err, tc.want)
+		}
+	}
+}
+
+// everything binds users to every right in ns: only an admission policy
+// tells them apart.
+func everything(t *testing.T, cs kubernetes.Interface, ns string, users ...string) {
+	t.Helper()
+	all := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	if _, err := cs.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "everything"}, Rules: all}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []rbacv1.Subject
+	for _, u := range users {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "everything"}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -59,6 +59,9 @@ func TestShardsRender(t *testing.T) {
 			t.Errorf("%s: publishes reloader-meta-info: %v, want only shard 0 to", d.Name, published)
 		}
 	}
+	// A dry run needs the release's namespace, which no other test may
+	// have made yet.
+	ensureNamespace(t, kubernetes.NewForConfigOrDie(api.Config), relNS, nil)
 	a := newApplier(t, api.Config)
 	for _, o := range objs {
 		if err := a.apply(t.Context(), o, true); err != nil {
