@@ -55,6 +55,9 @@ func (f *follower) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	f.report(ctx, obj, p)
+	if p.State == rollout.Complete {
+		f.adopt(ctx, obj)
+	}
 	// A rollout that never reports again still times out; pods being
 	// restarted are read again, as no pod event brings the workload here.
 	left := max(p.Left, 0)
@@ -80,6 +83,24 @@ func (f *follower) report(ctx context.Context, obj client.Object, p plan.Progres
 		return
 	}
 	f.emit(ctx, f.Kind.Name(), obj, []plan.Notice{n}, "took", p.Took.Round(time.Millisecond).String())
+}
+
+// adopt hands the pinned copies of obj, whose rollout completed, to its
+// revisions (pin.Copier.Adopt), now that the revision of the template
+// exists. A failure leaves them owned by the workload, which costs only
+// their bytes until it is deleted or a later rollout hands them over: it
+// is logged, not retried.
+func (f *follower) adopt(ctx context.Context, obj client.Object) {
+	if f.Pins == nil {
+		return
+	}
+	tpl, err := workload.Template(ctx, f.Client, f.Kind, obj)
+	if err != nil || tpl == nil || tpl.Annotations[f.Settings.Keys.Pinned] == "" {
+		return
+	}
+	if err := f.Pins.Adopt(ctx, obj, f.Settings.Keys.Pinned); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "pinned copies stay owned by the workload; its revision history does not prune them", "workload", klog.KObj(obj), "kind", f.Kind.Name())
+	}
 }
 
 // follow queues the workload named n, whose rollout Ripple just started:

@@ -27,7 +27,7 @@ import (
 )
 
 // render runs helm template and decodes the result; a failure fails t.
-func render(t *testing.T, r helmchart.Release) ([]byte, []*unstructured.Unstructured) {
+func render(t testing.TB, r helmchart.Release) ([]byte, []*unstructured.Unstructured) {
 	t.Helper()
 	out, err := helmchart.Template(r)
 	if err != nil {
@@ -152,7 +152,7 @@ var (
 	mapper     *restmapper.DeferredDiscoveryRESTMapper
 )
 
-func newApplier(t *testing.T, rc *rest.Config) *applier {
+func newApplier(t testing.TB, rc *rest.Config) *applier {
 	t.Helper()
 	mapperOnce.Do(func() {
 		dc := discovery.NewDiscoveryClientForConfigOrDie(api.Config)

@@ -57,49 +57,13 @@ func TestPinningPolicy(t *testing.T) {
 		t.Cleanup(func() { _ = a.delete(context.WithoutCancel(t.Context()), o) })
 	}
 
-	cmRef := func(n string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: n} }
-	ctr := func(name string) corev1.Container {
-		return corev1.Container{Name: name, Image: "example.com/app:1",
-			EnvFrom: []corev1.EnvFromSource{
-				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("app")}},
-				{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: cmRef("db")}},
-				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("other")}},
-			},
-			Env: []corev1.EnvVar{
-				{Name: "A", Value: "plain"},
-				{Name: "B", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: cmRef("app"), Key: "k"}}},
-				{Name: "C", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: cmRef("db"), Key: "k"}}},
-				{Name: "D", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-			}}
-	}
-	pod := func(record string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "pinned-", Namespace: relNS},
-			Spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{ctr("init")},
-				Containers:     []corev1.Container{ctr("app"), ctr("side")},
-				Volumes: []corev1.Volume{
-					{Name: "a", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: cmRef("app")}}},
-					{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					{Name: "d", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
-					{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-						{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: cmRef("other")}},
-						{Secret: &corev1.SecretProjection{LocalObjectReference: cmRef("db")}},
-						{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: cmRef("app")}},
-					}}}},
-				},
-			}}
-		if record != "" {
-			p.Annotations = map[string]string{prefix + "/pinned": record}
-		}
-		return p
-	}
 	const record = "configmap/app=0123456789ab,secret/db=abcdef012345,configmap/other=nothex!!!!!!"
 	var got *corev1.Pod
 	// A policy takes effect once the API server has loaded it.
 	deadline := time.Now().Add(caseTimeout)
 	for {
 		var err error
-		got, err = cs.CoreV1().Pods(relNS).Create(t.Context(), pod(record), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		got, err = cs.CoreV1().Pods(relNS).Create(t.Context(), pinnedPod(relNS, prefix+"/pinned", record), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			t.Fatalf("creating a pinned pod: %v", err)
 		}
@@ -121,7 +85,7 @@ func TestPinningPolicy(t *testing.T) {
 	if got.Spec.Containers[0].Env[0].Value != "plain" || got.Spec.Containers[0].Env[3].ValueFrom.FieldRef == nil || got.Spec.Volumes[1].EmptyDir == nil {
 		t.Errorf("the policy changed what it does not rewrite: %+v", got.Spec)
 	}
-	plain, err := cs.CoreV1().Pods(relNS).Create(t.Context(), pod(""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	plain, err := cs.CoreV1().Pods(relNS).Create(t.Context(), pinnedPod(relNS, prefix+"/pinned", ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +97,53 @@ func TestPinningPolicy(t *testing.T) {
 	// A reference without a name is the API server's validation's to
 	// refuse, with its own message: the policy (which runs first) does
 	// not fail on it.
-	nameless := pod(record)
+	nameless := pinnedPod(relNS, prefix+"/pinned", record)
 	nameless.Spec.Containers[1].EnvFrom = append(nameless.Spec.Containers[1].EnvFrom,
 		corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{Optional: ptr.To(true)}})
 	_, err = cs.CoreV1().Pods(relNS).Create(t.Context(), nameless, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "configMapRef.name: Required value") || strings.Contains(err.Error(), "Policy") {
 		t.Errorf("a pinned pod with a nameless envFrom: %v, want the API server's validation error, not the policy's", err)
 	}
+}
+
+// pinnedPod is a pod of ns reading ConfigMaps app and other and Secret db
+// 20 ways (volumes, projected sources, envFrom and valueFrom of two
+// containers and an init container), with record under key unless empty.
+func pinnedPod(ns, key, record string) *corev1.Pod {
+	cmRef := func(n string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: n} }
+	ctr := func(name string) corev1.Container {
+		return corev1.Container{Name: name, Image: "example.com/app:1",
+			EnvFrom: []corev1.EnvFromSource{
+				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("app")}},
+				{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: cmRef("db")}},
+				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("other")}},
+			},
+			Env: []corev1.EnvVar{
+				{Name: "A", Value: "plain"},
+				{Name: "B", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: cmRef("app"), Key: "k"}}},
+				{Name: "C", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: cmRef("db"), Key: "k"}}},
+				{Name: "D", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			}}
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "pinned-", Namespace: ns},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{ctr("init")},
+			Containers:     []corev1.Container{ctr("app"), ctr("side")},
+			Volumes: []corev1.Volume{
+				{Name: "a", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: cmRef("app")}}},
+				{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "d", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
+				{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: cmRef("other")}},
+					{Secret: &corev1.SecretProjection{LocalObjectReference: cmRef("db")}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: cmRef("app")}},
+				}}}},
+			},
+		}}
+	if record != "" {
+		p.Annotations = map[string]string{key: record}
+	}
+	return p
 }
 
 // configName is one config reference of a pod: where it is, the name the
@@ -191,25 +195,50 @@ func podConfigNames(p *corev1.Pod) []configName {
 	return out
 }
 
-// TestPinningRules proves the rule ripple.pinning.enabled adds (create
-// and patch on configmaps and secrets) with Ripple running as the chart's
-// ServiceAccount: a change of a ConfigMap a pinned Deployment reads rolls
-// it with the copy named on its template, the copy immutable, Ripple's,
-// and owned by the Deployment. Without the rule the API server's
-// forbidden error names configmaps and the Deployment does not roll: a
-// template never names a copy that is not there.
+// TestPinningRules proves the rules ripple.pinning.enabled adds, with
+// Ripple running as the chart's ServiceAccount. With them, a change of a
+// ConfigMap a pinned Deployment reads rolls it with the copy named on its
+// template, the copy immutable, Ripple's, and owned by the Deployment;
+// once the rollout completes (the test plays the Deployment controller:
+// the API server runs none), the copy is owned by the ReplicaSet of the
+// template instead (a change of owners the API server's
+// OwnerReferencesPermissionEnforcement, on here as on OpenShift, allows
+// only to who may delete the copy). Without create and patch on configmaps and secrets
+// the API server's forbidden error names configmaps and the Deployment
+// does not roll: a template never names a copy that is not there. Without
+// list on replicasets and controllerrevisions, or without delete on
+// configmaps and secrets, the copy stays the Deployment's and the error
+// says why.
 func TestPinningRules(t *testing.T) {
-	withAndWithoutRule(t, "with create on configmaps and secrets", pinningRulesCase)
+	for _, tc := range []struct{ name, without string }{
+		{"with the rules", ""},
+		{"without create and patch on configmaps and secrets", copyRule},
+		{"without list on replicasets and controllerrevisions", revisionsRule},
+		{"without delete on configmaps and secrets", deleteRule},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pinningRulesCase(t, tc.without)
+		})
+	}
 }
 
-func pinningRulesCase(t *testing.T, withRule bool) {
+const (
+	copyRule      = "core/configmaps,secrets create,patch"
+	revisionsRule = "apps/replicasets,controllerrevisions list"
+	deleteRule    = "core/configmaps,secrets delete"
+)
+
+func pinningRulesCase(t *testing.T, without string) {
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 	relNS := kit.NewNamespace(t, cs, "pinrules-", nil)
 	app := kit.NewNamespace(t, cs, "pinrules-app-", nil)
 	prefix := relNS + ".rbac.test"
 	_, objs := render(t, helmchart.Release{Name: relNS, Namespace: relNS, Values: []map[string]any{pinningValues(prefix)}})
-	takeRule(t, objs, "core/configmaps,secrets create,patch", !withRule)
+	for _, rule := range []string{copyRule, revisionsRule, deleteRule} {
+		takeRule(t, objs, rule, rule == without)
+	}
 	sa := applyRBAC(t, newApplier(t, api.Config), objs)
 	user := "system:serviceaccount:" + relNS + ":" + sa
 	waitAuthorized(t, cs, relNS, sa, roles(objs), []string{app})
@@ -247,22 +276,22 @@ func pinningRulesCase(t *testing.T, withRule bool) {
 		}
 		return d.Spec.Template.Annotations[prefix+"/pinned"]
 	}
-	forbidden := func() []string {
+	forbidden := func(resource string) []string {
 		return slices.DeleteFunc(append(rip.Log.Lines("forbidden"), klogs.Lines("forbidden", `"`+user+`"`)...),
-			func(l string) bool { return !strings.Contains(l, "configmaps") })
+			func(l string) bool { return !strings.Contains(l, resource) })
 	}
 	// Change the config until Ripple rolls: a change seen before its
 	// caches synced is its baseline.
 	deadline := time.Now().Add(caseTimeout)
-	for pinned() == "" && time.Now().Before(deadline) && (withRule || len(forbidden()) == 0) {
+	for pinned() == "" && time.Now().Before(deadline) && (without != copyRule || len(forbidden("configmaps")) == 0) {
 		cm.Data["v"] = time.Now().String()
 		if _, err := cs.CoreV1().ConfigMaps(app).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if !withRule {
-		if len(forbidden()) == 0 {
+	if without == copyRule {
+		if len(forbidden("configmaps")) == 0 {
 			t.Errorf("without the rule no forbidden error on configmaps (pinned: %q): the rule is not needed", pinned())
 		}
 		if pinned() != "" {
@@ -281,9 +310,62 @@ func pinningRulesCase(t *testing.T, withRule bool) {
 	if !ptr.Deref(cp.Immutable, false) || cp.Labels[pin.CopyLabel] != "true" || len(cp.OwnerReferences) != 1 || cp.OwnerReferences[0].Name != "web" || cp.OwnerReferences[0].Kind != "Deployment" {
 		t.Errorf("copy %s: immutable %v, labels %v, owners %v; want immutable, Ripple's, owned by the Deployment", cp.Name, cp.Immutable, cp.Labels, cp.OwnerReferences)
 	}
-	if got := forbidden(); len(got) > 0 {
+	if got := forbidden("configmaps"); len(got) > 0 {
 		t.Errorf("forbidden errors on configmaps with the rule: %q", got)
 	}
+	rs := newReplicaSet(t, cs, app, "web")
+	completeRollout(t, cs, app, "web")
+	owned := func() string {
+		cp, err := cs.CoreV1().ConfigMaps(app).Get(ctx, pins[0].Name(), metav1.GetOptions{})
+		if err != nil || len(cp.OwnerReferences) != 1 {
+			return ""
+		}
+		return cp.OwnerReferences[0].Kind + "/" + cp.OwnerReferences[0].Name
+	}
+	// Without either of the others, the copy stays the Deployment's and
+	// the refusal says why.
+	want, refusal := "ReplicaSet/"+rs, ""
+	switch without {
+	case revisionsRule:
+		want, refusal = "Deployment/web", "replicasets"
+	case deleteRule:
+		want, refusal = "Deployment/web", "cannot set an ownerRef on a resource you can't delete"
+	}
+	deadline = time.Now().Add(caseTimeout)
+	done := func() bool {
+		if refusal != "" {
+			return len(forbidden(refusal)) > 0
+		}
+		return owned() == want
+	}
+	for !done() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := owned(); got != want {
+		t.Errorf("once the rollout completed the copy is owned by %q, want %q", got, want)
+	}
+	for _, r := range []string{"replicasets", "cannot set an ownerRef on a resource you can't delete"} {
+		if got := forbidden(r); (r == refusal) != (len(got) > 0) {
+			t.Errorf("forbidden errors with %q: %q; want them only without the rule", r, got)
+		}
+	}
+}
+
+// newReplicaSet plays the Deployment controller for the Deployment
+// ns/name: it makes the ReplicaSet of its template, and returns its name.
+func newReplicaSet(t *testing.T, cs kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-pinned", Namespace: ns, Labels: d.Spec.Template.Labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+	if _, err := cs.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return rs.Name
 }
 
 // TestPinnedCopyPolicy applies the chart's pinned copy policy to the real
@@ -382,8 +464,9 @@ func TestPinnedCopyPolicy(t *testing.T) {
 		}
 	}
 
-	// Changes: an owner added to a copy passes; a change of another
-	// ConfigMap, one that makes it a copy, or one that unmarks a copy,
+	// Changes and deletes (dry runs): an owner added to a copy, or its
+	// delete, passes; a change of another ConfigMap, one that makes it a
+	// copy, one that unmarks a copy, or the delete of another ConfigMap,
 	// does not.
 	cp, err := rip.CoreV1().ConfigMaps(app).Create(ctx, copyOf(app), metav1.CreateOptions{})
 	if err != nil {
@@ -394,14 +477,21 @@ func TestPinnedCopyPolicy(t *testing.T) {
 	}
 	owner := `{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"00000000-0000-0000-0000-000000000001"}]}}`
 	for what, tc := range map[string]struct {
-		name, patch, want string
+		name, patch, want string // no patch: a delete
 	}{
 		"adds an owner to its copy":    {cp.Name, owner, ""},
 		"adds an owner to a ConfigMap": {plain.Name, owner, "is not one"},
 		"labels a ConfigMap a copy":    {plain.Name, `{"metadata":{"labels":{"` + pin.CopyLabel + `":"true"}}}`, "was not one"},
 		"takes the label off its copy": {cp.Name, `{"metadata":{"labels":{"` + pin.CopyLabel + `":null}}}`, "is not one"},
+		"deletes its copy":             {cp.Name, "", ""},
+		"deletes a ConfigMap":          {plain.Name, "", "is not one"},
 	} {
-		_, err := rip.CoreV1().ConfigMaps(app).Patch(ctx, tc.name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		var err error
+		if tc.patch == "" {
+			err = rip.CoreV1().ConfigMaps(app).Delete(ctx, tc.name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		} else {
+			_, err = rip.CoreV1().ConfigMaps(app).Patch(ctx, tc.name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		}
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("Ripple %s: %v, want it allowed", what, err)

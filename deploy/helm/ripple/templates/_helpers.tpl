@@ -535,10 +535,24 @@ kinds) and the optional kinds change them. */}}
 {{- if (.Values.ripple.pinning | default dict).enabled }}
 # Pinning (docs/pinning.md): a pinned workload's reload creates immutable
 # copies of the configs it reads, in its namespace, and adds a workload
-# that pins the same data to a copy's owners (patch).
+# that pins the same data to a copy's owners (patch); once its rollout
+# completes, the copies are handed to the revisions that name them
+# (patch), listed by the workload's selector, so that the revision
+# history limit prunes them.
 - apiGroups: [""]
   resources: [{{ if not $r.ignoreConfigMaps }}"configmaps"{{ end }}{{ if not (or $r.ignoreConfigMaps $r.ignoreSecrets) }}, {{ end }}{{ if not $r.ignoreSecrets }}"secrets"{{ end }}]
   verbs: ["create", "patch"]
+- apiGroups: ["apps"]
+  resources: ["replicasets", "controllerrevisions"]
+  verbs: ["list"]
+# Ripple deletes no copy (the garbage collector does, with its last
+# owner), but the API server's OwnerReferencesPermissionEnforcement (on in
+# OpenShift, and wherever a cluster turns it on) lets only who may delete
+# an object change its owners. The chart's pinned copy policy confines
+# this, as the rule above, to Ripple's copies.
+- apiGroups: [""]
+  resources: [{{ if not $r.ignoreConfigMaps }}"configmaps"{{ end }}{{ if not (or $r.ignoreConfigMaps $r.ignoreSecrets) }}, {{ end }}{{ if not $r.ignoreSecrets }}"secrets"{{ end }}]
+  verbs: ["delete"]
 {{- end }}
 {{- range include "ripple.workloadKindResources" . | fromJsonArray }}
 # Declared kind {{ .kind }} (ripple.workloadKinds): its reload is a patch.
