@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -122,6 +123,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	}
 	settings := cfg.PlanSettings(clk.Now())
 	log := mgr.GetLogger()
+	if err := refusePinning(mgr, &settings); err != nil {
+		return err
+	}
 	if cfg.Shard.Sharded() {
 		log.Info("acting only in this shard's namespaces", "shard", cfg.Shard.Index, "of", cfg.Shard.Count, "lease", cfg.LeaderElectionID)
 	}
@@ -162,18 +166,40 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	kinds, optional := withRestarts(Kinds(cfg, mgr.GetAPIReader())), optionalKinds(cfg, mgr.GetClient(), clk)
 	initKinds(m, kinds, optional)
 	return controller.Setup(ctx, mgr, controller.Options{
-		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors, Pins: pins(cfg, mgr, priors)},
+		Deps:  controller.Deps{Settings: settings, Finder: finder, Alert: alert, Clock: clk, Metrics: m, Priors: priors, Pins: pins(settings, mgr, priors)},
 		Kinds: kinds, Optional: optional,
 		CSI: cfg.CSI, Namespaces: cfg.Namespaces, Workers: cfg.MaxConcurrentReconciles, Namespace: cfg.Namespace,
 		Changes: changes,
 	})
 }
 
+// refusePinning turns pinning off, saying why once, where the API server
+// cannot point pods at the copies (pin.Refusal): a pinned workload's
+// rollouts then say it too (plan.Settings.PinRefusal).
+func refusePinning(mgr ctrl.Manager, s *plan.Settings) error {
+	if !s.Pinning {
+		return nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	why, err := pin.Refusal(dc)
+	if err != nil {
+		return fmt.Errorf("--pinning: asking the API server whether it serves MutatingAdmissionPolicy: %w", err)
+	}
+	if why != "" {
+		mgr.GetLogger().Error(nil, "--pinning is off: "+why, "flag", "--pinning")
+		s.Pinning, s.PinRefusal = false, why
+	}
+	return nil
+}
+
 // pins is the copier of pinned configs (--pinning); nil when pinning is
 // off. It digests as the cache transform does, with the key ring the
 // cache was started with.
-func pins(cfg config.Config, mgr ctrl.Manager, priors *source.Priors) *pin.Copier {
-	if !cfg.Pinning {
+func pins(s plan.Settings, mgr ctrl.Manager, priors *source.Priors) *pin.Copier {
+	if !s.Pinning {
 		return nil
 	}
 	return &pin.Copier{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Digester: func() digest.Digester { return priors.Digester }}

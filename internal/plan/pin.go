@@ -26,6 +26,9 @@ func pinned(in Input) bool {
 func pinTemplate(in Input, tpl *corev1.PodTemplateSpec) []string {
 	delete(tpl.Annotations, in.Keys.Pinned)
 	if !pinned(in) {
+		if in.PinRefusal != "" && strings.TrimSpace(in.Workload.Annotations[in.Keys.Pin]) == "true" {
+			return []string{fmt.Sprintf("annotation %q: --pinning is off: %s; its pods read the configs live", in.Keys.Pin, in.PinRefusal)}
+		}
 		return nil
 	}
 	digests := map[refs.Ref]string{}

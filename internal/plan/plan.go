@@ -94,6 +94,10 @@ type Settings struct {
 	// ripple.dev/pin, pin.go): the template they write names immutable
 	// copies of the data it was built for.
 	Pinning bool
+	// PinRefusal says why pinning is off although --pinning asks for it
+	// (the API server cannot point pods at copies, pin.Refusal): a
+	// workload that asks to pin is told, at each rollout.
+	PinRefusal string
 	// Watched and Unwatched are the namespaces whose configs Ripple reads
 	// (--namespaces; empty: every one) and never reads
 	// (--namespaces-to-ignore): a cross-namespace reference to a config
