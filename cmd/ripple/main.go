@@ -8,6 +8,7 @@
 //	ripple approve <kind>/<name>   approve the reload a manual workload waits for
 //	ripple resume configmap/<name> continue a canaried change its canary halted
 //	ripple wait configmap/<name>   wait until the config's change reaches every workload
+//	ripple undo configmap/<name>   roll the workloads that pin it back to the data before its change
 //	ripple plan --old <m> --new <m> what a change of manifests will roll, for CI
 //	ripple version                 print the version
 //	ripple help                    list the commands
@@ -85,24 +86,22 @@ func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 		return 0
 	}
 	if len(args) > 0 {
-		switch args[0] {
-		case "version":
-			return runVersion(name, args[1:], stdout, stderr)
-		case "explain":
-			return runExplain(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
-		case "history":
-			return runHistory(ctx, name, args[1:], stdout, stderr, time.Now)
-		case "approve":
-			return runApprove(ctx, name, args[1:], stdout, stderr, time.Now)
-		case "resume":
-			return runResume(ctx, name, args[1:], stdout, stderr)
-		case "wait":
-			return runWait(ctx, name, args[1:], stdout, stderr, time.Now)
-		case "plan":
-			return runPlan(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now)
-		case "help":
-			commandsUsage(stdout, name, plugin)
-			return 0
+		commands := map[string]func() int{
+			"version": func() int { return runVersion(name, args[1:], stdout, stderr) },
+			"explain": func() int { return runExplain(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now) },
+			"history": func() int { return runHistory(ctx, name, args[1:], stdout, stderr, time.Now) },
+			"approve": func() int { return runApprove(ctx, name, args[1:], stdout, stderr, time.Now) },
+			"resume":  func() int { return runResume(ctx, name, args[1:], stdout, stderr) },
+			"wait":    func() int { return runWait(ctx, name, args[1:], stdout, stderr, time.Now) },
+			"undo":    func() int { return runUndo(ctx, name, args[1:], stdout, stderr) },
+			"plan":    func() int { return runPlan(ctx, name, args[1:], os.Stdin, stdout, stderr, time.Now) },
+			"help": func() int {
+				commandsUsage(stdout, name, plugin)
+				return 0
+			},
+		}
+		if command, ok := commands[args[0]]; ok {
+			return command()
 		}
 		if !strings.HasPrefix(args[0], "-") {
 			// The controller takes flags only: a first word is a command,
@@ -132,7 +131,7 @@ func pluginFlags(name string, args []string, stdout, stderr io.Writer) int {
 }
 
 // commandNames are the commands, as errors list them.
-const commandNames = "explain, plan, history, approve, resume, wait, version, help"
+const commandNames = "explain, plan, history, approve, resume, wait, undo, version, help"
 
 // unknownCommand says that arg is no command, and which to use instead.
 func unknownCommand(name, arg string) string {
@@ -176,6 +175,7 @@ Usage:
   %[1]s approve <kind>/<name>      approve the reload a manual workload waits for
   %[1]s resume configmap/<name>    continue a canaried change its canary halted
   %[1]s wait configmap/<name>      wait until the config's change reaches every workload
+  %[1]s undo configmap/<name>      roll the workloads that pin it back to the data before its latest change
   %[1]s version                    print the version
   %[1]s help                       print this list
 

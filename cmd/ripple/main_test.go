@@ -93,7 +93,7 @@ func TestUnknownCommands(t *testing.T) {
 		{[]string{"lint"}, "ripple: there is no lint command: the lint is ripple explain -f <file|dir|->"},
 		{[]string{"lint", "--help"}, "ripple: there is no lint command: the lint is ripple explain -f <file|dir|->"},
 		{[]string{"lint", "-f", "app.yaml"}, "the lint is ripple explain -f"},
-		{[]string{"explian", "deploy/web"}, `ripple: unknown command "explian"; commands: explain, plan, history, approve, resume, wait, version, help`},
+		{[]string{"explian", "deploy/web"}, `ripple: unknown command "explian"; commands: explain, plan, history, approve, resume, wait, undo, version, help`},
 		{[]string{"--dry-run", "explain"}, `unexpected argument "explain" after --dry-run: a boolean flag takes true or false, as --dry-run=true or --dry-run false; commands (first, before any flag): explain`},
 		{[]string{"--settle-window=2s", "explain"}, `unexpected argument "explain": the controller takes flags only; commands (first, before any flag): explain`},
 	} {

@@ -123,9 +123,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 	}
 	settings := cfg.PlanSettings(clk.Now())
 	log := mgr.GetLogger()
-	if err := refusePinning(mgr, &settings); err != nil {
-		return err
-	}
 	if cfg.Shard.Sharded() {
 		log.Info("acting only in this shard's namespaces", "shard", cfg.Shard.Index, "of", cfg.Shard.Count, "lease", cfg.LeaderElectionID)
 	}
@@ -144,6 +141,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg config.Config, clk clock.P
 		return announce.Setup(ctx, mgr, &announce.Notifier{
 			Cache: mgr.GetCache(), Finder: finder, Kinds: withRestarts(Kinds(cfg, mgr.GetAPIReader())), Settings: settings, Queue: q,
 		})
+	}
+	return setupReloads(ctx, mgr, cfg, settings, finder, m, clk)
+}
+
+// setupReloads registers the reloaders: the workload kinds' controllers,
+// the change controller, alerts and pinning.
+func setupReloads(ctx context.Context, mgr ctrl.Manager, cfg config.Config, settings plan.Settings, finder *dependents.Finder, m *metrics.Metrics, clk clock.PassiveClock) error {
+	if err := refusePinning(mgr, &settings); err != nil {
+		return err
 	}
 	alert, err := alerts(mgr, cfg.Alert, m, clk)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,11 +18,13 @@ import (
 )
 
 // revision is one revision of a workload, as its controller keeps it (a
-// ReplicaSet, a ControllerRevision), and the record of copies its
-// template carries.
+// ReplicaSet, a ControllerRevision), the record of copies its template
+// carries, and its number.
 type revision struct {
 	ref    metav1.OwnerReference
 	record string
+	number int64
+	obj    client.Object
 }
 
 // Adopt hands the copies that owner's revisions name to those revisions:
@@ -34,7 +37,7 @@ type revision struct {
 // whose revisions Ripple does not read (Argo Rollouts, declared kinds)
 // keep their copies until they are deleted.
 func (c Copier) Adopt(ctx context.Context, owner client.Object, key string) error {
-	revs, err := c.revisions(ctx, owner, key)
+	revs, err := revisions(ctx, c.API, owner, key)
 	if err != nil || len(revs) == 0 {
 		return err
 	}
@@ -96,7 +99,7 @@ func (c Copier) handOver(ctx context.Context, owner client.Object, k copyKey, re
 // a Deployment, the ControllerRevisions of a StatefulSet or DaemonSet,
 // listed around the cache (Ripple caches neither) by the workload's
 // selector and kept when owner controls them.
-func (c Copier) revisions(ctx context.Context, owner client.Object, key string) ([]revision, error) {
+func revisions(ctx context.Context, api client.Reader, owner client.Object, key string) ([]revision, error) {
 	var sel *metav1.LabelSelector
 	switch o := owner.(type) {
 	case *appsv1.Deployment:
@@ -116,29 +119,34 @@ func (c Copier) revisions(ctx context.Context, owner client.Object, key string) 
 	var out []revision
 	if _, ok := owner.(*appsv1.Deployment); ok {
 		var l appsv1.ReplicaSetList
-		if err := c.API.List(ctx, &l, opts...); err != nil {
+		if err := api.List(ctx, &l, opts...); err != nil {
 			return nil, err
 		}
 		for i := range l.Items {
 			rs := &l.Items[i]
 			if rec := rs.Spec.Template.Annotations[key]; rec != "" && metav1.IsControlledBy(rs, owner) {
-				out = append(out, revision{ref: revisionRef("ReplicaSet", rs), record: rec})
+				n, _ := strconv.ParseInt(rs.Annotations[deploymentRevision], 10, 64)
+				out = append(out, revision{ref: revisionRef("ReplicaSet", rs), record: rec, number: n, obj: rs})
 			}
 		}
 		return out, nil
 	}
 	var l appsv1.ControllerRevisionList
-	if err := c.API.List(ctx, &l, opts...); err != nil {
+	if err := api.List(ctx, &l, opts...); err != nil {
 		return nil, err
 	}
 	for i := range l.Items {
 		cr := &l.Items[i]
 		if rec := revisionRecord(cr, key); rec != "" && metav1.IsControlledBy(cr, owner) {
-			out = append(out, revision{ref: revisionRef("ControllerRevision", cr), record: rec})
+			out = append(out, revision{ref: revisionRef("ControllerRevision", cr), record: rec, number: cr.Revision, obj: cr})
 		}
 	}
 	return out, nil
 }
+
+// deploymentRevision numbers a Deployment's ReplicaSets (the Deployment
+// controller's annotation, which kubectl rollout history reads).
+const deploymentRevision = "deployment.kubernetes.io/revision"
 
 func revisionRef(kind string, o metav1.Object) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: kind, Name: o.GetName(), UID: o.GetUID()}
