@@ -341,7 +341,7 @@ bench-gates: tools ## The pod gate's watches at 1,000 bakes on a real API server
 
 .PHONY: bench-pinning
 bench-pinning: tools ## What the chart's pinned-pod policy adds to a pod's creation on a real API server: p50 and p99 with and without it, 2,000 pods each (~1 min).
-	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) $(GOTEST) -count=1 -run '^$$' -bench BenchmarkPinnedPodCreate -benchtime 1x -timeout 10m ./test/chart/
+	RIPPLE_TOOLS_DIR=$(TOOLS_DIR) go test -count=1 -run '^$$' -bench BenchmarkPinnedPodCreate -benchtime 1x -timeout 10m ./test/chart/
 
 .PHONY: soak
 SOAK_DURATION ?= 30m
