@@ -11,9 +11,20 @@ import (
 )
 
 // pinned reports whether the workload's reloads pin its configs: pinning
-// is on (--pinning) and the workload asks for it (ripple.dev/pin: "true").
+// is on (--pinning) and the workload asks for it (asksToPin).
 func pinned(in Input) bool {
-	return in.Pinning && strings.TrimSpace(in.Workload.Annotations[in.Keys.Pin]) == "true"
+	return in.Pinning && asksToPin(in)
+}
+
+// asksToPin reports whether the workload asks for pinning: its own
+// ripple.dev/pin is "true", or, without one, its Namespace's (read with
+// --namespace-defaults only).
+func asksToPin(in Input) bool {
+	v, ok := in.Workload.Annotations[in.Keys.Pin]
+	if !ok {
+		v = in.Workload.NamespaceAnnotations[in.Keys.Pin]
+	}
+	return strings.TrimSpace(v) == "true"
 }
 
 // pinTemplate writes on tpl, the template a reload writes, the record of
@@ -26,7 +37,7 @@ func pinned(in Input) bool {
 func pinTemplate(in Input, tpl *corev1.PodTemplateSpec) []string {
 	delete(tpl.Annotations, in.Keys.Pinned)
 	if !pinned(in) {
-		if in.PinRefusal != "" && strings.TrimSpace(in.Workload.Annotations[in.Keys.Pin]) == "true" {
+		if in.PinRefusal != "" && asksToPin(in) {
 			return []string{fmt.Sprintf("annotation %q: --pinning is off: %s; its pods read the configs live", in.Keys.Pin, in.PinRefusal)}
 		}
 		return nil

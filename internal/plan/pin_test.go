@@ -37,6 +37,15 @@ func TestPinnedTemplate(t *testing.T) {
 		{"where the API server refuses pinning a workload that asks is told why",
 			[]func(*Input){pinning, digestOf(cmApp, appV2), func(i *Input) { i.Pinning, i.PinRefusal = false, "no policy here" }},
 			"", `annotation "ripple.dev/pin": --pinning is off: no policy here; its pods read the configs live`},
+		{"a workload without the annotation in a Namespace that asks is pinned",
+			[]func(*Input){pinning, digestOf(cmApp, appV2), func(i *Input) {
+				delete(i.Workload.Annotations, keys.Pin)
+				i.Workload.NamespaceAnnotations = map[string]string{keys.Pin: "true"}
+			}}, "configmap/app=87fd39ba70a4,secret/db=9f1c0e2d44b0", ""},
+		{"a workload's own false wins over its Namespace's true",
+			[]func(*Input){pinning, digestOf(cmApp, appV2), annotate(keys.Pin, "false"), func(i *Input) {
+				i.Workload.NamespaceAnnotations = map[string]string{keys.Pin: "true"}
+			}}, "", ""},
 		{"a workload that does not ask is not pinned",
 			[]func(*Input){pinning, digestOf(cmApp, appV2), annotate(keys.Pin, "false")}, "", ""},
 		{"a config gone is read live",
