@@ -96,6 +96,14 @@ func Status(old v1alpha1.ConfigRolloutStatus, cs []Consumer, chosen *canary.Stat
 	if len(st.Consumers) > MaxListed {
 		st.Consumers = st.Consumers[:MaxListed]
 	}
+	if st.Counts.Managed == 0 && old.Counts.Managed > 0 && !Done(old) && !superseded {
+		// A look that finds none of the managed consumers an earlier look
+		// counted is not trusted: propagating on it would tell a pipeline
+		// to revoke what pods may still read. The status stays as it was
+		// until a look counts them again; a wait that runs out is the
+		// safe failure.
+		return old
+	}
 	st.Canary = canaryStatus(chosen)
 	st.Phase = phase(old, st.Counts, chosen, superseded)
 	if st.Phase == v1alpha1.PhasePropagated && st.PropagatedAt == nil {

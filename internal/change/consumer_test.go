@@ -165,6 +165,30 @@ func TestStatusCountsAndConditions(t *testing.T) {
 	}
 }
 
+// A look that finds none of the managed consumers the last look counted
+// leaves the status as it was: it never propagates the change (a
+// pipeline would revoke what pods still read). The next look that counts
+// them goes on from there.
+func TestStatusIgnoresALookWithoutItsConsumers(t *testing.T) {
+	cs := []Consumer{managed("a", plan.Unchanged, rollout.Progressing), managed("b", plan.Unchanged, rollout.Progressing)}
+	rolling := Status(v1alpha1.ConfigRolloutStatus{SeenAt: metaTime(t0)}, cs, nil, false, t0.Add(time.Second))
+	if rolling.Phase != v1alpha1.PhaseRolling || rolling.Counts.Managed != 2 {
+		t.Fatalf("phase %s, counts %+v; want Rolling with 2 managed", rolling.Phase, rolling.Counts)
+	}
+	for _, none := range [][]Consumer{nil, {}} {
+		if st := Status(rolling, none, nil, false, t0.Add(2*time.Second)); st.Phase != v1alpha1.PhaseRolling || st.Counts != rolling.Counts || st.PropagatedAt != nil {
+			t.Errorf("a look without consumers: phase %s, counts %+v; want the status unchanged (Rolling, %+v)", st.Phase, st.Counts, rolling.Counts)
+		}
+	}
+	done := []Consumer{managed("a", plan.Unchanged, rollout.Complete), managed("b", plan.Unchanged, rollout.Complete)}
+	if st := Status(rolling, done, nil, false, t0.Add(3*time.Second)); st.Phase != v1alpha1.PhasePropagated {
+		t.Errorf("the next look counting them complete: phase %s, want Propagated", st.Phase)
+	}
+	if st := Status(rolling, nil, nil, true, t0.Add(3*time.Second)); st.Phase != v1alpha1.PhaseSuperseded {
+		t.Errorf("superseded, with no consumer found: phase %s, want Superseded", st.Phase)
+	}
+}
+
 func TestStatusListIsBounded(t *testing.T) {
 	var cs []Consumer
 	for i := range 3 * MaxListed {

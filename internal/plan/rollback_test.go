@@ -135,6 +135,27 @@ func TestRolledBack(t *testing.T) {
 			alias:   &alias{Shown: "cm2", Means: "cm3"},
 		},
 		{
+			name: "a cached copy from before Ripple's own write (its resourceVersion the write's base): the change is still due, no rollback",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm3"),
+				remembered(map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"}), func(i *Input) {
+					i.Workload.Version, i.Rollout.StaleVersion = "41", "41"
+				}),
+			state:   Changed,
+			changes: []string{"ConfigMap/app=cm3"},
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+		},
+		{
+			name: "the same once a later copy shows an undo of that write: rolled back",
+			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm3"),
+				remembered(map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"}), func(i *Input) {
+					i.Workload.Version, i.Rollout.StaleVersion = "43", "41"
+				}),
+			state:   RolledBack,
+			noticed: true,
+			record:  map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"},
+			alias:   &alias{Shown: "cm2", Means: "cm3"},
+		},
+		{
 			name: "a Deployment's undo restores the record with the template: the memory of the last rollout tells",
 			in: in(recorded(map[string]string{"ConfigMap/app": "cm2", "Secret/db": "s1"}), envVar(cmApp, "cm2"), digestOf(cmApp, "cm3"),
 				remembered(map[string]string{"ConfigMap/app": "cm3", "Secret/db": "s1"})),

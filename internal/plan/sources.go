@@ -32,6 +32,13 @@ func sources(in Input) ([]SourcePlan, []strategy.Change, []string) {
 		aliases:    appliedAliases(in.Workload.Annotations, in.Keys),
 		uses:       Uses(in.Workload),
 	}
+	if in.Rollout.StaleVersion != "" && in.Workload.Version == in.Rollout.StaleVersion {
+		// The copy read is the one Ripple's last rollout was written on:
+		// it does not show that write yet. Read against what the write
+		// put there, its older template would look like a rollback (or a
+		// revert) of it; read alone, the change is still due.
+		wv.written, wv.onTemplate = nil, nil
+	}
 	for _, kind := range in.SourceKinds {
 		p := kindPolicy(in.Keys, kind, in.Workload)
 		for _, err := range p.Invalid {
