@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,6 +20,7 @@ import (
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/metainfo"
+	"github.com/ripple-dev/ripple/internal/pin"
 )
 
 // clusterFlags are the flag groups explain, history and approve share: kubectl's
@@ -28,6 +30,9 @@ type clusterFlags struct {
 	loading                 *clientcmd.ClientConfigLoadingRules
 	overrides               clientcmd.ConfigOverrides
 	ripple                  *metainfo.Flags
+	// rest is the configuration connect built, for what a client.Client
+	// cannot ask (discovery).
+	rest *rest.Config
 }
 
 // readWorkload connects as userAgent and reads the settings of the Ripple
@@ -81,6 +86,27 @@ func (c *clusterFlags) settings(ctx context.Context, cl client.Reader, rippleNam
 	return meta, settings, nil
 }
 
+// refusePinning turns the settings' pinning off where the API server does
+// not serve what it needs, as Ripple does at start, so that explain says
+// why a workload is not pinned (pin.Refusal). Call it after connect.
+func (c *clusterFlags) refusePinning(s *metainfo.Settings) error {
+	if !s.Plan.Pinning {
+		return nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c.rest)
+	if err != nil {
+		return err
+	}
+	why, err := pin.Refusal(dc)
+	if err != nil {
+		return fmt.Errorf("asking the API server whether it serves MutatingAdmissionPolicy, which --pinning needs: %w", err)
+	}
+	if why != "" {
+		s.Plan.Pinning, s.Plan.PinRefusal = false, why
+	}
+	return nil
+}
+
 // workloadRead is a workload as readWorkload read it, with the settings
 // of its Ripple.
 type workloadRead struct {
@@ -131,6 +157,7 @@ func (c *clusterFlags) connect(userAgent string) (client.Client, string, error) 
 	}
 	rc.UserAgent = userAgent
 	kubectlRates(rc)
+	c.rest = rc
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, "", err

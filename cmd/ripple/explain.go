@@ -254,6 +254,9 @@ func (f *explainFlags) explain(ctx context.Context, stdout, stderr io.Writer, no
 	if err != nil {
 		return err
 	}
+	if err := f.refusePinning(&settings); err != nil {
+		return err
+	}
 	kinds := explain.Kinds(settings, c)
 	digester := settings.Digester(ctx, c)
 	e := explain.Explainer{Reader: c, Settings: settings, Digester: digester, Events: explain.ClusterEvents(c, eventCount), Rollouts: workload.RolloutOf, Now: now}

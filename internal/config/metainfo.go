@@ -78,6 +78,9 @@ type ReloaderOptions struct {
 	// ShardCount is the same in every shard, unlike the index: explain
 	// names the shard of a workload's namespace from it.
 	ShardCount int `json:"shardCount"`
+	// Pinning is --pinning as given: explain asks the API server itself
+	// whether it serves what pinning needs, as Ripple did at start.
+	Pinning bool `json:"pinning"`
 }
 
 func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
@@ -130,6 +133,7 @@ func (o *Options) reloaderOptions(k annotation.Keys) ReloaderOptions {
 		DryRun:                             o.DryRun,
 		Digest:                             o.Digest,
 		ShardCount:                         o.ShardCount,
+		Pinning:                            o.Pinning,
 		TightenOnly:                        o.TightenOnly,
 		ApprovalMaxAge:                     o.ApprovalMaxAge.String(),
 		ApprovalsVerified:                  o.ApprovalsVerified,

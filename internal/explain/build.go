@@ -100,11 +100,25 @@ func Build(f Facts) Report {
 	}
 	r.ReloadWindow = reloadWindow(f)
 	r.ReloadPolicy = reloadPolicy(f)
+	r.Pinning = pinning(f)
 	r.Notices = notices(f.Plan)
 	var st standing.Standing
 	st, r.Verdict = verdict(f, r)
 	r.State, r.Reason = st.State, st.Reason
 	return r
+}
+
+// pinning is the pinning of a workload that asks for it; nil when it
+// does not.
+func pinning(f Facts) *Pinning {
+	if !plan.AsksToPin(f.Input) {
+		return nil
+	}
+	p := &Pinning{On: f.Input.Pinning, Refused: plan.PinRefused(f.Input)}
+	if f.Template != nil {
+		p.Copies = f.Template.Annotations[f.Input.Keys.Pinned]
+	}
+	return p
 }
 
 // notices are the plan's notices as the report shows them; the invalid

@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -264,5 +265,53 @@ func TestBuildTemplateApplied(t *testing.T) {
 	}
 	if s := r.Sources[0]; s.State != "TemplateApplied" || s.Applied != old[:digestLen] || s.Digest != current[:digestLen] {
 		t.Errorf("source %+v", s)
+	}
+}
+
+// A workload that asks to pin is told whether its reloads pin and, when
+// not, why: this Ripple runs without --pinning, or turned it off because
+// the API server cannot point pods at copies (the controller's words).
+// Settings published with pinning are read as the flag; a workload that
+// does not ask has no pinning line.
+func TestBuildPinning(t *testing.T) {
+	current := strings.Repeat("c", 40)
+	on, err := metainfo.BindFlags(pflag.NewFlagSet("x", pflag.ContinueOnError)).Resolve(metainfo.Info{
+		Origin: "ConfigMap ops/reloader-meta-info", Options: map[string]any{"pinning": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := on
+	refused.Plan.Pinning, refused.Plan.PinRefusal = false, "the API server does not serve MutatingAdmissionPolicy"
+	asks := map[string]string{"reloader.stakater.com/auto": "true", "ripple.dev/pin": "true"}
+	for name, tc := range map[string]struct {
+		meta     map[string]string
+		settings metainfo.Settings
+		want     *Pinning
+		line     string
+	}{
+		"on":               {asks, on, &Pinning{On: true}, "on: each reload copies"},
+		"without the flag": {asks, defaults(t), &Pinning{Refused: "this Ripple runs without --pinning"}, "refused: this Ripple runs without --pinning; its pods read the configs live"},
+		"refused": {asks, refused, &Pinning{Refused: "--pinning is off: the API server does not serve MutatingAdmissionPolicy"},
+			"refused: --pinning is off: the API server does not serve MutatingAdmissionPolicy"},
+		"not asked": {map[string]string{"reloader.stakater.com/auto": "true"}, on, nil, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := facts(t, tc.meta, current, current, time.Now(), tc.settings)
+			f.Template.Annotations = map[string]string{"ripple.dev/pinned": "configmap/app=cccccccccccc"}
+			r := Build(f)
+			if tc.want != nil {
+				tc.want.Copies = "configmap/app=cccccccccccc"
+			}
+			if !reflect.DeepEqual(r.Pinning, tc.want) {
+				t.Errorf("pinning %+v, want %+v", r.Pinning, tc.want)
+			}
+			var b bytes.Buffer
+			if err := Print(&b, FormatTable, r); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), "Pinning:"); got != (tc.line != "") || !strings.Contains(b.String(), tc.line) {
+				t.Errorf("want the line %q:\n%s", tc.line, b.String())
+			}
+		})
 	}
 }

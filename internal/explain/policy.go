@@ -37,7 +37,7 @@ func policyKeys(k annotation.Keys) []policyKey {
 	for _, kind := range sourceKinds {
 		keys = append(keys, policyKey{key: k.ExcludeKey(kind)})
 	}
-	for _, key := range []string{k.SettleWindow, k.PausePeriod, k.PausedAt, k.RolloutStrategy, k.CronJobReload} {
+	for _, key := range []string{k.SettleWindow, k.PausePeriod, k.PausedAt, k.RolloutStrategy, k.CronJobReload, k.Pin} {
 		keys = append(keys, policyKey{key: key})
 	}
 	return append(keys, policyKey{key: k.RestartMethod, template: true}, policyKey{key: k.MaxUnavailable, template: true},

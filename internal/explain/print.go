@@ -144,6 +144,9 @@ func printReport(w io.Writer, r Report) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	if p := r.Pinning; p != nil {
+		fmt.Fprintf(tw, "Pinning:\t%s\n", pinningText(p))
+	}
 	printSources(tw, r.Sources)
 	section(tw, "POLICY", "KEY\tVALUE\tFROM\tNOTE", len(r.Policy), func(i int) string {
 		p := r.Policy[i]
@@ -173,6 +176,18 @@ func printReport(w io.Writer, r Report) error {
 	})
 	printFindings(tw, r.Findings)
 	return aligned(w, b.String())
+}
+
+// pinningText says in a line whether reloads pin, and what the pods read.
+func pinningText(p *Pinning) string {
+	s := "on: each reload copies the configs the pod template reads, and its new pods read the copies"
+	if !p.On {
+		s = "refused: " + p.Refused + "; its pods read the configs live"
+	}
+	if p.Copies != "" {
+		s += "; the template names " + p.Copies
+	}
+	return s
 }
 
 func yesNo(b bool) string {

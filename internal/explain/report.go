@@ -43,6 +43,9 @@ type Report struct {
 	// Restart is how a reload restarts the workload, when not by its pod
 	// template (the evict, delete or in-place restart method).
 	Restart *Restart `json:"restart,omitempty"`
+	// Pinning says whether a reload pins the workload's configs; nil when
+	// it does not ask (docs/pinning.md).
+	Pinning *Pinning `json:"pinning,omitempty"`
 	// Waiting says what Ripple waits for before acting, and until when.
 	Waiting []Wait `json:"waiting,omitempty"`
 	// Notices are what the controller tells of the workload as the plan
@@ -67,6 +70,19 @@ type Report struct {
 	// Findings are problems found in the objects themselves (lint), for
 	// readers that look for them (manifest files).
 	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Pinning is the pinning of a workload that asks for it (ripple.dev/pin).
+type Pinning struct {
+	// On says each reload copies the configs the pod template reads into
+	// immutable copies, which its new pods read.
+	On bool `json:"on"`
+	// Refused says why not: --pinning is not given, or the API server
+	// does not serve what pinning needs (MutatingAdmissionPolicy).
+	Refused string `json:"refused,omitempty"`
+	// Copies is the record on the pod template of the copies its new pods
+	// read (ripple.dev/pinned); empty before its first pinned reload.
+	Copies string `json:"copies,omitempty"`
 }
 
 // Restart is the restart method in effect on a workload

@@ -70,6 +70,8 @@ func homes(k annotation.Keys) map[string]home {
 	h[k.CanaryFirst] = home{metadataOnly: true, valid: onlyTrue}
 	h[k.CanaryResume] = home{config: true, valid: canaryResume}
 	h[k.SharedWith] = home{config: true}
+	// The planner trims a pin value before it compares it with "true".
+	h[k.Pin] = home{metadataOnly: true, namespace: true, valid: func(v string) string { return onlyTrue(strings.TrimSpace(v)) }}
 	for _, key := range []string{k.Auto, k.ConfigMapAuto, k.SecretAuto, k.SecretProviderClassAuto} {
 		h[key] = home{valid: boolean}
 	}

@@ -539,6 +539,27 @@ metadata:
 			},
 		},
 		{
+			name: "pinning: a value not true, on the template, or on a config",
+			manifests: configs + web(`{reloader.stakater.com/auto: "true", ripple.dev/pin: "yes"}`, `{ripple.dev/pin: "true"}`) + `---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: pinned
+  annotations: {ripple.dev/pin: "true"}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  annotations: {ripple.dev/pin: " true "}
+`,
+			want: []Finding{
+				{Warning, "ConfigMap shop/pinned", "ripple.dev/pin", `annotation "ripple.dev/pin" goes on the workload that uses the config, not on a ConfigMap`},
+				{Warning, "Deployment shop/web", "ripple.dev/pin", `annotation "ripple.dev/pin" is read from the workload's metadata, not from its pod template`},
+				{Warning, "Deployment shop/web", "ripple.dev/pin", `annotation "ripple.dev/pin": "yes" is not "true", so it means false`},
+			},
+		},
+		{
 			name: "search with no matched config among the referenced ones in the files",
 			manifests: web(`{reloader.stakater.com/search: "true"}`, `{}`) + `---
 apiVersion: v1

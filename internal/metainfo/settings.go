@@ -110,6 +110,7 @@ var metaFlags = []struct {
 	{"approvalMaxAge", "approval-max-age", true},
 	{"approvalsVerified", "approvals-verified", true},
 	{"restartDeleteNamespaces", "restart-delete-namespaces", true},
+	{"pinning", "pinning", true},
 	{"annotationPrefix", "annotation-prefix", false},
 	{"shardCount", "shard-count", true},
 	{"reloaderAutoAnnotation", "auto-annotation", true},

@@ -11,15 +11,29 @@ import (
 )
 
 // pinned reports whether the workload's reloads pin its configs: pinning
-// is on (--pinning) and the workload asks for it (asksToPin).
+// is on (--pinning) and the workload asks for it (AsksToPin).
 func pinned(in Input) bool {
-	return in.Pinning && asksToPin(in)
+	return in.Pinning && AsksToPin(in)
 }
 
-// asksToPin reports whether the workload asks for pinning: its own
+// PinRefused says why the reloads of a workload that asks to pin copy
+// nothing: --pinning is not given, or Ripple turned it off (PinRefusal).
+// Empty when they pin, or when the workload does not ask.
+func PinRefused(in Input) string {
+	switch {
+	case !AsksToPin(in) || in.Pinning:
+		return ""
+	case in.PinRefusal != "":
+		return "--pinning is off: " + in.PinRefusal
+	default:
+		return "this Ripple runs without --pinning"
+	}
+}
+
+// AsksToPin reports whether the workload asks for pinning: its own
 // ripple.dev/pin is "true", or, without one, its Namespace's (read with
 // --namespace-defaults only).
-func asksToPin(in Input) bool {
+func AsksToPin(in Input) bool {
 	v, ok := in.Workload.Annotations[in.Keys.Pin]
 	if !ok {
 		v = in.Workload.NamespaceAnnotations[in.Keys.Pin]
@@ -37,8 +51,10 @@ func asksToPin(in Input) bool {
 func pinTemplate(in Input, tpl *corev1.PodTemplateSpec) []string {
 	delete(tpl.Annotations, in.Keys.Pinned)
 	if !pinned(in) {
-		if in.PinRefusal != "" && asksToPin(in) {
-			return []string{fmt.Sprintf("annotation %q: --pinning is off: %s; its pods read the configs live", in.Keys.Pin, in.PinRefusal)}
+		// Only a refusal is told at each rollout; that a Ripple without
+		// --pinning ignores the annotation, explain tells.
+		if in.PinRefusal != "" && AsksToPin(in) {
+			return []string{fmt.Sprintf("annotation %q: %s; its pods read the configs live", in.Keys.Pin, PinRefused(in))}
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripple-dev/ripple/hack/kit"
+	"github.com/ripple-dev/ripple/internal/explain"
 	"github.com/ripple-dev/ripple/internal/pin"
 )
 
@@ -109,6 +111,20 @@ func TestPinnedUndoRestoresTheData(t *testing.T) {
 	undo(records[0], "v2", "p-v2")
 	if ev := rolledBackEvent(t, cs, ns, "Deployment"); !strings.Contains(ev, "from the copies it pins ("+records[0]+")") {
 		t.Errorf("RolledBack event %q does not say the pods read the pinned copies %s", ev, records[0])
+	}
+	// explain, told --pinning (this Ripple publishes no settings), asks
+	// the API server whether it serves the policy and names the copies.
+	out, err := runCommand(t, ns, "explain", "deployment/web", "--pinning", "-o", "json")
+	var ex struct {
+		Verdict string
+		Pinning *explain.Pinning
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &ex)
+	}
+	if err != nil || ex.Pinning == nil || !ex.Pinning.On || ex.Pinning.Refused != "" || ex.Pinning.Copies != records[0] ||
+		!strings.Contains(ex.Verdict, "from the copies it pins") {
+		t.Errorf("explain says pinning %+v (%v), verdict %q, want on with the copies %s, read by the pods:\n%s", ex.Pinning, err, ex.Verdict, records[0], out)
 	}
 	undo(records[1], "v3", "p-v3")
 }
