@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ripple-dev/ripple/hack/kit"
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/pin"
 	"github.com/ripple-dev/ripple/internal/reason"
@@ -86,6 +87,70 @@ func TestUndoAHaltedCanary(t *testing.T) {
 			}
 			if i > 0 && d.Generation != generations[name] {
 				return fmt.Errorf("%s was written by the undo: generation %d -> %d", name, generations[name], d.Generation)
+			}
+		}
+		return nil
+	})
+}
+
+// A pinned StatefulSet and DaemonSet read a ConfigMap and a Secret. Two
+// changes roll each twice, pinned; docs/pinning.md's `ripple undo` puts
+// each back on its ControllerRevision of the first change: their new pods
+// read the copies of that data, and Ripple does not roll them forward.
+func TestUndoPinnedStatefulSetAndDaemonSet(t *testing.T) {
+	t.Parallel()
+	cs := kubernetes.NewForConfigOrDie(kc.Config)
+	ns := newNamespace(t, cs)
+	installPinningPolicy(t, cs, ns)
+	startRipple(t, ns, "--pinning")
+	createConfigMap(t, cs, ns, configName, "v1")
+	createSecret(t, cs, ns)
+	ws := []workload{{kit.StatefulSet, ns, "db"}, {kit.DaemonSet, ns, "agent"}}
+	for _, w := range ws {
+		w.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName},
+			annotations: map[string]string{autoAnnotation: "true", "ripple.dev/pin": "true"}})
+	}
+	before := waitRolledOut(t, cs, ws...)
+	waitBaselineRecord(t, func(ctx context.Context) (metav1.Object, error) {
+		return cs.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+	})
+	waitBaselineRecord(t, func(ctx context.Context) (metav1.Object, error) {
+		return cs.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+	})
+
+	var records []string
+	for _, v := range []string{"v2", "v3"} {
+		cm, sec := setConfigMapValue(t, cs, ns, configName, v), setSecretValue(t, cs, ns, "p-"+v)
+		want := fmt.Sprintf("configmap/%s=%s,secret/%s=%s", configName, cm[:pin.DigestLen], secretName, sec[:pin.DigestLen])
+		before = expectRollouts(t, cs, oneEach(before, pinnedTo(want)))
+		records = append(records, want)
+	}
+
+	out, err := recipe{kubeconfig: kc.Kubeconfig, fill: map[string]string{
+		"<config>": configName, "<namespace>": ns + " --ripple-namespace=" + ns,
+	}}.run(t, "docs/pinning.md#undo-a-change")
+	if err != nil || !strings.Contains(out, "StatefulSet/db: revision") || !strings.Contains(out, "DaemonSet/agent: revision") {
+		t.Fatalf("docs/pinning.md#undo-a-change (%v):\n%s\nwant db and agent rolled back", err, out)
+	}
+	t.Logf("ripple undo:\n%s", out)
+	for _, w := range ws {
+		waitFor(t, w.String()+" back on the first change's copies", func(ctx context.Context) (bool, error) {
+			s, err := w.observe(ctx, cs)
+			return err == nil && s.template.Annotations["ripple.dev/pinned"] == records[0], err
+		})
+	}
+	before = waitRolledOut(t, cs, ws...)
+	for _, w := range ws {
+		checkPods(t, cs, w, records[0], "v2", "p-v2")
+	}
+	consistently(t, "no rollout by Ripple after the undo", rollbackQuiet, func(ctx context.Context) error {
+		for _, w := range ws {
+			s, err := w.observe(ctx, cs)
+			if err != nil {
+				return err
+			}
+			if s.templates != before[w].templates {
+				return fmt.Errorf("%s rolled after the undo: %d -> %d template changes", w, before[w].templates, s.templates)
 			}
 		}
 		return nil
