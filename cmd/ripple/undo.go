@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/ripple-dev/ripple/internal/pin"
 	"github.com/ripple-dev/ripple/internal/refs"
 	"github.com/ripple-dev/ripple/internal/source"
+	"github.com/ripple-dev/ripple/internal/workload"
 )
 
 // undoFlags are the flags of `undo`.
@@ -43,8 +46,9 @@ func newUndoFlags(name string) *undoFlags {
 
 func (f *undoFlags) usage(w io.Writer, name string) {
 	fmt.Fprintf(w, `Undo a config's latest change on the workloads that pin it
-(docs/pinning.md): each pinned Deployment, StatefulSet or DaemonSet whose
-pods read a copy holding the config's current data goes back to its
+(docs/pinning.md): each pinned Deployment, StatefulSet, DaemonSet or Argo
+Rollout whose pods read a copy holding the config's current data goes
+back to its
 newest revision that pins other data of it, as kubectl rollout undo
 --to-revision would; the canaries of the change first. Workloads that run
 older data (held by a halted canary, say) are not touched. Ripple keeps
@@ -52,8 +56,8 @@ the undo: it does not roll them forward while the config keeps that
 data. The config is not changed: fix it, and the fix rolls as usual.
 Writes with your own credentials: needs get on the config and its
 copies, list on deployments, statefulsets, daemonsets, replicasets and
-controllerrevisions and patch on the workloads rolled back in its
-namespace (the built-in edit role has them).
+controllerrevisions (and rollouts, where served) and patch on the
+workloads rolled back in its namespace (the built-in edit role has them).
 
 Usage:
   %[1]s undo configmap/<name> [-n namespace] [flags]
@@ -218,29 +222,35 @@ func canariesOf(ctx context.Context, c client.Reader, ns string, ref refs.Ref, c
 	return out, nil
 }
 
-// pinnable are the workloads of ns whose revisions pinning can go back to.
+// pinnable are the workloads of ns whose revisions pinning can go back
+// to: Deployments, StatefulSets, DaemonSets and, where the API server
+// serves them and the user may list them, Argo Rollouts.
 func pinnable(ctx context.Context, c client.Reader, ns string) ([]undone, error) {
+	rollouts := &unstructured.UnstructuredList{}
+	rollouts.SetGroupVersionKind(workload.RolloutGVK.GroupVersion().WithKind(workload.RolloutGVK.Kind + "List"))
 	var out []undone
-	var ds appsv1.DeploymentList
-	if err := c.List(ctx, &ds, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	for i := range ds.Items {
-		out = append(out, undone{w: &ds.Items[i], kind: "Deployment"})
-	}
-	var ss appsv1.StatefulSetList
-	if err := c.List(ctx, &ss, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	for i := range ss.Items {
-		out = append(out, undone{w: &ss.Items[i], kind: "StatefulSet"})
-	}
-	var dss appsv1.DaemonSetList
-	if err := c.List(ctx, &dss, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	for i := range dss.Items {
-		out = append(out, undone{w: &dss.Items[i], kind: "DaemonSet"})
+	for _, l := range []struct {
+		list client.ObjectList
+		kind string
+	}{
+		{&appsv1.DeploymentList{}, "Deployment"}, {&appsv1.StatefulSetList{}, "StatefulSet"}, {&appsv1.DaemonSetList{}, "DaemonSet"},
+		{rollouts, workload.RolloutGVK.Kind},
+	} {
+		err := c.List(ctx, l.list, client.InNamespace(ns))
+		if l.list == rollouts && (apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) {
+			continue // Argo Rollouts not installed, or not the user's to read
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := apimeta.EachListItem(l.list, func(o runtime.Object) error {
+			if w, ok := o.(client.Object); ok {
+				out = append(out, undone{w: w, kind: l.kind})
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -254,6 +264,13 @@ func templateOf(w client.Object) *corev1.PodTemplateSpec {
 		return &o.Spec.Template
 	case *appsv1.DaemonSet:
 		return &o.Spec.Template
+	case *unstructured.Unstructured:
+		// A Rollout with a workloadRef has no template of its own: its
+		// revisions are the referenced Deployment's to undo.
+		var tpl corev1.PodTemplateSpec
+		if m, ok, _ := unstructured.NestedMap(o.Object, "spec", "template"); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tpl) == nil {
+			return &tpl
+		}
 	}
 	return &corev1.PodTemplateSpec{}
 }

@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +36,8 @@ type revision struct {
 // its last owner), and deleting the workload, which deletes its
 // revisions, deletes them too. key is the record's annotation. Copies
 // are read and written as metadata only: no Secret data is read. Kinds
-// whose revisions Ripple does not read (Argo Rollouts, declared kinds)
-// keep their copies until they are deleted.
+// whose revisions Ripple does not read (declared kinds) keep their copies
+// until they are deleted.
 func (c Copier) Adopt(ctx context.Context, owner client.Object, key string) error {
 	revs, err := revisions(ctx, c.API, owner, key)
 	if err != nil || len(revs) == 0 {
@@ -96,20 +98,13 @@ func (c Copier) handOver(ctx context.Context, owner client.Object, k copyKey, re
 }
 
 // revisions are owner's revisions that carry a record: the ReplicaSets of
-// a Deployment, the ControllerRevisions of a StatefulSet or DaemonSet,
-// listed around the cache (Ripple caches neither) by the workload's
-// selector and kept when owner controls them.
+// a Deployment or an Argo Rollout, the ControllerRevisions of a
+// StatefulSet or DaemonSet, listed around the cache (Ripple caches
+// neither) by the workload's selector and kept when owner controls them.
 func revisions(ctx context.Context, api client.Reader, owner client.Object, key string) ([]revision, error) {
-	var sel *metav1.LabelSelector
-	switch o := owner.(type) {
-	case *appsv1.Deployment:
-		sel = o.Spec.Selector
-	case *appsv1.StatefulSet:
-		sel = o.Spec.Selector
-	case *appsv1.DaemonSet:
-		sel = o.Spec.Selector
-	default:
-		return nil, nil
+	sel, numbered, err := selectorOf(owner)
+	if err != nil || sel == nil {
+		return nil, err
 	}
 	selector, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil || selector.Empty() {
@@ -117,7 +112,7 @@ func revisions(ctx context.Context, api client.Reader, owner client.Object, key 
 	}
 	opts := []client.ListOption{client.InNamespace(owner.GetNamespace()), client.MatchingLabelsSelector{Selector: selector}}
 	var out []revision
-	if _, ok := owner.(*appsv1.Deployment); ok {
+	if numbered != "" {
 		var l appsv1.ReplicaSetList
 		if err := api.List(ctx, &l, opts...); err != nil {
 			return nil, err
@@ -125,7 +120,7 @@ func revisions(ctx context.Context, api client.Reader, owner client.Object, key 
 		for i := range l.Items {
 			rs := &l.Items[i]
 			if rec := rs.Spec.Template.Annotations[key]; rec != "" && metav1.IsControlledBy(rs, owner) {
-				n, _ := strconv.ParseInt(rs.Annotations[deploymentRevision], 10, 64)
+				n, _ := strconv.ParseInt(rs.Annotations[numbered], 10, 64)
 				out = append(out, revision{ref: revisionRef("ReplicaSet", rs), record: rec, number: n, obj: rs})
 			}
 		}
@@ -143,6 +138,44 @@ func revisions(ctx context.Context, api client.Reader, owner client.Object, key 
 	}
 	return out, nil
 }
+
+// selectorOf is the selector of owner's pods, and for a workload whose
+// revisions are ReplicaSets the annotation that numbers them (empty for
+// ControllerRevisions); nil for a kind whose revisions Ripple does not
+// read.
+func selectorOf(owner client.Object) (sel *metav1.LabelSelector, numbered string, err error) {
+	switch o := owner.(type) {
+	case *appsv1.Deployment:
+		return o.Spec.Selector, deploymentRevision, nil
+	case *appsv1.StatefulSet:
+		return o.Spec.Selector, "", nil
+	case *appsv1.DaemonSet:
+		return o.Spec.Selector, "", nil
+	case *unstructured.Unstructured:
+		if o.GroupVersionKind().GroupKind() != rolloutKind {
+			return nil, "", nil
+		}
+		m, ok, err := unstructured.NestedMap(o.Object, "spec", "selector")
+		if err != nil || !ok {
+			return nil, "", err
+		}
+		sel = &metav1.LabelSelector{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, sel); err != nil {
+			return nil, "", fmt.Errorf("the selector of Rollout %s: %w", o.GetName(), err)
+		}
+		return sel, rolloutRevision, nil
+	}
+	return nil, "", nil
+}
+
+// rolloutKind is Argo Rollouts' workload, whose revisions are ReplicaSets
+// numbered by rolloutRevision and labelled by rolloutHash.
+var rolloutKind = schema.GroupKind{Group: "argoproj.io", Kind: "Rollout"}
+
+const (
+	rolloutRevision = "rollout.argoproj.io/revision"
+	rolloutHash     = "rollouts-pod-template-hash"
+)
 
 // deploymentRevision numbers a Deployment's ReplicaSets (the Deployment
 // controller's annotation, which kubectl rollout history reads).

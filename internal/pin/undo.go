@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,14 +95,18 @@ func holdsDataOf(ctx context.Context, r client.Reader, p Pin, cfg client.Object)
 }
 
 // restore is the patch that puts rev's template back on its workload,
-// whose resourceVersion is rv: a ReplicaSet's template (without the label
-// the Deployment controller adds), as kubectl's undo writes it, or a
-// ControllerRevision's own patch.
+// whose resourceVersion is rv: a ReplicaSet's template (without the hash
+// label its Deployment or Rollout controller adds), as kubectl's and
+// Argo Rollouts' undo write it, or a ControllerRevision's own patch.
 func restore(rev client.Object, rv string) (client.Patch, error) {
 	switch o := rev.(type) {
 	case *appsv1.ReplicaSet:
 		tpl := o.Spec.Template.DeepCopy()
-		delete(tpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		hash := appsv1.DefaultDeploymentUniqueLabelKey
+		if c := metav1.GetControllerOf(o); c != nil && c.Kind == rolloutKind.Kind {
+			hash = rolloutHash
+		}
+		delete(tpl.Labels, hash)
 		b, err := json.Marshal([]map[string]any{
 			{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
 			{"op": "replace", "path": "/spec/template", "value": tpl},

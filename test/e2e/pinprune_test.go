@@ -177,14 +177,14 @@ func confinePinning(t *testing.T, cs kubernetes.Interface, app string) confined 
 	// The API server loads a new policy asynchronously.
 	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "plain"}}
 	waitFor(t, "the pinned copy policy in effect", func(ctx context.Context) (bool, error) {
-		_, err := c.client(t).CoreV1().ConfigMaps(app).Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := c.client().CoreV1().ConfigMaps(app).Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsForbidden(err), nil
 	})
 	return c
 }
 
 // client acts as the confined ServiceAccount.
-func (c confined) client(t *testing.T) kubernetes.Interface {
+func (c confined) client() kubernetes.Interface {
 	rc := rest.CopyConfig(kc.Config)
 	rc.Impersonate = rest.ImpersonationConfig{UserName: c.user, Groups: c.groups}
 	return kubernetes.NewForConfigOrDie(rc)
@@ -196,7 +196,7 @@ func (c confined) client(t *testing.T) kubernetes.Interface {
 func (c confined) checkDenied(t *testing.T, ns string) {
 	t.Helper()
 	ctx := t.Context()
-	cl := c.client(t)
+	cl := c.client()
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{pin.CopyLabel: "true"}}
