@@ -97,7 +97,7 @@ type options struct {
 	quick, large, proxy, failOnTarget, compare bool
 	waves                                      int
 	wavesCaps, fanOut, largeScales             string
-	controllerFlags                            string
+	controllerFlags, workloadAnnotations       string
 	only, outDir, ripple, controllerCmd        string
 	kubeconfig, baseline, render               string
 	warmup, timeout                            time.Duration
@@ -110,6 +110,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.fanOut, "fan-out", "", "run the fan-out scenario only at these numbers of Deployments, with the controller's default flags, e.g. 300,3000")
 	fs.StringVar(&o.largeScales, "large-scales", "", "with --large, run the large-scale scenario only at these numbers of Deployments (multiples of 500), e.g. 10000")
 	fs.StringVar(&o.controllerFlags, "controller-flags", "", "flags appended to every scenario's controller flags, e.g. --max-concurrent-reconciles=16")
+	fs.StringVar(&o.workloadAnnotations, "workload-annotations", "", "annotations added to every Deployment the benchmark creates, as k=v,k=v, e.g. ripple.dev/pin=true (with --controller-flags=--pinning)")
 	fs.IntVar(&o.waves, "waves", 0, "run the waves scenario at this many Deployments instead of the set's scale, e.g. 1000")
 	fs.StringVar(&o.wavesCaps, "waves-caps", "", "run the waves scenario with these --max-concurrent-rollouts values instead of the set's, e.g. default,0,50; canary: the defaults with --canary=1 and a 10s bake")
 	fs.StringVar(&o.only, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
@@ -330,6 +331,22 @@ func (o options) resultsDir(started time.Time) (dir, logDir string, err error) {
 // benchmark runs the selected scenarios, writes the results and returns
 // whether the benchmark itself (and, with --fail-on-target, every target)
 // succeeded.
+// extras are the flags --controller-flags adds; it also annotates the
+// workloads as --workload-annotations says.
+func (o options) extras() ([]string, error) {
+	var extra []string
+	if strings.TrimSpace(o.controllerFlags) != "" {
+		var err error
+		if extra, err = splitCommand(o.controllerFlags); err != nil {
+			return nil, fmt.Errorf("--controller-flags: %w", err)
+		}
+	}
+	if err := annotateWorkloads(o.workloadAnnotations); err != nil {
+		return nil, fmt.Errorf("--workload-annotations: %w", err)
+	}
+	return extra, nil
+}
+
 func benchmark(ctx context.Context, o options, args []string, out io.Writer) (err error) {
 	selected, err := o.selected()
 	if err != nil {
@@ -339,11 +356,9 @@ func benchmark(ctx context.Context, o options, args []string, out io.Writer) (er
 	if err != nil {
 		return err
 	}
-	var extra []string
-	if strings.TrimSpace(o.controllerFlags) != "" {
-		if extra, err = splitCommand(o.controllerFlags); err != nil {
-			return fmt.Errorf("--controller-flags: %w", err)
-		}
+	extra, err := o.extras()
+	if err != nil {
+		return err
 	}
 	if o.kubeconfig == "" {
 		if _, err := cluster.ToolsDir(); err != nil {

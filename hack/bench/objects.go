@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +81,27 @@ func deployment(ns, name string, configMaps, secrets []string) *appsv1.Deploymen
 		},
 	}
 	d.Annotations = map[string]string{autoAnnotation: "true"}
+	maps.Copy(d.Annotations, workloadAnnotations)
 	return d
+}
+
+// workloadAnnotations are added to every Deployment (--workload-annotations).
+var workloadAnnotations map[string]string
+
+// annotateWorkloads sets workloadAnnotations from "k=v,k=v".
+func annotateWorkloads(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	workloadAnnotations = map[string]string{}
+	for kv := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not key=value", kv)
+		}
+		workloadAnnotations[k] = v
+	}
+	return nil
 }
 
 // parallel runs fn(i) for i in [0, n) on workers goroutines and returns the

@@ -208,7 +208,7 @@ func pins(s plan.Settings, mgr ctrl.Manager, priors *source.Priors) *pin.Copier 
 	if !s.Pinning {
 		return nil
 	}
-	return &pin.Copier{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Digester: func() digest.Digester { return priors.Digester }}
+	return &pin.Copier{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Digester: func() digest.Digester { return priors.Digester }, Verified: &pin.Verified{}}
 }
 
 // newFinder is the Finder of the workloads that use a config, over mgr's

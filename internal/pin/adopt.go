@@ -94,6 +94,7 @@ func (c Copier) handOver(ctx context.Context, owner client.Object, k copyKey, re
 	if err := c.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("handing %s %q to its revisions: %w", k.kind, k.name, err)
 	}
+	c.Verified.forget(types.NamespacedName{Namespace: owner.GetNamespace(), Name: k.name}, owner.GetUID())
 	return nil
 }
 

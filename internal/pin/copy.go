@@ -2,8 +2,10 @@ package pin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +34,9 @@ type Copier struct {
 	// Digester digests a config as the cache transform did, so that a
 	// copy is made of the data the plan saw and nothing else.
 	Digester func() digest.Digester
+	// Verified remembers the copies checked; nil: every Ensure reads the
+	// config and the copy again.
+	Verified *Verified
 }
 
 // Ensure makes sure each copy of pins exists in the namespace of owner,
@@ -46,16 +51,80 @@ func (c Copier) Ensure(ctx context.Context, owner client.Object, pins []Pin) err
 	}
 	ref := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
 	for _, p := range pins {
-		want, err := c.copyOf(ctx, owner.GetNamespace(), p)
-		if err != nil {
-			return err
-		}
-		want.SetOwnerReferences([]metav1.OwnerReference{ref})
-		if err := c.create(ctx, want, p, ref); err != nil {
+		if err := c.ensure(ctx, owner.GetNamespace(), p, ref); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ensure makes sure the copy of p exists in ns, owned by owner. Workers
+// pinning the same copy at once make it one at a time (Verified.lock):
+// the first makes it, the others find it verified and are made owners
+// together, so that a change of a config many workloads pin costs one
+// read of it, one create, and a few patches.
+func (c Copier) ensure(ctx context.Context, ns string, p Pin, owner metav1.OwnerReference) error {
+	// Three rounds at most: made or owned by another worker meanwhile,
+	// then gone or replaced since it was verified.
+	for range 3 {
+		done, err := c.ownVerified(ctx, ns, p, owner)
+		if err != nil || done {
+			return err
+		}
+		if done, err = c.makeCopy(ctx, ns, p, owner); err != nil || done {
+			return err
+		}
+	}
+	return fmt.Errorf("pinning %s: its copy %q keeps changing; planning again", p.Ref, p.Name())
+}
+
+// makeCopy makes the copy of p, owned by owner, unless another worker
+// verified it meanwhile (done is then false: owner is not one of its
+// owners yet).
+func (c Copier) makeCopy(ctx context.Context, ns string, p Pin, owner metav1.OwnerReference) (done bool, err error) {
+	key := types.NamespacedName{Namespace: ns, Name: p.Name()}
+	defer c.Verified.lock(key)()
+	if _, verified, _ := c.Verified.owns(key, owner.UID); verified {
+		return false, nil
+	}
+	want, err := c.copyOf(ctx, ns, p)
+	if err != nil {
+		return false, err
+	}
+	want.SetOwnerReferences([]metav1.OwnerReference{owner})
+	return true, c.create(ctx, want, p, owner)
+}
+
+// ownVerified makes owner an owner of the copy of p when that copy was
+// verified before, by a patch that holds only while the copy is the
+// object verified (its UID), with the workloads that ask at the same
+// time: done is false when it was not verified, or is gone or replaced
+// since, for ensure to check it afresh.
+func (c Copier) ownVerified(ctx context.Context, ns string, p Pin, owner metav1.OwnerReference) (done bool, err error) {
+	key := types.NamespacedName{Namespace: ns, Name: p.Name()}
+	uid, verified, owns := c.Verified.owns(key, owner.UID)
+	if !verified || owns {
+		return owns, nil
+	}
+	err = c.Verified.addOwner(key, owner, func(refs []metav1.OwnerReference) error {
+		if err := c.appendOwners(ctx, p, ns, uid, refs); err != nil {
+			return err
+		}
+		uids := make([]types.UID, 0, len(refs))
+		for _, r := range refs {
+			uids = append(uids, r.UID)
+		}
+		c.Verified.remember(key, uid, uids...)
+		return nil
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
+		c.Verified.forget(key)
+		return false, nil
+	}
+	return false, fmt.Errorf("pinning %s: %w", p.Ref, err)
 }
 
 // copyOf reads the config of p and builds its copy.
@@ -106,7 +175,11 @@ func (c Copier) check(p Pin, d digest.Digests) error {
 // create creates want, or, when a copy of that name exists, checks it is
 // Ripple's copy of the same data and adds owner to its owners.
 func (c Copier) create(ctx context.Context, want client.Object, p Pin, owner metav1.OwnerReference) error {
+	key := client.ObjectKeyFromObject(want)
 	err := c.Client.Create(ctx, want)
+	if err == nil {
+		c.Verified.remember(key, want.GetUID(), owner.UID)
+	}
 	if err == nil || !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -117,17 +190,38 @@ func (c Copier) create(ctx context.Context, want client.Object, p Pin, owner met
 	if got.GetLabels()[CopyLabel] != "true" || !sameData(want, got) {
 		return fmt.Errorf("pinning %s: %s %q exists and is not Ripple's copy of this data", p.Ref, p.Ref.Kind, p.Name())
 	}
+	owners := make([]types.UID, 0, len(got.GetOwnerReferences())+1)
 	for _, o := range got.GetOwnerReferences() {
-		if o.UID == owner.UID {
-			return nil
-		}
+		owners = append(owners, o.UID)
 	}
-	// Locked on the resourceVersion read: two workloads adding themselves
-	// at once must not drop each other.
-	base, _ := got.DeepCopyObject().(client.Object)
-	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	got.SetOwnerReferences(append(got.GetOwnerReferences(), owner))
-	return c.Client.Patch(ctx, got, patch)
+	if slices.Contains(owners, owner.UID) {
+		c.Verified.remember(key, got.GetUID(), owners...)
+		return nil
+	}
+	if err := c.appendOwners(ctx, p, got.GetNamespace(), got.GetUID(), []metav1.OwnerReference{owner}); err != nil {
+		return fmt.Errorf("pinning %s: %w", p.Ref, err)
+	}
+	c.Verified.remember(key, got.GetUID(), append(owners, owner.UID)...)
+	return nil
+}
+
+// appendOwners adds owners to the owners of the copy of p in ns while it
+// is the object uid names. Appended, not merged: owners added at once do
+// not drop each other. A failed test (another object now) is Invalid.
+func (c Copier) appendOwners(ctx context.Context, p Pin, ns string, uid types.UID, owners []metav1.OwnerReference) error {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
+	for _, o := range owners {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/ownerReferences/-", "value": o})
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(objectKind(p.Ref.Kind))
+	m.SetNamespace(ns)
+	m.SetName(p.Name())
+	return c.Client.Patch(ctx, m, client.RawPatch(types.JSONPatchType, b))
 }
 
 // sameData reports whether two copies hold the same data.

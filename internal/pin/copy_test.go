@@ -1,16 +1,24 @@
 package pin
 
 import (
+	"context"
+	"fmt"
 	"maps"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/internal/digest"
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -49,7 +57,7 @@ func TestEnsure(t *testing.T) {
 		Data: map[string][]byte{"token": []byte("t")}}
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-web"}}
 	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api", UID: "u-api"}}
-	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(cm, token).Build()
+	c := apiLike(&counts{}, cm, token)
 	var d digest.Digester
 	copier := Copier{Client: c, API: c, Digester: func() digest.Digester { return d }}
 	p, err := New(refs.Ref{Kind: refs.ConfigMap, Name: "app"}, d.ConfigMap(cm).Digest)
@@ -84,7 +92,7 @@ func TestEnsure(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: p.Name()}, Data: cm.Data}
-	other := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(cm, foreign).Build()
+	other := apiLike(&counts{}, cm, foreign)
 	for what, tc := range map[string]struct {
 		c    client.Client
 		pin  Pin
@@ -98,5 +106,151 @@ func TestEnsure(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", what, err, tc.want)
 		}
+	}
+}
+
+// With Verified, a copy checked once costs each further workload that
+// pins it one patch (no read of the config or the copy, no refused
+// create), and a workload it made an owner none; a copy deleted since is
+// made again, and an object put in its place is checked afresh (and
+// refused when not Ripple's copy); a workload whose copies were handed to
+// its revisions is made an owner again.
+func TestEnsureVerified(t *testing.T) {
+	ctx := t.Context()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"k": "v"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Data: map[string][]byte{"p": []byte("s")}}
+	var n counts
+	c := apiLike(&n, cm, sec)
+	var d digest.Digester
+	copier := Copier{Client: c, API: c, Digester: func() digest.Digester { return d }, Verified: &Verified{}}
+	pa, err := New(refs.Ref{Kind: refs.ConfigMap, Name: "app"}, d.ConfigMap(cm).Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := New(refs.Ref{Kind: refs.Secret, Name: "db"}, d.Secret(sec).Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := []Pin{pa, pd}
+	workload := func(name string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name)}}
+	}
+	ensure := func(w *appsv1.Deployment, wantReads, wantCreates, wantPatches int32) {
+		t.Helper()
+		reads, creates, patches := n.reads.Load(), n.creates.Load(), n.patches.Load()
+		if err := copier.Ensure(ctx, w, pins); err != nil {
+			t.Fatalf("%s: %v", w.Name, err)
+		}
+		reads, creates, patches = n.reads.Load()-reads, n.creates.Load()-creates, n.patches.Load()-patches
+		if reads != wantReads || creates != wantCreates || patches != wantPatches {
+			t.Errorf("%s: %d reads, %d creates, %d patches; want %d, %d, %d", w.Name, reads, creates, patches, wantReads, wantCreates, wantPatches)
+		}
+	}
+	copyOfApp := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pa.Name()}}
+	ensure(workload("web"), 2, 2, 0)
+	ensure(workload("api"), 0, 0, 2)
+	ensure(workload("api"), 0, 0, 0)
+	if o := owners(t, c, copyOfApp); strings.Join(o, ",") != "Deployment/api,Deployment/web" {
+		t.Errorf("owners %v, want both Deployments once", o)
+	}
+
+	// Handed to its revisions, web is made an owner again at its next
+	// rollout to the same data.
+	rs := replicaSet("web-1", "rs-uid", ownerOf("Deployment", "web", "u-web", true), pa.Ref.String()+"="+pa.Digest)
+	rs.Spec.Template.Annotations[recordKey] = "configmap/app=" + pa.Digest + ",secret/db=" + pd.Digest
+	web := workload("web")
+	web.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	if err := c.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := copier.Adopt(ctx, web, recordKey); err != nil {
+		t.Fatal(err)
+	}
+	ensure(web, 0, 0, 2)
+	if o := owners(t, c, copyOfApp); strings.Join(o, ",") != "Deployment/api,Deployment/web,ReplicaSet/web-1" {
+		t.Errorf("owners %v, want api, the ReplicaSet and web again", o)
+	}
+
+	// Deleted since: made again.
+	if err := c.Delete(ctx, copyOfApp); err != nil {
+		t.Fatal(err)
+	}
+	ensure(workload("gone"), 1, 1, 2)
+	// Replaced by an object not Ripple's: refused.
+	if err := c.Delete(ctx, copyOfApp); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pa.Name()}, Data: map[string]string{"k": "forged"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := copier.Ensure(ctx, workload("late"), pins); err == nil || !strings.Contains(err.Error(), "is not Ripple's copy") {
+		t.Errorf("over a replaced copy: %v, want it refused", err)
+	}
+}
+
+// counts are the requests apiLike served.
+type counts struct{ reads, creates, patches atomic.Int32 }
+
+// apiLike is a fake client that gives a created object a UID and answers
+// a failed JSON patch test 422, as the API server does, counting reads,
+// creates and patches.
+func apiLike(n *counts, objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			n.reads.Add(1)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			obj.SetUID(types.UID(fmt.Sprintf("uid-%d", n.creates.Add(1))))
+			return c.Create(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			n.patches.Add(1)
+			err := c.Patch(ctx, obj, patch, opts...)
+			if err != nil && strings.Contains(err.Error(), "test failed") {
+				return apierrors.NewInvalid(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName(), nil)
+			}
+			return err
+		},
+	}).Build()
+}
+
+// 64 workloads pinning one config at once: one read of it, one create,
+// every workload an owner of the copy exactly once, and fewer patches
+// than workloads (those that ask while a patch is written are added by
+// the next one).
+func TestEnsureTogether(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"k": "v"}}
+	var n counts
+	c := apiLike(&n, cm)
+	var d digest.Digester
+	copier := Copier{Client: c, API: c, Digester: func() digest.Digester { return d }, Verified: &Verified{}}
+	p, err := New(refs.Ref{Kind: refs.ConfigMap, Name: "app"}, d.ConfigMap(cm).Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i := range workers {
+		wg.Go(func() {
+			w := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("w%02d", i), UID: types.UID(fmt.Sprintf("u%02d", i))}}
+			errs <- copier.Ensure(t.Context(), w, []Pin{p})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: p.Name()}}
+	o := owners(t, c, got)
+	if len(o) != workers || len(slices.Compact(o)) != workers {
+		t.Errorf("%d owners (%d distinct), want each of the %d workloads once: %v", len(o), len(slices.Compact(o)), workers, o)
+	}
+	if r, cr, pa := n.reads.Load()-1, n.creates.Load(), n.patches.Load(); r != 1 || cr != 1 || pa >= workers {
+		t.Errorf("%d reads of the config, %d creates, %d patches; want 1, 1 and fewer than %d", r, cr, pa, workers)
 	}
 }

@@ -18,7 +18,8 @@ import (
 )
 
 // Three pinned Deployments share a canaried ConfigMap. A good change rolls
-// all three; a bad one halts on the canary d00 (its new pods are refused).
+// all three, sharing its copy; a bad one halts on the canary d00 (its new
+// pods are refused).
 // docs/pinning.md's `ripple undo` (run as written) puts d00 back to the
 // revision that pins the good data; d01 and d02, which never took the bad
 // change, are not written; Ripple does not roll d00 forward again.
@@ -34,12 +35,26 @@ func TestUndoAHaltedCanary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startRipple(t, ns, "--pinning")
+	// As the chart's ServiceAccount under its pinned copy policy: the
+	// three Deployments share each copy, and are added to its owners by
+	// the patches the policy confines.
+	startRipple(t, ns, "--pinning", "--kubeconfig="+confinePinning(t, cs, ns).kubeconfig)
 	waitFleetBaseline(t, cs, ns, "", n)
 
 	cm = updateConfig(t, cs, cm, "good")
 	good := fmt.Sprintf("configmap/%s=%s", canaryConfig, digest.ConfigMap(cm)[:pin.DigestLen])
 	waitFleetRolled(t, cs, ns, digest.ConfigMap(cm), n, 2*time.Minute)
+	goodCopy, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), canaryConfig+pin.Infix+digest.ConfigMap(cm)[:pin.DigestLen], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[types.UID]bool{}
+	for _, o := range goodCopy.OwnerReferences {
+		uids[o.UID] = true
+	}
+	if len(uids) != len(goodCopy.OwnerReferences) || len(uids) < n {
+		t.Fatalf("the shared copy has owners %v, want each of the %d Deployments (or its ReplicaSet) once", goodCopy.OwnerReferences, n)
+	}
 
 	blockNewPods(t, cs, ns, n)
 	cm = updateConfig(t, cs, cm, "bad")
