@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ripple-dev/ripple/internal/refs"
@@ -69,32 +70,39 @@ type copyKey struct {
 }
 
 // handOver replaces owner among the owners of the copy k by revisions,
-// if owner is one of them and the copy is Ripple's.
+// if owner is one of them and the copy is Ripple's. The workloads that
+// share a copy complete their rollouts at about the same time: their
+// hand-overs take turns (Verified.lock), and one that another writer
+// got ahead of reads the copy again.
 func (c Copier) handOver(ctx context.Context, owner client.Object, k copyKey, revisions []metav1.OwnerReference) error {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(objectKind(k.kind))
-	err := c.API.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: k.name}, m)
-	if err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	owners := m.GetOwnerReferences()
-	if m.GetLabels()[CopyLabel] != "true" || !slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.UID == owner.GetUID() }) {
-		return nil // handed over already, or not Ripple's copy
-	}
-	base := m.DeepCopy()
-	owners = slices.DeleteFunc(slices.Clone(owners), func(o metav1.OwnerReference) bool { return o.UID == owner.GetUID() })
-	for _, r := range revisions {
-		if !slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.UID == r.UID }) {
-			owners = append(owners, r)
+	key := types.NamespacedName{Namespace: owner.GetNamespace(), Name: k.name}
+	defer c.Verified.lock(key)()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(objectKind(k.kind))
+		if err := c.API.Get(ctx, key, m); err != nil {
+			return client.IgnoreNotFound(err)
 		}
-	}
-	m.SetOwnerReferences(owners)
-	// Locked on the resourceVersion read, as Ensure's owner patch: a
-	// workload adding itself meanwhile must not be dropped.
-	if err := c.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		owners := m.GetOwnerReferences()
+		if m.GetLabels()[CopyLabel] != "true" || !slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.UID == owner.GetUID() }) {
+			return nil // handed over already, or not Ripple's copy
+		}
+		base := m.DeepCopy()
+		owners = slices.DeleteFunc(slices.Clone(owners), func(o metav1.OwnerReference) bool { return o.UID == owner.GetUID() })
+		for _, r := range revisions {
+			if !slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.UID == r.UID }) {
+				owners = append(owners, r)
+			}
+		}
+		m.SetOwnerReferences(owners)
+		// Locked on the resourceVersion read, as an owner added meanwhile
+		// must not be dropped.
+		return c.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		return fmt.Errorf("handing %s %q to its revisions: %w", k.kind, k.name, err)
 	}
-	c.Verified.forget(types.NamespacedName{Namespace: owner.GetNamespace(), Name: k.name}, owner.GetUID())
+	c.Verified.forget(key, owner.GetUID())
 	return nil
 }
 

@@ -2,7 +2,10 @@ package pin
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -120,5 +123,43 @@ func TestAdoptStatefulSet(t *testing.T) {
 	}
 	if got := owners(t, c, cm); !slices.Equal(got, []string{"ControllerRevision/db-7c9"}) {
 		t.Errorf("the copy is owned by %v, want the ControllerRevision", got)
+	}
+}
+
+// 32 Deployments sharing a copy complete their rollouts at once: every
+// hand-over lands (none lost to another's conflict), and the copy ends
+// owned by the 32 ReplicaSets alone.
+func TestAdoptTogether(t *testing.T) {
+	const n = 32
+	var objs []client.Object
+	var byDeployments []metav1.OwnerReference
+	ds := make([]*appsv1.Deployment, n)
+	for i := range n {
+		name, uid := fmt.Sprintf("d%02d", i), types.UID(fmt.Sprintf("d%02d-uid", i))
+		ds[i] = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+		rs := replicaSet(name+"-1", types.UID(name+"-rs"), ownerOf("Deployment", name, uid, true), "configmap/app=aaaaaaaaaaaa")
+		rs.Labels = map[string]string{"app": name}
+		objs = append(objs, ds[i], rs)
+		byDeployments = append(byDeployments, ownerOf("Deployment", name, uid, false))
+	}
+	cm := copyObject("ConfigMap", "app-r-aaaaaaaaaaaa", true, byDeployments...)
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(append(objs, cm)...).Build()
+	cp := Copier{Client: c, API: c, Verified: &Verified{}}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, d := range ds {
+		wg.Go(func() { errs <- cp.Adopt(t.Context(), d, recordKey) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	got := owners(t, c, cm)
+	if len(got) != n || slices.ContainsFunc(got, func(o string) bool { return !strings.HasPrefix(o, "ReplicaSet/") }) {
+		t.Errorf("the copy is owned by %v, want the %d ReplicaSets alone", got, n)
 	}
 }
