@@ -198,21 +198,42 @@ func (c Copier) create(ctx context.Context, want client.Object, p Pin, owner met
 		c.Verified.remember(key, got.GetUID(), owners...)
 		return nil
 	}
-	if err := c.appendOwners(ctx, p, got.GetNamespace(), got.GetUID(), []metav1.OwnerReference{owner}); err != nil {
+	if err := c.addOwner(ctx, p, got, owner); err != nil {
 		return fmt.Errorf("pinning %s: %w", p.Ref, err)
 	}
 	c.Verified.remember(key, got.GetUID(), append(owners, owner.UID)...)
 	return nil
 }
 
+// addOwner adds owner to the owners of got, the copy of p as read.
+func (c Copier) addOwner(ctx context.Context, p Pin, got client.Object, owner metav1.OwnerReference) error {
+	if len(got.GetOwnerReferences()) > 0 {
+		return c.appendOwners(ctx, p, got.GetNamespace(), got.GetUID(), []metav1.OwnerReference{owner})
+	}
+	// Orphaned (its owner was deleted with --cascade=orphan): there is no
+	// list to append to, so it is written whole, locked on the version
+	// read.
+	return c.patchCopy(ctx, p, got.GetNamespace(), []map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": got.GetResourceVersion()},
+		{"op": "add", "path": "/metadata/ownerReferences", "value": []metav1.OwnerReference{owner}},
+	})
+}
+
 // appendOwners adds owners to the owners of the copy of p in ns while it
 // is the object uid names. Appended, not merged: owners added at once do
-// not drop each other. A failed test (another object now) is Invalid.
+// not drop each other. A failed test (another object now), or a copy
+// without owners, is Invalid.
 func (c Copier) appendOwners(ctx context.Context, p Pin, ns string, uid types.UID, owners []metav1.OwnerReference) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
 	for _, o := range owners {
 		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/ownerReferences/-", "value": o})
 	}
+	return c.patchCopy(ctx, p, ns, ops)
+}
+
+// patchCopy applies the JSON patch ops to the copy of p in ns, as
+// metadata: no Secret data is read back.
+func (c Copier) patchCopy(ctx context.Context, p Pin, ns string, ops []map[string]any) error {
 	b, err := json.Marshal(ops)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package pin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -192,8 +193,8 @@ func TestEnsureVerified(t *testing.T) {
 type counts struct{ reads, creates, patches atomic.Int32 }
 
 // apiLike is a fake client that gives a created object a UID and answers
-// a failed JSON patch test 422, as the API server does, counting reads,
-// creates and patches.
+// a JSON patch that does not apply 422, as the API server does, counting
+// reads, creates and patches.
 func apiLike(n *counts, objs ...client.Object) client.Client {
 	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -207,7 +208,10 @@ func apiLike(n *counts, objs ...client.Object) client.Client {
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			n.patches.Add(1)
 			err := c.Patch(ctx, obj, patch, opts...)
-			if err != nil && strings.Contains(err.Error(), "test failed") {
+			var status apierrors.APIStatus
+			if err != nil && !errors.As(err, &status) {
+				// A JSON patch that does not apply (a failed test, a
+				// missing path): the API server answers 422.
 				return apierrors.NewInvalid(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName(), nil)
 			}
 			return err
@@ -252,5 +256,33 @@ func TestEnsureTogether(t *testing.T) {
 	}
 	if r, cr, pa := n.reads.Load()-1, n.creates.Load(), n.patches.Load(); r != 1 || cr != 1 || pa >= workers {
 		t.Errorf("%d reads of the config, %d creates, %d patches; want 1, 1 and fewer than %d", r, cr, pa, workers)
+	}
+}
+
+// A copy left without owners (its workload deleted with
+// --cascade=orphan) is Ripple's still: a workload that pins its data
+// becomes its owner, remembered or not.
+func TestEnsureOrphanedCopy(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"k": "v"}}
+	var d digest.Digester
+	p, err := New(refs.Ref{Kind: refs.ConfigMap, Name: "app"}, d.ConfigMap(cm).Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: p.Name(), UID: "copy-uid", Labels: map[string]string{CopyLabel: "true"}},
+		Immutable: new(true), Data: cm.Data}
+	c := apiLike(&counts{}, cm, orphan)
+	copier := Copier{Client: c, API: c, Digester: func() digest.Digester { return d }, Verified: &Verified{}}
+	// Remembered with an owner that is gone since: the append fails, and
+	// the copy is read again.
+	copier.Verified.remember(client.ObjectKeyFromObject(orphan), "copy-uid", "gone-uid")
+	for _, name := range []string{"web", "api"} {
+		w := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid")}}
+		if err := copier.Ensure(t.Context(), w, []Pin{p}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if o := owners(t, c, orphan); strings.Join(o, ",") != "Deployment/api,Deployment/web" {
+		t.Errorf("owners %v, want both Deployments", o)
 	}
 }
