@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -86,5 +87,33 @@ func TestPinnedOnlyWithAReload(t *testing.T) {
 	p = For(in(pinning, digestOf(cmApp, appV2)))
 	if got := refs.All(&p.Update.Template.Spec); len(got) != 2 || got[0] != cmApp || got[1] != secDB {
 		t.Errorf("the template now references %v, want the configs themselves", got)
+	}
+}
+
+// --pinning alone changes nothing for a workload that does not ask: its
+// plan, the template it writes included, is the one made without the
+// flag, whether a config changed or not, and with a Namespace that does
+// not ask either.
+func TestPinningFlagAloneChangesNothing(t *testing.T) {
+	configs := func(i *Input) {
+		recorded(map[string]string{"ConfigMap/app": appV1, "Secret/db": dbV1})(i)
+		digestOf(cmApp, appV1)(i)
+		digestOf(secDB, dbV1)(i)
+	}
+	for name, opts := range map[string][]func(*Input){
+		"no change":           {configs},
+		"a change":            {configs, digestOf(cmApp, appV2)},
+		"a change, pin false": {configs, digestOf(cmApp, appV2), annotate(keys.Pin, "false")},
+		"a change, Namespace asks nothing": {configs, digestOf(cmApp, appV2), func(i *Input) {
+			i.Workload.NamespaceAnnotations = map[string]string{"other": "x"}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			without := For(in(opts...))
+			with := For(in(append(opts, func(i *Input) { i.Pinning = true })...))
+			if !reflect.DeepEqual(with, without) {
+				t.Errorf("with --pinning:\n%+v\nwithout:\n%+v", with, without)
+			}
+		})
 	}
 }
