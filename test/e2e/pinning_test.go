@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -49,8 +50,8 @@ func installPinningPolicy(t *testing.T, cs kubernetes.Interface, ns string) {
 	})
 }
 
-// A pinned Deployment (--pinning, ripple.dev/pin) reads a ConfigMap and
-// a Secret. Two changes of both roll it twice, each rollout's pods reading
+// A pinned Deployment (--pinning, ripple.dev/pin) reads a ConfigMap (by
+// envFrom and as a volume) and a Secret. Two changes of both roll it twice, each rollout's pods reading
 // immutable copies of that change's data; `kubectl rollout undo` brings
 // back the revision of the first change, and its new pods read the copies
 // of that data, not the current data; Ripple keeps the undo (no rollout
@@ -65,7 +66,7 @@ func TestPinnedUndoRestoresTheData(t *testing.T) {
 	w := workload{kind: kit.Deployment, ns: ns, name: "web"}
 	createConfigMap(t, cs, ns, configName, "v1")
 	createSecret(t, cs, ns)
-	w.create(t, cs, spec{configMaps: []string{configName}, secrets: []string{secretName},
+	w.create(t, cs, spec{configMaps: []string{configName}, mounted: []string{configName}, secrets: []string{secretName},
 		annotations: map[string]string{autoAnnotation: "true", "ripple.dev/pin": "true"}})
 	before := waitRolledOut(t, cs, w)
 	waitBaselineRecord(t, func(ctx context.Context) (metav1.Object, error) {
@@ -140,7 +141,8 @@ func pinnedTo(record string) templateCheck {
 }
 
 // checkPods checks that every pod of w carrying record reads the copies
-// it names (the admission policy rewrote them), that there are such pods,
+// it names, in its envFrom and its volumes, and nothing else (the
+// admission policy rewrote them), that there are such pods,
 // and that the copies hold the data cm (the ConfigMap's VALUE) and sec
 // (the Secret's PASSWORD), immutable.
 func checkPods(t *testing.T, cs kubernetes.Interface, w workload, record, cm, sec string) {
@@ -166,17 +168,22 @@ func checkPods(t *testing.T, cs kubernetes.Interface, w workload, record, cm, se
 				continue
 			}
 			n++
-			var read []string
+			read := map[string]bool{}
 			for _, e := range p.Spec.Containers[0].EnvFrom {
 				if e.ConfigMapRef != nil {
-					read = append(read, e.ConfigMapRef.Name)
+					read[e.ConfigMapRef.Name] = true
 				}
 				if e.SecretRef != nil {
-					read = append(read, e.SecretRef.Name)
+					read[e.SecretRef.Name] = true
 				}
 			}
-			if len(read) != len(names) || slices.ContainsFunc(read, func(s string) bool { return !names[s] }) {
-				bad = append(bad, fmt.Sprintf("%s reads %v", p.Name, read))
+			for _, v := range p.Spec.Volumes {
+				if v.ConfigMap != nil {
+					read[v.ConfigMap.Name] = true
+				}
+			}
+			if !maps.Equal(read, names) {
+				bad = append(bad, fmt.Sprintf("%s reads %v", p.Name, slices.Sorted(maps.Keys(read))))
 			}
 		}
 		return n > 0, nil

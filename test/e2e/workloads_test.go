@@ -67,6 +67,8 @@ func (w workload) String() string { return fmt.Sprintf("%s %s/%s", w.kind, w.ns,
 // that takes the named ConfigMaps and Secrets through envFrom.
 type spec struct {
 	configMaps, secrets []string
+	// mounted are ConfigMaps read as volumes too.
+	mounted []string
 	// annotations go on the workload metadata, e.g. autoAnnotation.
 	annotations map[string]string
 	// env is extra env on the container, e.g. Reloader's STAKATER_ vars.
@@ -85,6 +87,11 @@ func (s spec) template(app string) corev1.PodTemplateSpec {
 	for _, name := range s.secrets {
 		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
+	}
+	for _, name := range s.mounted {
+		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
 	}
 	c.Env = append(c.Env, s.env...)
 	return tpl
