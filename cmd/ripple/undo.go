@@ -173,13 +173,14 @@ func planUndo(ctx context.Context, c client.Reader, ns string, cfg client.Object
 	if err != nil {
 		return nil, nil, err
 	}
+	changed := pin.NewChanged(cfg, ref)
 	for _, u := range ws {
 		tpl := templateOf(u.w)
 		if !slices.Contains(refs.All(&tpl.Spec), ref) {
 			continue
 		}
 		u.canary = canaries[u.String()]
-		u.rb, u.why, err = pin.PlanRollback(ctx, c, u.w, tpl, key, cfg, ref)
+		u.rb, u.why, err = pin.PlanRollback(ctx, c, u.w, tpl, key, changed)
 		switch {
 		case err != nil:
 			return nil, nil, fmt.Errorf("%s: %w", u, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ripple-dev/ripple/api/v1alpha1"
 	"github.com/ripple-dev/ripple/internal/pin"
@@ -24,7 +26,7 @@ import (
 // planUndo rolls back the workloads that run the config's current data
 // (an Argo Rollout among them), the change's canary first whatever its
 // name; it leaves alone one that runs older data and says why, and skips
-// one that does not read the config.
+// one that does not read the config. Each copy is read once.
 func TestPlanUndo(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -78,7 +80,13 @@ func TestPlanUndo(t *testing.T) {
 		Spec:   v1alpha1.ConfigRolloutSpec{Config: v1alpha1.ConfigReference{Kind: "ConfigMap", Name: "app", UID: "app-uid"}, Revision: "r1"},
 		Status: v1alpha1.ConfigRolloutStatus{Canary: &v1alpha1.CanaryStatus{Phase: "Halted", Workloads: []v1alpha1.CanaryWorkload{{Kind: "Deployment", Name: "z-canary"}}}},
 	})
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	reads := map[string]int{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads[key.Name]++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
 	todo, left, err := planUndo(t.Context(), c, "shop", cfg, key)
 	if err != nil {
 		t.Fatal(err)
@@ -95,5 +103,10 @@ func TestPlanUndo(t *testing.T) {
 	}
 	if got := names(left); !slices.Equal(got, []string{"Deployment/held"}) || left[0].why == "" {
 		t.Errorf("left alone %v (%+v), want the held Deployment, with why", got, left)
+	}
+	for _, name := range []string{"app-r-aaaaaaaaaaaa", "app-r-bbbbbbbbbbbb"} {
+		if reads[name] != 1 {
+			t.Errorf("copy %s read %d times, want once however many workloads pin it", name, reads[name])
+		}
 	}
 }

@@ -34,19 +34,35 @@ func (rb Rollback) Apply(ctx context.Context, c client.Writer, w client.Object, 
 	return c.Patch(ctx, w, rb.patch, opts...)
 }
 
+// Changed is the config whose latest change an undo undoes, and which of
+// its copies hold its data now: each copy is read once, however many
+// workloads pin it.
+type Changed struct {
+	Config client.Object
+	Ref    refs.Ref
+	// held is, by copy name, whether the copy holds Config's data.
+	held map[string]bool
+}
+
+// NewChanged is the config cfg, which ref names, as an undo reads it.
+func NewChanged(cfg client.Object, ref refs.Ref) *Changed {
+	return &Changed{Config: cfg, Ref: ref, held: map[string]bool{}}
+}
+
 // PlanRollback is the rollback of w, whose pod template is tpl, that
-// undoes the change of cfg: when tpl pins cfg (under the record key) at
-// its current data, the newest revision of w that pins other data of it.
-// why says why there is none: w pins older data (it never ran the
+// undoes the change of c: when tpl pins its config (under the record key)
+// at its current data, the newest revision of w that pins other data of
+// it. why says why there is none: w pins older data (it never ran the
 // change), or no revision it keeps pins other data. Reads go through r,
 // with the user's rights: w's revisions, and the copy tpl names (its
-// data, to compare with cfg's).
-func PlanRollback(ctx context.Context, r client.Reader, w client.Object, tpl *corev1.PodTemplateSpec, key string, cfg client.Object, ref refs.Ref) (rb Rollback, why string, err error) {
+// data, to compare with the config's).
+func PlanRollback(ctx context.Context, r client.Reader, w client.Object, tpl *corev1.PodTemplateSpec, key string, c *Changed) (rb Rollback, why string, err error) {
+	ref := c.Ref
 	from, ok := pinOf(tpl.Annotations[key], ref)
 	if !ok {
 		return rb, "its template does not pin " + ref.String(), nil
 	}
-	current, err := holdsDataOf(ctx, r, from, cfg)
+	current, err := c.holds(ctx, r, from)
 	if err != nil || !current {
 		return rb, "it runs older data of " + ref.String() + " (" + from.Name() + "), not the latest change", err
 	}
@@ -83,15 +99,19 @@ func pinOf(record string, ref refs.Ref) (Pin, bool) {
 	return Pin{}, false
 }
 
-// holdsDataOf reports whether the copy of p holds cfg's data now: the
+// holds reports whether the copy of p holds the config's data now: the
 // workload runs the config's latest change.
-func holdsDataOf(ctx context.Context, r client.Reader, p Pin, cfg client.Object) (bool, error) {
-	got, _ := cfg.DeepCopyObject().(client.Object)
-	err := r.Get(ctx, types.NamespacedName{Namespace: cfg.GetNamespace(), Name: p.Name()}, got)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+func (c *Changed) holds(ctx context.Context, r client.Reader, p Pin) (bool, error) {
+	if held, ok := c.held[p.Name()]; ok {
+		return held, nil
 	}
-	return err == nil && sameData(cfg, got), err
+	got, _ := c.Config.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Config.GetNamespace(), Name: p.Name()}, got)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	c.held[p.Name()] = err == nil && sameData(c.Config, got)
+	return c.held[p.Name()], nil
 }
 
 // restore is the patch that puts rev's template back on its workload,

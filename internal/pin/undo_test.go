@@ -52,7 +52,7 @@ func TestPlanRollback(t *testing.T) {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(d), d); err != nil {
 			t.Fatal(err)
 		}
-		rb, why, err := PlanRollback(t.Context(), c, d, &d.Spec.Template, recordKey, cfg, app)
+		rb, why, err := PlanRollback(t.Context(), c, d, &d.Spec.Template, recordKey, NewChanged(cfg, app))
 		if err != nil || why != "" {
 			t.Fatalf("PlanRollback: %q, %v", why, err)
 		}
@@ -73,14 +73,14 @@ func TestPlanRollback(t *testing.T) {
 	t.Run("runs older data", func(t *testing.T) {
 		d := deployment(good)
 		c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(append(revs, d)...).Build()
-		if _, why, err := PlanRollback(t.Context(), c, d, &d.Spec.Template, recordKey, cfg, app); err != nil || why == "" {
+		if _, why, err := PlanRollback(t.Context(), c, d, &d.Spec.Template, recordKey, NewChanged(cfg, app)); err != nil || why == "" {
 			t.Fatalf("PlanRollback of a workload on older data: %q, %v; want a reason", why, err)
 		}
 	})
 	t.Run("keeps no revision of other data", func(t *testing.T) {
 		d := deployment(bad)
 		c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(rs("web-3", "3", bad, "app:3"), withData("app-r-bbbbbbbbbbbb", "bad"), d).Build()
-		if _, why, err := PlanRollback(t.Context(), c, d, &d.Spec.Template, recordKey, cfg, app); err != nil || why == "" {
+		if _, why, err := PlanRollback(t.Context(), c, d, &d.Spec.Template, recordKey, NewChanged(cfg, app)); err != nil || why == "" {
 			t.Fatalf("PlanRollback without an earlier revision: %q, %v; want a reason", why, err)
 		}
 	})
@@ -155,7 +155,7 @@ func TestRollout(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tpl); err != nil {
 		t.Fatal(err)
 	}
-	rb, why, err := PlanRollback(t.Context(), c, ro, &tpl, recordKey, cfg, app)
+	rb, why, err := PlanRollback(t.Context(), c, ro, &tpl, recordKey, NewChanged(cfg, app))
 	if err != nil || why != "" || rb.Revision != 1 || rb.To.Name() != "app-r-aaaaaaaaaaaa" {
 		t.Fatalf("PlanRollback: %+v, %q, %v; want revision 1, to the good copy", rb, why, err)
 	}

@@ -140,7 +140,7 @@ func TestPinnedRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := tpl(pin.Format([]pin.Pin{v2}))
-	rb, why, err := pin.PlanRollback(ctx, e.c, web, &cur, pinnedKey, cm2, app)
+	rb, why, err := pin.PlanRollback(ctx, e.c, web, &cur, pinnedKey, pin.NewChanged(cm2, app))
 	if err != nil || why != "" || rb.Revision != 1 {
 		t.Fatalf("PlanRollback: %+v, %q, %v; want revision 1", rb, why, err)
 	}
