@@ -76,9 +76,8 @@ func TestPinnedUndoRestoresTheData(t *testing.T) {
 	// Two changes of both configs, each rolled once and pinned.
 	var records []string
 	for i, v := range []string{"v2", "v3"} {
-		cm, sec := setConfigMapValue(t, cs, ns, configName, v), setSecretValue(t, cs, ns, "p-"+v)
-		want := fmt.Sprintf("configmap/%s=%s,secret/%s=%s", configName, cm[:pin.DigestLen], secretName, sec[:pin.DigestLen])
-		before = expectRollouts(t, cs, oneEach(before, pinnedTo(want)))
+		var want string
+		want, before = changePinned(t, cs, ns, v, before)
 		checkPods(t, cs, w, want, v, "p-"+v)
 		records = append(records, want)
 		t.Logf("change %d rolled, pinned %s", i+1, want)
@@ -128,6 +127,16 @@ func TestPinnedUndoRestoresTheData(t *testing.T) {
 		t.Errorf("explain says pinning %+v (%v), verdict %q, want on with the copies %s, read by the pods:\n%s", ex.Pinning, err, ex.Verdict, records[0], out)
 	}
 	undo(records[1], "v3", "p-v3")
+}
+
+// changePinned sets the ConfigMap to v and the Secret to "p-"+v, expects
+// one rollout of each workload of before, pinning both, and returns the
+// record of the copies and the workloads after.
+func changePinned(t *testing.T, cs kubernetes.Interface, ns, v string, before map[workload]snapshot) (string, map[workload]snapshot) {
+	t.Helper()
+	cm, sec := setConfigMapValue(t, cs, ns, configName, v), setSecretValue(t, cs, ns, "p-"+v)
+	record := fmt.Sprintf("configmap/%s=%s,secret/%s=%s", configName, cm[:pin.DigestLen], secretName, sec[:pin.DigestLen])
+	return record, expectRollouts(t, cs, oneEach(before, pinnedTo(record)))
 }
 
 // pinnedTo checks the template's record of pinned copies.

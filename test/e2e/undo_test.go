@@ -135,10 +135,9 @@ func TestUndoPinnedStatefulSetAndDaemonSet(t *testing.T) {
 
 	var records []string
 	for _, v := range []string{"v2", "v3"} {
-		cm, sec := setConfigMapValue(t, cs, ns, configName, v), setSecretValue(t, cs, ns, "p-"+v)
-		want := fmt.Sprintf("configmap/%s=%s,secret/%s=%s", configName, cm[:pin.DigestLen], secretName, sec[:pin.DigestLen])
-		before = expectRollouts(t, cs, oneEach(before, pinnedTo(want)))
-		records = append(records, want)
+		var record string
+		record, before = changePinned(t, cs, ns, v, before)
+		records = append(records, record)
 	}
 
 	out, err := recipe{kubeconfig: kc.Kubeconfig, fill: map[string]string{
