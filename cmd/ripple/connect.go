@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -93,13 +92,9 @@ func (c *clusterFlags) refusePinning(s *metainfo.Settings) error {
 	if !s.Plan.Pinning {
 		return nil
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(c.rest)
+	why, err := pin.RefusalAt(c.rest)
 	if err != nil {
 		return err
-	}
-	why, err := pin.Refusal(dc)
-	if err != nil {
-		return fmt.Errorf("asking the API server whether it serves MutatingAdmissionPolicy, which --pinning needs: %w", err)
 	}
 	if why != "" {
 		s.Plan.Pinning, s.Plan.PinRefusal = false, why

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -186,13 +185,9 @@ func refusePinning(mgr ctrl.Manager, s *plan.Settings) error {
 	if !s.Pinning {
 		return nil
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	why, err := pin.RefusalAt(mgr.GetConfig())
 	if err != nil {
-		return err
-	}
-	why, err := pin.Refusal(dc)
-	if err != nil {
-		return fmt.Errorf("--pinning: asking the API server whether it serves MutatingAdmissionPolicy: %w", err)
+		return fmt.Errorf("--pinning: %w", err)
 	}
 	if why != "" {
 		mgr.GetLogger().Error(nil, "--pinning is off: "+why, "flag", "--pinning")

@@ -1,8 +1,11 @@
 package pin
 
 import (
+	"fmt"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 )
 
 // policyGroupVersion serves MutatingAdmissionPolicy from Kubernetes 1.36.
@@ -26,4 +29,18 @@ func Refusal(dc discovery.ServerResourcesInterface) (string, error) {
 		}
 	}
 	return "the API server does not serve MutatingAdmissionPolicy (" + policyGroupVersion + ", Kubernetes 1.36 and later), so no policy can point new pods at the copies", nil
+}
+
+// RefusalAt is Refusal of the API server rc reaches, as Ripple asks it at
+// start and explain asks it for the Ripple it explains.
+func RefusalAt(rc *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return "", err
+	}
+	why, err := Refusal(dc)
+	if err != nil {
+		return "", fmt.Errorf("asking the API server whether it serves MutatingAdmissionPolicy, which --pinning needs: %w", err)
+	}
+	return why, nil
 }
